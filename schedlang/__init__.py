@@ -1,0 +1,113 @@
+"""schedlang: write a tensor algorithm once, try many schedules, run them on CPU or GPU.
+
+``import schedlang as sl``; names follow TVM's Tensor Expression language.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    AlgorithmError,
+    InternalError,
+    LaunchError,
+    LoweringError,
+    ScheduleError,
+    SchedlangError,
+)
+from .ir.evaluate import evaluate, reference
+from .ir.expr import Expr, Var, const
+from .ir.expr import select as if_then_else
+from .ir.math import (
+    abs,
+    ceil,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    fma,
+    log,
+    log2,
+    max_value,
+    maximum,
+    min_value,
+    minimum,
+    pow,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+)
+from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
+from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+
+select = if_then_else
+
+__version__ = "0.1.0"
+
+
+def all(*conditions: object) -> Expr:
+    """True where every condition holds (``and`` of bool expressions)."""
+    from .ir.expr import logical
+
+    return logical("and", conditions)
+
+
+def any(*conditions: object) -> Expr:
+    """True where some condition holds (``or`` of bool expressions)."""
+    from .ir.expr import logical
+
+    return logical("or", conditions)
+
+
+__all__ = [
+    "AlgorithmError",
+    "Expr",
+    "InternalError",
+    "IterVar",
+    "LaunchError",
+    "LoweringError",
+    "Reducer",
+    "ScheduleError",
+    "SchedlangError",
+    "Tensor",
+    "Var",
+    "abs",
+    "all",
+    "any",
+    "ceil",
+    "comm_reducer",
+    "compute",
+    "const",
+    "cos",
+    "erf",
+    "evaluate",
+    "exp",
+    "exp2",
+    "floor",
+    "fma",
+    "if_then_else",
+    "log",
+    "log2",
+    "max",
+    "max_value",
+    "maximum",
+    "min",
+    "min_value",
+    "minimum",
+    "placeholder",
+    "pow",
+    "prod",
+    "reduce_axis",
+    "reference",
+    "round",
+    "rsqrt",
+    "select",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "sum",
+    "tanh",
+    "var",
+]

@@ -1,0 +1,1 @@
+"""The algorithm language: expressions, tensors, reducers, math, printing and the reference."""

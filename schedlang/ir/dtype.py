@@ -1,0 +1,160 @@
+"""Data types and the rules that combine them.
+
+A dtype is its canonical name (a `str` such as ``"float32"``): cheap to compare, hash and print.
+
+Promotion, for a binary operation between two expressions (numpy's rules where they are sane,
+TE's where numpy widens to float64 for no reason):
+
+- equal dtypes stay as they are;
+- ``bool`` with anything else gives the other dtype (``True`` counts as 1);
+- an integer with a float gives the float;
+- two floats give the wider one; ``float16`` with ``bfloat16`` gives ``float32``;
+- two signed (or two unsigned) integers give the wider one;
+- a signed with an unsigned integer gives the smallest signed type that holds both
+  (``uint8`` with ``int8`` gives ``int16``, ``uint32`` with ``int32`` gives ``int64``).
+
+A Python scalar mixed with an expression takes the expression's dtype (``x + 1`` keeps ``x``'s
+dtype, ``x * 0.5`` for a float ``x`` keeps it too), except that a Python ``float`` with an integer
+expression gives ``float32`` (TE's default float), and a Python ``int`` with a ``bool`` expression
+gives ``int32``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import AlgorithmError
+
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+SIGNED = ("int8", "int16", "int32", "int64")
+UNSIGNED = ("uint8", "uint32")
+ALL = ("bool", *SIGNED, *UNSIGNED, *FLOATS)
+
+_BITS = {
+    "bool": 1,
+    "int8": 8,
+    "int16": 16,
+    "int32": 32,
+    "int64": 64,
+    "uint8": 8,
+    "uint32": 32,
+    "float16": 16,
+    "bfloat16": 16,
+    "float32": 32,
+    "float64": 64,
+}
+
+
+def canonical(dtype: object) -> str:
+    """The canonical name of `dtype` (a name, a numpy dtype or a Python type)."""
+    if isinstance(dtype, str) and dtype in _BITS:
+        return dtype
+    aliases = {bool: "bool", int: "int32", float: "float32", "float": "float32", "int": "int32"}
+    if isinstance(dtype, (type, str)) and dtype in aliases:
+        return aliases[dtype]
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = str(dtype)
+    if name not in _BITS:
+        raise AlgorithmError(
+            f"unsupported dtype {dtype!r}; schedlang supports {', '.join(ALL)}"
+        )
+    return name
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOATS
+
+
+def is_int(dtype: str) -> bool:
+    """True for signed and unsigned integers (not bool)."""
+    return dtype in SIGNED or dtype in UNSIGNED
+
+
+def is_bool(dtype: str) -> bool:
+    return dtype == "bool"
+
+
+def bits(dtype: str) -> int:
+    return _BITS[dtype]
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element in memory (a bool takes one byte)."""
+    return max(1, _BITS[dtype] // 8)
+
+
+def to_numpy(dtype: str) -> np.dtype:
+    """The numpy dtype that stores `dtype` (``bfloat16`` through ml_dtypes)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+def promote(a: str, b: str) -> str:
+    """The dtype of a binary arithmetic operation on `a` and `b` (rules in the module doc)."""
+    if a == b:
+        return a
+    if a == "bool":
+        return b
+    if b == "bool":
+        return a
+    if is_float(a) and is_float(b):
+        if {a, b} == {"float16", "bfloat16"}:
+            return "float32"
+        return a if _BITS[a] > _BITS[b] else b
+    if is_float(a):
+        return a
+    if is_float(b):
+        return b
+    a_signed, b_signed = a in SIGNED, b in SIGNED
+    if a_signed == b_signed:
+        return a if _BITS[a] > _BITS[b] else b
+    signed, unsigned = (a, b) if a_signed else (b, a)
+    if _BITS[signed] > _BITS[unsigned]:
+        return signed
+    wider = min(64, 2 * _BITS[unsigned])
+    return f"int{wider}"
+
+
+def scalar_dtype(value: object, other: str) -> str:
+    """The dtype a Python scalar takes next to an expression of dtype `other`."""
+    if isinstance(value, bool):
+        return "bool" if other == "bool" else other
+    if isinstance(value, int):
+        return "int32" if other == "bool" else other
+    if isinstance(value, float):
+        return other if is_float(other) else "float32"
+    raise AlgorithmError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
+
+
+def default_dtype(value: object) -> str:
+    """The dtype of a Python scalar that stands alone (``sl.const(3)``)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int32" if -(2**31) <= value < 2**31 else "int64"
+    if isinstance(value, float):
+        return "float32"
+    raise AlgorithmError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
+
+
+def max_value(dtype: str) -> int | float:
+    if dtype == "bool":
+        return True
+    if is_float(dtype):
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(to_numpy(dtype)).max)
+    return int(np.iinfo(np.dtype(dtype)).max)
+
+
+def min_value(dtype: str) -> int | float:
+    if dtype == "bool":
+        return False
+    if is_float(dtype):
+        return -max_value(dtype)
+    return int(np.iinfo(np.dtype(dtype)).min)

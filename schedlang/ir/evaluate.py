@@ -1,0 +1,474 @@
+"""The numpy reference evaluator: any tensor computed straight from its definition.
+
+This is the oracle every schedule on every target is tested against, so it is deliberately
+simple: each compute is evaluated over its whole index grid at once with numpy broadcasting
+(axis ``d`` is an ``arange`` along grid dimension ``d``, reduce axes take trailing dimensions),
+in row chunks that keep the grid under `GRID_LIMIT` elements. ``if_then_else`` evaluates each
+branch only where it is chosen (a mask travels down the tree), so guarded padding reads are fine,
+while a read that is out of bounds where its value is used is an `AlgorithmError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import AlgorithmError
+from . import dtype as dt
+from .expr import Binary, Call, Cast, CommReducer, Compare, Const, Expr, Read, Reduce, Select
+from .expr import Unary, Var
+from .graph import post_order
+from .printer import expr_str
+from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+from .visit import walk
+
+GRID_LIMIT = 1 << 24
+
+_BINARY = {
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "/": np.true_divide,
+    "//": np.floor_divide,
+    "%": np.remainder,
+    "min": np.minimum,
+    "max": np.maximum,
+    "&": np.bitwise_and,
+    "|": np.bitwise_or,
+    "<<": np.left_shift,
+    ">>": np.right_shift,
+    "and": np.logical_and,
+    "or": np.logical_or,
+}
+_COMPARE = {
+    "==": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+}
+_REDUCTIONS = {"+": np.sum, "*": np.prod, "max": np.max, "min": np.min}
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf
+
+    return erf(x)
+
+
+_MATH = {
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "log": np.log,
+    "log2": np.log2,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "erf": _erf,
+    "sin": np.sin,
+    "cos": np.cos,
+    "pow": np.power,
+    "abs": np.abs,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.rint,
+}
+
+
+@dataclass
+class _Grid:
+    """The index grid a compute is being evaluated on: one entry per grid dimension."""
+
+    vars: list[Var]
+    starts: list[int]
+    shape: tuple[int, ...]
+
+
+@dataclass
+class _Context:
+    sizes: dict[Var, int]
+    values: dict[Operation, np.ndarray]
+    precision: str | None
+    env: dict[Var, np.ndarray] = field(default_factory=dict)
+    op: ComputeOp | None = None
+    grid: _Grid | None = None
+
+    def np_dtype(self, dtype: str) -> np.dtype:
+        if self.precision == "float64" and dt.is_float(dtype):
+            return np.dtype("float64")
+        return dt.to_numpy(dtype)
+
+
+def evaluate(
+    tensor: Tensor,
+    inputs: Mapping[Tensor, object],
+    precision: str | None = None,
+    sizes: Mapping[Var, int] | None = None,
+) -> np.ndarray:
+    """The value of `tensor` given arrays for the placeholders it depends on.
+
+    Symbolic sizes are read off the input arrays; pass `sizes` for those that no input shows.
+    ``precision="float64"`` evaluates every float operation in float64.
+    """
+    return reference([tensor], inputs, precision=precision, sizes=sizes)[0]
+
+
+def reference(
+    outputs: Tensor | Iterable[Tensor],
+    inputs: Mapping[Tensor, object],
+    precision: str | None = None,
+    sizes: Mapping[Var, int] | None = None,
+) -> np.ndarray | list[np.ndarray]:
+    """Reference values of `outputs` (one array, or a list for a list of tensors)."""
+    single = isinstance(outputs, Tensor)
+    outs = [outputs] if single else list(outputs)
+    if precision not in (None, "float64"):
+        raise ValueError(f"precision must be None or 'float64', not {precision!r}")
+    ops = post_order([t.op for t in outs])
+    arrays = _input_arrays(ops, inputs)
+    ctx = _Context(_bind_sizes(ops, arrays, sizes or {}), {}, precision)
+    for op, array in arrays.items():
+        ctx.values[op] = array.astype(ctx.np_dtype(op.dtype), copy=False)
+    with np.errstate(all="ignore"):
+        for op in ops:
+            if isinstance(op, ComputeOp):
+                ctx.values[op] = _compute(op, ctx)
+    results = [ctx.values[t.op] for t in outs]
+    return results[0] if single else results
+
+
+def _input_arrays(
+    ops: list[Operation], inputs: Mapping[Tensor, object]
+) -> dict[Operation, np.ndarray]:
+    given = {}
+    for key, value in inputs.items():
+        op = key.op if isinstance(key, Tensor) else key
+        if not isinstance(op, PlaceholderOp):
+            raise AlgorithmError(
+                f"inputs: '{getattr(op, 'name', key)}' is not a placeholder; give arrays only "
+                "for placeholders, computed tensors are evaluated"
+            )
+        given[op] = value
+    arrays = {}
+    for op in ops:
+        if not isinstance(op, PlaceholderOp):
+            continue
+        if op not in given:
+            raise AlgorithmError(f"no array given for placeholder '{op.name}'")
+        array = np.asarray(given[op])
+        if array.dtype != dt.to_numpy(op.dtype):
+            raise TypeError(
+                f"placeholder '{op.name}' is {op.dtype} but its array is {array.dtype}: "
+                f"convert it with .astype({dt.to_numpy(op.dtype).name!r})"
+            )
+        if array.ndim != len(op.shape):
+            raise ValueError(
+                f"placeholder '{op.name}' has {len(op.shape)} dimension(s) but its array has "
+                f"shape {array.shape}"
+            )
+        arrays[op] = array
+    return arrays
+
+
+def _bind_sizes(
+    ops: list[Operation], arrays: Mapping[Operation, np.ndarray], given: Mapping[Var, int]
+) -> dict[Var, int]:
+    sizes: dict[Var, int] = {v: int(n) for v, n in given.items()}
+    pending: list[tuple[str, Expr, int]] = []
+    for op, array in arrays.items():
+        for d, (extent, n) in enumerate(zip(op.shape, array.shape)):
+            where = f"dimension {d} of '{op.name}'"
+            if isinstance(extent, Var):
+                _bind(sizes, extent, n, where)
+            else:
+                pending.append((where, extent, n))
+    unresolved = pending
+    while unresolved:
+        progress = []
+        for where, extent, n in unresolved:
+            free = [v for v in _size_vars(extent) if v not in sizes]
+            if len(free) == 1:
+                _bind(sizes, free[0], _solve(extent, free[0], n, sizes, where), where)
+            elif free:
+                progress.append((where, extent, n))
+                continue
+            if _size_value(extent, sizes) != n:
+                raise ValueError(
+                    f"{where} is {expr_str(extent)} = {_size_value(extent, sizes)} with "
+                    f"{_sizes_str(extent, sizes)}, but its array has {n}"
+                )
+        if len(progress) == len(unresolved):
+            where, extent, _ = progress[0]
+            raise ValueError(f"cannot read the sizes in {where} ({expr_str(extent)}) off arrays")
+        unresolved = progress
+    for op in ops:
+        for extent in _op_extents(op):
+            for v in _size_vars(extent):
+                if v not in sizes:
+                    raise ValueError(
+                        f"size '{v.name}' of '{op.name}' is not the size of any input array; "
+                        f"pass it as sizes={{{v.name}: value}}"
+                    )
+    return sizes
+
+
+def _op_extents(op: Operation) -> list[Expr]:
+    extents = list(op.shape)
+    if isinstance(op, ComputeOp):
+        for iv in op.reduce_axis:
+            extents += [iv.dom.min, iv.dom.extent]
+    return extents
+
+
+def _bind(sizes: dict[Var, int], v: Var, n: int, where: str) -> None:
+    if v in sizes and sizes[v] != n:
+        raise ValueError(
+            f"size '{v.name}' is {sizes[v]} from an earlier array but {n} from {where}: "
+            "arrays that share a size must agree"
+        )
+    sizes[v] = n
+
+
+def _size_vars(e: Expr) -> list[Var]:
+    found: dict[Var, None] = {}
+    for node in walk(e):
+        if isinstance(node, Var):
+            found[node] = None
+    return list(found)
+
+
+def _size_value(e: Expr, sizes: Mapping[Var, int]) -> int:
+    ctx = _Context(dict(sizes), {}, None)
+    return int(_eval(e, ctx, None))
+
+
+def _solve(e: Expr, v: Var, n: int, sizes: dict[Var, int], where: str) -> int:
+    """The value of `v` that makes the affine extent `e` equal `n`."""
+    at = [_size_value(e, {**sizes, v: x}) for x in (0, 1, 2)]
+    slope = at[1] - at[0]
+    if slope == 0 or at[2] - at[1] != slope or (n - at[0]) % slope:
+        raise ValueError(
+            f"{where} is {expr_str(e)}, from which '{v.name}' cannot be read off the size {n}; "
+            f"pass it as sizes={{{v.name}: value}}"
+        )
+    return (n - at[0]) // slope
+
+
+def _sizes_str(e: Expr, sizes: Mapping[Var, int]) -> str:
+    return ", ".join(f"{v.name}={sizes[v]}" for v in _size_vars(e))
+
+
+def _compute(op: ComputeOp, ctx: _Context) -> np.ndarray:
+    shape = tuple(_size_value(e, ctx.sizes) for e in op.shape)
+    fast = _einsum(op, ctx, shape)
+    if fast is not None:
+        return fast
+    starts = [_size_value(iv.dom.min, ctx.sizes) for iv in op.reduce_axis]
+    red = tuple(_size_value(iv.dom.extent, ctx.sizes) for iv in op.reduce_axis)
+    out = np.empty(shape, dtype=ctx.np_dtype(op.dtype))
+    if not shape:
+        return _compute_chunk(op, ctx, 0, 0, (), starts, red).reshape(())
+    row = int(np.prod(shape[1:] + red, dtype=np.int64))
+    step = max(1, GRID_LIMIT // max(row, 1))
+    for lo in range(0, shape[0], step):
+        hi = min(shape[0], lo + step)
+        value = _compute_chunk(op, ctx, lo, hi, shape, starts, red)
+        out[lo:hi] = np.broadcast_to(value, (hi - lo,) + shape[1:])
+    return out
+
+
+def _compute_chunk(op, ctx, lo, hi, shape, starts, red) -> np.ndarray:
+    data_shape = (hi - lo,) + tuple(shape[1:]) if shape else ()
+    grid_shape = data_shape + red
+    nd = len(grid_shape)
+    axes = [iv.var for iv in op.axis] + [iv.var for iv in op.reduce_axis]
+    origins = ([lo] + [0] * (len(shape) - 1) if shape else []) + list(starts)
+    env = {}
+    for d, (v, origin, n) in enumerate(zip(axes, origins, grid_shape)):
+        view = [1] * nd
+        view[d] = n
+        env[v] = np.arange(origin, origin + n, dtype=dt.to_numpy(v.dtype)).reshape(view)
+    ctx.env, ctx.op, ctx.grid = env, op, _Grid(axes, origins, grid_shape)
+    value = _eval(op.body, ctx, None)
+    return np.asarray(value).astype(ctx.np_dtype(op.dtype), copy=False)
+
+
+def _eval(e: Expr, ctx: _Context, mask: np.ndarray | None):
+    """Value of `e` on the current grid; `mask` marks the grid points where it is needed."""
+    if isinstance(e, Const):
+        return np.array(e.value, dtype=ctx.np_dtype(e.dtype))
+    if isinstance(e, Var):
+        if e in ctx.env:
+            return ctx.env[e]
+        if e in ctx.sizes:
+            return np.array(ctx.sizes[e], dtype=dt.to_numpy(e.dtype))
+        raise AlgorithmError(f"the variable '{e.name}' has no value here")
+    if isinstance(e, IterVar):
+        return _eval(e.var, ctx, mask)
+    if isinstance(e, Binary):
+        a, b = _eval(e.a, ctx, mask), _eval(e.b, ctx, mask)
+        if e.op == "^":
+            return np.logical_xor(a, b) if e.dtype == "bool" else np.bitwise_xor(a, b)
+        return _BINARY[e.op](a, b)
+    if isinstance(e, Compare):
+        return _COMPARE[e.op](_eval(e.a, ctx, mask), _eval(e.b, ctx, mask))
+    if isinstance(e, Unary):
+        a = _eval(e.a, ctx, mask)
+        if e.op == "-":
+            return np.negative(a)
+        return np.logical_not(a) if e.op == "not" else np.invert(a)
+    if isinstance(e, Select):
+        cond = _eval(e.cond, ctx, mask)
+        yes = _eval(e.true_value, ctx, cond if mask is None else mask & cond)
+        no = _eval(e.false_value, ctx, ~cond if mask is None else mask & ~cond)
+        return np.where(cond, yes, no)
+    if isinstance(e, Cast):
+        return np.asarray(_eval(e.value, ctx, mask)).astype(ctx.np_dtype(e.dtype))
+    if isinstance(e, Call):
+        return _call(e, ctx, [_eval(a, ctx, mask) for a in e.args])
+    if isinstance(e, Read):
+        return _read(e, ctx, mask)
+    if isinstance(e, Reduce):
+        return _reduce(e, ctx, mask)
+    raise AlgorithmError(f"cannot evaluate {e!r}")
+
+
+def _call(e: Call, ctx: _Context, args: list) -> np.ndarray:
+    out = ctx.np_dtype(e.dtype)
+    work = np.dtype("float32") if dt.is_float(e.dtype) and out.itemsize < 4 else out
+    args = [np.asarray(a).astype(work, copy=False) for a in args]
+    if e.name == "fma":
+        wide = [a.astype(np.float64) for a in args]
+        return (wide[0] * wide[1] + wide[2]).astype(out)
+    return np.asarray(_MATH[e.name](*args)).astype(out, copy=False)
+
+
+def _read(e: Read, ctx: _Context, mask) -> np.ndarray:
+    array = ctx.values[e.tensor.op]
+    indices = [np.asarray(_eval(i, ctx, mask)) for i in e.indices]
+    bad = None
+    for d, index in enumerate(indices):
+        outside = (index < 0) | (index >= array.shape[d])
+        bad = outside if bad is None else bad | outside
+    if bad is not None and np.any(bad):
+        if mask is not None:
+            bad = bad & mask
+        if np.any(bad):
+            _report_out_of_bounds(e, ctx, indices, bad, array.shape)
+        indices = [np.clip(i, 0, n - 1) for i, n in zip(indices, array.shape)]
+    return array[tuple(indices)]
+
+
+def _report_out_of_bounds(e: Read, ctx: _Context, indices, bad, shape) -> None:
+    grid = ctx.grid
+    full = np.broadcast_to(bad, grid.shape)
+    point = tuple(int(p) for p in np.argwhere(full)[0])
+    values = ", ".join(f"{v.name}={o + p}" for v, o, p in zip(grid.vars, grid.starts, point))
+    read_at = ", ".join(str(int(np.broadcast_to(i, grid.shape)[point])) for i in indices)
+    raise AlgorithmError(
+        f"compute '{ctx.op.name}' reads '{expr_str(e)}' out of bounds: at {values} it reads "
+        f"{e.tensor.name}[{read_at}] but '{e.tensor.name}' has shape "
+        f"{tuple(int(n) for n in shape)}; guard the read with sl.if_then_else or shrink the "
+        "compute's domain"
+    )
+
+
+def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
+    grid = ctx.grid
+    n_red = len(e.axis)
+    red_dims = tuple(range(len(grid.shape) - n_red, len(grid.shape)))
+    if e.where is not None:
+        cond = np.broadcast_to(_eval(e.where, ctx, mask), grid.shape)
+        inner = cond if mask is None else mask & cond
+    else:
+        cond, inner = None, mask
+    source = np.broadcast_to(_eval(e.source, ctx, inner), grid.shape)
+    identity = np.array(e.combiner.identity.value, dtype=ctx.np_dtype(e.dtype))
+    if cond is not None:
+        source = np.where(cond, source, identity)
+    builtin = _builtin_op(e.combiner)
+    if builtin is not None:
+        extra = {"dtype": source.dtype} if builtin in ("+", "*") else {}
+        return _REDUCTIONS[builtin](source, axis=red_dims, initial=identity, **extra)
+    return _fold(e.combiner, ctx, source, red_dims, identity)
+
+
+def _builtin_op(comb: CommReducer) -> str | None:
+    """'+', '*', 'max' or 'min' if `comb` is that plain combination with its usual identity."""
+    r = comb.result
+    if not (isinstance(r, Binary) and r.op in _REDUCTIONS):
+        return None
+    if not ({id(r.a), id(r.b)} == {id(comb.lhs), id(comb.rhs)}):
+        return None
+    identity = comb.identity.value
+    usual = {
+        "+": 0,
+        "*": 1,
+        "max": dt.min_value(comb.dtype),
+        "min": dt.max_value(comb.dtype),
+    }[r.op]
+    if r.op in ("max", "min") and dt.is_float(comb.dtype):
+        infinite = float("-inf") if r.op == "max" else float("inf")
+        return r.op if identity in (usual, infinite) else None
+    return r.op if identity == usual else None
+
+
+def _fold(comb: CommReducer, ctx: _Context, source, red_dims, identity) -> np.ndarray:
+    """Combine along the reduce dimensions pairwise: log2(n) vectorised steps."""
+    keep = source.shape[: red_dims[0]]
+    values = np.ascontiguousarray(source).reshape(keep + (-1,))
+    saved = ctx.env
+    while values.shape[-1] > 1:
+        if values.shape[-1] % 2:
+            pad = np.broadcast_to(identity, keep + (1,))
+            values = np.concatenate([values, pad], axis=-1)
+        ctx.env = {**saved, comb.lhs: values[..., 0::2], comb.rhs: values[..., 1::2]}
+        values = np.asarray(_eval(comb.result, ctx, None)).astype(identity.dtype, copy=False)
+    ctx.env = saved
+    if values.shape[-1] == 0:
+        return np.broadcast_to(identity, keep).copy()
+    return values[..., 0]
+
+
+def _einsum(op: ComputeOp, ctx: _Context, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Sums of products of plainly indexed reads (matmul and kin) through `np.einsum`."""
+    body = op.body
+    if not isinstance(body, Reduce) or body.where is not None:
+        return None
+    if _builtin_op(body.combiner) != "+" or not dt.is_float(body.dtype):
+        return None
+    ranges = {iv.var: (0, n) for iv, n in zip(op.axis, shape)}
+    for iv in op.reduce_axis:
+        lo = _size_value(iv.dom.min, ctx.sizes)
+        ranges[iv.var] = (lo, _size_value(iv.dom.extent, ctx.sizes))
+    letters = {v: chr(ord("a") + k) for k, v in enumerate(ranges)}
+    operands, subscripts = [], []
+    for factor in _factors(body.source):
+        read = factor.value if isinstance(factor, Cast) else factor
+        if not isinstance(read, Read) or len(set(read.indices)) != len(read.indices):
+            return None
+        array = ctx.values[read.tensor.op]
+        view = []
+        for index, n in zip(read.indices, array.shape):
+            if index not in ranges:
+                return None
+            lo, extent = ranges[index]
+            if lo < 0 or lo + extent > n:
+                return None
+            view.append(slice(lo, lo + extent))
+        operands.append(array[tuple(view)].astype(ctx.np_dtype(body.dtype), copy=False))
+        subscripts.append("".join(letters[i] for i in read.indices))
+    out = "".join(letters[iv.var] for iv in op.axis)
+    if not set(out) <= set("".join(subscripts)):
+        return None
+    return np.einsum(f"{','.join(subscripts)}->{out}", *operands, optimize=True)
+
+
+def _factors(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "*":
+        return _factors(e.a) + _factors(e.b)
+    return [e]

@@ -1,0 +1,113 @@
+"""Reducers: `sum`, `max`, `min`, `prod` and user-defined `comm_reducer`s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import AlgorithmError
+from . import dtype as dt
+from .expr import Expr, Reduce, Var, as_expr, binary, cast, const
+from .tensor import IterVar
+
+
+class Reducer:
+    """A commutative, associative reduction, as TE's ``comm_reducer``.
+
+    ``reducer(expr, axis=k, where=cond)`` builds a reduction over `k` (an IterVar or a list);
+    ``reducer(a, b)`` with two expressions combines them elementwise (``sl.max(a, b)``).
+    """
+
+    def __init__(
+        self,
+        fcombine: Callable[[Expr, Expr], object],
+        fidentity: Callable[[str], object],
+        name: str,
+    ) -> None:
+        self.fcombine = fcombine
+        self.fidentity = fidentity
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<reducer {self.name}>"
+
+    def combiner(self, dtype: str):
+        from .expr import CommReducer
+
+        lhs, rhs = Var("x", dtype, "combiner"), Var("y", dtype, "combiner")
+        result = cast(as_expr(self.fcombine(lhs, rhs), like=dtype), dtype)
+        identity = const(_identity_value(self.fidentity(dtype)), dtype)
+        return CommReducer(self.name, lhs, rhs, result, identity)
+
+    def __call__(self, expr: object, axis: object = None, where: object = None) -> Expr:
+        if axis is not None and not _is_axis_list(axis):
+            if where is not None:
+                raise AlgorithmError(f"sl.{self.name}(a, b) combines two values; it takes no where=")
+            a, b = as_expr(expr), as_expr(axis)
+            common = dt.promote(a.dtype, b.dtype)
+            return _combine(self, a, b, common)
+        if axis is None:
+            raise AlgorithmError(
+                f"sl.{self.name}(expr) needs axis=: the reduce axis (or a list of them) "
+                "created with sl.reduce_axis"
+            )
+        axes = (axis,) if isinstance(axis, IterVar) else tuple(axis)
+        for ax in axes:
+            if not isinstance(ax, IterVar) or ax.kind != "reduce":
+                raise AlgorithmError(
+                    f"sl.{self.name}: axis {ax!r} is not a reduce axis; create it with "
+                    "sl.reduce_axis((lo, hi), name=...)"
+                )
+        if len({id(ax) for ax in axes}) != len(axes):
+            raise AlgorithmError(f"sl.{self.name}: the same reduce axis is listed twice")
+        source = as_expr(expr)
+        if source.dtype == "bool" and self.name in ("sum", "prod"):
+            raise AlgorithmError(
+                f"sl.{self.name} over bools in '{source}': cast to a number first, "
+                "e.g. (cond).astype('int32')"
+            )
+        cond = None
+        if where is not None:
+            cond = as_expr(where)
+            if cond.dtype != "bool":
+                raise AlgorithmError(
+                    f"where= of sl.{self.name} must be a condition (bool), got {cond.dtype} "
+                    f"in '{cond}'"
+                )
+        return Reduce(self.combiner(source.dtype), source, axes, cond, source.dtype)
+
+
+def _combine(reducer: Reducer, a: Expr, b: Expr, common: str) -> Expr:
+    from .visit import substitute
+
+    comb = reducer.combiner(common)
+    return substitute(comb.result, {comb.lhs: cast(a, common), comb.rhs: cast(b, common)})
+
+
+def _is_axis_list(axis: object) -> bool:
+    if isinstance(axis, IterVar):
+        return axis.kind == "reduce"
+    return isinstance(axis, (list, tuple))
+
+
+def _identity_value(value: object):
+    if isinstance(value, Expr):
+        if not hasattr(value, "value"):
+            raise AlgorithmError(f"the identity of a reducer must be a constant, got '{value}'")
+        return value.value
+    return value
+
+
+def comm_reducer(
+    fcombine: Callable[[Expr, Expr], object],
+    fidentity: Callable[[str], object],
+    name: str = "reduce",
+) -> Reducer:
+    """A user reducer: `fcombine(x, y)` must be commutative and associative, and
+    `fidentity(dtype)` its identity (``fcombine(identity, y) == y``)."""
+    return Reducer(fcombine, fidentity, name)
+
+
+sum = comm_reducer(lambda x, y: binary("+", x, y), lambda t: 0, name="sum")  # noqa: A001
+prod = comm_reducer(lambda x, y: binary("*", x, y), lambda t: 1, name="prod")
+max = comm_reducer(lambda x, y: binary("max", x, y), dt.min_value, name="max")  # noqa: A001
+min = comm_reducer(lambda x, y: binary("min", x, y), dt.max_value, name="min")  # noqa: A001

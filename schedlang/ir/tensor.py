@@ -1,0 +1,301 @@
+"""Tensors and the operations that define them: `var`, `placeholder`, `compute`, `reduce_axis`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..errors import AlgorithmError, user_location
+from . import dtype as dt
+from .expr import Const, Expr, Read, Reduce, Var, as_expr, const
+from .visit import walk
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Range:
+    """The half-open interval ``[min, min + extent)``."""
+
+    min: Expr
+    extent: Expr
+
+    def __str__(self) -> str:
+        from .printer import expr_str
+
+        end = self.extent if _is_zero(self.min) else self.min + self.extent
+        return f"[{expr_str(self.min)}, {expr_str(end)})"
+
+
+def _is_zero(e: Expr) -> bool:
+    return isinstance(e, Const) and e.value == 0
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class IterVar(Expr):
+    """A loop of an op: data-parallel (``kind == "data"``) or a reduction (``"reduce"``).
+
+    Usable in expressions as its variable, as TE's IterVar is.
+    """
+
+    var: Var
+    dom: Range
+    kind: str
+
+    @property
+    def name(self) -> str:
+        return self.var.name
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.var.dtype
+
+    def __repr__(self) -> str:
+        return f"IterVar({self.var.name}, {self.dom}, {self.kind})"
+
+
+class Operation:
+    """What defines a tensor. Identity-compared; usable as a dict key."""
+
+    name: str
+    shape: tuple[Expr, ...]
+    dtype: str
+
+    def output(self, index: int = 0) -> Tensor:
+        if index != 0:
+            raise AlgorithmError(f"op '{self.name}' has one output, not {index + 1}")
+        return Tensor(self)
+
+    @property
+    def input_tensors(self) -> tuple[Tensor, ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PlaceholderOp(Operation):
+    name: str
+    shape: tuple[Expr, ...]
+    dtype: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ComputeOp(Operation):
+    name: str
+    tag: str
+    axis: tuple[IterVar, ...]
+    reduce_axis: tuple[IterVar, ...]
+    body: Expr
+
+    @property
+    def shape(self) -> tuple[Expr, ...]:  # type: ignore[override]
+        return tuple(iv.dom.extent for iv in self.axis)
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.body.dtype
+
+    @property
+    def input_tensors(self) -> tuple[Tensor, ...]:
+        """The tensors the body reads, in order of first appearance."""
+        seen: dict[Operation, Tensor] = {}
+        for node in walk(self.body):
+            if isinstance(node, Read) and node.tensor.op not in seen:
+                seen[node.tensor.op] = node.tensor
+        return tuple(seen.values())
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tensor:
+    """The result of an op. Index it (``A[i, j]``) to read an element in an expression."""
+
+    op: Operation
+    value_index: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def shape(self) -> tuple[Expr, ...]:
+        return self.op.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.op.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.op.shape)
+
+    def __hash__(self) -> int:
+        return hash(self.op)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tensor) and other.op is self.op
+
+    def __getitem__(self, indices: object) -> Expr:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != self.ndim:
+            raise AlgorithmError(
+                f"tensor '{self.name}' has {self.ndim} dimension(s) but is indexed with "
+                f"{len(indices)} index(es) at {user_location()}: give one index per dimension, "
+                f"e.g. {self.name}[{', '.join('ijklmn'[: self.ndim]) or ''}]"
+            )
+        exprs = []
+        for position, index in enumerate(indices):
+            if isinstance(index, slice):
+                raise AlgorithmError(
+                    f"tensor '{self.name}' indexed with a slice in dimension {position}: "
+                    "index with one expression per dimension"
+                )
+            e = as_expr(index)
+            if not dt.is_int(e.dtype):
+                raise AlgorithmError(
+                    f"index {position} of '{self.name}' is '{e}' of dtype {e.dtype} at "
+                    f"{user_location()}: indices must be integers; convert with "
+                    ".astype('int32') (floor() first if you meant to round down)"
+                )
+            exprs.append(e)
+        return Read(self, tuple(exprs), self.dtype)
+
+    def __str__(self) -> str:
+        from .printer import tensor_str
+
+        return tensor_str(self)
+
+    def __repr__(self) -> str:
+        from .printer import expr_str
+
+        shape = ", ".join(expr_str(s) for s in self.shape)
+        return f"Tensor({self.name}, shape=({shape}), {self.dtype})"
+
+    def _repr_markdown_(self) -> str:
+        return f"```\n{self}\n```"
+
+
+def var(name: str = "n", dtype: object = "int32") -> Var:
+    """A symbolic size. Its value is read off the arrays a kernel or the reference is given."""
+    kind = dt.canonical(dtype)
+    if not dt.is_int(kind):
+        raise AlgorithmError(f"size variable '{name}' must have an integer dtype, not {kind}")
+    return Var(name, kind, "size")
+
+
+def _extent(value: object, what: str) -> Expr:
+    """A shape entry or extent: a positive constant, or an expression of size variables."""
+    e = as_expr(value)
+    if not dt.is_int(e.dtype):
+        raise AlgorithmError(f"{what} is '{e}' of dtype {e.dtype}; sizes must be integers")
+    if isinstance(e, Const):
+        if e.value <= 0:
+            raise AlgorithmError(f"{what} is {e.value}; extents must be positive")
+        return const(e.value, "int32")
+    for node in walk(e):
+        if isinstance(node, Var) and node.kind != "size":
+            raise AlgorithmError(
+                f"{what} is '{e}', which uses the loop variable '{node.name}': "
+                "extents may only use constants and sl.var sizes"
+            )
+        if isinstance(node, Read):
+            raise AlgorithmError(f"{what} is '{e}', which reads a tensor: extents must be static")
+    return e
+
+
+def _shape(shape: object, owner: str) -> tuple[Expr, ...]:
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    return tuple(_extent(s, f"dimension {d} of '{owner}'") for d, s in enumerate(shape))
+
+
+def placeholder(shape: object, dtype: object = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of the algorithm."""
+    return Tensor(PlaceholderOp(name, _shape(shape, name), dt.canonical(dtype)))
+
+
+def reduce_axis(dom: object, name: str = "rv") -> IterVar:
+    """A reduction axis over ``[lo, hi)`` (``dom = (lo, hi)``) or ``[0, dom)``."""
+    if isinstance(dom, (tuple, list)):
+        if len(dom) != 2:
+            raise AlgorithmError(f"reduce_axis '{name}': give (lo, hi) or hi, not {dom!r}")
+        lo, hi = as_expr(dom[0]), as_expr(dom[1])
+        if isinstance(lo, Const) and isinstance(hi, Const) and hi.value <= lo.value:
+            raise AlgorithmError(
+                f"reduce_axis '{name}' has the empty range [{lo.value}, {hi.value}); "
+                "the upper bound must exceed the lower"
+            )
+        extent = hi if _is_zero(lo) else hi - lo
+        rng = Range(_start(lo, name), _extent(extent, f"the extent of reduce_axis '{name}'"))
+    else:
+        rng = Range(const(0), _extent(dom, f"the extent of reduce_axis '{name}'"))
+    return IterVar(Var(name, "int32", "reduce"), rng, "reduce")
+
+
+def _start(lo: Expr, name: str) -> Expr:
+    if not dt.is_int(lo.dtype):
+        raise AlgorithmError(f"reduce_axis '{name}' starts at '{lo}' of dtype {lo.dtype}")
+    return const(lo.value, "int32") if isinstance(lo, Const) else lo
+
+
+def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        return [f"i{d}" for d in range(ndim)]
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return [f"i{d}" for d in range(ndim)]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) != ndim:
+        raise AlgorithmError(
+            f"compute '{name}' has a {ndim}-dimensional shape but its function takes "
+            f"{len(positional)} argument(s) at {user_location()}: give one index argument "
+            "per dimension"
+        )
+    return [p.name for p in positional]
+
+
+def compute(
+    shape: object, fcompute: Callable[..., object], name: str = "compute", tag: str = ""
+) -> Tensor:
+    """A tensor defined elementwise by ``fcompute(*indices)``; the axes take its argument names."""
+    extents = _shape(shape, name)
+    names = _axis_names(fcompute, len(extents), name)
+    axis = tuple(
+        IterVar(Var(n, "int32", "axis"), Range(const(0), ext), "data")
+        for n, ext in zip(names, extents)
+    )
+    result = fcompute(*axis)
+    if isinstance(result, (tuple, list)):
+        raise AlgorithmError(
+            f"compute '{name}' returned {len(result)} values: one compute defines one tensor; "
+            "write one compute per output"
+        )
+    body = as_expr(result)
+    reduce_axes = _check_body(body, axis, name)
+    return Tensor(ComputeOp(name, tag, axis, reduce_axes, body))
+
+
+def _check_body(body: Expr, axis: Sequence[IterVar], name: str) -> tuple[IterVar, ...]:
+    """Enforce the shape of a compute body; returns its reduce axes."""
+    reduce_axes: tuple[IterVar, ...] = body.axis if isinstance(body, Reduce) else ()
+    for node in walk(body):
+        if isinstance(node, Reduce) and node is not body:
+            raise AlgorithmError(
+                f"in compute '{name}': the reduction '{node}' is part of a larger expression; "
+                "a reduction must be the whole body of a compute: compute it as its own tensor "
+                "and use that tensor here"
+            )
+    own = {iv.var for iv in axis} | {iv.var for iv in reduce_axes}
+    for node in walk(body):
+        if not isinstance(node, Var) or node in own or node.kind == "size":
+            continue
+        if node.kind == "reduce":
+            raise AlgorithmError(
+                f"in compute '{name}': the reduce axis '{node.name}' is used outside a "
+                f"reduction over it in '{body}': wrap the expression in "
+                f"sl.sum(..., axis={node.name}) (or another reducer)"
+            )
+        raise AlgorithmError(
+            f"in compute '{name}': '{node.name}' is an axis of another compute; "
+            "use this compute's own index arguments"
+        )
+    return reduce_axes

@@ -1,0 +1,76 @@
+"""Generic traversal and rewriting of expression trees."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from .expr import Binary, Call, Cast, Compare, Expr, Read, Reduce, Select, Unary
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of `e` (a reduction's `where` included)."""
+    if isinstance(e, (Binary, Compare)):
+        return (e.a, e.b)
+    if isinstance(e, Unary):
+        return (e.a,)
+    if isinstance(e, Select):
+        return (e.cond, e.true_value, e.false_value)
+    if isinstance(e, Cast):
+        return (e.value,)
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Read):
+        return e.indices
+    if isinstance(e, Reduce):
+        return (e.source,) if e.where is None else (e.source, e.where)
+    return ()
+
+
+def walk(e: Expr) -> Iterator[Expr]:
+    """Every node of `e`, parents before children."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+def rebuild(e: Expr, new_children: tuple[Expr, ...]) -> Expr:
+    """`e` with its children replaced (same order as `children`); dtypes are kept."""
+    if isinstance(e, Binary):
+        return Binary(e.op, new_children[0], new_children[1], e.dtype)
+    if isinstance(e, Compare):
+        return Compare(e.op, new_children[0], new_children[1])
+    if isinstance(e, Unary):
+        return Unary(e.op, new_children[0], e.dtype)
+    if isinstance(e, Select):
+        return Select(*new_children, e.dtype)
+    if isinstance(e, Cast):
+        return Cast(new_children[0], e.dtype)
+    if isinstance(e, Call):
+        return Call(e.name, tuple(new_children), e.dtype)
+    if isinstance(e, Read):
+        return Read(e.tensor, tuple(new_children), e.dtype)
+    if isinstance(e, Reduce):
+        where = new_children[1] if len(new_children) > 1 else None
+        return Reduce(e.combiner, new_children[0], e.axis, where, e.dtype)
+    return e
+
+
+def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Rewrite `e` bottom-up: `fn(node)` returns a replacement, or None to keep the node.
+
+    `fn` sees each node after its children have been rewritten. Unchanged subtrees are shared.
+    """
+    kids = children(e)
+    if kids:
+        new_kids = tuple(transform(k, fn) for k in kids)
+        if any(n is not o for n, o in zip(new_kids, kids)):
+            e = rebuild(e, new_kids)
+    replaced = fn(e)
+    return e if replaced is None else replaced
+
+
+def substitute(e: Expr, mapping: dict) -> Expr:
+    """`e` with every Var that is a key of `mapping` replaced by its value."""
+    return transform(e, lambda node: mapping.get(node) if node in mapping else None)
