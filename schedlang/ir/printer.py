@@ -85,7 +85,10 @@ def expr_str(e: Expr) -> str:
         if e.where is not None:
             parts.append(f"where={expr_str(e.where)}")
         return f"{e.combiner.name}({', '.join(parts)})"
-    return repr(e)
+    extension = getattr(e, "sl_str", None)
+    if extension is not None:
+        return extension(expr_str)
+    return f"<{type(e).__name__}>"
 
 
 def tensor_str(tensor: Tensor) -> str:

@@ -1,0 +1,1 @@
+"""The loop IR: statements, passes, printer and a reference interpreter."""
