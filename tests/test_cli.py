@@ -1,0 +1,205 @@
+"""The command line and the platform probes behind `schedlang info` and ``target="auto"``.
+
+CI has no GPU, so the probes are tested for consistent answers on any machine, and the GPU branch
+of the CUDA probe runs against a fake driver module.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from schedlang import cli, platform_info
+from schedlang.platform_info import Probe
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+INFO_ITEMS = ("python", "numpy", "islpy", "llvmlite", "LLVM", "NVPTX target", "CUDA", "ptxas")
+
+
+def test_python_m_schedlang_info_names_every_item():
+    completed = subprocess.run(
+        [sys.executable, "-m", "schedlang", "info"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    items = [line.split(":", 1)[0] for line in completed.stdout.splitlines()]
+    for item in INFO_ITEMS:
+        assert item in items, f"{item!r} missing from:\n{completed.stdout}"
+
+
+def test_info_values_are_aligned(capsys):
+    assert cli.main(["info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    value_columns = {re.match(r"[^:]+:\s+", line).end() for line in lines}
+    assert len(value_columns) == 1, lines
+
+
+def test_no_command_prints_help_and_fails(capsys):
+    assert cli.main([]) == 2
+    assert "info" in capsys.readouterr().out
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["no-such-command"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert re.fullmatch(r"schedlang \d+\.\d+\.\d+\S*\n", capsys.readouterr().out)
+
+
+def test_print_table_aligns_values():
+    out = io.StringIO()
+    cli.print_table([("a", "1"), ("longer", "2")], file=out)
+    assert out.getvalue() == "a:      1\nlonger: 2\n"
+
+
+def test_probe_package():
+    numpy = platform_info.probe_package("numpy")
+    assert numpy.ok and re.match(r"\d+\.\d+", numpy.detail)
+    missing = platform_info.probe_package("schedlang_no_such_package")
+    assert not missing.ok and missing.detail.startswith("not importable (")
+
+
+def test_probe_llvm_reports_a_version():
+    probe = platform_info.probe_llvm()
+    assert probe.ok
+    assert re.fullmatch(r"\d+\.\d+\.\d+", probe.detail)
+
+
+def test_probe_nvptx_is_consistent():
+    probe = platform_info.probe_nvptx()
+    assert isinstance(probe, Probe) and isinstance(probe.ok, bool) and probe.detail
+    if probe.ok:
+        assert platform_info.NVPTX_TRIPLE in probe.detail
+
+
+def test_probe_cuda_gives_devices_or_a_reason():
+    ok, detail = platform_info.probe_cuda()
+    if ok:
+        assert re.match(r"\d+ GPUs?: 0: .+ \(sm_\d+\)", detail)
+    else:
+        assert re.match(r"no [\w -]+\(.+\)", detail), detail
+    assert platform_info.cuda_available() == (ok and platform_info.probe_nvptx().ok)
+    assert platform_info.auto_target() == ("cuda" if platform_info.cuda_available() else "cpu")
+
+
+def test_probe_cuda_without_a_driver_names_the_reason(monkeypatch):
+    class DynamicLibNotFoundError(RuntimeError):
+        pass
+
+    def no_driver():
+        raise DynamicLibNotFoundError('"cuda" can only be found via system search.')
+
+    monkeypatch.setattr(platform_info, "cuda_devices", no_driver)
+    ok, detail = platform_info.probe_cuda()
+    assert not ok
+    assert detail == 'no CUDA driver ("cuda" can only be found via system search.)'
+
+
+class _CUresult(enum.Enum):
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_NO_DEVICE = 100
+
+
+def _fake_driver(count: int, init_error: _CUresult = _CUresult.CUDA_SUCCESS) -> SimpleNamespace:
+    ok = _CUresult.CUDA_SUCCESS
+    capability = {"major": 9, "minor": 0}
+    return SimpleNamespace(
+        CUresult=_CUresult,
+        CUdevice_attribute=SimpleNamespace(
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR="major",
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR="minor",
+        ),
+        cuInit=lambda flags: (init_error,),
+        cuDeviceGetCount=lambda: (ok, count),
+        cuDeviceGet=lambda index: (ok, index),
+        cuDeviceGetName=lambda size, dev: (ok, f"Fake GPU {dev}".encode().ljust(size, b"\0")),
+        cuDeviceGetAttribute=lambda attr, dev: (ok, capability[attr]),
+    )
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    bindings = pytest.importorskip("cuda.bindings")
+
+    def install(driver: SimpleNamespace) -> None:
+        monkeypatch.setattr(bindings, "driver", driver, raising=False)
+
+    return install
+
+
+def test_cuda_devices_with_a_fake_driver(fake_driver):
+    fake_driver(_fake_driver(count=2))
+    devices = platform_info.cuda_devices()
+    assert [(gpu.name, gpu.arch) for gpu in devices] == [
+        ("Fake GPU 0", "sm_90"),
+        ("Fake GPU 1", "sm_90"),
+    ]
+    assert platform_info.probe_cuda() == Probe(
+        True, "2 GPUs: 0: Fake GPU 0 (sm_90), 1: Fake GPU 1 (sm_90)"
+    )
+
+
+def test_probe_cuda_driver_without_gpu(fake_driver):
+    fake_driver(_fake_driver(count=0, init_error=_CUresult.CUDA_ERROR_NO_DEVICE))
+    assert platform_info.probe_cuda() == Probe(
+        False, "no GPU (the CUDA driver says cuInit: CUDA_ERROR_NO_DEVICE)"
+    )
+    fake_driver(_fake_driver(count=0))
+    assert platform_info.probe_cuda() == Probe(False, "no GPU (the CUDA driver sees none)")
+
+
+def test_probe_ptxas_agrees_with_path():
+    path = shutil.which("ptxas")
+    ok, detail = platform_info.probe_ptxas()
+    if path is None:
+        assert (ok, detail) == (False, "not on PATH")
+    else:
+        assert path in detail
+        if ok:
+            assert detail.startswith(f"{path} (")
+
+
+def _write_script(folder: Path, name: str, body: str) -> None:
+    script = folder / name
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="uses a shell script as a stand-in ptxas")
+def test_probe_ptxas_with_stand_ins(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert platform_info.probe_ptxas() == Probe(False, "not on PATH")
+
+    release = "Cuda compilation tools, release 9.9"
+    _write_script(tmp_path, "ptxas", f"echo 'ptxas: NVIDIA'; echo '{release}'")
+    assert platform_info.probe_ptxas() == Probe(True, f"{tmp_path / 'ptxas'} ({release})")
+
+    _write_script(tmp_path, "ptxas", "exit 3")
+    ok, detail = platform_info.probe_ptxas()
+    assert not ok and detail.startswith("not runnable:") and "3" in detail
+
+
+def test_platform_report_rows():
+    rows = platform_info.platform_report()
+    names = [name for name, _ in rows]
+    assert set(INFO_ITEMS) <= set(names)
+    assert all(isinstance(value, str) and value for _, value in rows)
