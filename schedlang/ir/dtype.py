@@ -57,9 +57,7 @@ def canonical(dtype: object) -> str:
     except TypeError:
         name = str(dtype)
     if name not in _BITS:
-        raise AlgorithmError(
-            f"unsupported dtype {dtype!r}; schedlang supports {', '.join(ALL)}"
-        )
+        raise AlgorithmError(f"unsupported dtype {dtype!r}; schedlang supports {', '.join(ALL)}")
     return name
 
 

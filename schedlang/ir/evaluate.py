@@ -17,8 +17,20 @@ import numpy as np
 
 from ..errors import AlgorithmError
 from . import dtype as dt
-from .expr import Binary, Call, Cast, CommReducer, Compare, Const, Expr, Read, Reduce, Select
-from .expr import Unary, Var
+from .expr import (
+    Binary,
+    Call,
+    Cast,
+    CommReducer,
+    Compare,
+    Const,
+    Expr,
+    Read,
+    Reduce,
+    Select,
+    Unary,
+    Var,
+)
 from .graph import post_order
 from .printer import expr_str
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
@@ -463,9 +475,10 @@ def _einsum(op: ComputeOp, ctx: _Context, shape: tuple[int, ...]) -> np.ndarray 
         operands.append(array[tuple(view)].astype(ctx.np_dtype(body.dtype), copy=False))
         subscripts.append("".join(letters[i] for i in read.indices))
     out = "".join(letters[iv.var] for iv in op.axis)
-    if not set(out) <= set("".join(subscripts)):
-        return None
-    return np.einsum(f"{','.join(subscripts)}->{out}", *operands, optimize=True)
+    if set(letters.values()) - set("".join(subscripts)):
+        return None  # an axis no factor reads: einsum would drop it (sum over k of A[i] is K*A[i])
+    result = np.einsum(f"{','.join(subscripts)}->{out}", *operands, optimize=True)
+    return result.astype(ctx.np_dtype(body.dtype), copy=False)  # einsum widens bfloat16
 
 
 def _factors(e: Expr) -> list[Expr]:

@@ -10,7 +10,7 @@ dtype, and the operands of a comparison have equal dtypes. Later stages rely on 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from ..errors import AlgorithmError
 from . import dtype as dt
@@ -18,7 +18,7 @@ from . import dtype as dt
 if TYPE_CHECKING:
     from .tensor import IterVar, Tensor
 
-Scalar = Union[bool, int, float]
+Scalar = bool | int | float
 
 ARITH_OPS = ("+", "-", "*", "/", "//", "%", "min", "max")
 BITWISE_OPS = ("&", "|", "^", "<<", ">>")
@@ -344,6 +344,11 @@ def _convert(e: Expr, dtype: str) -> Expr:
     return Cast(e, dtype)
 
 
+def _shown(op: str, a: Expr, b: Expr) -> str:
+    """`a op b` as text for a message, parenthesised as the printer does."""
+    return str(Binary(op, a, b, a.dtype))
+
+
 def binary(op: str, a: object, b: object) -> Expr:
     """`a op b` with dtype checks and promotion (rules in dtype.py)."""
     ea, eb = _operands(a, b)
@@ -354,7 +359,7 @@ def binary(op: str, a: object, b: object) -> Expr:
     if op in BITWISE_OPS:
         if any(dt.is_float(k) for k in kinds):
             raise AlgorithmError(
-                f"cannot combine {ea.dtype} and {eb.dtype} with '{op}' in '{ea} {op} {eb}': "
+                f"cannot combine {ea.dtype} and {eb.dtype} with '{op}' in '{_shown(op, ea, eb)}': "
                 "bitwise operators need integers or bools (compare first, e.g. (x > 0) & (y > 0))"
             )
         out = dt.promote(*kinds)
@@ -363,13 +368,13 @@ def binary(op: str, a: object, b: object) -> Expr:
         return Binary(op, _convert(ea, out), _convert(eb, out), out)
     if op in ARITH_OPS and kinds == ("bool", "bool") and op not in ("min", "max"):
         raise AlgorithmError(
-            f"cannot combine bool and bool with '{op}' in '{ea} {op} {eb}': "
+            f"cannot combine bool and bool with '{op}' in '{_shown(op, ea, eb)}': "
             "cast to a number first with .astype('int32'), or use & | for logic"
         )
     out = dt.promote(*kinds)
     if op == "/" and not dt.is_float(out):
         raise AlgorithmError(
-            f"'/' between integers in '{ea} / {eb}': use '//' for floor division, "
+            f"'/' between integers in '{_shown(op, ea, eb)}': use '//' for floor division, "
             "or cast one side to a float with .astype('float32')"
         )
     return Binary(op, _convert(ea, out), _convert(eb, out), out)
@@ -380,7 +385,7 @@ def compare(op: str, a: object, b: object) -> Expr:
     if (ea.dtype == "bool") != (eb.dtype == "bool") and op not in ("==", "!="):
         raise AlgorithmError(
             f"cannot order a bool against {eb.dtype if ea.dtype == 'bool' else ea.dtype} in "
-            f"'{ea} {op} {eb}': cast the bool with .astype('int32')"
+            f"'{Compare(op, ea, eb)}': cast the bool with .astype('int32')"
         )
     common = dt.promote(ea.dtype, eb.dtype)
     return Compare(op, _convert(ea, common), _convert(eb, common))

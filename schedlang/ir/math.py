@@ -31,7 +31,12 @@ NUMERIC_FUNCTIONS = ("abs", "floor", "ceil", "round")
 
 
 def _float_call(name: str, *args: object) -> Expr:
-    exprs = [as_expr(a) for a in args]
+    # Python scalars take the dtype of the expressions beside them, as in a binary operator.
+    exprs = [as_expr(a) for a in args if not isinstance(a, (bool, int, float))]
+    like = None
+    for e in exprs:
+        like = e.dtype if like is None else dt.promote(like, e.dtype)
+    exprs = [as_expr(a, like=like) for a in args]
     common = exprs[0].dtype
     for e in exprs[1:]:
         common = dt.promote(common, e.dtype)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..errors import AlgorithmError
 from . import dtype as dt
-from .expr import Expr, Reduce, Var, as_expr, binary, cast, const
+from .expr import Expr, Reduce, Var, _operands, as_expr, binary, cast, const
 from .tensor import IterVar
 
 
@@ -41,10 +41,11 @@ class Reducer:
     def __call__(self, expr: object, axis: object = None, where: object = None) -> Expr:
         if axis is not None and not _is_axis_list(axis):
             if where is not None:
-                raise AlgorithmError(f"sl.{self.name}(a, b) combines two values; it takes no where=")
-            a, b = as_expr(expr), as_expr(axis)
-            common = dt.promote(a.dtype, b.dtype)
-            return _combine(self, a, b, common)
+                raise AlgorithmError(
+                    f"sl.{self.name}(a, b) combines two values; it takes no where="
+                )
+            a, b = _operands(expr, axis)
+            return _combine(self, a, b, dt.promote(a.dtype, b.dtype))
         if axis is None:
             raise AlgorithmError(
                 f"sl.{self.name}(expr) needs axis=: the reduce axis (or a list of them) "
@@ -84,9 +85,8 @@ def _combine(reducer: Reducer, a: Expr, b: Expr, common: str) -> Expr:
 
 
 def _is_axis_list(axis: object) -> bool:
-    if isinstance(axis, IterVar):
-        return axis.kind == "reduce"
-    return isinstance(axis, (list, tuple))
+    """True if `axis` asks for a reduction (any IterVar: a data axis is then an error, as in TE)."""
+    return isinstance(axis, (IterVar, list, tuple))
 
 
 def _identity_value(value: object):

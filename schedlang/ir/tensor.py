@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import AlgorithmError, user_location
 from . import dtype as dt
-from .expr import Const, Expr, Read, Reduce, Var, as_expr, const
+from .expr import Binary, Const, Expr, Read, Reduce, Var, as_expr, const
 from .visit import walk
 
 
@@ -22,12 +22,28 @@ class Range:
     def __str__(self) -> str:
         from .printer import expr_str
 
-        end = self.extent if _is_zero(self.min) else self.min + self.extent
+        if _is_zero(self.min):
+            end = self.extent
+        elif isinstance(self.min, Const) and isinstance(self.extent, Const):
+            end = const(self.min.value + self.extent.value)
+        elif _is_minus(self.extent, self.min):
+            end = self.extent.a  # reduce_axis((lo, hi)) stores hi - lo
+        else:
+            end = self.min + self.extent
         return f"[{expr_str(self.min)}, {expr_str(end)})"
 
 
 def _is_zero(e: Expr) -> bool:
     return isinstance(e, Const) and e.value == 0
+
+
+def _is_minus(e: Expr, lo: Expr) -> bool:
+    """True if `e` is ``hi - lo``."""
+    if not (isinstance(e, Binary) and e.op == "-"):
+        return False
+    if isinstance(e.b, Const) and isinstance(lo, Const):
+        return e.b.value == lo.value
+    return e.b is lo
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -132,6 +148,10 @@ class Tensor:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Tensor) and other.op is self.op
 
+    def __iter__(self):
+        # Without this, Python would iterate through __getitem__ (A[0], A[1], ...) forever.
+        raise TypeError(f"tensor '{self.name}' is not iterable: index it, e.g. {self.name}[i]")
+
     def __getitem__(self, indices: object) -> Expr:
         if not isinstance(indices, tuple):
             indices = (indices,)
@@ -223,7 +243,10 @@ def reduce_axis(dom: object, name: str = "rv") -> IterVar:
                 f"reduce_axis '{name}' has the empty range [{lo.value}, {hi.value}); "
                 "the upper bound must exceed the lower"
             )
-        extent = hi if _is_zero(lo) else hi - lo
+        if isinstance(lo, Const) and isinstance(hi, Const):
+            extent = const(hi.value - lo.value)
+        else:
+            extent = hi if _is_zero(lo) else hi - lo
         rng = Range(_start(lo, name), _extent(extent, f"the extent of reduce_axis '{name}'"))
     else:
         rng = Range(const(0), _extent(dom, f"the extent of reduce_axis '{name}'"))
