@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -209,5 +210,5 @@ def test_random_guarded_shifts_are_padding(shift, scale, fill):
         np.testing.assert_array_equal(sl.evaluate(unguarded, {A: a}), a[index])
     else:
         first = int(np.argmin(inside))
-        with __import__("pytest").raises(sl.AlgorithmError, match=rf"at i={first} it reads A\["):
+        with pytest.raises(sl.AlgorithmError, match=rf"at i={first} it reads A\["):
             sl.evaluate(unguarded, {A: a})
