@@ -10,8 +10,8 @@ from .errors import (
     InternalError,
     LaunchError,
     LoweringError,
-    ScheduleError,
     SchedlangError,
+    ScheduleError,
 )
 from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
@@ -41,10 +41,19 @@ from .ir.math import (
 )
 from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
 from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from .schedule.schedule import Schedule, create_schedule, thread_axis
+from .schedule.stage import Stage
 
 select = if_then_else
 
 __version__ = "0.1.0"
+
+
+def lower(s: Schedule, args: list, name: str = "main"):
+    """The loop nest of schedule `s` over the buffers of `args`; print it to read it."""
+    from .driver import lower as _lower
+
+    return _lower(s, args, name)
 
 
 def all(*conditions: object) -> Expr:
@@ -68,6 +77,11 @@ __all__ = [
     "IterVar",
     "LaunchError",
     "LoweringError",
+    "Schedule",
+    "Stage",
+    "create_schedule",
+    "lower",
+    "thread_axis",
     "Reducer",
     "ScheduleError",
     "SchedlangError",

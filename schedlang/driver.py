@@ -1,0 +1,105 @@
+"""`sl.lower`: the lowering pipeline, one named pass after another.
+
+Set ``SCHEDLANG_DUMP=1`` to print what each pass produces.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import LoweringError
+from .ir.expr import Var
+from .ir.tensor import Operation, PlaceholderOp, Tensor
+from .loopir.allocate import insert_allocations
+from .loopir.from_isl import generate, param_expr
+from .loopir.nodes import Buffer, LoweredFunc
+from .loopir.simplify import simplify
+from .loopir.unroll import unroll_loops
+from .poly.bounds import check_bounds
+from .poly.legality import check_legality
+from .poly.placement import Placement
+from .poly.space import Params
+from .poly.statements import build_statements, inline_bodies
+from .schedule import records as rec
+from .schedule.schedule import Schedule
+
+
+def _dump(name: str, value: object) -> None:
+    if os.environ.get("SCHEDLANG_DUMP"):
+        print(f"== {name} ==\n{value}\n")
+
+
+def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
+    """The loop nest of schedule `s`, as a function of the buffers of `args` (in order)."""
+    args = list(args)
+    params = Params([stage.op for stage in s.stages])
+    bodies = inline_bodies(s)
+    statements = build_statements(s, bodies, params)
+    _dump("statements", "\n".join(f"{st.name} {st.role}: {st.domain}" for st in statements))
+    check_bounds(statements, params)
+    placement = Placement(s, statements, params)
+    _dump("schedule", "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
+    check_legality(s, placement, params)
+    buffers, params_bufs, local = _buffers(s, args, placement, params)
+    body = generate(s, placement.all(), params.context, params.vars, buffers)
+    _dump("generated", body)
+    body = insert_allocations(body, local)
+    body = unroll_loops(body)
+    body = simplify(body)
+    _dump("simplified", body)
+    sizes = tuple(params.vars.values())
+    return LoweredFunc(name, tuple(params_bufs), sizes, body)
+
+
+def _buffers(s: Schedule, args: list[Tensor], placement: Placement, params: Params):
+    arg_ops = []
+    for a in args:
+        op = a.op if isinstance(a, Tensor) else a
+        if not isinstance(op, Operation) or op not in s._by_op:
+            raise LoweringError(f"argument {a!r} is not a tensor of this schedule")
+        arg_ops.append(op)
+    buffers: dict[Operation, Buffer] = {}
+    for op in arg_ops:
+        buffers[op] = Buffer(op.name, tuple(op.shape), op.dtype, "global")
+    local = []
+    for stage in s.stages:
+        op = stage.op
+        if op in buffers:
+            continue
+        if isinstance(op, PlaceholderOp):
+            if _is_read(op, placement):
+                raise LoweringError(
+                    f"the algorithm reads the placeholder '{op.name}', which is not in args; "
+                    "list every input and output tensor in args"
+                )
+            continue
+        if isinstance(stage.attach, rec.ComputeInline):
+            continue
+        if op in s.output_ops:
+            raise LoweringError(f"the output '{op.name}' is not in args; add it")
+        storage = placement.storage.get(op)
+        if storage is None:
+            shape = tuple(op.shape)
+        else:
+            shape = tuple(
+                _extent(c, pa, params) for c, pa in zip(storage.constant, storage.extents)
+            )
+        buffer = Buffer(stage.name, shape, op.dtype, "global")
+        buffers[op] = buffer
+        local.append(buffer)
+    return buffers, [buffers[op] for op in arg_ops], local
+
+
+def _extent(constant, pa, params: Params):
+    from .ir.expr import const
+
+    if constant is not None:
+        return const(constant, "int32")
+    return param_expr(pa, params.context, params.vars)
+
+
+def _is_read(op: Operation, placement: Placement) -> bool:
+    return any(acc.op is op for p in placement.all() for acc in p.stmt.reads)
+
+
+__all__ = ["Var", "lower"]

@@ -1,0 +1,62 @@
+"""Place each intermediate buffer's allocation around exactly the code that uses it."""
+
+from __future__ import annotations
+
+from ..ir.visit import walk
+from .nodes import Allocate, Buffer, For, If, Let, Load, Seq, Stmt, Store
+
+
+def _uses(stmt: Stmt, buffer: Buffer) -> bool:
+    if isinstance(stmt, Store):
+        if stmt.buffer is buffer:
+            return True
+        exprs = (*stmt.indices, stmt.value)
+    elif isinstance(stmt, For):
+        return _uses(stmt.body, buffer)
+    elif isinstance(stmt, If):
+        return (
+            _expr_uses(stmt.cond, buffer)
+            or _uses(stmt.then, buffer)
+            or (stmt.otherwise is not None and _uses(stmt.otherwise, buffer))
+        )
+    elif isinstance(stmt, Let):
+        return _expr_uses(stmt.value, buffer) or _uses(stmt.body, buffer)
+    elif isinstance(stmt, Allocate):
+        return _uses(stmt.body, buffer)
+    elif isinstance(stmt, Seq):
+        return any(_uses(s, buffer) for s in stmt.stmts)
+    else:
+        return False
+    return any(_expr_uses(e, buffer) for e in exprs)
+
+
+def _expr_uses(e, buffer: Buffer) -> bool:
+    return any(isinstance(n, Load) and n.buffer is buffer for n in walk(e))
+
+
+def insert_allocations(stmt: Stmt, buffers: list[Buffer]) -> Stmt:
+    """Wrap the smallest subtree holding every use of each buffer in an `Allocate`.
+
+    Expects the buffers' producers and consumers to be siblings under the loop the producer is
+    computed at (as placement guarantees); an allocation inside a loop is private to each
+    iteration, which is what makes a producer computed inside a parallel loop race-free.
+    """
+    for buffer in buffers:
+        stmt = _place(stmt, buffer)
+    return stmt
+
+
+def _place(stmt: Stmt, buffer: Buffer) -> Stmt:
+    if isinstance(stmt, For):
+        return For(
+            stmt.var, stmt.min, stmt.extent, stmt.kind, _place(stmt.body, buffer), stmt.thread
+        )
+    if isinstance(stmt, Seq):
+        users = [k for k, s in enumerate(stmt.stmts) if _uses(s, buffer)]
+        if len(users) == 1:
+            k = users[0]
+            inner = _place(stmt.stmts[k], buffer)
+            return Seq(stmt.stmts[:k] + (inner,) + stmt.stmts[k + 1 :])
+    if isinstance(stmt, Allocate) and _uses(stmt.body, buffer):
+        return Allocate(stmt.buffer, _place(stmt.body, buffer))
+    return Allocate(buffer, stmt)

@@ -1,0 +1,256 @@
+"""isl's AST for the placed statements, translated into the loop IR.
+
+isl generates the loops, with exact bounds and guards for every size; at each statement instance
+it also gives, as expressions of the loop iterators, the values of the statement's root variables,
+its store index and the box offsets of the staged tensors it reads. Those are substituted into the
+statement's expression, and tensor reads become buffer loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from ..errors import InternalError
+from ..ir.expr import Binary, Compare, Const, Expr, Read, Select, Unary, Var, const
+from ..ir.tensor import Operation
+from ..ir.visit import substitute, transform
+from ..poly.placement import Placed
+from ..schedule.axis import Axis
+from ..schedule.schedule import Schedule
+from .nodes import Buffer, For, If, Load, Stmt, Store, seq
+
+_OPS = isl.ast_expr_op_type
+_BINARY = {
+    _OPS.add: "+",
+    _OPS.sub: "-",
+    _OPS.mul: "*",
+    _OPS.div: "//",
+    _OPS.fdiv_q: "//",
+    _OPS.pdiv_q: "//",
+    _OPS.pdiv_r: "%",
+    _OPS.zdiv_r: "%",
+    _OPS.max: "max",
+    _OPS.min: "min",
+    _OPS.and_: "and",
+    _OPS.and_then: "and",
+    _OPS.or_: "or",
+    _OPS.or_else: "or",
+}
+_COMPARE = {_OPS.eq: "==", _OPS.le: "<=", _OPS.lt: "<", _OPS.ge: ">=", _OPS.gt: ">"}
+
+
+@dataclass
+class _Leaf:
+    placed: Placed
+    roots: list[isl.AstExpr]
+    store: list[isl.AstExpr]
+    offsets: dict[Operation, list[isl.AstExpr]]
+
+
+def _pieces(pma: isl.PwMultiAff, iter_to_dom: isl.PwMultiAff, build: isl.AstBuild):
+    moved = pma.pullback_pw_multi_aff(iter_to_dom)
+    return [build.expr_from_pw_aff(moved.get_pw_aff(d)) for d in range(moved.dim(isl.dim_type.out))]
+
+
+def generate(
+    schedule: Schedule,
+    placed: list[Placed],
+    params_context: isl.Set,
+    param_vars: dict[str, Var],
+    buffers: dict[Operation, Buffer],
+) -> Stmt:
+    """The loop nest of `placed` statements; `buffers` gives each tensor's buffer."""
+    by_name = {p.stmt.name: p for p in placed}
+    leaves: list[_Leaf] = []
+
+    def at_domain(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
+        sched = isl.Map.from_union_map(build.get_schedule())
+        p = by_name[sched.get_tuple_name(isl.dim_type.in_)]
+        iter_to_dom = isl.PwMultiAff.from_map(sched.reverse())
+        offsets = {op: _pieces(pma, iter_to_dom, build) for op, pma in p.offsets.items()}
+        leaves.append(
+            _Leaf(
+                p,
+                _pieces(p.root_values, iter_to_dom, build),
+                _pieces(p.store_index, iter_to_dom, build),
+                offsets,
+            )
+        )
+        return node.set_annotation(isl.Id(f"leaf{len(leaves) - 1}"))
+
+    union = None
+    for p in placed:
+        m = isl.UnionMap.from_map(p.sched)
+        union = m if union is None else union.union(m)
+    build = isl.AstBuild.from_context(params_context)
+    build, _handle = build.set_at_each_domain(at_domain)
+    ast = build.node_from_schedule_map(union)
+    translator = _Translator(schedule, leaves, param_vars, buffers)
+    return translator.node(ast)
+
+
+class _Translator:
+    def __init__(self, schedule, leaves, param_vars, buffers) -> None:
+        self.schedule = schedule
+        self.leaves = leaves
+        self.param_vars = param_vars
+        self.buffers = buffers
+        self.iterators: dict[str, Var] = {}
+        self.used_names: set[str] = set()
+
+    def node(self, node: isl.AstNode) -> Stmt:
+        kind = node.get_type()
+        if kind == isl.ast_node_type.block:
+            children = node.block_get_children()
+            return seq(*[self.node(children.get_at(k)) for k in range(children.n_ast_node())])
+        if kind == isl.ast_node_type.for_:
+            return self._for(node)
+        if kind == isl.ast_node_type.if_:
+            cond = self.expr(node.if_get_cond())
+            then = self.node(node.if_get_then_node())
+            other = self.node(node.if_get_else_node()) if node.if_has_else_node() else None
+            return If(cond, then, other)
+        if kind == isl.ast_node_type.user:
+            return self._user(node)
+        if kind == isl.ast_node_type.mark:
+            return self.node(node.mark_get_node())
+        raise InternalError(f"unexpected isl AST node {node}")
+
+    def _axis_at(self, node: isl.AstNode, dim: int) -> Axis | None:
+        found: list[Axis] = []
+
+        def visit(n: isl.AstNode) -> bool:
+            if n.get_type() == isl.ast_node_type.user and not found:
+                leaf = self.leaves[int(n.get_annotation().get_name()[4:])]
+                entry = leaf.placed.template[dim]
+                if entry[0] == "dim":
+                    found.append(entry[1])
+            return not found
+
+        node.foreach_descendant_top_down(visit)
+        return found[0] if found else None
+
+    def _for(self, node: isl.AstNode) -> Stmt:
+        name = node.for_get_iterator().get_id().get_name()
+        dim = int(name[1:])
+        axis = self._axis_at(node, dim)
+        label = axis.name if axis is not None else name
+        unique, k = label, 1
+        while unique in self.used_names:
+            unique = f"{label}_{k}"
+            k += 1
+        self.used_names.add(unique)
+        var = Var(unique, "int32", "loop")
+        self.iterators[name] = var
+        low = self.expr(node.for_get_init())
+        upper = self._upper(node.for_get_cond(), name)
+        inc = node.for_get_inc()
+        if inc.get_type() != isl.ast_expr_type.int or inc.get_val().to_python() != 1:
+            raise InternalError(f"isl produced a loop with step {inc}")
+        body = self.node(node.for_get_body())
+        extent = _fold(Binary("-", upper, low, "int32"))
+        kind, thread = "serial", None
+        if axis is not None:
+            stage = self.schedule[axis.stage]
+            kind = stage.annotations.get(axis, "serial")
+            if axis in stage.binds:
+                thread = stage.binds[axis]
+                kind = "vthread" if thread == "vthread" else "bound"
+                thread = None if thread == "vthread" else thread
+        if kind == "bound":
+            guard = Compare(">=", var, low) if not _is_zero(low) else None
+            body = If(guard, body) if guard is not None else body
+            return For(var, const(0), _fold(upper), kind, body, thread)
+        return For(var, low, extent, kind, body, thread)
+
+    def _upper(self, cond: isl.AstExpr, name: str) -> Expr:
+        """The exclusive upper bound from isl's loop condition ``c <= e`` or ``c < e``."""
+        op = cond.get_op_type()
+        left = cond.get_op_arg(0)
+        if left.get_type() != isl.ast_expr_type.id or left.get_id().get_name() != name:
+            raise InternalError(f"unexpected loop condition {cond}")
+        bound = self.expr(cond.get_op_arg(1))
+        if op == _OPS.le:
+            return _fold(Binary("+", bound, const(1), "int32"))
+        if op == _OPS.lt:
+            return bound
+        raise InternalError(f"unexpected loop condition {cond}")
+
+    def expr(self, e: isl.AstExpr) -> Expr:
+        kind = e.get_type()
+        if kind == isl.ast_expr_type.int:
+            return const(int(e.get_val().to_python()), "int32")
+        if kind == isl.ast_expr_type.id:
+            name = e.get_id().get_name()
+            if name in self.iterators:
+                return self.iterators[name]
+            if name in self.param_vars:
+                return self.param_vars[name]
+            raise InternalError(f"unknown isl identifier {name}")
+        op = e.get_op_type()
+        args = [self.expr(e.get_op_arg(k)) for k in range(e.get_op_n_arg())]
+        if op in _BINARY:
+            out = "bool" if _BINARY[op] in ("and", "or") else "int32"
+            result = Binary(_BINARY[op], args[0], args[1], out)
+            for extra in args[2:]:
+                result = Binary(_BINARY[op], result, extra, out)
+            return result
+        if op in _COMPARE:
+            return Compare(_COMPARE[op], args[0], args[1])
+        if op == _OPS.minus:
+            return Unary("-", args[0], "int32")
+        if op in (_OPS.cond, _OPS.select):
+            return Select(args[0], args[1], args[2], args[1].dtype)
+        raise InternalError(f"unexpected isl expression {e}")
+
+    def _user(self, node: isl.AstNode) -> Stmt:
+        leaf = self.leaves[int(node.get_annotation().get_name()[4:])]
+        st = leaf.placed.stmt
+        roots = {v: self.expr(x) for v, x in zip(st.root_vars, leaf.roots)}
+        offsets = {op: [self.expr(x) for x in xs] for op, xs in leaf.offsets.items()}
+
+        def to_load(n: Expr) -> Expr | None:
+            if not isinstance(n, Read):
+                return None
+            shift = offsets.get(n.tensor.op)
+            indices = n.indices
+            if shift is not None:
+                indices = tuple(Binary("-", i, o, "int32") for i, o in zip(indices, shift))
+            return Load(self.buffers[n.tensor.op], indices, n.dtype)
+
+        def lower(value: Expr) -> Expr:
+            return transform(substitute(value, roots), to_load)
+
+        buffer = self.buffers[st.stage.op]
+        index = tuple(self.expr(x) for x in leaf.store)
+        if st.role == "update":
+            comb = st.stage.op.body.combiner
+            old = Load(buffer, index, buffer.dtype)
+            new = substitute(comb.result, {comb.lhs: old, comb.rhs: lower(st.value)})
+            store = Store(buffer, index, new)
+            return If(lower(st.where), store) if st.where is not None else store
+        return Store(buffer, index, lower(st.value))
+
+
+def _is_zero(e: Expr) -> bool:
+    return isinstance(e, Const) and e.value == 0
+
+
+def _fold(e: Expr) -> Expr:
+    """Fold ``(a + c1) - c2`` style constant arithmetic that isl's bounds produce."""
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        a, b = _fold(e.a), _fold(e.b)
+        if isinstance(a, Const) and isinstance(b, Const):
+            return const(a.value + b.value if e.op == "+" else a.value - b.value, "int32")
+        if isinstance(b, Const) and b.value == 0:
+            return a
+        return Binary(e.op, a, b, e.dtype)
+    return e
+
+
+def param_expr(pa: isl.PwAff, context: isl.Set, param_vars: dict[str, Var]) -> Expr:
+    """`pa`, a function of the sizes only, as an expression."""
+    build = isl.AstBuild.from_context(context)
+    return _Translator(None, [], param_vars, {}).expr(build.expr_from_pw_aff(pa))

@@ -1,0 +1,183 @@
+"""Legality: every dataflow dependence must survive the schedule.
+
+Dependences come from isl's dataflow analysis over the algorithm's own order (stages in
+topological order, a reduction's init before its updates). In the new schedule each dependence
+must go forward (its schedule delta is lexicographically positive), and no dependence may be
+carried by a loop whose iterations run at the same time (parallel, vectorized, bound to blocks,
+threads or virtual threads), except a reduction over a loop bound to ``threadIdx.*``, which the
+CUDA backend combines across threads. Statements computed at another stage's loop are correct by
+construction of their footprint and are not re-checked here.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..errors import InternalError
+from ..schedule import records as rec
+from ..schedule.errors import LegalityError, message
+from ..schedule.schedule import Schedule
+from .placement import Placed, Placement
+from .space import Params
+
+_CONCURRENT = ("parallel", "vectorized")
+
+
+def check_legality(schedule: Schedule, placement: Placement, params: Params) -> set:
+    """Raise `LegalityError` for an illegal schedule; return the cross-thread reduction axes."""
+    placed = [p for p in placement.all() if p.prefix_len == 0]
+    if not placed:
+        return set()
+    order = {stage.name: k for k, stage in enumerate(schedule.stages)}
+    width = max(len(p.stmt.root_vars) for p in placed)
+    reads = writes = original = None
+    for p in placed:
+        role = 1 if p.stmt.role == "update" else 0
+        n = len(p.stmt.root_vars)
+        xs = [f"x{k}" for k in range(n)]
+        outs = [str(order[p.stmt.stage.name]), str(role)] + xs + ["0"] * (width - n)
+        seq = isl.Map(f"{{ {p.stmt.name}[{', '.join(xs)}] -> [{', '.join(outs)}] }}")
+        seq = isl.UnionMap.from_map(seq.intersect_domain(p.domain))
+        original = seq if original is None else original.union(seq)
+        for acc in p.stmt.reads:
+            r = isl.UnionMap.from_map(p.to_root.apply_range(acc.relation))
+            reads = r if reads is None else reads.union(r)
+        w = isl.UnionMap.from_map(p.to_root.apply_range(p.stmt.write))
+        writes = w if writes is None else writes.union(w)
+    if reads is None:
+        return set()
+    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+    flow = info.set_schedule_map(original).compute_flow()
+    deps = flow.get_must_dependence().intersect_params(params.context)
+    by_name = {p.stmt.name: p for p in placed}
+    cross_thread: set = set()
+    problems: list[str] = []
+
+    def check(dep: isl.Map) -> None:
+        src = by_name[dep.get_tuple_name(isl.dim_type.in_)]
+        dst = by_name[dep.get_tuple_name(isl.dim_type.out)]
+        _check_pair(schedule, dep, src, dst, cross_thread, problems)
+
+    deps.foreach_map(check)
+    if problems:
+        raise LegalityError(problems[0])
+    return cross_thread
+
+
+def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
+    """('parallel'|'vectorized'|tag, record) if the schedule dimension runs concurrently."""
+    if entry[0] != "dim":
+        return None
+    axis = entry[1]
+    stage = schedule[axis.stage]
+    if axis in stage.binds:
+        return stage.binds[axis], _record(schedule, axis, rec.Bind)
+    kind = stage.annotations.get(axis)
+    if kind in _CONCURRENT:
+        return kind, _record(schedule, axis, rec.Annotate)
+    return None
+
+
+def _record(schedule: Schedule, axis, cls):
+    for r in reversed(schedule.records):
+        if isinstance(r, cls) and r.axis == axis:
+            return r
+    raise InternalError(f"no record for {axis}")
+
+
+def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, problems) -> None:
+    pairs = dep.apply_domain(src.sched).apply_range(dst.sched)
+    n = pairs.dim(isl.dim_type.in_)
+    ss = [f"s{k}" for k in range(n)]
+    ts = [f"t{k}" for k in range(n)]
+
+    def relation(cond: str) -> isl.Map:
+        return isl.Map(f"{{ [{', '.join(ss)}] -> [{', '.join(ts)}] : {cond} }}")
+
+    for d in range(n):
+        same = " and ".join(f"{ts[k]} = {ss[k]}" for k in range(d)) or "0 = 0"
+        backwards = pairs.intersect(relation(f"{same} and {ts[d]} < {ss[d]}"))
+        if not backwards.is_empty():
+            problems.append(_describe_backwards(schedule, dep, src, dst, backwards))
+            return
+        entry = src.template[d]
+        concurrent = _kind_of(schedule, entry)
+        if concurrent is None:
+            continue
+        carried = pairs.intersect(relation(f"{same} and {ts[d]} != {ss[d]}"))
+        if carried.is_empty():
+            continue
+        kind, record = concurrent
+        axis = entry[1]
+        if (
+            isinstance(kind, str)
+            and kind.startswith("threadIdx")
+            and axis.kind == "reduce"
+            and src.stmt.role == dst.stmt.role == "update"
+            and src.stmt is dst.stmt
+        ):
+            cross_thread.add(axis)
+            continue
+        problems.append(_describe_carried(schedule, dep, src, dst, carried, kind, record, axis))
+        return
+    same = " and ".join(f"{ts[k]} = {ss[k]}" for k in range(n))
+    if not pairs.intersect(relation(same)).is_empty():
+        raise InternalError(f"two instances of {src.stmt.name}/{dst.stmt.name} share a time")
+
+
+def _instances(dep: isl.Map, src: Placed, dst: Placed, violating: isl.Map) -> tuple[str, str]:
+    back = src.sched.apply_range(violating).apply_range(dst.sched.reverse())
+    point = dep.intersect(back).wrap().sample_point()
+    space = point.get_space()
+    coords = [
+        point.get_coordinate_val(isl.dim_type.set, k).to_python()
+        for k in range(space.dim(isl.dim_type.set))
+    ]
+    n_src = len(src.stmt.root_vars)
+    return _instance(src, coords[:n_src]), _instance(dst, coords[n_src:])
+
+
+def _instance(p: Placed, coords: list[int]) -> str:
+    op = p.stmt.stage.op
+    lows = [0] * len(op.axis) + [getattr(iv.dom.min, "value", 0) for iv in op.reduce_axis]
+    parts = [f"{v.name}={c + low}" for v, c, low in zip(p.stmt.root_vars, coords, lows)]
+    return f"{p.stmt.stage.name}[{', '.join(parts)}]"
+
+
+def _describe_carried(schedule, dep, src, dst, carried, kind, record, axis) -> str:
+    first, second = _instances(dep, src, dst, carried)
+    reduction = src.stmt is dst.stmt and src.stmt.role == "update"
+    if reduction:
+        target = src.stmt.stage.name
+        what = f"iterations {first} and {second} both update the same element of '{target}'"
+        fix = (
+            "bind the reduce axis to threadIdx.* for a cross-thread reduction, or rfactor it"
+            if axis.kind == "reduce"
+            else "make the loop serial or move the concurrency to another loop"
+        )
+    else:
+        what = f"{first} writes a value that {second} reads"
+        fix = "make the loop serial, or compute the producer at root"
+    if isinstance(record, rec.Bind):
+        call = f"bind({axis.name}, {kind})"
+    else:
+        call = f"{record.kind}({axis.name})"
+    return message(
+        axis.stage,
+        call,
+        record.loc,
+        f"{what}, but loop '{axis.name}' runs its iterations at the same time ({kind}); {fix}",
+    )
+
+
+def _describe_backwards(schedule, dep, src, dst, violating) -> str:
+    first, second = _instances(dep, src, dst, violating)
+    last = schedule.records[-1] if schedule.records else None
+    stage = getattr(last, "stage", src.stmt.stage.name)
+    return message(
+        stage,
+        "schedule",
+        getattr(last, "loc", ""),
+        f"{second} needs the value {first} produces, but the schedule runs it first; "
+        "restore the order of the dependent loops",
+    )

@@ -1,0 +1,317 @@
+"""Where every statement instance runs: the schedule map, compute_at footprints and boxes.
+
+Each statement gets an *extended domain* ``S<k>[prefix..., roots...]``: a statement of a stage
+computed at a consumer's loop is instantiated once per value of the consumer's loops down to that
+loop (the prefix), over exactly the elements the consumer reads there (the footprint: the image of
+the consumer's accesses). Its roots are box-relative (TE's semantics: its axes start at 0 at the
+box minimum), and its buffer has the size of the box bounding the footprint.
+
+The schedule is the classic 2d+1 layout: ``[beta0, loop0, beta1, loop1, ...]`` where the betas
+order siblings (producers computed at a loop come before the rest of the consumer's body, a
+reduction's init before its update). A statement's `template` says, for each schedule
+dimension, whether it is a constant beta or which stage's loop it carries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ..errors import InternalError
+from ..ir.tensor import ComputeOp, Operation
+from ..schedule import records as rec
+from ..schedule.axis import Axis
+from ..schedule.errors import PlacementError, message
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+from .loops import loop_map
+from .space import Params
+from .statements import Statement
+
+
+@dataclass
+class Placed:
+    stmt: Statement
+    prefix_len: int
+    domain: isl.Set  # extended domain S<k>[prefix..., roots...]
+    to_root: isl.Map  # extended -> root space
+    loops: isl.Map  # extended -> [prefix loops..., own leaves...]
+    template: list[tuple[str, object]]
+    store_index: isl.PwMultiAff  # extended -> index into the stage's buffer
+    root_values: isl.PwMultiAff  # extended -> values of stmt.root_vars
+    offsets: dict[Operation, isl.PwMultiAff] = field(default_factory=dict)
+    sched: isl.Map | None = None
+
+
+@dataclass
+class Storage:
+    """The buffer of a computed (non-inlined, non-output) stage computed at another's loop."""
+
+    op: Operation
+    extents: list[isl.PwAff]  # per dimension, over the parameters
+    constant: list[int | None]  # the extents' constant bounds where they exist
+    attach_dim: int  # schedule dimension of the loop it is computed at
+
+
+def _proj(n_in: int, keep: list[int], name: str | None = None, out: str | None = None) -> isl.Map:
+    xs = [f"x{k}" for k in range(n_in)]
+    src = f"{name}[{', '.join(xs)}]" if name else f"[{', '.join(xs)}]"
+    dst = (
+        f"{out}[{', '.join(xs[k] for k in keep)}]" if out else f"[{', '.join(xs[k] for k in keep)}]"
+    )
+    return isl.Map(f"{{ {src} -> {dst} }}")
+
+
+def _ndims(s: isl.Set) -> int:
+    return s.dim(isl.dim_type.set)
+
+
+class Placement:
+    """Builds `Placed` statements and `Storage` for a schedule (see the module docstring)."""
+
+    def __init__(self, schedule: Schedule, statements: list[Statement], params: Params) -> None:
+        self.schedule = schedule
+        self.params = params
+        self.by_stage: dict[str, list[Statement]] = {}
+        for st in statements:
+            self.by_stage.setdefault(st.stage.name, []).append(st)
+        self.placed: dict[str, list[Placed]] = {}
+        self.storage: dict[Operation, Storage] = {}
+        self.children: dict[str, dict[Axis, list[Stage]]] = {}
+        for stage in schedule.stages:
+            if isinstance(stage.attach, rec.ComputeAt) and stage.name in self.by_stage:
+                at = self.children.setdefault(stage.attach.target, {})
+                at.setdefault(stage.attach.axis, []).append(stage)
+        slot = 0
+        for stage in schedule.stages:
+            if stage.name in self.by_stage and not isinstance(stage.attach, rec.ComputeAt):
+                self._place_root(stage, slot)
+                slot += self._width(stage)
+        self._pad()
+
+    # -- templates ---------------------------------------------------------------------
+
+    def _width(self, stage: Stage) -> int:
+        """Sibling slots the stage occupies: 2 when its init and update are separate nests."""
+        return 2 if self._split_level(stage) == 0 else 1
+
+    def _split_level(self, stage: Stage) -> int | None:
+        """Index of the first reduce leaf (where init and update part), or None."""
+        if not isinstance(stage.op, ComputeOp) or not stage.op.reduce_axis:
+            return None
+        return next(t for t, a in enumerate(stage.leaves) if a.kind == "reduce")
+
+    def _betas(self, stage: Stage, q: int) -> list[int]:
+        """betas[0] = q; betas[t + 1] = slots taken by stages computed at leaf t."""
+        at = self.children.get(stage.name, {})
+        return [q] + [sum(self._width(c) for c in at.get(a, [])) for a in stage.leaves]
+
+    def _templates(self, stage: Stage, pre: list, q: int) -> dict[str, list]:
+        betas = self._betas(stage, q)
+        p0 = self._split_level(stage)
+        full = list(pre) + [("beta", betas[0])]
+        for t, a in enumerate(stage.leaves):
+            full += [("dim", a), ("beta", betas[t + 1])]
+        if p0 is None:
+            return {"compute": full}
+        cut = len(pre) + 2 * p0  # index of the beta at level p0
+        update = list(full)
+        update[cut] = ("beta", full[cut][1] + 1)
+        init = full[: cut + 1]
+        for a in stage.leaves[p0:]:
+            if a.kind == "data":
+                init += [("dim", a), ("beta", 0)]
+        return {"init": init, "update": update}
+
+    # -- placing statements ------------------------------------------------------------
+
+    def _place_root(self, stage: Stage, slot: int) -> None:
+        templates = self._templates(stage, [], slot)
+        placed = []
+        for st in self.by_stage[stage.name]:
+            n = _ndims(st.domain)
+            ext = st.domain.set_tuple_name(st.name)
+            to_root = _proj(n, list(range(n)), st.name, st.root_space).intersect_domain(ext)
+            lmap, _ = loop_map(stage, st.root_space, data_only=st.role == "init")
+            store = _proj(n, list(range(len(stage.op.axis))), st.name).intersect_domain(ext)
+            placed.append(
+                Placed(
+                    st,
+                    0,
+                    ext,
+                    to_root,
+                    to_root.apply_range(lmap),
+                    templates[st.role],
+                    isl.PwMultiAff.from_map(store),
+                    self._root_values(st, to_root),
+                )
+            )
+        self.placed[stage.name] = placed
+        self._place_children(stage)
+
+    def _root_values(self, st: Statement, to_root: isl.Map) -> isl.PwMultiAff:
+        """extended -> the statement's root variables (reduce axes shifted back by their min)."""
+        n = len(st.root_vars)
+        n_data = len(st.stage.op.axis)
+        xs = [f"x{k}" for k in range(n)]
+        outs = list(xs[:n_data])
+        for k, iv in enumerate(st.stage.op.reduce_axis[: n - n_data]):
+            low = self._aff(iv.dom.min)
+            outs.append(f"{xs[n_data + k]} + {low}")
+        shift = isl.Map(
+            f"{self.params.prefix} {{ {st.root_space}[{', '.join(xs)}] -> [{', '.join(outs)}] }}"
+        )
+        return isl.PwMultiAff.from_map(to_root.apply_range(shift))
+
+    def _aff(self, e) -> str:
+        from .affine import aff_text
+
+        return aff_text(e, self.params.names)
+
+    def _place_children(self, consumer: Stage) -> None:
+        for axis, producers in self.children.get(consumer.name, {}).items():
+            q = 0
+            for producer in producers:
+                self._place_attached(producer, consumer, axis, q)
+                q += self._width(producer)
+
+    def _place_attached(self, producer: Stage, consumer: Stage, axis: Axis, q: int) -> None:
+        readers = [
+            pc
+            for pc in self.placed[consumer.name]
+            if any(acc.op is producer.op for acc in pc.stmt.reads)
+        ]
+        self._check_only_consumer(producer, consumer)
+        t = consumer.leaves.index(axis)
+        base = readers[0]
+        keep = base.prefix_len + t + 1
+        n_loops = base.loops.dim(isl.dim_type.out)
+        footprint = None
+        prefix_maps = {}
+        for pc in readers:
+            prefix = pc.loops.project_out(isl.dim_type.out, keep, n_loops - keep)
+            prefix_maps[id(pc)] = prefix
+            for acc in pc.stmt.reads:
+                if acc.op is not producer.op:
+                    continue
+                image = prefix.reverse().apply_range(pc.to_root.apply_range(acc.relation))
+                footprint = image if footprint is None else footprint.union(image)
+        footprint = footprint.coalesce()
+        nd = len(producer.op.axis)
+        bmin = [footprint.dim_min(d) for d in range(nd)]
+        bmax = [footprint.dim_max(d) for d in range(nd)]
+        bmin_pma = isl.PwMultiAff.from_pw_aff(bmin[0])
+        for pa in bmin[1:]:
+            bmin_pma = bmin_pma.flat_range_product(isl.PwMultiAff.from_pw_aff(pa))
+        tensor = self.params.tensor(producer.op)
+        bmin_map = isl.Map.from_pw_multi_aff(bmin_pma).set_tuple_name(isl.dim_type.out, tensor)
+        for pc in readers:
+            pc.offsets[producer.op] = isl.PwMultiAff.from_map(
+                prefix_maps[id(pc)].apply_range(bmin_map.reset_tuple_id(isl.dim_type.out))
+            )
+        extents = [
+            bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx())) for d in range(nd)
+        ]
+        attach_dim = len(base.template[: self._dim_position(base.template, axis) + 1]) - 1
+        self.storage[producer.op] = Storage(
+            producer.op,
+            [self._param_bound(e) for e in extents],
+            [self._constant(e) for e in extents],
+            attach_dim,
+        )
+        relative = footprint.sum(bmin_map.neg()).wrap().flatten()
+        pre = base.template[: attach_dim + 1]
+        templates = self._templates(producer, pre, q)
+        placed = []
+        for st in self.by_stage[producer.name]:
+            ext = relative
+            n_red = len(st.root_vars) - nd
+            if n_red:
+                red = st.domain.project_out(isl.dim_type.set, 0, nd).set_tuple_name(None)
+                ext = ext.flat_product(red)
+            ext = ext.set_tuple_name(st.name)
+            total = _ndims(ext)
+            pmap = _proj(total, list(range(keep)), st.name).intersect_domain(ext)
+            xmap = _proj(total, list(range(keep, keep + nd)), st.name).intersect_domain(ext)
+            data = xmap.sum(pmap.apply_range(bmin_map.reset_tuple_id(isl.dim_type.out)))
+            to_root, relative_root = data, xmap
+            if n_red:
+                rmap = _proj(total, list(range(keep + nd, total)), st.name).intersect_domain(ext)
+                to_root = data.flat_range_product(rmap)
+                relative_root = xmap.flat_range_product(rmap)
+            to_root = to_root.set_tuple_name(isl.dim_type.out, st.root_space)
+            relative_root = relative_root.set_tuple_name(isl.dim_type.out, st.root_space)
+            lmap, _ = loop_map(producer, st.root_space, data_only=st.role == "init")
+            # The producer's loops run over box-relative coordinates, as TE's do.
+            loops = pmap.flat_range_product(relative_root.apply_range(lmap))
+            placed.append(
+                Placed(
+                    st,
+                    keep,
+                    ext,
+                    to_root,
+                    loops,
+                    templates[st.role],
+                    isl.PwMultiAff.from_map(xmap),
+                    self._root_values(st, to_root),
+                )
+            )
+        self.placed[producer.name] = placed
+        self._place_children(producer)
+
+    def _dim_position(self, template: list, axis: Axis) -> int:
+        for k, entry in enumerate(template):
+            if entry == ("dim", axis):
+                return k
+        raise InternalError(f"loop {axis} is not in the template {template}")
+
+    def _check_only_consumer(self, producer: Stage, consumer: Stage) -> None:
+        for name, statements in self.by_stage.items():
+            if name == consumer.name:
+                continue
+            for st in statements:
+                if any(acc.op is producer.op for acc in st.reads):
+                    loc = producer.attach.loc
+                    call = f"compute_at(s[{consumer.name}], {producer.attach.axis.name})"
+                    raise PlacementError(
+                        message(
+                            producer.name,
+                            call,
+                            loc,
+                            f"'{name}' reads '{producer.name}' too, but its values exist only "
+                            f"inside the loops of '{consumer.name}'; compute it at root or "
+                            f"inline it",
+                        )
+                    )
+
+    def _constant(self, extent: isl.PwAff) -> int | None:
+        bound = extent.intersect_params(self.params.context).max_val()
+        return int(bound.to_python()) if bound.is_int() else None
+
+    def _param_bound(self, extent: isl.PwAff) -> isl.PwAff:
+        """The largest value of `extent` over the prefix, as a function of the sizes."""
+        values = isl.Map.from_pw_aff(extent).range()
+        return values.intersect_params(self.params.context).lexmax().dim_max(0)
+
+    def _pad(self) -> None:
+        everything = [p for group in self.placed.values() for p in group]
+        width = max(len(p.template) for p in everything)
+        for p in everything:
+            p.template = p.template + [("beta", 0)] * (width - len(p.template))
+            n = p.loops.dim(isl.dim_type.out)
+            vs = [f"v{k}" for k in range(n)]
+            outs, k = [], 0
+            for kind, value in p.template:
+                if kind == "beta":
+                    outs.append(str(value))
+                else:
+                    outs.append(vs[k])
+                    k += 1
+            if k != n:
+                raise InternalError(f"template of {p.stmt.name} has {k} loops, its map {n}")
+            to_sched = isl.Map(f"{{ [{', '.join(vs)}] -> [{', '.join(outs)}] }}")
+            p.sched = p.loops.apply_range(to_sched).intersect_domain(p.domain)
+
+    def all(self) -> list[Placed]:
+        return [p for group in self.placed.values() for p in group]

@@ -1,0 +1,213 @@
+"""Statements of a schedule's stages, with iteration domains and access relations in isl.
+
+A compute stage is one statement; a reduction is two, ``init`` (the identity, over the data
+axes) and ``update`` (over data and reduce axes, reading and writing its own element). Inlined
+stages are substituted into their consumers first, so they have no statement. Domains live in a
+per-stage *root space* ``R<k>[data axes, reduce axes]`` whose reduce dimensions are shifted to
+start at 0; `root_names` gives the isl text of every root variable in that space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ..errors import AlgorithmError
+from ..ir.expr import Expr, Read, Reduce, Select, Var
+from ..ir.tensor import ComputeOp, Operation
+from ..ir.visit import children, substitute, transform
+from ..schedule import records as rec
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+from .affine import NonAffine, aff_text, cond_text
+from .space import Params
+
+
+@dataclass
+class Access:
+    """A read of `tensor` at `read` (a node of the statement's value), as a relation from the
+    statement's root space to the tensor's elements, restricted to where the read is evaluated."""
+
+    read: Read
+    op: Operation
+    relation: isl.Map
+
+
+@dataclass
+class Statement:
+    name: str
+    stage: Stage
+    role: str  # "compute", "init" or "update"
+    root_vars: tuple[Var, ...]  # in root-space order
+    root_space: str  # isl tuple name of the root space
+    domain: isl.Set  # in the root space
+    value: Expr  # compute: the body; init: the identity; update: the reduction source
+    where: Expr | None = None  # update only
+    reads: list[Access] = field(default_factory=list)
+    write: isl.Map | None = None  # root space -> the stage's tensor
+
+
+def inline_bodies(schedule: Schedule) -> dict[Operation, Expr]:
+    """Each stage's body with inlined stages substituted (transitively)."""
+    bodies: dict[Operation, Expr] = {}
+    for stage in schedule.stages:
+        if not isinstance(stage.op, ComputeOp):
+            continue
+        bodies[stage.op] = _inline(stage.op.body, bodies, schedule)
+    return bodies
+
+
+def _inline(body: Expr, bodies: dict[Operation, Expr], schedule: Schedule) -> Expr:
+    def replace(node: Expr) -> Expr | None:
+        if not isinstance(node, Read):
+            return None
+        producer = schedule[node.tensor.op]
+        if not isinstance(producer.attach, rec.ComputeInline):
+            return None
+        mapping = {iv.var: index for iv, index in zip(producer.op.axis, node.indices)}
+        return substitute(bodies[producer.op], mapping)
+
+    return transform(body, replace)
+
+
+def build_statements(
+    schedule: Schedule, bodies: dict[Operation, Expr], params: Params
+) -> list[Statement]:
+    """The statements of every scheduled (non-inlined) compute stage, in stage order."""
+    statements: list[Statement] = []
+    for k, stage in enumerate(schedule.stages):
+        op = stage.op
+        if not isinstance(op, ComputeOp) or isinstance(stage.attach, rec.ComputeInline):
+            continue
+        body = bodies[op]
+        space = f"R{k}"
+        data = tuple(iv.var for iv in op.axis)
+        names = {v: f"d{n}" for n, v in enumerate(data)}
+        data_dom = _domain(space, [(names[iv.var], iv.dom.extent) for iv in op.axis], params)
+        if isinstance(body, Reduce):
+            red = tuple(iv.var for iv in op.reduce_axis)
+            full = dict(names)
+            bounds = [(names[iv.var], iv.dom.extent) for iv in op.axis]
+            for n, iv in enumerate(op.reduce_axis):
+                full[iv.var] = f"(r{n} + {_param_aff(iv.dom.min, params)})"
+                bounds.append((f"r{n}", iv.dom.extent))
+            full_dom = _domain(space, bounds, params)
+            init_dom = data_dom.set_tuple_name(f"{space}I")
+            init = Statement(
+                f"S{len(statements)}",
+                stage,
+                "init",
+                data,
+                f"{space}I",
+                init_dom,
+                body.combiner.identity,
+            )
+            init.write = _write(init, names, params)
+            statements.append(init)
+            update = Statement(
+                f"S{len(statements)}",
+                stage,
+                "update",
+                data + red,
+                space,
+                full_dom,
+                body.source,
+                body.where,
+            )
+            update.write = _write(update, full, params)
+            own = Read(stage_tensor(stage), tuple(data), op.dtype)
+            update.reads = [Access(own, op, update.write)]
+            guard = update.domain
+            if body.where is not None:
+                guard = _restrict(guard, body.where, full, params)
+            update.reads += _accesses(body.source, guard, full, params)
+            statements.append(update)
+        else:
+            stmt = Statement(f"S{len(statements)}", stage, "compute", data, space, data_dom, body)
+            stmt.write = _write(stmt, names, params)
+            stmt.reads = _accesses(body, data_dom, names, params)
+            statements.append(stmt)
+    return statements
+
+
+def stage_tensor(stage: Stage):
+    return stage.op.output(0)
+
+
+def _param_aff(e: Expr, params: Params) -> str:
+    return aff_text(e, params.names)
+
+
+def _domain(space: str, bounds: list[tuple[str, Expr]], params: Params) -> isl.Set:
+    dims = ", ".join(name for name, _ in bounds)
+    cons = " and ".join(f"0 <= {name} < {_param_aff(ext, params)}" for name, ext in bounds)
+    return isl.Set(f"{params.prefix} {{ {space}[{dims}] : {cons or '0 = 0'} }}").intersect_params(
+        params.context
+    )
+
+
+def _write(stmt: Statement, names: dict[Var, str], params: Params) -> isl.Map:
+    dims = ", ".join(_dim_names(stmt))
+    target = ", ".join(names[iv.var] for iv in stmt.stage.op.axis)
+    tensor = params.tensor(stmt.stage.op)
+    text = f"{params.prefix} {{ {stmt.root_space}[{dims}] -> {tensor}[{target}] }}"
+    return isl.Map(text).intersect_domain(stmt.domain)
+
+
+def _dim_names(stmt: Statement) -> list[str]:
+    n_data = len(stmt.stage.op.axis)
+    return [f"d{n}" for n in range(n_data)] + [f"r{n}" for n in range(len(stmt.root_vars) - n_data)]
+
+
+def _restrict(domain: isl.Set, cond: Expr, names, params: Params, negate: bool = False) -> isl.Set:
+    """`domain` where `cond` holds (or not); unchanged if `cond` is not affine."""
+    try:
+        text = cond_text(cond, names)
+    except NonAffine:
+        return domain
+    dims = _set_dims(domain)
+    if negate:
+        text = f"not ({text})"
+    space = domain.get_tuple_name()
+    return domain.intersect(isl.Set(f"{params.prefix} {{ {space}[{dims}] : {text} }}"))
+
+
+def _accesses(value: Expr, domain: isl.Set, names, params: Params) -> list[Access]:
+    """Every tensor read in `value`, each restricted to the affine conditions guarding it."""
+    found: list[Access] = []
+
+    def visit(e: Expr, where: isl.Set) -> None:
+        if isinstance(e, Select):
+            visit(e.cond, where)
+            visit(e.true_value, _restrict(where, e.cond, names, params))
+            visit(e.false_value, _restrict(where, e.cond, names, params, negate=True))
+            return
+        if isinstance(e, Read):
+            found.append(Access(e, e.tensor.op, _relation(e, where, names, params)))
+        for child in children(e):
+            visit(child, where)
+
+    visit(value, domain)
+    return found
+
+
+def _relation(read: Read, where: isl.Set, names, params: Params) -> isl.Map:
+    try:
+        indices = [aff_text(i, names) for i in read.indices]
+    except NonAffine as err:
+        raise AlgorithmError(
+            f"the read '{read}' has the index '{err.expr}', which is not a (quasi-)affine "
+            "function of the loop variables and sizes (sums, constant multiples, // and % by "
+            "constants): the polyhedral layer cannot schedule it; precompute it as a tensor "
+            "or restructure the index"
+        ) from None
+    dims = _set_dims(where)
+    space = where.get_tuple_name()
+    tensor = params.tensor(read.tensor.op)
+    text = f"{params.prefix} {{ {space}[{dims}] -> {tensor}[{', '.join(indices)}] }}"
+    return isl.Map(text).intersect_domain(where)
+
+
+def _set_dims(s: isl.Set) -> str:
+    return ", ".join(s.get_dim_name(isl.dim_type.set, d) for d in range(s.dim(isl.dim_type.set)))

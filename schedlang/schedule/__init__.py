@@ -1,0 +1,1 @@
+"""Schedules: stages, their loop primitives, and the records those primitives append."""

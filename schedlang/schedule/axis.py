@@ -1,0 +1,34 @@
+"""Loops of a stage as the schedule sees them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """One loop of a stage: a root axis of the op, or one made by split/fuse.
+
+    `kind` is ``"data"`` or ``"reduce"``. Compared by value (stage and name are unique within a
+    schedule), so that the axes a user holds also name the same loops in a copy or a replay.
+    """
+
+    stage: str
+    name: str
+    kind: str
+
+    def __repr__(self) -> str:
+        return f"Axis({self.stage}.{self.name})"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadAxis:
+    """A hardware index to bind a loop to (``sl.thread_axis("threadIdx.x")``)."""
+
+    tag: str
+
+    def __str__(self) -> str:
+        return self.tag

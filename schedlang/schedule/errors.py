@@ -1,0 +1,35 @@
+"""`ScheduleError` subclasses, one per broken precondition, and the message format."""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+
+
+class AxisError(ScheduleError):
+    """An axis that is not a current loop of the stage (another stage's, or split away)."""
+
+
+class FactorError(ScheduleError):
+    """A split factor, part count or extent that the primitive cannot use."""
+
+
+class PlacementError(ScheduleError):
+    """compute_at / compute_inline / compute_root on a stage where it cannot apply."""
+
+
+class BindError(ScheduleError):
+    """A loop bound to a hardware index in a way the hardware cannot run."""
+
+
+class AnnotationError(ScheduleError):
+    """unroll / vectorize / parallel that conflicts with another annotation."""
+
+
+class LegalityError(ScheduleError):
+    """The schedule would reorder dependent computations or run them in parallel."""
+
+
+def message(stage: str, call: str, loc: str, what: str) -> str:
+    """`In schedule for 'C': split(i, factor=0) at x.py:14: factor must be ...`."""
+    where = f" at {loc}" if loc else ""
+    return f"In schedule for '{stage}': {call}{where}: {what}"

@@ -1,0 +1,78 @@
+"""Schedule records: one frozen dataclass per primitive application.
+
+A schedule *is* its list of records; lowering interprets them. That gives printing as Python,
+replay, copying and hashing for free. Each record keeps the user's source line for messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .axis import Axis
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    stage: str
+    parent: Axis
+    outer: Axis
+    inner: Axis
+    factor: int | None
+    nparts: int | None
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Fuse:
+    stage: str
+    axes: tuple[Axis, ...]
+    fused: Axis
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reorder:
+    stage: str
+    order: tuple[Axis, ...]
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Annotate:
+    """``unroll``, ``vectorize`` or ``parallel``."""
+
+    stage: str
+    axis: Axis
+    kind: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    stage: str
+    axis: Axis
+    tag: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeAt:
+    stage: str
+    target: str
+    axis: Axis
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeInline:
+    stage: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeRoot:
+    stage: str
+    loc: str = ""
+
+
+Record = Split | Fuse | Reorder | Annotate | Bind | ComputeAt | ComputeInline | ComputeRoot

@@ -1,0 +1,408 @@
+"""A stage: the schedule of one op. Loop primitives check their arguments and append records."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import user_location
+from ..ir.expr import Const
+from ..ir.tensor import ComputeOp, IterVar, Operation
+from . import records as rec
+from .axis import Axis, ThreadAxis
+from .errors import AnnotationError, AxisError, BindError, FactorError, PlacementError, message
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+
+HARDWARE_TAGS = (
+    "blockIdx.x",
+    "blockIdx.y",
+    "blockIdx.z",
+    "threadIdx.x",
+    "threadIdx.y",
+    "threadIdx.z",
+    "vthread",
+)
+
+
+def _ceildiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class Stage:
+    """The loops of one op and where it is computed. Obtain with ``s[tensor]``."""
+
+    def __init__(self, schedule: Schedule, op: Operation, name: str) -> None:
+        self.schedule = schedule
+        self.op = op
+        self.name = name
+        roots: list[tuple[IterVar, Axis]] = []
+        if isinstance(op, ComputeOp):
+            taken: set[str] = set()
+            for iv in op.axis + op.reduce_axis:
+                axis_name = iv.var.name
+                while axis_name in taken:
+                    axis_name += "_"
+                taken.add(axis_name)
+                roots.append((iv, Axis(name, axis_name, iv.kind)))
+        self.root_axes: tuple[Axis, ...] = tuple(ax for _, ax in roots)
+        self.itervars: dict[Axis, IterVar] = {ax: iv for iv, ax in roots}
+        self._by_itervar = {iv: ax for iv, ax in roots}
+        self.leaves: list[Axis] = list(self.root_axes)
+        self.extents: dict[Axis, int | None] = {
+            ax: (int(iv.dom.extent.value) if isinstance(iv.dom.extent, Const) else None)
+            for iv, ax in roots
+        }
+        self.relations: list[rec.Split | rec.Fuse] = []
+        self.annotations: dict[Axis, str] = {}
+        self.binds: dict[Axis, str] = {}
+        self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name})"
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _fail(self, cls: type, call: str, loc: str, what: str) -> None:
+        raise cls(message(self.name, call, loc, what))
+
+    def _axis(self, axis: object, call: str, loc: str) -> Axis:
+        """The current leaf loop that `axis` (an IterVar of this op or an Axis) names."""
+        if isinstance(axis, IterVar):
+            found = self._by_itervar.get(axis)
+            if found is None:
+                owner = self.schedule._owner_of_itervar(axis)
+                where = f"of stage '{owner}'" if owner else "of no stage of this schedule"
+                self._fail(
+                    AxisError,
+                    call,
+                    loc,
+                    f"axis '{axis.name}' is an axis {where}, not of '{self.name}'; "
+                    f"use s[{self.name}].op.axis / .reduce_axis or axes returned by its split",
+                )
+            axis = found
+        if not isinstance(axis, Axis):
+            self._fail(AxisError, call, loc, f"{axis!r} is not an axis")
+        if axis.stage != self.name:
+            self._fail(
+                AxisError,
+                call,
+                loc,
+                f"axis '{axis.name}' belongs to stage '{axis.stage}', not '{self.name}'",
+            )
+        if axis not in self.leaves:
+            by = next(
+                (r for r in self.relations if axis in (getattr(r, "axes", ()) or (r.parent,))),
+                None,
+            )
+            if isinstance(by, rec.Split):
+                fate = f"was already split into '{by.outer.name}' and '{by.inner.name}'"
+            elif isinstance(by, rec.Fuse):
+                fate = f"was already fused into '{by.fused.name}'"
+            else:
+                fate = "is not a loop of this stage"
+            self._fail(AxisError, call, loc, f"axis '{axis.name}' {fate}; use the new axes")
+        return axis
+
+    def _require_compute(self, call: str, loc: str) -> None:
+        if not isinstance(self.op, ComputeOp):
+            self._fail(
+                PlacementError,
+                call,
+                loc,
+                f"'{self.name}' is a placeholder (an input): it has no loops to schedule",
+            )
+
+    def _record(self, record: object) -> None:
+        self.schedule.records.append(record)
+
+    # -- loop primitives -----------------------------------------------------------------
+
+    def split(self, parent: object, factor: object = None, nparts: object = None):
+        """Split `parent` into ``(outer, inner)`` with ``parent = outer * factor + inner``.
+
+        Before/after, for ``split(i, factor=4)`` with ``i`` in [0, n)::
+
+            for i in range(n):            for i.outer in range((n + 3) // 4):
+              body(i)                       for i.inner in range(4):
+                                              if i.outer * 4 + i.inner < n:
+                                                body(i.outer * 4 + i.inner)
+        """
+        loc = user_location()
+        shown = f"factor={factor}" if nparts is None else f"nparts={nparts}"
+        call = f"split({getattr(parent, 'name', parent)}, {shown})"
+        self._require_compute(call, loc)
+        axis = self._axis(parent, call, loc)
+        if (factor is None) == (nparts is None):
+            self._fail(FactorError, call, loc, "give exactly one of factor= and nparts=")
+        amount = factor if nparts is None else nparts
+        if isinstance(amount, Const):
+            amount = amount.value
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+            word = "factor" if nparts is None else "nparts"
+            self._fail(FactorError, call, loc, f"{word} must be a positive integer, got {amount!r}")
+        self._check_unannotated(axis, call, loc)
+        extent = self.extents[axis]
+        if nparts is not None and extent is None:
+            self._fail(
+                FactorError,
+                call,
+                loc,
+                f"nparts needs a constant extent, but '{axis.name}' has a symbolic one; "
+                "split by factor= instead",
+            )
+        outer = Axis(self.name, f"{axis.name}.outer", axis.kind)
+        inner = Axis(self.name, f"{axis.name}.inner", axis.kind)
+        if nparts is None:
+            self.extents[outer] = None if extent is None else _ceildiv(extent, amount)
+            self.extents[inner] = amount
+            record = rec.Split(self.name, axis, outer, inner, amount, None, loc)
+        else:
+            self.extents[outer] = amount
+            self.extents[inner] = _ceildiv(extent, amount)
+            record = rec.Split(self.name, axis, outer, inner, None, amount, loc)
+        position = self.leaves.index(axis)
+        self.leaves[position : position + 1] = [outer, inner]
+        self.relations.append(record)
+        self._record(record)
+        return outer, inner
+
+    def tile(self, x_parent: object, y_parent: object, x_factor: object, y_factor: object):
+        """Split two axes and order the loops ``x.outer, y.outer, x.inner, y.inner``."""
+        xo, xi = self.split(x_parent, factor=x_factor)
+        yo, yi = self.split(y_parent, factor=y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def fuse(self, *axes: object) -> Axis:
+        """Fuse adjacent loops (outer first) into one: ``fused = outer * extent(inner) + inner``."""
+        loc = user_location()
+        if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+            axes = tuple(axes[0])
+        call = f"fuse({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
+        self._require_compute(call, loc)
+        if not axes:
+            self._fail(AxisError, call, loc, "give at least one axis")
+        resolved = [self._axis(a, call, loc) for a in axes]
+        if len(resolved) == 1:
+            return resolved[0]
+        if len(set(resolved)) != len(resolved):
+            self._fail(AxisError, call, loc, "an axis is listed twice")
+        positions = [self.leaves.index(a) for a in resolved]
+        if positions != list(range(positions[0], positions[0] + len(positions))):
+            order = ", ".join(a.name for a in self.leaves)
+            self._fail(
+                AxisError,
+                call,
+                loc,
+                f"fused axes must be adjacent loops listed outer to inner; the loop order is "
+                f"({order}); reorder first",
+            )
+        kinds = {a.kind for a in resolved}
+        if len(kinds) > 1:
+            self._fail(AxisError, call, loc, "cannot fuse a data-parallel axis with a reduce axis")
+        for a in resolved:
+            self._check_unannotated(a, call, loc)
+        for a in resolved[1:]:
+            if self.extents[a] is None:
+                self._fail(
+                    FactorError,
+                    call,
+                    loc,
+                    f"'{a.name}' has a symbolic extent; only the outermost fused axis may; "
+                    "split it by a constant factor first",
+                )
+        fused = Axis(self.name, ".".join(a.name for a in resolved) + ".fused", kinds.pop())
+        total: int | None = 1
+        for a in resolved:
+            total = None if total is None or self.extents[a] is None else total * self.extents[a]
+        self.extents[fused] = total
+        self.leaves[positions[0] : positions[-1] + 1] = [fused]
+        record = rec.Fuse(self.name, tuple(resolved), fused, loc)
+        self.relations.append(record)
+        self._record(record)
+        return fused
+
+    def reorder(self, *axes: object) -> None:
+        """Put the listed loops, in this order, into the positions they occupy together."""
+        loc = user_location()
+        if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+            axes = tuple(axes[0])
+        call = f"reorder({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
+        self._require_compute(call, loc)
+        resolved = [self._axis(a, call, loc) for a in axes]
+        if len(set(resolved)) != len(resolved):
+            self._fail(AxisError, call, loc, "an axis is listed twice")
+        slots = sorted(self.leaves.index(a) for a in resolved)
+        for slot, a in zip(slots, resolved):
+            self.leaves[slot] = a
+        self._record(rec.Reorder(self.name, tuple(resolved), loc))
+
+    def _check_unannotated(self, axis: Axis, call: str, loc: str) -> None:
+        if axis in self.binds:
+            self._fail(
+                AnnotationError,
+                call,
+                loc,
+                f"'{axis.name}' is already bound to {self.binds[axis]}; split or fuse before bind",
+            )
+        if axis in self.annotations:
+            self._fail(
+                AnnotationError,
+                call,
+                loc,
+                f"'{axis.name}' is already {self.annotations[axis]}; "
+                "split or fuse before annotating",
+            )
+
+    def _annotate(self, axis: object, kind: str) -> None:
+        loc = user_location()
+        call = f"{kind}({getattr(axis, 'name', axis)})"
+        self._require_compute(call, loc)
+        resolved = self._axis(axis, call, loc)
+        word = {"unroll": "unrolled", "vectorize": "vectorized", "parallel": "parallel"}[kind]
+        if resolved in self.binds:
+            self._fail(
+                AnnotationError,
+                call,
+                loc,
+                f"'{resolved.name}' is bound to {self.binds[resolved]}; it cannot also be {word}",
+            )
+        previous = self.annotations.get(resolved)
+        if previous is not None and previous != word:
+            self._fail(
+                AnnotationError,
+                call,
+                loc,
+                f"'{resolved.name}' is already {previous}; a loop has one kind",
+            )
+        self.annotations[resolved] = word
+        self._record(rec.Annotate(self.name, resolved, kind, loc))
+
+    def unroll(self, axis: object) -> None:
+        """Unroll the loop (its extent must be a constant when lowered)."""
+        self._annotate(axis, "unroll")
+
+    def vectorize(self, axis: object) -> None:
+        """Run the loop as SIMD lanes (innermost loops; tails are guarded)."""
+        self._annotate(axis, "vectorize")
+
+    def parallel(self, axis: object) -> None:
+        """Run the loop's iterations on CPU threads."""
+        self._annotate(axis, "parallel")
+
+    def bind(self, axis: object, thread_axis: object) -> None:
+        """Make the loop a GPU hardware index (``blockIdx.x``, ``threadIdx.y``, ``vthread``...)."""
+        loc = user_location()
+        tag = thread_axis.tag if isinstance(thread_axis, ThreadAxis) else thread_axis
+        call = f"bind({getattr(axis, 'name', axis)}, {tag})"
+        self._require_compute(call, loc)
+        resolved = self._axis(axis, call, loc)
+        if tag not in HARDWARE_TAGS:
+            self._fail(
+                BindError,
+                call,
+                loc,
+                f"unknown thread tag {tag!r}; use one of {', '.join(HARDWARE_TAGS)}",
+            )
+        if resolved in self.annotations:
+            self._fail(
+                BindError,
+                call,
+                loc,
+                f"'{resolved.name}' is {self.annotations[resolved]}; it cannot also be bound",
+            )
+        if resolved in self.binds:
+            self._fail(
+                BindError,
+                call,
+                loc,
+                f"'{resolved.name}' is already bound to {self.binds[resolved]}",
+            )
+        if tag != "vthread":
+            for other, other_tag in self.binds.items():
+                if other_tag == tag:
+                    self._fail(
+                        BindError,
+                        call,
+                        loc,
+                        f"'{other.name}' is already bound to {tag}; two loops of one stage "
+                        "cannot share a hardware index (fuse them first)",
+                    )
+        if resolved.kind == "reduce" and tag.startswith("blockIdx"):
+            self._fail(
+                BindError,
+                call,
+                loc,
+                f"reduce axis '{resolved.name}' bound to {tag}: blocks cannot combine partial "
+                "results; bind it to threadIdx.* (a cross-thread reduction) or rfactor it",
+            )
+        self.binds[resolved] = tag
+        self._record(rec.Bind(self.name, resolved, tag, loc))
+
+    # -- placement -----------------------------------------------------------------------
+
+    def compute_at(self, parent: Stage, axis: object) -> None:
+        """Compute this stage inside `parent`'s loop `axis`, over the region used there."""
+        loc = user_location()
+        call = f"compute_at(s[{getattr(parent, 'name', parent)}], {getattr(axis, 'name', axis)})"
+        self._require_compute(call, loc)
+        if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
+            self._fail(
+                PlacementError, call, loc, "the first argument must be a stage of this schedule"
+            )
+        if parent is self:
+            self._fail(PlacementError, call, loc, "a stage cannot be computed inside itself")
+        target_axis = parent._axis(axis, call, loc)
+        if isinstance(parent.attach, rec.ComputeInline):
+            self._fail(PlacementError, call, loc, f"'{parent.name}' is inlined: it has no loops")
+        if self.op not in [t.op for t in parent.op.input_tensors]:
+            self._fail(
+                PlacementError,
+                call,
+                loc,
+                f"'{parent.name}' does not read '{self.name}'; compute_at needs a consumer "
+                "stage (the one whose loop decides which part of this stage is needed)",
+            )
+        if self.name in self.schedule._attach_chain(parent):
+            self._fail(
+                PlacementError,
+                call,
+                loc,
+                f"'{parent.name}' is itself computed inside '{self.name}'",
+            )
+        self.attach = rec.ComputeAt(self.name, parent.name, target_axis, loc)
+        self._record(self.attach)
+
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into its consumers; it gets no loops of its own."""
+        loc = user_location()
+        call = "compute_inline()"
+        self._require_compute(call, loc)
+        if self.op.reduce_axis:
+            self._fail(
+                PlacementError,
+                call,
+                loc,
+                f"'{self.name}' is a reduction; only elementwise (injective) stages can be "
+                "inlined: use compute_at or compute_root",
+            )
+        if self.op in self.schedule.output_ops:
+            self._fail(PlacementError, call, loc, f"'{self.name}' is an output; outputs are stored")
+        for other in self.schedule.stages:
+            if isinstance(other.attach, rec.ComputeAt) and other.attach.target == self.name:
+                self._fail(
+                    PlacementError,
+                    call,
+                    loc,
+                    f"stage '{other.name}' is computed at a loop of '{self.name}'",
+                )
+        self.attach = rec.ComputeInline(self.name, loc)
+        self._record(self.attach)
+
+    def compute_root(self) -> None:
+        """Compute this stage in full, in its own loop nest, before its consumers."""
+        loc = user_location()
+        self._require_compute("compute_root()", loc)
+        self.attach = rec.ComputeRoot(self.name, loc)
+        self._record(self.attach)
