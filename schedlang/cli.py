@@ -30,7 +30,22 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="print only the table")
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    return 0 if run(show_loops=not args.quiet) else 1
+
+
 _COMMANDS: dict[str, _Command] = {
+    "demo": _Command(
+        help="a matmul under several schedules, each checked against the numpy reference",
+        add_arguments=_demo_arguments,
+        run=_cmd_demo,
+    ),
     "info": _Command(
         help="what targets are usable here and why (LLVM, NVPTX, CUDA driver, GPU, ptxas)",
         add_arguments=_no_arguments,

@@ -159,6 +159,15 @@ class _Translator:
                 thread = stage.binds[axis]
                 kind = "vthread" if thread == "vthread" else "bound"
                 thread = None if thread == "vthread" else thread
+        if kind in ("unrolled", "vectorized") and not isinstance(extent, Const):
+            # A tail: run the axis's full constant extent and guard the body, so the loop
+            # can still be unrolled or vectorized.
+            full = self.schedule[axis.stage].extents.get(axis)
+            if full is not None:
+                guard = Compare("<", var, upper)
+                if not _is_zero(low):
+                    guard = Binary("and", Compare(">=", var, low), guard, "bool")
+                return For(var, const(0), const(full), kind, If(guard, body), thread)
         if kind == "bound":
             guard = Compare(">=", var, low) if not _is_zero(low) else None
             body = If(guard, body) if guard is not None else body
