@@ -83,7 +83,8 @@ def build_statements(
         body = bodies[op]
         space = f"R{k}"
         data = tuple(iv.var for iv in op.axis)
-        names = {v: f"d{n}" for n, v in enumerate(data)}
+        names = dict(params.names)
+        names.update({v: f"d{n}" for n, v in enumerate(data)})
         data_dom = _domain(space, [(names[iv.var], iv.dom.extent) for iv in op.axis], params)
         if isinstance(body, Reduce):
             red = tuple(iv.var for iv in op.reduce_axis)

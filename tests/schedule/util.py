@@ -1,0 +1,43 @@
+"""Helpers for schedule tests: random inputs, NaN-poisoned outputs, interpreter vs reference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+import schedlang as sl
+from schedlang.ir.expr import Var
+from schedlang.loopir.interpret import run
+
+SEED = 20240611
+
+
+def concrete_shape(tensor, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """The shape of `tensor` with each symbolic size replaced by ``sizes[name]``."""
+    return tuple(sizes[d.name] if isinstance(d, Var) else int(d) for d in tensor.shape)
+
+
+def random_inputs(placeholders, sizes: Mapping[str, int], seed: int = SEED) -> dict:
+    """Random float32 values in [0.5, 2] or [-2, -0.5] (never zero) for each placeholder."""
+    gen = np.random.default_rng(seed)
+    out = {}
+    for p in placeholders:
+        shape = concrete_shape(p, sizes)
+        mag = gen.uniform(0.5, 2.0, size=shape)
+        sign = np.where(gen.random(shape) < 0.5, -1.0, 1.0)
+        out[p] = (mag * sign).astype(np.float32)
+    return out
+
+
+def check(s, inputs, outputs, sizes: Mapping[str, int] | None = None, seed: int = SEED):
+    """Lower `s`, run it on random inputs with NaN-poisoned outputs, compare with the reference."""
+    sizes = dict(sizes or {})
+    func = sl.lower(s, list(inputs) + list(outputs))
+    values = random_inputs(inputs, sizes, seed)
+    wants = [sl.evaluate(t, values) for t in outputs]
+    results = [np.full(want.shape, np.nan, np.float32) for want in wants]
+    run(func, [values[p] for p in inputs] + results)
+    for got, want in zip(results, wants):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return func
