@@ -228,7 +228,7 @@ class Placement:
             ext = relative
             n_red = len(st.root_vars) - nd
             if n_red:
-                red = st.domain.project_out(isl.dim_type.set, 0, nd).set_tuple_name(None)
+                red = st.domain.project_out(isl.dim_type.set, 0, nd).reset_tuple_id()
                 ext = ext.flat_product(red)
             ext = ext.set_tuple_name(st.name)
             total = _ndims(ext)
@@ -268,7 +268,7 @@ class Placement:
 
     def _check_only_consumer(self, producer: Stage, consumer: Stage) -> None:
         for name, statements in self.by_stage.items():
-            if name == consumer.name:
+            if name in (consumer.name, producer.name):
                 continue
             for st in statements:
                 if any(acc.op is producer.op for acc in st.reads):

@@ -30,14 +30,24 @@ def random_inputs(placeholders, sizes: Mapping[str, int], seed: int = SEED) -> d
     return out
 
 
-def check(s, inputs, outputs, sizes: Mapping[str, int] | None = None, seed: int = SEED):
-    """Lower `s`, run it on random inputs with NaN-poisoned outputs, compare with the reference."""
+def check(
+    s,
+    inputs,
+    outputs,
+    sizes: Mapping[str, int] | None = None,
+    seed: int = SEED,
+    unseen: Mapping[Var, int] | None = None,
+):
+    """Lower `s`, run it on random inputs with NaN-poisoned outputs, compare with the reference.
+
+    `sizes` gives each symbolic input size by name; `unseen` the sizes no array shows.
+    """
     sizes = dict(sizes or {})
     func = sl.lower(s, list(inputs) + list(outputs))
     values = random_inputs(inputs, sizes, seed)
-    wants = [sl.evaluate(t, values) for t in outputs]
+    wants = [sl.evaluate(t, values, sizes=unseen) for t in outputs]
     results = [np.full(want.shape, np.nan, np.float32) for want in wants]
-    run(func, [values[p] for p in inputs] + results)
+    run(func, [values[p] for p in inputs] + results, sizes=unseen)
     for got, want in zip(results, wants):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     return func
