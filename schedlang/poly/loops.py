@@ -53,11 +53,16 @@ def _step(stage: Stage, relation, current: list[Axis]) -> tuple[isl.Map, list[Ax
             f"{xs[q]} = {factor} * o + i and 0 <= i < {factor} }}"
         )
         return isl.Map(text), current[:q] + [relation.outer, relation.inner] + current[q + 1 :]
-    q = current.index(relation.axes[0])
-    k = len(relation.axes)
-    fused = xs[q]
-    for offset, axis in enumerate(relation.axes[1:], start=1):
-        fused = f"({fused}) * {stage.extents[axis]} + {xs[q + offset]}"
-    outs = xs[:q] + ["z"] + xs[q + k :]
+    # The fused loops are adjacent in loop order, but a reorder may have moved them apart
+    # in `current` (the order relations produce), so find each one.
+    spots = [current.index(a) for a in relation.axes]
+    fused = xs[spots[0]]
+    for axis, spot in zip(relation.axes[1:], spots[1:]):
+        fused = f"({fused}) * {stage.extents[axis]} + {xs[spot]}"
+    q = spots[0]
+    outs = [x for k, x in enumerate(xs) if k not in spots[1:]]
+    outs[q - sum(1 for s in spots[1:] if s < q)] = "z"
     text = f"{{ [{', '.join(xs)}] -> [{', '.join(outs)}] : z = {fused} }}"
-    return isl.Map(text), current[:q] + [relation.fused] + current[q + k :]
+    rest = [a for k, a in enumerate(current) if k not in spots[1:]]
+    rest[rest.index(relation.axes[0])] = relation.fused
+    return isl.Map(text), rest

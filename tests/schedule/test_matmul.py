@@ -135,3 +135,14 @@ def test_transpose_tiled_symbolic():
     i, j = t.op.axis
     s[t].tile(i, j, 4, 3)
     check(s, [a], [t], {"m": 13, "n": 7})
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_fuse_after_tile_reorder(symbolic):
+    """Fusing loops that a reorder made adjacent (they were apart in split order)."""
+    a, b, c = matmul(sl.var("M") if symbolic else 13, 11, 7)
+    s = sl.create_schedule(c)
+    i, j = c.op.axis
+    io, jo, ii, ji = s[c].tile(i, j, 4, 3)
+    s[c].fuse(ii, ji)
+    check(s, [a, b], [c], {"M": 13})
