@@ -1,0 +1,244 @@
+"""Translation of a lowered function into Python source for `schedlang.loopir.interpret`.
+
+Code outside thread loops is plain Python over numpy scalars: ``for`` loops over ``np.arange``
+values, stores of global and local buffers inline (expressions: `interpret_expr`). Code inside
+loops bound to ``threadIdx.*`` keeps a mask variable of active threads; there values may be
+arrays over the threads, and stores, loops over thread-dependent bounds and guards go through
+the `Runtime`, which applies the mask and tracks races. Every generated line remembers the
+loop-IR statement it came from, for error messages. Python allows 20 nested blocks per function,
+so deep nests are cut into nested functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import InternalError
+from ..ir.expr import Const, Expr, Var
+from ..ir.printer import expr_str
+from .interpret_expr import ExprCompiler, Scoped, tuple_code
+from .nodes import (
+    LOOP_KINDS,
+    THREAD_TAGS,
+    Allocate,
+    Barrier,
+    For,
+    If,
+    Let,
+    LoweredFunc,
+    Seq,
+    Stmt,
+    Store,
+)
+from .printer import stmt_head
+from .visit import walk_expr
+
+_MAX_DEPTH = 15
+
+
+@dataclass(frozen=True)
+class Compiled:
+    kernel: Callable
+    source: str
+    free_vars: tuple[Var, ...]
+    threaded: bool
+    origins: tuple[str, ...]  # per source line (from 1), the loop-IR statement it runs
+    filename: str
+
+    def origin(self, line: int) -> str:
+        return self.origins[line - 1] if 0 < line <= len(self.origins) else ""
+
+
+def compile_func(func: LoweredFunc) -> Compiled:
+    """`func` as a Python function ``kernel(runtime, arrays, size_values)``."""
+    return _Compiler(func).build()
+
+
+class _Compiler(ExprCompiler):
+    """Statements to Python lines; expressions come from `ExprCompiler`."""
+
+    def __init__(self, func: LoweredFunc) -> None:
+        super().__init__(func)
+        self.lines: list[str] = []
+        self.origins: list[str] = []  # per line, the head of the statement it runs
+        self.here = ""
+        self.tags: set[str] = set()  # thread tags bound around the current statement
+        self.depth = 0  # nested for-blocks in the current Python function
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+        self.origins.append(self.here)
+
+    # -- build ----------------------------------------------------------------------------
+    def build(self) -> Compiled:
+        self.depth = 0
+        self.stmt(self.func.body, "    ", None)
+        body, body_origins = self.lines, self.origins
+        self.lines, self.origins, self.here = [], [], ""
+        self.preamble()
+        head = self.lines
+        src = "\n".join(["def _kernel(_rt, _arrays, _sizes):", *head, *body, ""])
+        origins = ("", *self.origins, *body_origins)
+        try:
+            code = compile(src, self.filename, "exec")
+        except SyntaxError as err:  # pragma: no cover - a bug of this file
+            raise InternalError(f"the interpreter generated invalid Python: {err}") from err
+        exec(code, self.ns)
+        kernel = self.ns["_kernel"]
+        return Compiled(kernel, src, tuple(self.free), self.threaded, origins, self.filename)
+
+    def preamble(self) -> None:
+        emit = self.emit
+        threads = []
+        if self.threaded:
+            for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+                extents = [self.size_expr(e, tag) for e in self.extents.get(tag, [])]
+                threads.append(
+                    f"max(1, {', '.join(f'int({x})' for x in extents)})" if extents else "1"
+                )
+        for k, v in enumerate(self.free):
+            emit(f"    {self.name(v)} = _sizes[{k}]")
+        for method in ("load", "store", "barrier", "enter", "narrow", "narrow_not", "loop"):
+            emit(f"    _{method} = _rt.{method}")
+        emit("    _sel = _rt.select")
+        emit("    _oob = _rt.out_of_bounds")
+        emit("    _alloc = _rt.alloc")
+        for k, buffer in enumerate(self.func.params):
+            b = self.name(buffer)
+            emit(f"    {b} = _Mem({buffer.name!r}, {buffer.scope!r}, _arrays[{k}], False)")
+            emit(f"    {b}_a = {b}.array")
+        if self.threaded:
+            used = tuple(sorted(self.extents))
+            emit(f"    _rt.setup_threads({', '.join(threads)}, {used!r})")
+
+    def size_expr(self, e: Expr, tag: str) -> str:
+        for node in walk_expr(e):
+            if isinstance(node, Var) and node in self.binders:
+                raise InternalError(
+                    f"the extent {expr_str(e)} of a loop bound to {tag} depends on the loop or "
+                    f"let variable '{node.name}'; thread extents must be fixed per launch"
+                )
+        return self.expr(e, None)
+
+    # -- statements -----------------------------------------------------------------------
+    def stmt(self, s: Stmt, ind: str, mask: str | None) -> None:
+        start = len(self.lines)
+        self.stmt_inner(s, ind, mask)
+        if len(self.lines) == start:
+            self.emit(f"{ind}pass")
+
+    def stmt_inner(self, s: Stmt, ind: str, mask: str | None) -> None:
+        emit = self.emit
+        if not isinstance(s, Seq):
+            self.here = stmt_head(s)
+        if isinstance(s, Seq):
+            for child in s.stmts:
+                self.stmt_inner(child, ind, mask)
+        elif isinstance(s, For):
+            self.for_(s, ind, mask)
+        elif isinstance(s, If):
+            self.if_(s, ind, mask)
+        elif isinstance(s, Store):
+            self.store(s, ind, mask)
+        elif isinstance(s, Let):
+            emit(f"{ind}{self.name(s.var)} = {self.expr(s.value, mask)}")
+            with self.binding(s.var, s.value):
+                self.stmt_inner(s.body, ind, mask)
+        elif isinstance(s, Allocate):
+            self.allocate(s, ind, mask)
+        elif isinstance(s, Barrier):
+            emit(f"{ind}_barrier({mask})")
+        else:
+            raise InternalError(f"the interpreter cannot run a {type(s).__name__} statement")
+
+    def for_(self, s: For, ind: str, mask: str | None) -> None:
+        if self.depth >= _MAX_DEPTH:
+            fn = self.fresh("_f")
+            self.emit(f"{ind}def {fn}():")
+            saved, self.depth = self.depth, 0
+            self.for_(s, ind + "    ", mask)
+            self.depth = saved
+            self.emit(f"{ind}{fn}()")
+            return
+        v = self.name(s.var)
+        lo, extent = self.expr(s.min, mask), self.expr(s.extent, mask)
+        d = self.np_dtype(s.var.dtype)
+        if s.kind == "bound" and s.thread not in THREAD_TAGS:
+            raise InternalError(f"loop '{s.var.name}' is bound to the unknown tag {s.thread!r}")
+        if s.kind not in LOOP_KINDS:
+            raise InternalError(f"loop '{s.var.name}' has the unknown kind {s.kind!r}")
+        thread = s.kind == "bound" and s.thread.startswith("threadIdx")
+        inner_mask = mask
+        if thread:
+            if s.thread in self.tags:
+                raise InternalError(f"two nested loops are bound to {s.thread}")
+            if not (isinstance(s.min, Const) and s.min.value == 0):
+                raise InternalError(f"the loop bound to {s.thread} must start at 0")
+            inner_mask = self.fresh("_m")
+            enter = f"_enter({mask}, {s.thread!r}, {extent}, {d})"
+            self.emit(f"{ind}{v}, {inner_mask} = {enter}")
+            self.emit(f"{ind}if {inner_mask} is not None:")
+            self.tags.add(s.thread)
+        elif mask is None:
+            self.emit(f"{ind}for {v} in _arange({lo}, {extent}, {d}):")
+        elif s.kind == "bound":
+            raise InternalError(f"a loop bound to {s.thread} inside a loop bound to threadIdx")
+        else:
+            inner_mask = self.fresh("_m")
+            self.emit(f"{ind}for {v}, {inner_mask} in _loop({mask}, {lo}, {extent}, {d}):")
+        self.depth += 1
+        with self.binding(s.var, s.min):
+            self.stmt(s.body, ind + "    ", inner_mask)
+        self.depth -= 1
+        if thread:
+            self.tags.discard(s.thread)
+
+    def if_(self, s: If, ind: str, mask: str | None) -> None:
+        self.check_dtype(s.cond, "bool", "the condition of an if")
+        cond = self.expr(s.cond, mask)
+        if mask is None:
+            self.emit(f"{ind}if {cond}:")
+            self.stmt(s.then, ind + "    ", None)
+            if s.otherwise is not None:
+                self.emit(f"{ind}else:")
+                self.stmt(s.otherwise, ind + "    ", None)
+            return
+        c = self.fresh("_c")
+        self.emit(f"{ind}{c} = {cond}")
+        for branch, narrow in ((s.then, "_narrow"), (s.otherwise, "_narrow_not")):
+            if branch is None:
+                continue
+            m = self.fresh("_m")
+            self.emit(f"{ind}{m} = {narrow}({mask}, {c})")
+            self.emit(f"{ind}if {m} is not None:")
+            self.stmt(branch, ind + "    ", m)
+
+    def allocate(self, s: Allocate, ind: str, mask: str | None) -> None:
+        buffer = s.buffer
+        if buffer.scope not in ("global", "shared", "local"):
+            raise InternalError(f"buffer '{buffer.name}' has the unknown scope {buffer.scope!r}")
+        b = self.name(buffer)
+        shape = "".join(f"{self.expr(n, mask)}, " for n in buffer.shape)
+        args = f"{buffer.name!r}, {buffer.scope!r}, {buffer.dtype!r}, ({shape})"
+        self.emit(f"{ind}{b} = _alloc({args})")
+        self.emit(f"{ind}{b}_a = {b}.array")
+        with Scoped(self.live, buffer):
+            self.stmt_inner(s.body, ind, mask)
+
+    def store(self, s: Store, ind: str, mask: str | None) -> None:
+        b = self.buffer(s.buffer, s.indices, "store to")
+        self.check_dtype(s.value, s.buffer.dtype, f"the value stored to '{s.buffer.name}'")
+        value = self.expr(s.value, mask)
+        indices = [self.expr(i, mask) for i in s.indices]
+        if mask is not None or s.buffer.scope == "shared":
+            self.emit(f"{ind}_store({b}, {mask}, {value}, ({tuple_code(indices)}))")
+            return
+        items = self.checked(s.indices, indices)
+        for t, i in items.items():
+            self.emit(f"{ind}{t} = {i}")
+        final = [t if t in items else i for t, i in zip(self.temp_names, indices)]
+        if items:
+            self.emit(f"{ind}if ({' | '.join(items)}) < 0: _oob({b}, ({tuple_code(final)}))")
+        where = ("slice(None), " if self.lanes(s.buffer) else "") + tuple_code(final)
+        self.emit(f"{ind}{b}_a[{where or '()'}] = {value}")

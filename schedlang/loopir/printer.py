@@ -1,0 +1,150 @@
+"""Readable pseudo-code for loop nests: what `sl.lower` prints (TVM's ``simple_mode``, in Python).
+
+One statement per line, two spaces per level::
+
+    def main(A: float32[M, K], B: float32[K, N], C: float32[M, N]):
+      for i.outer in range(0, (M + 31) // 32):  # parallel
+        allocate A.shared: float32[64, 8] in shared  # 2048 bytes
+        barrier()
+
+A loop's kind is a trailing comment (none for serial; the thread tag for a bound loop). An
+`Allocate` and a `Let` print as one line and their body continues at the same indentation, as
+in TVM, so staging buffers do not push the loop nest to the right. The output depends only on
+the tree, never on object ids, so golden files can compare it.
+"""
+
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir.expr import Const, Expr, binary
+from ..ir.printer import expr_str
+from .nodes import Allocate, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from .simplify import simplify_expr
+
+_INDENT = "  "
+
+
+def stmt_str(stmt: Stmt) -> str:
+    """`stmt` as indented pseudo-code (no trailing newline)."""
+    lines: list[str] = []
+    _emit(stmt, 0, lines)
+    return "\n".join(lines)
+
+
+def func_str(func: LoweredFunc) -> str:
+    """`func` as ``def name(params):`` followed by its loop nest (no trailing newline)."""
+    params = ", ".join(f"{b.name}: {_type_str(b)}" for b in func.params)
+    lines = [f"def {func.name}({params}):"]
+    _emit(func.body, 1, lines)
+    return "\n".join(lines)
+
+
+def _type_str(buffer: Buffer) -> str:
+    return f"{buffer.dtype}[{', '.join(expr_str(n) for n in buffer.shape)}]"
+
+
+def stmt_head(stmt: Stmt) -> str:
+    """The first line `stmt_str(stmt)` prints, without indentation (for error messages)."""
+    if isinstance(stmt, Seq):
+        return stmt_head(stmt.stmts[0]) if stmt.stmts else "pass"
+    if isinstance(stmt, For):
+        return f"for {stmt.var.name} in range({_range_str(stmt)}):{_kind_comment(stmt)}"
+    if isinstance(stmt, If):
+        return f"if {expr_str(stmt.cond)}:"
+    if isinstance(stmt, Store):
+        indices = ", ".join(expr_str(i) for i in stmt.indices)
+        return f"{stmt.buffer.name}[{indices}] = {expr_str(stmt.value)}"
+    if isinstance(stmt, Let):
+        return f"let {stmt.var.name} = {expr_str(stmt.value)}"
+    if isinstance(stmt, Allocate):
+        return _allocate_str(stmt.buffer)
+    if isinstance(stmt, Barrier):
+        return "barrier()"
+    return f"<{type(stmt).__name__}>"
+
+
+def _emit(s: Stmt, depth: int, lines: list[str]) -> None:
+    pad = _INDENT * depth
+    if isinstance(s, Seq):
+        if not s.stmts:
+            lines.append(f"{pad}pass")
+        for child in s.stmts:
+            _emit(child, depth, lines)
+    elif isinstance(s, If):
+        _emit_if(s, depth, lines, "if")
+    else:
+        lines.append(f"{pad}{stmt_head(s)}")
+        if isinstance(s, For):
+            _emit(s.body, depth + 1, lines)
+        elif isinstance(s, (Let, Allocate)):
+            _emit(s.body, depth, lines)
+
+
+def _emit_if(s: If, depth: int, lines: list[str], keyword: str) -> None:
+    pad = _INDENT * depth
+    lines.append(f"{pad}{keyword} {expr_str(s.cond)}:")
+    _emit(s.then, depth + 1, lines)
+    if s.otherwise is None:
+        return
+    if isinstance(s.otherwise, If):
+        _emit_if(s.otherwise, depth, lines, "elif")
+        return
+    lines.append(f"{pad}else:")
+    _emit(s.otherwise, depth + 1, lines)
+
+
+def _range_str(s: For) -> str:
+    if isinstance(s.min, Const) and s.min.value == 0:
+        return f"0, {expr_str(s.extent)}"
+    end = simplify_expr(binary("+", s.min, s.extent))
+    return f"{expr_str(s.min)}, {expr_str(end)}"
+
+
+def _kind_comment(s: For) -> str:
+    if s.kind == "serial":
+        return ""
+    if s.kind == "bound":
+        return f"  # {s.thread}"
+    return f"  # {s.kind}"
+
+
+def _allocate_str(buffer: Buffer) -> str:
+    text = f"allocate {buffer.name}: {_type_str(buffer)} in {buffer.scope}"
+    if buffer.strides is not None:
+        text += f", strides=[{', '.join(expr_str(x) for x in buffer.strides)}]"
+    size = _constant_bytes(buffer)
+    if size is not None:
+        text += f"  # {size} bytes"
+    return text
+
+
+def _constant_bytes(buffer: Buffer) -> int | None:
+    """Bytes the buffer occupies when its shape (and strides) are constants, else None.
+
+    With strides, the footprint is the largest ``shape[d] * strides[d]`` (the padded rows of a
+    row-major buffer from ``storage_align``).
+    """
+    shape = _ints(buffer.shape)
+    if shape is None:
+        return None
+    if buffer.strides is None:
+        count = 1
+        for n in shape:
+            count *= n
+    else:
+        strides = _ints(buffer.strides)
+        if strides is None:
+            return None
+        count = max((n * s for n, s in zip(shape, strides)), default=1)
+        if any(n == 0 for n in shape):
+            count = 0
+    return count * dt.itemsize(buffer.dtype)
+
+
+def _ints(exprs: tuple[Expr, ...]) -> list[int] | None:
+    values = []
+    for e in exprs:
+        if not isinstance(e, Const):
+            return None
+        values.append(int(e.value))
+    return values

@@ -1,0 +1,151 @@
+"""Generic traversal and rewriting of loop-IR statements and of the expressions inside them.
+
+`schedlang.ir.visit` knows the algorithm's expression nodes but not `Load`, whose indices are
+expressions too; the functions here cover both, so a pass can rewrite every expression of a loop
+nest (indices of loads included) with one call. Unchanged subtrees are shared, never copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from ..errors import InternalError
+from ..ir.expr import Expr, Var
+from ..ir.visit import children, rebuild
+from .nodes import Allocate, Barrier, For, If, Let, Load, Seq, Stmt, Store
+
+ExprFn = Callable[[Expr], "Expr | None"]
+StmtFn = Callable[[Stmt], "Stmt | None"]
+
+
+def expr_children(e: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of `e`, the indices of a `Load` included."""
+    if isinstance(e, Load):
+        return e.indices
+    return children(e)
+
+
+def walk_expr(e: Expr) -> Iterator[Expr]:
+    """Every node of `e` (loads' indices included), parents before children."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(expr_children(node)))
+
+
+def transform_expr(e: Expr, fn: ExprFn) -> Expr:
+    """Rewrite `e` bottom-up: `fn(node)` returns a replacement or None to keep the node."""
+    kids = expr_children(e)
+    if kids:
+        new_kids = tuple(transform_expr(k, fn) for k in kids)
+        if any(n is not o for n, o in zip(new_kids, kids)):
+            if isinstance(e, Load):
+                e = Load(e.buffer, new_kids, e.dtype)
+            else:
+                e = rebuild(e, new_kids)
+    replaced = fn(e)
+    return e if replaced is None else replaced
+
+
+def substitute_expr(e: Expr, mapping: dict[Var, Expr]) -> Expr:
+    """`e` with every Var that is a key of `mapping` replaced by its value."""
+    return transform_expr(e, lambda node: mapping.get(node) if node in mapping else None)
+
+
+def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
+    """The direct sub-statements of `s`."""
+    if isinstance(s, (For, Let, Allocate)):
+        return (s.body,)
+    if isinstance(s, If):
+        return (s.then,) if s.otherwise is None else (s.then, s.otherwise)
+    if isinstance(s, Seq):
+        return s.stmts
+    return ()
+
+
+def walk_stmt(s: Stmt) -> Iterator[Stmt]:
+    """Every statement of `s`, parents before children, in program order."""
+    stack = [s]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(stmt_children(node)))
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions held directly by `s` (not those of its sub-statements)."""
+    if isinstance(s, Store):
+        return (*s.indices, s.value)
+    if isinstance(s, For):
+        return (s.min, s.extent)
+    if isinstance(s, If):
+        return (s.cond,)
+    if isinstance(s, Let):
+        return (s.value,)
+    if isinstance(s, Allocate):
+        return tuple(s.buffer.shape)
+    return ()
+
+
+def transform_stmt(s: Stmt, stmt_fn: StmtFn | None = None, expr_fn: ExprFn | None = None) -> Stmt:
+    """Rewrite `s` bottom-up.
+
+    Every expression held by a statement is rewritten with `transform_expr(e, expr_fn)`, then the
+    statement is rebuilt from its rewritten parts and `stmt_fn(stmt)` may replace it (return None
+    to keep it). Buffers (and their shapes) are kept as they are: they are shared by identity
+    between an `Allocate` and its loads and stores.
+    """
+
+    def ex(e: Expr) -> Expr:
+        return e if expr_fn is None else transform_expr(e, expr_fn)
+
+    def go(node: Stmt) -> Stmt:
+        new = _rebuild(node, ex, go)
+        if stmt_fn is None:
+            return new
+        replaced = stmt_fn(new)
+        return new if replaced is None else replaced
+
+    return go(s)
+
+
+def _rebuild(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]) -> Stmt:
+    if isinstance(s, Store):
+        indices = tuple(ex(i) for i in s.indices)
+        value = ex(s.value)
+        if value is s.value and all(a is b for a, b in zip(indices, s.indices)):
+            return s
+        return Store(s.buffer, indices, value)
+    if isinstance(s, For):
+        lo, extent, body = ex(s.min), ex(s.extent), go(s.body)
+        if lo is s.min and extent is s.extent and body is s.body:
+            return s
+        return For(s.var, lo, extent, s.kind, body, s.thread)
+    if isinstance(s, If):
+        cond, then = ex(s.cond), go(s.then)
+        otherwise = None if s.otherwise is None else go(s.otherwise)
+        if cond is s.cond and then is s.then and otherwise is s.otherwise:
+            return s
+        return If(cond, then, otherwise)
+    if isinstance(s, Let):
+        value, body = ex(s.value), go(s.body)
+        if value is s.value and body is s.body:
+            return s
+        return Let(s.var, value, body)
+    if isinstance(s, Allocate):
+        body = go(s.body)
+        return s if body is s.body else Allocate(s.buffer, body)
+    if isinstance(s, Seq):
+        stmts = tuple(go(x) for x in s.stmts)
+        if all(a is b for a, b in zip(stmts, s.stmts)):
+            return s
+        return Seq(stmts)
+    if isinstance(s, Barrier):
+        return s
+    raise InternalError(f"unknown loop-IR statement {type(s).__name__}")
+
+
+def substitute_stmt(s: Stmt, mapping: dict[Var, Expr]) -> Stmt:
+    """`s` with every use of a Var that is a key of `mapping` replaced by its value."""
+    return transform_stmt(s, expr_fn=lambda node: mapping.get(node) if node in mapping else None)
