@@ -147,8 +147,11 @@ class _Translator:
         low = self.expr(node.for_get_init())
         upper = self._upper(node.for_get_cond(), name)
         inc = node.for_get_inc()
-        if inc.get_type() != isl.ast_expr_type.int or inc.get_val().to_python() != 1:
+        if inc.get_type() != isl.ast_expr_type.int:
             raise InternalError(f"isl produced a loop with step {inc}")
+        step = int(inc.get_val().to_python())
+        if step != 1:
+            return self._strided(node, var, name, low, upper, step)
         body = self.node(node.for_get_body())
         extent = _fold(Binary("-", upper, low, "int32"))
         kind, thread = "serial", None
@@ -173,6 +176,14 @@ class _Translator:
             body = If(guard, body) if guard is not None else body
             return For(var, const(0), _fold(upper), kind, body, thread)
         return For(var, low, extent, kind, body, thread)
+
+    def _strided(self, node, var: Var, name: str, low: Expr, upper: Expr, step: int) -> Stmt:
+        """A loop isl steps by `step` (a sparse domain): count iterations, scale the index."""
+        self.iterators[name] = Binary("+", low, Binary("*", const(step), var, "int32"), "int32")
+        body = self.node(node.for_get_body())
+        span = Binary("-", upper, low, "int32")
+        count = Binary("//", Binary("+", span, const(step - 1), "int32"), const(step), "int32")
+        return For(var, const(0), count, "serial", body, None)
 
     def _upper(self, cond: isl.AstExpr, name: str) -> Expr:
         """The exclusive upper bound from isl's loop condition ``c <= e`` or ``c < e``."""
