@@ -2,7 +2,8 @@
 
 Dependences come from isl's dataflow analysis over the algorithm's own order (stages in
 topological order, a reduction's init before its updates). In the new schedule each dependence
-must go forward (its schedule delta is lexicographically positive), and no dependence may be
+must go forward (its schedule delta is lexicographically positive; the updates of one reduction
+may be reordered among themselves), and no dependence may be
 carried by a loop whose iterations run at the same time (parallel, vectorized, bound to blocks,
 threads or virtual threads), except a reduction over a loop bound to ``threadIdx.*``, which the
 CUDA backend combines across threads. Statements computed at another stage's loop are correct by
@@ -94,10 +95,13 @@ def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, 
     def relation(cond: str) -> isl.Map:
         return isl.Map(f"{{ [{', '.join(ss)}] -> [{', '.join(ts)}] : {cond} }}")
 
+    # A reduction's updates of one element may run in any order (its combiner is associative
+    # and commutative), so only their concurrency is checked, as in TE.
+    reordering_ok = src.stmt is dst.stmt and src.stmt.role == "update"
     for d in range(n):
         same = " and ".join(f"{ts[k]} = {ss[k]}" for k in range(d)) or "0 = 0"
         backwards = pairs.intersect(relation(f"{same} and {ts[d]} < {ss[d]}"))
-        if not backwards.is_empty():
+        if not reordering_ok and not backwards.is_empty():
             problems.append(_describe_backwards(schedule, dep, src, dst, backwards))
             return
         entry = src.template[d]
