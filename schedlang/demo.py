@@ -30,37 +30,37 @@ def _naive(s, c):
     return s
 
 
-def _blocked(s, c):
+def _tiled(s, c, k_inside_rows: bool):
+    """8x8 blocks with k split by 4; the k.inner loop outside or inside the row loop."""
     i, j = s[c].op.axis
     io, jo, ii, ji = s[c].tile(i, j, 8, 8)
     ko, ki = s[c].split(s[c].op.reduce_axis[0], 4)
-    s[c].reorder(io, jo, ko, ki, ii, ji)
+    if k_inside_rows:
+        s[c].reorder(io, jo, ko, ii, ki, ji)
+    else:
+        s[c].reorder(io, jo, ko, ki, ii, ji)
+    return io, ki, ji
+
+
+def _blocked(s, c):
+    _tiled(s, c, k_inside_rows=False)
     return s
 
 
 def _vectorized(s, c):
-    i, j = s[c].op.axis
-    io, jo, ii, ji = s[c].tile(i, j, 8, 8)
-    ko, ki = s[c].split(s[c].op.reduce_axis[0], 4)
-    s[c].reorder(io, jo, ko, ki, ii, ji)
+    _, _, ji = _tiled(s, c, k_inside_rows=False)
     s[c].vectorize(ji)
     return s
 
 
 def _permuted(s, c):
-    i, j = s[c].op.axis
-    io, jo, ii, ji = s[c].tile(i, j, 8, 8)
-    ko, ki = s[c].split(s[c].op.reduce_axis[0], 4)
-    s[c].reorder(io, jo, ko, ii, ki, ji)
+    _, _, ji = _tiled(s, c, k_inside_rows=True)
     s[c].vectorize(ji)
     return s
 
 
 def _parallel(s, c):
-    i, j = s[c].op.axis
-    io, jo, ii, ji = s[c].tile(i, j, 8, 8)
-    ko, ki = s[c].split(s[c].op.reduce_axis[0], 4)
-    s[c].reorder(io, jo, ko, ii, ki, ji)
+    io, ki, ji = _tiled(s, c, k_inside_rows=True)
     s[c].vectorize(ji)
     s[c].unroll(ki)
     s[c].parallel(io)

@@ -15,17 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import Expr, Var
+from ..schedule.stage import HARDWARE_TAGS
 
 LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel", "bound", "vthread")
 SCOPES = ("global", "shared", "local")
-THREAD_TAGS = (
-    "blockIdx.x",
-    "blockIdx.y",
-    "blockIdx.z",
-    "threadIdx.x",
-    "threadIdx.y",
-    "threadIdx.z",
-)
+THREAD_TAGS = tuple(tag for tag in HARDWARE_TAGS if tag != "vthread")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
