@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from .errors import LoweringError
-from .ir.expr import Var
+from .ir.expr import Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
 from .loopir.from_isl import generate, param_expr
@@ -57,7 +57,7 @@ def _buffers(s: Schedule, args: list[Tensor], placement: Placement, params: Para
         op = a.op if isinstance(a, Tensor) else a
         if not isinstance(op, Operation) or op not in s._by_op:
             raise LoweringError(f"argument {a!r} is not a tensor of this schedule")
-        arg_ops.append(op)
+        arg_ops.append(s._by_op[op].op)
     buffers: dict[Operation, Buffer] = {}
     for op in arg_ops:
         buffers[op] = Buffer(op.name, tuple(op.shape), op.dtype, "global")
@@ -84,15 +84,30 @@ def _buffers(s: Schedule, args: list[Tensor], placement: Placement, params: Para
             shape = tuple(
                 _extent(c, pa, params) for c, pa in zip(storage.constant, storage.extents)
             )
-        buffer = Buffer(stage.name, shape, op.dtype, "global")
+        buffer = Buffer(
+            stage.name, shape, op.dtype, placement.scope(stage), _strides(stage.align, shape)
+        )
         buffers[op] = buffer
         local.append(buffer)
     return buffers, [buffers[op] for op in arg_ops], local
 
 
-def _extent(constant, pa, params: Params):
-    from .ir.expr import const
+def _strides(align: dict[int, tuple[int, int]], shape: tuple) -> tuple | None:
+    """Row-major strides, each aligned dimension's padded up to ``factor * k + offset``."""
+    if not align:
+        return None
+    strides = [None] * len(shape)
+    stride = const(1, "int32")
+    for d in reversed(range(len(shape))):
+        if d in align:
+            factor, offset = align[d]
+            stride = stride + (offset - stride) % factor
+        strides[d] = stride
+        stride = stride * shape[d]
+    return tuple(strides)
 
+
+def _extent(constant, pa, params: Params):
     if constant is not None:
         return const(constant, "int32")
     return param_expr(pa, params.context, params.vars)

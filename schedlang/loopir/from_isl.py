@@ -17,7 +17,9 @@ from ..ir.expr import Binary, Compare, Const, Expr, Read, Select, Unary, Var, co
 from ..ir.tensor import Operation
 from ..ir.visit import substitute, transform
 from ..poly.placement import Placed
+from ..schedule import records as rec
 from ..schedule.axis import Axis
+from ..schedule.errors import BindError, message
 from ..schedule.schedule import Schedule
 from .nodes import Buffer, For, If, Load, Stmt, Store, seq
 
@@ -47,6 +49,7 @@ class _Leaf:
     roots: list[isl.AstExpr]
     store: list[isl.AstExpr]
     offsets: dict[Operation, list[isl.AstExpr]]
+    schedule: list[isl.AstExpr]  # the value of every schedule dimension
 
 
 def _pieces(pma: isl.PwMultiAff, iter_to_dom: isl.PwMultiAff, build: isl.AstBuild):
@@ -76,6 +79,7 @@ def generate(
                 _pieces(p.root_values, iter_to_dom, build),
                 _pieces(p.store_index, iter_to_dom, build),
                 offsets,
+                _pieces(isl.PwMultiAff.from_map(p.sched), iter_to_dom, build),
             )
         )
         return node.set_annotation(isl.Id(f"leaf{len(leaves) - 1}"))
@@ -99,6 +103,7 @@ class _Translator:
         self.buffers = buffers
         self.iterators: dict[str, Var] = {}
         self.used_names: set[str] = set()
+        self.active: set[int] = set()  # schedule dimensions of the loops around the node
 
     def node(self, node: isl.AstNode) -> Stmt:
         kind = node.get_type()
@@ -136,13 +141,7 @@ class _Translator:
         name = node.for_get_iterator().get_id().get_name()
         dim = int(name[1:])
         axis = self._axis_at(node, dim)
-        label = axis.name if axis is not None else name
-        unique, k = label, 1
-        while unique in self.used_names:
-            unique = f"{label}_{k}"
-            k += 1
-        self.used_names.add(unique)
-        var = Var(unique, "int32", "loop")
+        var = Var(self._unique(axis.name if axis is not None else name), "int32", "loop")
         self.iterators[name] = var
         low = self.expr(node.for_get_init())
         upper = self._upper(node.for_get_cond(), name)
@@ -152,7 +151,9 @@ class _Translator:
         step = int(inc.get_val().to_python())
         if step != 1:
             return self._strided(node, var, name, low, upper, step)
+        self.active.add(dim)
         body = self.node(node.for_get_body())
+        self.active.discard(dim)
         extent = _fold(Binary("-", upper, low, "int32"))
         kind, thread = "serial", None
         if axis is not None:
@@ -172,9 +173,7 @@ class _Translator:
                     guard = Binary("and", Compare(">=", var, low), guard, "bool")
                 return For(var, const(0), const(full), kind, If(guard, body), thread)
         if kind == "bound":
-            guard = Compare(">=", var, low) if not _is_zero(low) else None
-            body = If(guard, body) if guard is not None else body
-            return For(var, const(0), _fold(upper), kind, body, thread)
+            return self._bound(axis, var, low, _fold(upper), body)
         return For(var, low, extent, kind, body, thread)
 
     def _strided(self, node, var: Var, name: str, low: Expr, upper: Expr, step: int) -> Stmt:
@@ -250,8 +249,69 @@ class _Translator:
             old = Load(buffer, index, buffer.dtype)
             new = substitute(comb.result, {comb.lhs: old, comb.rhs: lower(st.value)})
             store = Store(buffer, index, new)
-            return If(lower(st.where), store) if st.where is not None else store
-        return Store(buffer, index, lower(st.value))
+            stmt = If(lower(st.where), store) if st.where is not None else store
+        else:
+            stmt = Store(buffer, index, lower(st.value))
+        return self._single_thread(leaf, stmt)
+
+    def _single_thread(self, leaf: _Leaf, stmt: Stmt) -> Stmt:
+        """isl emits no loop for a thread dimension with one value; on a GPU that statement
+        still belongs to that one thread, so it is wrapped in a one-thread bound loop."""
+        for dim, entry in enumerate(leaf.placed.template):
+            if entry[0] != "dim" or dim in self.active:
+                continue
+            stage = self.schedule[entry[1].stage]
+            tag = stage.binds.get(entry[1])
+            if tag is None or not tag.startswith("threadIdx"):
+                continue
+            value = self.expr(leaf.schedule[dim])
+            var = Var(self._unique(entry[1].name), "int32", "loop")
+            upper = _fold(Binary("+", value, const(1), "int32"))
+            stmt = self._bound(entry[1], var, value, upper, stmt)
+        return stmt
+
+    def _bound(self, axis: Axis, var: Var, low: Expr, upper: Expr, body: Stmt) -> Stmt:
+        """A loop bound to a hardware index runs from 0 over a fixed extent: a block's thread
+        count is fixed at launch. Where isl's bounds are narrower, a guard keeps the rest idle."""
+        stage = self.schedule[axis.stage]
+        tag = stage.binds[axis]
+        full = stage.extents.get(axis)
+        conditions = [] if _is_zero(low) else [Compare(">=", var, low)]
+        if tag.startswith("threadIdx"):
+            if full is None:
+                raise BindError(
+                    message(
+                        stage.name,
+                        f"bind({axis.name}, {tag})",
+                        _bind_loc(self.schedule, axis),
+                        f"'{axis.name}' has a symbolic extent, but a thread index needs a "
+                        "constant one (the block size); split it by a constant factor and bind "
+                        "the inner loop",
+                    )
+                )
+            if not (isinstance(upper, Const) and upper.value == full):
+                conditions.append(Compare("<", var, upper))
+            extent: Expr = const(full)
+        else:
+            extent = upper
+        for cond in conditions:
+            body = If(cond, body)
+        return For(var, const(0), extent, "bound", body, tag)
+
+    def _unique(self, label: str) -> str:
+        unique, k = label, 1
+        while unique in self.used_names:
+            unique = f"{label}_{k}"
+            k += 1
+        self.used_names.add(unique)
+        return unique
+
+
+def _bind_loc(schedule: Schedule, axis: Axis) -> str:
+    for r in reversed(schedule.records):
+        if isinstance(r, rec.Bind) and r.axis == axis:
+            return r.loc
+    return ""
 
 
 def _is_zero(e: Expr) -> bool:

@@ -24,10 +24,12 @@ from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.errors import PlacementError, message
 from ..schedule.schedule import Schedule
-from ..schedule.stage import Stage
+from ..schedule.stage import HARDWARE_TAGS, Stage
 from .loops import loop_map
 from .space import Params
 from .statements import Statement
+
+THREAD_TAGS = tuple(t for t in HARDWARE_TAGS if t.startswith("threadIdx"))
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Placed:
     root_values: isl.PwMultiAff  # extended -> values of stmt.root_vars
     offsets: dict[Operation, isl.PwMultiAff] = field(default_factory=dict)
     sched: isl.Map | None = None
+    shared_tags: set[str] = field(default_factory=set)  # thread tags its loops share (_share)
 
 
 @dataclass
@@ -51,7 +54,6 @@ class Storage:
     op: Operation
     extents: list[isl.PwAff]  # per dimension, over the parameters
     constant: list[int | None]  # the extents' constant bounds where they exist
-    attach_dim: int  # schedule dimension of the loop it is computed at
 
 
 def _proj(n_in: int, keep: list[int], name: str | None = None, out: str | None = None) -> isl.Map:
@@ -61,6 +63,14 @@ def _proj(n_in: int, keep: list[int], name: str | None = None, out: str | None =
         f"{out}[{', '.join(xs[k] for k in keep)}]" if out else f"[{', '.join(xs[k] for k in keep)}]"
     )
     return isl.Map(f"{{ {src} -> {dst} }}")
+
+
+def _free(n: int, dims: list[int]) -> isl.Map:
+    """``[p] -> [q]`` with ``q = p`` except on `dims`, which are free."""
+    ps = [f"p{k}" for k in range(n)]
+    qs = [f"q{k}" for k in range(n)]
+    same = " and ".join(f"{qs[k]} = {ps[k]}" for k in range(n) if k not in dims) or "0 = 0"
+    return isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {same} }}")
 
 
 def _ndims(s: isl.Set) -> int:
@@ -187,6 +197,9 @@ class Placement:
         base = readers[0]
         keep = base.prefix_len + t + 1
         n_loops = base.loops.dim(isl.dim_type.out)
+        prefix_axes = [entry[1] for entry in base.template if entry[0] == "dim"][:keep]
+        scope = self.scope(producer)
+        relaxed = self._relaxed(producer, scope, prefix_axes)
         footprint = None
         prefix_maps = {}
         for pc in readers:
@@ -197,6 +210,8 @@ class Placement:
                     continue
                 image = prefix.reverse().apply_range(pc.to_root.apply_range(acc.relation))
                 footprint = image if footprint is None else footprint.union(image)
+        if relaxed:
+            footprint = _free(keep, relaxed).apply_range(footprint)
         footprint = footprint.coalesce()
         nd = len(producer.op.axis)
         bmin = [footprint.dim_min(d) for d in range(nd)]
@@ -218,7 +233,6 @@ class Placement:
             producer.op,
             [self._param_bound(e) for e in extents],
             [self._constant(e) for e in extents],
-            attach_dim,
         )
         relative = footprint.sum(bmin_map.neg()).wrap().flatten()
         pre = base.template[: attach_dim + 1]
@@ -245,6 +259,12 @@ class Placement:
             lmap, _ = loop_map(producer, st.root_space, data_only=st.role == "init")
             # The producer's loops run over box-relative coordinates, as TE's do.
             loops = pmap.flat_range_product(relative_root.apply_range(lmap))
+            shared_tags = {self._tag(prefix_axes[d]) for d in relaxed}
+            if relaxed:
+                ext = self._share(producer, st, ext, loops, keep, prefix_axes, relaxed)
+                to_root = to_root.intersect_domain(ext)
+                xmap = xmap.intersect_domain(ext)
+                loops = loops.intersect_domain(ext)
             placed.append(
                 Placed(
                     st,
@@ -255,10 +275,75 @@ class Placement:
                     templates[st.role],
                     isl.PwMultiAff.from_map(xmap),
                     self._root_values(st, to_root),
+                    shared_tags=shared_tags,
                 )
             )
         self.placed[producer.name] = placed
         self._place_children(producer)
+
+    # -- memory scopes -------------------------------------------------------------------
+
+    def scope(self, stage: Stage) -> str:
+        """The stage's memory scope: as set, else from where it is computed (as TE infers
+        it): inside thread loops "local", inside block loops "shared", else "global"."""
+        if stage.scope is not None:
+            return stage.scope
+        tags = self._enclosing_tags(stage)
+        if any(t.startswith("threadIdx") or t == "vthread" for t in tags):
+            return "local"
+        if any(t.startswith("blockIdx") for t in tags):
+            return "shared"
+        return "global"
+
+    def _enclosing_tags(self, stage: Stage) -> list[str]:
+        """Hardware tags of the loops around the point where `stage` is computed."""
+        tags = []
+        while isinstance(stage.attach, rec.ComputeAt):
+            target = self.schedule[stage.attach.target]
+            upto = target.leaves.index(stage.attach.axis) + 1
+            tags += [target.binds[a] for a in target.leaves[:upto] if a in target.binds]
+            stage = target
+        return tags
+
+    def _relaxed(self, producer: Stage, scope: str, prefix_axes: list[Axis]) -> list[int]:
+        """Prefix loops over which the buffer is shared, so its box covers all their values:
+        the thread loops of a block for "shared" memory (TE's rule)."""
+        tags = [self._tag(a) for a in prefix_axes]
+        if scope == "global" and any(t is not None and t != "vthread" for t in tags):
+            loc = producer.attach.loc
+            call = f"compute_at(s[{producer.attach.target}], {producer.attach.axis.name})"
+            raise PlacementError(
+                message(
+                    producer.name,
+                    call,
+                    loc,
+                    f"'{producer.name}' has scope 'global' but is computed inside loops bound to "
+                    f"{', '.join(t for t in tags if t)}: one global buffer would be written by "
+                    "every block and thread at once; use set_scope('shared') or "
+                    "set_scope('local'), or compute it at root",
+                )
+            )
+        if scope != "shared":
+            return []
+        return [k for k, t in enumerate(tags) if t is not None and t.startswith("threadIdx")]
+
+    def _tag(self, axis: Axis) -> str | None:
+        return self.schedule[axis.stage].binds.get(axis)
+
+    def _share(self, producer, st, ext, loops, keep, prefix_axes, relaxed) -> isl.Set:
+        """Which thread computes each element of a shared buffer: the producer's own loop bound
+        to the same tag decides (thread t runs the instances whose loop has value t); without
+        one, thread 0 of that dimension computes everything."""
+        n = loops.dim(isl.dim_type.out)
+        vs = [f"v{k}" for k in range(n)]
+        own = [a for a in producer.leaves if not (st.role == "init" and a.kind == "reduce")]
+        conditions = []
+        for d in relaxed:
+            tag = self._tag(prefix_axes[d])
+            mine = [j for j, a in enumerate(own) if producer.binds.get(a) == tag]
+            conditions.append(f"{vs[d]} = {vs[keep + mine[0]] if mine else 0}")
+        where = isl.Set(f"{{ [{', '.join(vs)}] : {' and '.join(conditions)} }}")
+        return ext.intersect(loops.intersect_range(where).domain())
 
     def _dim_position(self, template: list, axis: Axis) -> int:
         for k, entry in enumerate(template):
@@ -295,23 +380,72 @@ class Placement:
         return values.intersect_params(self.params.context).lexmax().dim_max(0)
 
     def _pad(self) -> None:
+        """Give every statement a schedule of one width. Loops bound to threadIdx.* move to the
+        end, one dimension per tag: that is how a GPU block runs (every thread executes each
+        statement in program order, in lockstep), and it keeps the bounds of every other loop
+        independent of the thread index, so barriers can sit anywhere outside thread loops."""
         everything = [p for group in self.placed.values() for p in group]
         width = max(len(p.template) for p in everything)
+        split = {}
         for p in everything:
-            p.template = p.template + [("beta", 0)] * (width - len(p.template))
+            padded = p.template + [("beta", 0)] * (width - len(p.template))
+            split[id(p)] = self._thread_split(p, padded)
+        used = [t for t in THREAD_TAGS if any(t in split[id(p)][2] for p in everything)]
+        main_width = max(len(split[id(p)][0]) for p in everything)
+        for p in everything:
+            entries, outs, threads = split[id(p)]
+            pad = main_width - len(entries)
+            entries = entries + [("beta", 0)] * pad
+            outs = outs + ["0"] * pad
+            for tag in used:
+                entry, out = threads.get(tag, (("beta", 0), "0"))
+                entries.append(entry)
+                outs.append(out)
+            p.template = entries
             n = p.loops.dim(isl.dim_type.out)
             vs = [f"v{k}" for k in range(n)]
-            outs, k = [], 0
-            for kind, value in p.template:
-                if kind == "beta":
-                    outs.append(str(value))
-                else:
-                    outs.append(vs[k])
-                    k += 1
-            if k != n:
-                raise InternalError(f"template of {p.stmt.name} has {k} loops, its map {n}")
             to_sched = isl.Map(f"{{ [{', '.join(vs)}] -> [{', '.join(outs)}] }}")
             p.sched = p.loops.apply_range(to_sched).intersect_domain(p.domain)
+
+    def _thread_split(self, p: Placed, template: list):
+        """(non-thread entries, their isl outputs, {tag: (entry, output)}) of a template."""
+        entries, outs, threads = [], [], {}
+        k = 0
+        for kind, value in template:
+            if kind == "beta":
+                entries.append((kind, value))
+                outs.append(str(value))
+                continue
+            out = f"v{k}"
+            k += 1
+            tag = self._tag(value)
+            if tag not in THREAD_TAGS:
+                entries.append((kind, value))
+                outs.append(out)
+                continue
+            if tag in threads and tag not in p.shared_tags:
+                self._same_tag_error(p, threads[tag][0][1], value, tag)
+            threads[tag] = ((kind, value), out)
+        n = p.loops.dim(isl.dim_type.out)
+        if k != n:
+            raise InternalError(f"template of {p.stmt.name} has {k} loops, its map {n}")
+        return entries, outs, threads
+
+    def _same_tag_error(self, p: Placed, outer: Axis, inner: Axis, tag: str) -> None:
+        stage = self.schedule[inner.stage]
+        records = reversed(self.schedule.records)
+        record = next(r for r in records if isinstance(r, rec.Bind) and r.axis == inner)
+        raise PlacementError(
+            message(
+                stage.name,
+                f"bind({inner.name}, {tag})",
+                record.loc,
+                f"'{stage.name}' is computed inside loop '{outer.name}' of '{outer.stage}', "
+                f"which is already bound to {tag}; a thread has one {tag}. Only a shared-scope "
+                "stage may bind its own loops to the thread indices around it (to split the "
+                "work of filling the buffer)",
+            )
+        )
 
     def all(self) -> list[Placed]:
         return [p for group in self.placed.values() for p in group]

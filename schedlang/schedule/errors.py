@@ -33,3 +33,12 @@ def message(stage: str, call: str, loc: str, what: str) -> str:
     """`In schedule for 'C': split(i, factor=0) at x.py:14: factor must be ...`."""
     where = f" at {loc}" if loc else ""
     return f"In schedule for '{stage}': {call}{where}: {what}"
+
+
+class ScopeError(ScheduleError):
+    """cache_read / cache_write / set_scope / storage_align with a scope or layout that cannot
+    apply."""
+
+
+class RFactorError(ScheduleError):
+    """rfactor of an axis or stage that cannot be factored."""

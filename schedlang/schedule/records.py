@@ -75,4 +75,68 @@ class ComputeRoot:
     loc: str = ""
 
 
-Record = Split | Fuse | Reorder | Annotate | Bind | ComputeAt | ComputeInline | ComputeRoot
+@dataclass(frozen=True, slots=True)
+class CacheRead:
+    """``s.cache_read(stage, scope, readers)``; `cache` names the stage it added."""
+
+    stage: str
+    scope: str
+    readers: tuple[str, ...]
+    cache: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheWrite:
+    """``s.cache_write(stage, scope)``; `cache` names the stage it added."""
+
+    stage: str
+    scope: str
+    cache: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RFactor:
+    """``s.rfactor(stage, axis, factor_axis)``; `factored` names the stage it added."""
+
+    stage: str
+    axis: Axis
+    factor_axis: int
+    factored: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SetScope:
+    stage: str
+    scope: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StorageAlign:
+    """The stride of the buffer dimension of root axis `axis` is ``factor * k + offset``."""
+
+    stage: str
+    axis: Axis
+    factor: int
+    offset: int
+    loc: str = ""
+
+
+Record = (
+    Split
+    | Fuse
+    | Reorder
+    | Annotate
+    | Bind
+    | ComputeAt
+    | ComputeInline
+    | ComputeRoot
+    | CacheRead
+    | CacheWrite
+    | RFactor
+    | SetScope
+    | StorageAlign
+)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, user_location
 from ..ir.graph import post_order
-from ..ir.tensor import IterVar, Operation, Tensor
+from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
 from .axis import Axis, ThreadAxis
+from .rewire import reads_of
 from .stage import HARDWARE_TAGS, Stage
 
 
@@ -16,7 +17,8 @@ class Schedule:
     """Stages for every op the outputs depend on. ``s[T]`` is the stage of tensor (or op) `T`."""
 
     def __init__(self, outputs: Iterable[Operation]) -> None:
-        self.output_ops: tuple[Operation, ...] = tuple(outputs)
+        self.roots: tuple[Operation, ...] = tuple(outputs)  # as created: what replay starts from
+        self.output_ops: tuple[Operation, ...] = self.roots  # the current ops of the outputs
         self.records: list[object] = []
         self.stages: list[Stage] = []
         self._by_op: dict[Operation, Stage] = {}
@@ -47,6 +49,67 @@ class Schedule:
             f"{', '.join(s.name for s in self.stages)}"
         )
 
+    # -- memory and reductions ------------------------------------------------------------
+
+    def cache_read(self, tensor: object, scope: str, readers: object) -> Tensor:
+        """A stage copying `tensor` into `scope`, read by `readers` instead of `tensor`.
+
+        ``AA = s.cache_read(A, "shared", [C])``, then ``s[AA].compute_at(s[C], ko)`` stages the
+        part of ``A`` that one iteration of ``ko`` needs (TE's recipe for shared tiles).
+        """
+        from .cache import cache_read
+
+        return cache_read(self, tensor, scope, readers, user_location())
+
+    def cache_write(self, tensor: object, scope: str) -> Tensor:
+        """A stage computing `tensor`'s values in `scope`; `tensor` becomes a copy of it.
+
+        Call it before scheduling `tensor`: the reduction (and its axes) moves to the cache.
+        """
+        from .cache import cache_write
+
+        return cache_write(self, tensor, scope, user_location())
+
+    def rfactor(self, tensor: object, axis: object, factor_axis: int = 0) -> Tensor:
+        """Factor reduce loop `axis` of `tensor` out into a new stage of partial results."""
+        from .rfactor import rfactor
+
+        return rfactor(self, tensor, axis, factor_axis, user_location())
+
+    def unique_name(self, name: str) -> str:
+        candidate, k = name, 1
+        while candidate in self._by_name:
+            candidate = f"{name}_{k}"
+            k += 1
+        return candidate
+
+    def add_stage(self, op: Operation, after: Stage | None = None, before: Stage | None = None):
+        """A new stage for `op`, placed right after `after` or right before `before`."""
+        stage = Stage(self, op, op.name)
+        position = self.stages.index(after) + 1 if after is not None else self.stages.index(before)
+        self.stages.insert(position, stage)
+        self._by_op[op] = stage
+        self._by_name[stage.name] = stage
+        return stage
+
+    def replace_op(self, stage: Stage, op: Operation, keep_loops: bool) -> None:
+        """Give `stage` the op `op` (the old op keeps finding the stage). With `keep_loops` the
+        op has the same axes, so the stage's loops stay; otherwise they start afresh."""
+        old = stage.op
+        if keep_loops:
+            stage.op = op
+        else:
+            stage._adopt(op)
+        self._by_op[op] = stage
+        self.output_ops = tuple(op if o is old else o for o in self.output_ops)
+        for consumer in self.stages:
+            body = getattr(consumer.op, "body", None)
+            if body is None or old not in [t.op for t in consumer.op.input_tensors]:
+                continue
+            c = consumer.op
+            rewired = ComputeOp(c.name, c.tag, c.axis, c.reduce_axis, reads_of(old, body, op))
+            self.replace_op(consumer, rewired, keep_loops=True)
+
     def _owner_of_itervar(self, iv: IterVar) -> str | None:
         for stage in self.stages:
             if iv in stage._by_itervar:
@@ -63,7 +126,7 @@ class Schedule:
 
     def copy(self) -> Schedule:
         """An independent schedule with the same records (axes held by the user stay valid)."""
-        return replay(self.output_ops, self.records)
+        return replay(self.roots, self.records)
 
     def describe(self) -> str:
         """The schedule as Python that replays it (``s`` and the tensors by name in scope)."""
@@ -102,24 +165,39 @@ def replay(outputs: Iterable[Operation], records: Iterable[object]) -> Schedule:
     """A new schedule of `outputs` with `records` applied in order."""
     s = Schedule(outputs)
     for r in records:
-        stage = s[r.stage]
-        if isinstance(r, rec.Split):
-            stage.split(r.parent, factor=r.factor, nparts=r.nparts)
-        elif isinstance(r, rec.Fuse):
-            stage.fuse(*r.axes)
-        elif isinstance(r, rec.Reorder):
-            stage.reorder(*r.order)
-        elif isinstance(r, rec.Annotate):
-            getattr(stage, r.kind)(r.axis)
-        elif isinstance(r, rec.Bind):
-            stage.bind(r.axis, r.tag)
-        elif isinstance(r, rec.ComputeAt):
-            stage.compute_at(s[r.target], r.axis)
-        elif isinstance(r, rec.ComputeInline):
-            stage.compute_inline()
-        elif isinstance(r, rec.ComputeRoot):
-            stage.compute_root()
+        apply_record(s, r)
     return s
 
 
-__all__ = ["Axis", "Schedule", "create_schedule", "replay", "thread_axis"]
+def apply_record(s: Schedule, r: object) -> None:
+    """Apply one record to `s`, as the primitive that made it did."""
+    stage = s[r.stage]
+    if isinstance(r, rec.Split):
+        stage.split(r.parent, factor=r.factor, nparts=r.nparts)
+    elif isinstance(r, rec.Fuse):
+        stage.fuse(*r.axes)
+    elif isinstance(r, rec.Reorder):
+        stage.reorder(*r.order)
+    elif isinstance(r, rec.Annotate):
+        getattr(stage, r.kind)(r.axis)
+    elif isinstance(r, rec.Bind):
+        stage.bind(r.axis, r.tag)
+    elif isinstance(r, rec.ComputeAt):
+        stage.compute_at(s[r.target], r.axis)
+    elif isinstance(r, rec.ComputeInline):
+        stage.compute_inline()
+    elif isinstance(r, rec.ComputeRoot):
+        stage.compute_root()
+    elif isinstance(r, rec.CacheRead):
+        s.cache_read(stage, r.scope, [s[name] for name in r.readers])
+    elif isinstance(r, rec.CacheWrite):
+        s.cache_write(stage, r.scope)
+    elif isinstance(r, rec.RFactor):
+        s.rfactor(stage, r.axis, r.factor_axis)
+    elif isinstance(r, rec.SetScope):
+        stage.set_scope(r.scope)
+    elif isinstance(r, rec.StorageAlign):
+        stage.storage_align(r.axis, r.factor, r.offset)
+
+
+__all__ = ["Axis", "Schedule", "apply_record", "create_schedule", "replay", "thread_axis"]

@@ -9,7 +9,15 @@ from ..ir.expr import Const
 from ..ir.tensor import ComputeOp, IterVar, Operation
 from . import records as rec
 from .axis import Axis, ThreadAxis
-from .errors import AnnotationError, AxisError, BindError, FactorError, PlacementError, message
+from .errors import (
+    AnnotationError,
+    AxisError,
+    BindError,
+    FactorError,
+    PlacementError,
+    ScopeError,
+    message,
+)
 
 if TYPE_CHECKING:
     from .schedule import Schedule
@@ -23,6 +31,7 @@ HARDWARE_TAGS = (
     "threadIdx.z",
     "vthread",
 )
+SCOPES = ("global", "shared", "local")
 
 
 def _ceildiv(a: int, b: int) -> int:
@@ -34,8 +43,16 @@ class Stage:
 
     def __init__(self, schedule: Schedule, op: Operation, name: str) -> None:
         self.schedule = schedule
-        self.op = op
         self.name = name
+        self.scope: str | None = None  # None: "global", or inferred from where it is computed
+        self.align: dict[int, tuple[int, int]] = {}  # buffer dimension -> (factor, offset)
+        self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
+        self._adopt(op)
+
+    def _adopt(self, op: Operation) -> None:
+        """Make `op` this stage's op, with fresh loops. cache_write and rfactor give a stage a
+        new op; the IterVars the user holds keep naming the same loops where the op keeps them."""
+        self.op = op
         roots: list[tuple[IterVar, Axis]] = []
         if isinstance(op, ComputeOp):
             taken: set[str] = set()
@@ -44,7 +61,7 @@ class Stage:
                 while axis_name in taken:
                     axis_name += "_"
                 taken.add(axis_name)
-                roots.append((iv, Axis(name, axis_name, iv.kind)))
+                roots.append((iv, Axis(self.name, axis_name, iv.kind)))
         self.root_axes: tuple[Axis, ...] = tuple(ax for _, ax in roots)
         self.itervars: dict[Axis, IterVar] = {ax: iv for iv, ax in roots}
         self._by_itervar = {iv: ax for iv, ax in roots}
@@ -56,7 +73,17 @@ class Stage:
         self.relations: list[rec.Split | rec.Fuse] = []
         self.annotations: dict[Axis, str] = {}
         self.binds: dict[Axis, str] = {}
-        self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
+
+    @property
+    def scheduled(self) -> bool:
+        """True once a loop primitive or a placement was applied to the stage."""
+        return bool(
+            self.relations
+            or self.annotations
+            or self.binds
+            or self.leaves != list(self.root_axes)
+            or self.attach is not None
+        )
 
     def __repr__(self) -> str:
         return f"Stage({self.name})"
@@ -406,3 +433,70 @@ class Stage:
         self._require_compute("compute_root()", loc)
         self.attach = rec.ComputeRoot(self.name, loc)
         self._record(self.attach)
+
+    # -- memory --------------------------------------------------------------------------
+
+    def set_scope(self, scope: str) -> None:
+        """Keep this stage's buffer in ``"global"``, ``"shared"`` (per GPU block) or ``"local"``
+        (per thread: registers) memory."""
+        loc = user_location()
+        call = f"set_scope({scope!r})"
+        self._require_compute(call, loc)
+        check_scope(self.name, call, loc, scope)
+        if self.op in self.schedule.output_ops:
+            self._fail(
+                ScopeError,
+                call,
+                loc,
+                f"'{self.name}' is an output: it lives in the global buffer passed by the caller; "
+                "use s.cache_write to compute it in another scope",
+            )
+        self.scope = scope
+        self._record(rec.SetScope(self.name, scope, loc))
+
+    def storage_align(self, axis: object, factor: int, offset: int) -> None:
+        """Pad the buffer so that the stride of `axis`'s dimension is ``factor * k + offset``
+        (e.g. ``factor=32, offset=1`` on a shared tile's rows avoids bank conflicts)."""
+        loc = user_location()
+        call = f"storage_align({getattr(axis, 'name', axis)}, {factor}, {offset})"
+        self._require_compute(call, loc)
+        resolved = self._by_itervar.get(axis) if isinstance(axis, IterVar) else axis
+        if resolved not in self.root_axes:
+            self._fail(
+                AxisError,
+                call,
+                loc,
+                f"storage_align takes an axis of s[{self.name}].op.axis (a dimension of "
+                f"the buffer), not {getattr(axis, 'name', axis)!r}",
+            )
+        dim = self.root_axes.index(resolved)
+        if resolved.kind != "data":
+            self._fail(
+                ScopeError, call, loc, f"'{resolved.name}' is a reduce axis, not a dimension"
+            )
+        for word, value in (("factor", factor), ("offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                self._fail(FactorError, call, loc, f"{word} must be an integer, got {value!r}")
+        if factor <= 0 or not 0 <= offset < factor:
+            self._fail(
+                FactorError,
+                call,
+                loc,
+                f"need factor > 0 and 0 <= offset < factor, got factor={factor}, offset={offset}",
+            )
+        if self.op in self.schedule.output_ops:
+            self._fail(
+                ScopeError,
+                call,
+                loc,
+                f"'{self.name}' is an output: its layout is the caller's array",
+            )
+        self.align[dim] = (factor, offset)
+        self._record(rec.StorageAlign(self.name, resolved, factor, offset, loc))
+
+
+def check_scope(stage: str, call: str, loc: str, scope: object) -> None:
+    if scope not in SCOPES:
+        raise ScopeError(
+            message(stage, call, loc, f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
+        )

@@ -1,4 +1,9 @@
-"""A schedule printed as the Python that builds it."""
+"""A schedule printed as the Python that builds it.
+
+Records are replayed one by one on a fresh schedule while they are printed, so a root axis is
+written as ``s[X].op.axis[k]`` of the op that stage has *at that point* (cache_write and rfactor
+give stages new ops).
+"""
 
 from __future__ import annotations
 
@@ -8,42 +13,65 @@ from . import records as rec
 from .axis import Axis
 
 
-def _ident(axis: Axis) -> str:
-    return re.sub(r"\W", "_", f"{axis.stage}_{axis.name}")
+def _ident(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def _axis_ident(axis: Axis) -> str:
+    return _ident(f"{axis.stage}_{axis.name}")
 
 
 def schedule_text(s) -> str:
-    outputs = ", ".join(op.name for op in s.output_ops)
+    from .schedule import Schedule, apply_record
+
+    outputs = ", ".join(_ident(op.name) for op in s.roots)
     lines = [f"s = sl.create_schedule([{outputs}])"]
-    roots: dict[Axis, str] = {}
-    for stage in s.stages:
-        n_data = len(getattr(stage.op, "axis", ()))
-        for k, axis in enumerate(stage.root_axes):
-            field = f"axis[{k}]" if k < n_data else f"reduce_axis[{k - n_data}]"
-            roots[axis] = f"s[{stage.name}].op.{field}"
+    shadow = Schedule(s.roots)
 
     def ref(axis: Axis) -> str:
-        return roots.get(axis, _ident(axis))
+        stage = shadow[axis.stage]
+        if axis in stage.root_axes:
+            k = stage.root_axes.index(axis)
+            n_data = len(stage.op.axis)
+            field = f"axis[{k}]" if k < n_data else f"reduce_axis[{k - n_data}]"
+            return f"s[{_ident(stage.name)}].op.{field}"
+        return _axis_ident(axis)
 
     for r in s.records:
-        st = f"s[{r.stage}]"
-        if isinstance(r, rec.Split):
-            amount = f"factor={r.factor}" if r.nparts is None else f"nparts={r.nparts}"
-            lines.append(
-                f"{_ident(r.outer)}, {_ident(r.inner)} = {st}.split({ref(r.parent)}, {amount})"
-            )
-        elif isinstance(r, rec.Fuse):
-            lines.append(f"{_ident(r.fused)} = {st}.fuse({', '.join(ref(a) for a in r.axes)})")
-        elif isinstance(r, rec.Reorder):
-            lines.append(f"{st}.reorder({', '.join(ref(a) for a in r.order)})")
-        elif isinstance(r, rec.Annotate):
-            lines.append(f"{st}.{r.kind}({ref(r.axis)})")
-        elif isinstance(r, rec.Bind):
-            lines.append(f'{st}.bind({ref(r.axis)}, sl.thread_axis("{r.tag}"))')
-        elif isinstance(r, rec.ComputeAt):
-            lines.append(f"{st}.compute_at(s[{r.target}], {ref(r.axis)})")
-        elif isinstance(r, rec.ComputeInline):
-            lines.append(f"{st}.compute_inline()")
-        elif isinstance(r, rec.ComputeRoot):
-            lines.append(f"{st}.compute_root()")
+        lines.append(_line(r, f"s[{_ident(r.stage)}]", ref))
+        apply_record(shadow, r)
     return "\n".join(lines)
+
+
+def _line(r, st: str, ref) -> str:
+    if isinstance(r, rec.Split):
+        amount = f"factor={r.factor}" if r.nparts is None else f"nparts={r.nparts}"
+        outer, inner = _axis_ident(r.outer), _axis_ident(r.inner)
+        return f"{outer}, {inner} = {st}.split({ref(r.parent)}, {amount})"
+    if isinstance(r, rec.Fuse):
+        return f"{_axis_ident(r.fused)} = {st}.fuse({', '.join(ref(a) for a in r.axes)})"
+    if isinstance(r, rec.Reorder):
+        return f"{st}.reorder({', '.join(ref(a) for a in r.order)})"
+    if isinstance(r, rec.Annotate):
+        return f"{st}.{r.kind}({ref(r.axis)})"
+    if isinstance(r, rec.Bind):
+        return f'{st}.bind({ref(r.axis)}, sl.thread_axis("{r.tag}"))'
+    if isinstance(r, rec.ComputeAt):
+        return f"{st}.compute_at(s[{_ident(r.target)}], {ref(r.axis)})"
+    if isinstance(r, rec.ComputeInline):
+        return f"{st}.compute_inline()"
+    if isinstance(r, rec.ComputeRoot):
+        return f"{st}.compute_root()"
+    if isinstance(r, rec.CacheRead):
+        readers = ", ".join(_ident(name) for name in r.readers)
+        return f'{_ident(r.cache)} = s.cache_read({_ident(r.stage)}, "{r.scope}", [{readers}])'
+    if isinstance(r, rec.CacheWrite):
+        return f'{_ident(r.cache)} = s.cache_write({_ident(r.stage)}, "{r.scope}")'
+    if isinstance(r, rec.RFactor):
+        args = f"{_ident(r.stage)}, {ref(r.axis)}, factor_axis={r.factor_axis}"
+        return f"{_ident(r.factored)} = s.rfactor({args})"
+    if isinstance(r, rec.SetScope):
+        return f'{st}.set_scope("{r.scope}")'
+    if isinstance(r, rec.StorageAlign):
+        return f"{st}.storage_align({ref(r.axis)}, {r.factor}, {r.offset})"
+    raise TypeError(f"no text for record {r!r}")

@@ -1,0 +1,111 @@
+"""cache_read and cache_write: new stages that copy a tensor into (or out of) another scope.
+
+Both rewrite the dataflow graph *of the schedule* (the algorithm is immutable): a new compute op
+is added, and the ops that read or define the cached tensor are replaced in their stages by
+copies that read the cache. As in TE, the IterVars a user holds keep naming the same loops:
+readers keep their axes, and cache_write moves the reduce axes to the cache stage.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir.expr import Read, Reduce, Var, const
+from ..ir.tensor import ComputeOp, IterVar, Range, Tensor
+from ..ir.visit import substitute
+from . import records as rec
+from .errors import PlacementError, ScopeError, message
+from .rewire import reads_of
+from .stage import Stage, check_scope
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+
+
+def _fail(cls: type, stage: str, call: str, loc: str, what: str) -> None:
+    raise cls(message(stage, call, loc, what))
+
+
+def cache_read(s: Schedule, tensor: object, scope: str, readers: object, loc: str) -> Tensor:
+    source = s[tensor]
+    names = ", ".join(getattr(r, "name", str(r)) for r in _listed(readers))
+    call = f"cache_read({source.name}, {scope!r}, [{names}])"
+    check_scope(source.name, call, loc, scope)
+    reader_stages = [_reader(s, source, r, call, loc) for r in _listed(readers)]
+    if not reader_stages:
+        _fail(ScopeError, source.name, call, loc, "give at least one reader stage")
+    axes = tuple(
+        IterVar(Var(f"ax{k}", "int32", "axis"), Range(const(0), ext), "data")
+        for k, ext in enumerate(source.op.shape)
+    )
+    body = Read(Tensor(source.op), tuple(iv.var for iv in axes), source.op.dtype)
+    cache_op = ComputeOp(s.unique_name(f"{source.name}.{scope}"), "", axes, (), body)
+    cache = s.add_stage(cache_op, after=source)
+    cache.scope = scope
+    for reader in reader_stages:
+        op = reader.op
+        new = ComputeOp(
+            op.name, op.tag, op.axis, op.reduce_axis, reads_of(source.op, op.body, cache_op)
+        )
+        s.replace_op(reader, new, keep_loops=True)
+    names_of = tuple(r.name for r in reader_stages)
+    s.records.append(rec.CacheRead(source.name, scope, names_of, cache.name, loc))
+    return Tensor(cache_op)
+
+
+def _listed(readers: object) -> list:
+    if readers is None:
+        return []
+    return list(readers) if isinstance(readers, (list, tuple)) else [readers]
+
+
+def _reader(s: Schedule, source: Stage, reader: object, call: str, loc: str) -> Stage:
+    stage = s[reader]
+    if not isinstance(stage.op, ComputeOp) or source.op not in [
+        t.op for t in stage.op.input_tensors
+    ]:
+        _fail(
+            ScopeError,
+            source.name,
+            call,
+            loc,
+            f"'{stage.name}' does not read '{source.name}'; readers are the stages whose reads "
+            "go through the cache",
+        )
+    return stage
+
+
+def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor:
+    stage = s[tensor]
+    call = f"cache_write({stage.name}, {scope!r})"
+    check_scope(stage.name, call, loc, scope)
+    op = stage.op
+    if not isinstance(op, ComputeOp):
+        what = f"'{stage.name}' is an input: it is not written"
+        _fail(PlacementError, stage.name, call, loc, what)
+    if stage.scheduled:
+        _fail(
+            ScopeError,
+            stage.name,
+            call,
+            loc,
+            f"'{stage.name}' already has loop primitives or a placement; call cache_write "
+            "before scheduling it (its loops move to the cache stage)",
+        )
+    axes = tuple(
+        IterVar(Var(f"{iv.var.name}.c", "int32", "axis"), iv.dom, "data") for iv in op.axis
+    )
+    mapping = {}
+    for old, new in zip(op.axis, axes):
+        mapping[old.var] = new.var
+        mapping[old] = new.var
+    body = substitute(op.body, mapping)
+    if isinstance(body, Reduce):
+        body = Reduce(body.combiner, body.source, op.reduce_axis, body.where, body.dtype)
+    cache_op = ComputeOp(s.unique_name(f"{stage.name}.{scope}"), op.tag, axes, op.reduce_axis, body)
+    cache = s.add_stage(cache_op, after=None, before=stage)
+    cache.scope = scope
+    copy = Read(Tensor(cache_op), tuple(iv.var for iv in op.axis), op.dtype)
+    s.replace_op(stage, ComputeOp(op.name, op.tag, op.axis, (), copy), keep_loops=False)
+    s.records.append(rec.CacheWrite(stage.name, scope, cache.name, loc))
+    return Tensor(cache_op)

@@ -1,0 +1,96 @@
+"""rfactor: turn one reduce loop of a stage into a data axis of a new stage (TE's semantics).
+
+For ``B[i] = sum(A[i, k], k)`` with ``k`` split into ``(ko, ki)``, ``rfactor(B, ki)`` gives::
+
+    B.rf[ki, i] = sum(A[i, ko * f + ki], ko)    # for ko * f + ki < n: the tail is guarded
+    B[i]        = sum(B.rf[ki.v, i], ki.v)
+
+so the partial sums over ``ki`` are independent and can be computed in parallel (or by threads),
+then combined. The factored stage reduces over the remaining reduce leaves, in their order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir.expr import Const, Expr, Read, Reduce, Var, const, logical, select
+from ..ir.tensor import ComputeOp, IterVar, Range, Tensor
+from ..ir.visit import substitute
+from . import records as rec
+from .errors import RFactorError, message
+from .relations import leaf_form
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+
+
+def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: str) -> Tensor:
+    stage = s[tensor]
+    call = f"rfactor({stage.name}, {getattr(axis, 'name', axis)}, factor_axis={factor_axis})"
+
+    def fail(what: str) -> None:
+        raise RFactorError(message(stage.name, call, loc, what))
+
+    op = stage.op
+    if not isinstance(op, ComputeOp) or not isinstance(op.body, Reduce):
+        fail(f"'{stage.name}' is not a reduction")
+    chosen = stage._axis(axis, call, loc)
+    if chosen.kind != "reduce":
+        fail(f"'{chosen.name}' is a data axis; rfactor factors a reduce loop")
+    data_touched = any(
+        (r.parent if isinstance(r, rec.Split) else r.axes[0]).kind == "data"
+        for r in stage.relations
+    )
+    if data_touched or stage.annotations or stage.binds or stage.attach is not None:
+        fail(
+            f"'{stage.name}' already has primitives other than splits and fuses of its reduce "
+            "axes; call rfactor first, then schedule both stages"
+        )
+    if isinstance(factor_axis, bool) or not isinstance(factor_axis, int):
+        fail(f"factor_axis must be an integer, got {factor_axis!r}")
+    if not 0 <= factor_axis <= len(op.axis):
+        fail(f"factor_axis must be in [0, {len(op.axis)}], got {factor_axis}")
+    reduce_leaves = [a for a in stage.leaves if a.kind == "reduce"]
+    form = leaf_form(stage, reduce_leaves, "reduce")
+    body = op.body
+    data = tuple(IterVar(Var(iv.var.name, "int32", "axis"), iv.dom, "data") for iv in op.axis)
+    factored = IterVar(
+        Var(chosen.name, "int32", "axis"), Range(const(0), form.extents[chosen]), "data"
+    )
+    mapping: dict = {}
+    for old, new in zip(op.axis, data):
+        mapping[old] = mapping[old.var] = new.var
+    for a, root in form.roots.items():
+        iv = stage.itervars[a]
+        value = substitute(root, {form.leaf_vars[chosen]: factored.var})
+        if not (isinstance(iv.dom.min, Const) and iv.dom.min.value == 0):
+            value = value + iv.dom.min
+        mapping[iv] = mapping[iv.var] = value
+    remaining = tuple(
+        IterVar(form.leaf_vars[a], Range(const(0), form.extents[a]), "reduce")
+        for a in reduce_leaves
+        if a != chosen
+    )
+    source = substitute(body.source, mapping)
+    conditions = [substitute(g, {form.leaf_vars[chosen]: factored.var}) for g in form.guards]
+    if body.where is not None:
+        conditions.append(substitute(body.where, mapping))
+    where = logical("and", conditions) if conditions else None
+    if remaining:
+        rf_body: Expr = Reduce(body.combiner, source, remaining, where, body.dtype)
+    else:
+        rf_body = source if where is None else select(where, source, body.combiner.identity)
+    rf_axes = data[:factor_axis] + (factored,) + data[factor_axis:]
+    rf_op = ComputeOp(s.unique_name(f"{stage.name}.rf"), op.tag, rf_axes, remaining, rf_body)
+    rf_stage = s.add_stage(rf_op, before=stage)
+    combine = IterVar(
+        Var(f"{chosen.name}.v", "int32", "reduce"), factored.dom, "reduce"
+    )
+    indices = tuple(iv.var for iv in op.axis)
+    indices = indices[:factor_axis] + (combine.var,) + indices[factor_axis:]
+    read = Read(Tensor(rf_op), indices, op.dtype)
+    total = Reduce(body.combiner, read, (combine,), None, body.dtype)
+    s.replace_op(stage, ComputeOp(op.name, op.tag, op.axis, (combine,), total), keep_loops=False)
+    s.records.append(rec.RFactor(stage.name, chosen, factor_axis, rf_stage.name, loc))
+    return Tensor(rf_op)
+
