@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from .errors import LoweringError
-from .ir.expr import Var, const
+from .ir.expr import Const, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
 from .loopir.from_isl import generate, param_expr
@@ -96,14 +96,16 @@ def _strides(align: dict[int, tuple[int, int]], shape: tuple) -> tuple | None:
     """Row-major strides, each aligned dimension's padded up to ``factor * k + offset``."""
     if not align:
         return None
-    strides = [None] * len(shape)
-    stride = const(1, "int32")
+    strides: list = [None] * len(shape)
+    stride: object = 1
     for d in reversed(range(len(shape))):
         if d in align:
             factor, offset = align[d]
             stride = stride + (offset - stride) % factor
-        strides[d] = stride
-        stride = stride * shape[d]
+        strides[d] = const(stride, "int32") if isinstance(stride, int) else stride
+        extent = shape[d]
+        both = isinstance(stride, int) and isinstance(extent, Const)
+        stride = stride * extent.value if both else strides[d] * extent
     return tuple(strides)
 
 
