@@ -41,7 +41,7 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     _dump("schedule", "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
     check_legality(s, placement, params)
     buffers, params_bufs, local = _buffers(s, args, placement, params)
-    body = generate(s, placement.all(), params.context, params.vars, buffers)
+    body = generate(s, placement.all(), placement.extents, params.context, params.vars, buffers)
     _dump("generated", body)
     body = insert_allocations(body, local)
     body = unroll_loops(body)

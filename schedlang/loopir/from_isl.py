@@ -60,11 +60,13 @@ def _pieces(pma: isl.PwMultiAff, iter_to_dom: isl.PwMultiAff, build: isl.AstBuil
 def generate(
     schedule: Schedule,
     placed: list[Placed],
+    extents: dict[str, dict[Axis, int | None]],
     params_context: isl.Set,
     param_vars: dict[str, Var],
     buffers: dict[Operation, Buffer],
 ) -> Stmt:
-    """The loop nest of `placed` statements; `buffers` gives each tensor's buffer."""
+    """The loop nest of `placed` statements; `buffers` gives each tensor's buffer and
+    `extents` each stage's loop extents (constant ones) where it is computed."""
     by_name = {p.stmt.name: p for p in placed}
     leaves: list[_Leaf] = []
 
@@ -91,13 +93,14 @@ def generate(
     build = isl.AstBuild.from_context(params_context)
     build, _handle = build.set_at_each_domain(at_domain)
     ast = build.node_from_schedule_map(union)
-    translator = _Translator(schedule, leaves, param_vars, buffers)
+    translator = _Translator(schedule, extents, leaves, param_vars, buffers)
     return translator.node(ast)
 
 
 class _Translator:
-    def __init__(self, schedule, leaves, param_vars, buffers) -> None:
+    def __init__(self, schedule, extents, leaves, param_vars, buffers) -> None:
         self.schedule = schedule
+        self.extents = extents
         self.leaves = leaves
         self.param_vars = param_vars
         self.buffers = buffers
@@ -166,7 +169,7 @@ class _Translator:
         if kind in ("unrolled", "vectorized") and not isinstance(extent, Const):
             # A tail: run the axis's full constant extent and guard the body, so the loop
             # can still be unrolled or vectorized.
-            full = self.schedule[axis.stage].extents.get(axis)
+            full = self.extents[axis.stage].get(axis)
             if full is not None:
                 guard = Compare("<", var, upper)
                 if not _is_zero(low):
@@ -275,7 +278,7 @@ class _Translator:
         count is fixed at launch. Where isl's bounds are narrower, a guard keeps the rest idle."""
         stage = self.schedule[axis.stage]
         tag = stage.binds[axis]
-        full = stage.extents.get(axis)
+        full = self.extents[axis.stage].get(axis)
         conditions = [] if _is_zero(low) else [Compare(">=", var, low)]
         if tag.startswith("threadIdx"):
             if full is None:
@@ -333,4 +336,4 @@ def _fold(e: Expr) -> Expr:
 def param_expr(pa: isl.PwAff, context: isl.Set, param_vars: dict[str, Var]) -> Expr:
     """`pa`, a function of the sizes only, as an expression."""
     build = isl.AstBuild.from_context(context)
-    return _Translator(None, [], param_vars, {}).expr(build.expr_from_pw_aff(pa))
+    return _Translator(None, {}, [], param_vars, {}).expr(build.expr_from_pw_aff(pa))

@@ -11,6 +11,7 @@ import islpy as isl
 
 from ..schedule import records as rec
 from ..schedule.axis import Axis
+from ..schedule.errors import FactorError, message
 from ..schedule.stage import Stage
 
 
@@ -22,7 +23,34 @@ def _names(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{k}" for k in range(n)]
 
 
-def loop_map(stage: Stage, root_space: str, data_only: bool = False) -> tuple[isl.Map, list[Axis]]:
+def leaf_extents(stage: Stage, roots: dict[Axis, int | None]) -> dict[Axis, int | None]:
+    """Every loop's extent given the root loops' (None where not constant).
+
+    A stage computed at another's loop runs over the box of its footprint, not over its
+    whole tensor, so its fuses and nparts-splits are lowered with the box's extents (as TE's
+    bound inference does).
+    """
+    extents = dict(roots)
+    for r in stage.relations:
+        if isinstance(r, rec.Split):
+            parent = extents[r.parent]
+            if r.factor is not None:
+                extents[r.outer] = None if parent is None else _ceildiv(parent, r.factor)
+                extents[r.inner] = r.factor
+            else:
+                extents[r.outer] = r.nparts
+                extents[r.inner] = None if parent is None else _ceildiv(parent, r.nparts)
+        else:
+            total: int | None = 1
+            for a in r.axes:
+                total = None if total is None or extents[a] is None else total * extents[a]
+            extents[r.fused] = total
+    return extents
+
+
+def loop_map(
+    stage: Stage, root_space: str, extents: dict[Axis, int | None], data_only: bool = False
+) -> tuple[isl.Map, list[Axis]]:
     """The map ``root_space[roots] -> [leaf values]`` and the leaves in loop order."""
     current = [a for a in stage.root_axes if not (data_only and a.kind == "reduce")]
     xs = _names("x", len(current))
@@ -31,7 +59,7 @@ def loop_map(stage: Stage, root_space: str, data_only: bool = False) -> tuple[is
         axes = (relation.parent,) if isinstance(relation, rec.Split) else relation.axes
         if data_only and axes[0].kind == "reduce":
             continue
-        step, current = _step(stage, relation, current)
+        step, current = _step(relation, current, extents)
         result = result.apply_range(step)
     leaves = [a for a in stage.leaves if not (data_only and a.kind == "reduce")]
     order = [current.index(a) for a in leaves]
@@ -40,13 +68,15 @@ def loop_map(stage: Stage, root_space: str, data_only: bool = False) -> tuple[is
     return result.apply_range(permute), leaves
 
 
-def _step(stage: Stage, relation, current: list[Axis]) -> tuple[isl.Map, list[Axis]]:
+def _step(relation, current: list[Axis], extents: dict) -> tuple[isl.Map, list[Axis]]:
     xs = _names("x", len(current))
     if isinstance(relation, rec.Split):
         q = current.index(relation.parent)
         factor = relation.factor
         if factor is None:
-            factor = _ceildiv(stage.extents[relation.parent], relation.nparts)
+            factor = extents[relation.inner]
+            if factor is None:
+                _symbolic(relation, f"split({relation.parent.name}, nparts={relation.nparts})")
         outs = xs[:q] + ["o", "i"] + xs[q + 1 :]
         text = (
             f"{{ [{', '.join(xs)}] -> [{', '.join(outs)}] : "
@@ -57,8 +87,10 @@ def _step(stage: Stage, relation, current: list[Axis]) -> tuple[isl.Map, list[Ax
     # in `current` (the order relations produce), so find each one.
     spots = [current.index(a) for a in relation.axes]
     fused = xs[spots[0]]
+    if any(extents[a] is None for a in relation.axes[1:]):
+        _symbolic(relation, f"fuse({', '.join(a.name for a in relation.axes)})")
     for axis, spot in zip(relation.axes[1:], spots[1:]):
-        fused = f"({fused}) * {stage.extents[axis]} + {xs[spot]}"
+        fused = f"({fused}) * {extents[axis]} + {xs[spot]}"
     q = spots[0]
     outs = [x for k, x in enumerate(xs) if k not in spots[1:]]
     outs[q - sum(1 for s in spots[1:] if s < q)] = "z"
@@ -66,3 +98,15 @@ def _step(stage: Stage, relation, current: list[Axis]) -> tuple[isl.Map, list[Ax
     rest = [a for k, a in enumerate(current) if k not in spots[1:]]
     rest[rest.index(relation.axes[0])] = relation.fused
     return isl.Map(text), rest
+
+
+def _symbolic(relation, call: str) -> None:
+    raise FactorError(
+        message(
+            relation.stage,
+            call,
+            relation.loc,
+            "the loops it needs have symbolic extents where this stage is computed (its "
+            "footprint there has no constant size); split by a constant factor instead",
+        )
+    )

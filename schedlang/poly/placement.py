@@ -25,7 +25,7 @@ from ..schedule.axis import Axis
 from ..schedule.errors import PlacementError, message
 from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
-from .loops import loop_map
+from .loops import leaf_extents, loop_map
 from .space import Params
 from .statements import Statement
 
@@ -73,6 +73,11 @@ def _free(n: int, dims: list[int]) -> isl.Map:
     return isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {same} }}")
 
 
+def _kind(entry: tuple) -> str:
+    """What a schedule dimension is for one statement: a loop, or which constant."""
+    return "dim" if entry[0] == "dim" else f"beta {entry[1]}"
+
+
 def _ndims(s: isl.Set) -> int:
     return s.dim(isl.dim_type.set)
 
@@ -88,6 +93,8 @@ class Placement:
             self.by_stage.setdefault(st.stage.name, []).append(st)
         self.placed: dict[str, list[Placed]] = {}
         self.storage: dict[Operation, Storage] = {}
+        # Loop extents at lowering time: an attached stage's come from its box.
+        self.extents: dict[str, dict[Axis, int | None]] = {}
         self.children: dict[str, dict[Axis, list[Stage]]] = {}
         for stage in schedule.stages:
             if isinstance(stage.attach, rec.ComputeAt) and stage.name in self.by_stage:
@@ -143,7 +150,7 @@ class Placement:
             n = _ndims(st.domain)
             ext = st.domain.set_tuple_name(st.name)
             to_root = _proj(n, list(range(n)), st.name, st.root_space).intersect_domain(ext)
-            lmap, _ = loop_map(stage, st.root_space, data_only=st.role == "init")
+            lmap, _ = loop_map(stage, st.root_space, stage.extents, data_only=st.role == "init")
             store = _proj(n, list(range(len(stage.op.axis))), st.name).intersect_domain(ext)
             placed.append(
                 Placed(
@@ -158,6 +165,7 @@ class Placement:
                 )
             )
         self.placed[stage.name] = placed
+        self.extents[stage.name] = dict(stage.extents)
         self._place_children(stage)
 
     def _root_values(self, st: Statement, to_root: isl.Map) -> isl.PwMultiAff:
@@ -234,6 +242,9 @@ class Placement:
             [self._param_bound(e) for e in extents],
             [self._constant(e) for e in extents],
         )
+        roots = dict(zip(producer.root_axes, self.storage[producer.op].constant))
+        roots.update({a: producer.extents[a] for a in producer.root_axes[nd:]})
+        extents = self.extents[producer.name] = leaf_extents(producer, roots)
         relative = footprint.sum(bmin_map.neg()).wrap().flatten()
         pre = base.template[: attach_dim + 1]
         templates = self._templates(producer, pre, q)
@@ -256,7 +267,7 @@ class Placement:
                 relative_root = xmap.flat_range_product(rmap)
             to_root = to_root.set_tuple_name(isl.dim_type.out, st.root_space)
             relative_root = relative_root.set_tuple_name(isl.dim_type.out, st.root_space)
-            lmap, _ = loop_map(producer, st.root_space, data_only=st.role == "init")
+            lmap, _ = loop_map(producer, st.root_space, extents, data_only=st.role == "init")
             # The producer's loops run over box-relative coordinates, as TE's do.
             loops = pmap.flat_range_product(relative_root.apply_range(lmap))
             shared_tags = {self._tag(prefix_axes[d]) for d in relaxed}
@@ -392,6 +403,7 @@ class Placement:
             split[id(p)] = self._thread_split(p, padded)
         used = [t for t in THREAD_TAGS if any(t in split[id(p)][2] for p in everything)]
         main_width = max(len(split[id(p)][0]) for p in everything)
+        layouts = []
         for p in everything:
             entries, outs, threads = split[id(p)]
             pad = main_width - len(entries)
@@ -401,6 +413,15 @@ class Placement:
                 entry, out = threads.get(tag, (("beta", 0), "0"))
                 entries.append(entry)
                 outs.append(out)
+            layouts.append((entries, outs))
+        # A dimension that is the same constant for every statement orders nothing; dropping
+        # it makes isl's AST generation several times faster.
+        width = len(layouts[0][0])
+        kinds = [{_kind(entries[d]) for entries, _ in layouts} for d in range(width)]
+        keep = [d for d in range(width) if len(kinds[d]) > 1 or "dim" in kinds[d]]
+        for p, (entries, outs) in zip(everything, layouts):
+            entries = [entries[d] for d in keep]
+            outs = [outs[d] for d in keep]
             p.template = entries
             n = p.loops.dim(isl.dim_type.out)
             vs = [f"v{k}" for k in range(n)]
