@@ -56,6 +56,13 @@ def lower(s: Schedule, args: list, name: str = "main"):
     return _lower(s, args, name)
 
 
+def build(s: Schedule, args: list, target: str = "cpu", name: str = "main"):
+    """Lower `s` and compile it for `target` ("cpu", "auto"; "cuda" later) into a `Kernel`."""
+    from .build import build as _build
+
+    return _build(s, args, target, name)
+
+
 def all(*conditions: object) -> Expr:
     """True where every condition holds (``and`` of bool expressions)."""
     from .ir.expr import logical
@@ -79,6 +86,7 @@ __all__ = [
     "LoweringError",
     "Schedule",
     "Stage",
+    "build",
     "create_schedule",
     "lower",
     "thread_axis",

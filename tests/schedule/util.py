@@ -1,4 +1,8 @@
-"""Helpers for schedule tests: random inputs, NaN-poisoned outputs, interpreter vs reference."""
+"""Helpers for schedule tests: random inputs, NaN-poisoned outputs, each backend vs reference.
+
+`check` runs every schedule through the loop-IR interpreter and through the CPU JIT (skipped
+only for functions with loops bound to GPU threads, which the CPU rejects).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import numpy as np
 import schedlang as sl
 from schedlang.ir.expr import Var
 from schedlang.loopir.interpret import run
+from tests.codegen.util import cpu_can_run, run_cpu
 
 SEED = 20240611
 
@@ -46,8 +51,14 @@ def check(
     func = sl.lower(s, list(inputs) + list(outputs))
     values = random_inputs(inputs, sizes, seed)
     wants = [sl.evaluate(t, values, sizes=unseen) for t in outputs]
-    results = [np.full(want.shape, np.nan, np.float32) for want in wants]
-    run(func, [values[p] for p in inputs] + results, sizes=unseen)
-    for got, want in zip(results, wants):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    backends = [("interpreter", lambda arrays: run(func, arrays, sizes=unseen))]
+    if cpu_can_run(func):
+        backends.append(("cpu", lambda arrays: run_cpu(func, arrays, unseen)))
+    for backend, execute in backends:
+        results = [np.full(want.shape, np.nan, np.float32) for want in wants]
+        execute([values[p] for p in inputs] + results)
+        for got, want in zip(results, wants):
+            np.testing.assert_allclose(
+                got, want, rtol=1e-4, atol=1e-4, err_msg=f"backend: {backend}"
+            )
     return func

@@ -1,0 +1,101 @@
+"""Compiling a lowered function for the CPU, once: an in-memory cache and an optional disk cache.
+
+In memory, compiled code is keyed by `fingerprint` (printed loop IR, types, target). Setting
+``SCHEDLANG_CACHE_DIR`` also keeps each object file on disk, under a key that adds the code
+generator's own source and the LLVM version, so a new schedlang never loads stale code; a later
+process then skips LLVM's optimiser and code generator and only links.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from llvmlite import __version__ as llvmlite_version
+
+from ..loopir.nodes import LoweredFunc
+from . import cpu_jit
+from .cpu_module import build_module, entry_symbol
+from .fingerprint import fingerprint
+
+_memory: dict[str, CompiledCpu] = {}
+
+
+class CompiledCpu:
+    """A lowered function compiled and linked into this process."""
+
+    def __init__(self, func: LoweredFunc, key: str, address: int, tracker: object, text: str):
+        self.func, self.key, self.address = func, key, address
+        self.symbol = entry_symbol(func)
+        self.llvm_ir = text
+        self._tracker = tracker  # keeps the machine code mapped
+
+    @property
+    def asm(self) -> str:
+        return cpu_jit.assembly(self.llvm_ir)
+
+    @property
+    def optimized_ir(self) -> str:
+        return cpu_jit.optimized_ir(self.llvm_ir)
+
+
+def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:
+    """`func` compiled for the host; `imports` are the runtime's symbols (name -> address)."""
+    target = cpu_jit.host().target
+    key = fingerprint(func, target.key)
+    hit = _memory.get(key)
+    if hit is not None:
+        return hit
+    text = str(build_module(func, target, target.triple))
+    obj = _from_disk(key)
+    if obj is None:
+        obj = cpu_jit.object_code(text)
+        _to_disk(key, obj)
+    tracker, address = cpu_jit.link(obj, entry_symbol(func), imports, text)
+    compiled = CompiledCpu(func, key, address, tracker, text)
+    _memory[key] = compiled
+    return compiled
+
+
+def clear_memory_cache() -> None:
+    """Forget compiled code (kernels already built keep theirs); for measuring compile time."""
+    _memory.clear()
+
+
+def _disk_path(key: str) -> Path | None:
+    folder = os.environ.get("SCHEDLANG_CACHE_DIR")
+    if not folder:
+        return None
+    full = hashlib.sha256(f"{key} {_generator_version()}".encode()).hexdigest()
+    return Path(folder) / f"{full}.o"
+
+
+@functools.cache
+def _generator_version() -> str:
+    sources = sorted(Path(__file__).parent.glob("*.py"))
+    digest = hashlib.sha256(llvmlite_version.encode())
+    for path in sources:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _from_disk(key: str) -> bytes | None:
+    path = _disk_path(key)
+    if path is None or not path.is_file():
+        return None
+    return path.read_bytes()
+
+
+def _to_disk(key: str, obj: bytes) -> None:
+    path = _disk_path(key)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as out:
+        out.write(obj)
+    os.replace(tmp, path)

@@ -1,0 +1,143 @@
+"""The host CPU target: what `Target` means on one x86-64 (or other LLVM host) process.
+
+Memory is one address space. ``local`` buffers of constant size live on the stack of the
+function that allocates them (up to `STACK_LIMIT` bytes); other constant-size buffers are
+allocated once per function call (a parallel task is a function, so a buffer allocated inside a
+parallel loop is private to each task) and dynamic ones where their `Allocate` is, all with
+``malloc``. Barriers are no-ops: one thread runs a block. Loops bound to GPU indices are an error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ..errors import LoweringError
+from ..ir import dtype as dt
+from ..ir.expr import Const
+from ..loopir.nodes import Allocate, Buffer, For
+from .control import if_then
+from .cpu_parallel import parallel_loop
+from .intrinsics import function
+from .llvm_function import OUT_OF_MEMORY
+from .llvm_types import I64, PTR, storage_type
+from .target import Target
+
+if TYPE_CHECKING:
+    from .llvm_stmt import StmtEmitter
+
+STACK_LIMIT = 64 * 1024
+ALIGN = 64
+
+
+class CpuTarget(Target):
+    """The CPU this process runs on (`host` gives its triple, name and features)."""
+
+    name = "cpu"
+
+    def __init__(self, triple: str, cpu: str, features: str) -> None:
+        self.triple, self.cpu, self.features = triple, cpu, features
+
+    @property
+    def key(self) -> str:
+        return f"cpu {self.triple} {self.cpu} {self.features}"
+
+    def address_space(self, scope: str) -> int:
+        return 0
+
+    def allocate(self, em: StmtEmitter, stmt: Allocate) -> None:
+        buffer = stmt.buffer
+        count = _constant_count(buffer)
+        size = dt.itemsize(buffer.dtype)
+        if count is not None and buffer.scope == "local" and count * size <= STACK_LIMIT:
+            ptr = em.scope.alloca(storage_type(buffer.dtype), max(count, 1), align=ALIGN)
+        elif count is not None:
+            ptr = _malloc_once(em, max(count, 1) * size)
+        else:
+            ptr = _malloc_here(em, buffer)
+        em.buffers[buffer] = ptr
+        em.stmt(stmt.body)
+        del em.buffers[buffer]
+        if count is None:
+            em.b.call(_free(em.b.module), [ptr])
+
+    def parallel_loop(self, em: StmtEmitter, loop: For) -> None:
+        parallel_loop(em, loop)
+
+    def bound_loop(self, em: StmtEmitter, loop: For) -> None:
+        raise LoweringError(
+            f"loop {loop.var.name} is bound to {loop.thread}; the cpu target has no threads, "
+            "use parallel/vectorize or target cuda"
+        )
+
+    def barrier(self, em: StmtEmitter) -> None:
+        del em  # one thread runs each block: nothing to wait for
+
+    def external_math(self, name: str, dtype: str) -> str:
+        return name if dtype == "float64" else f"{name}f"
+
+
+def _constant_count(buffer: Buffer) -> int | None:
+    """Elements of `buffer` when its shape (and strides) are constants: the largest
+    ``shape[d] * strides[d]`` with strides (storage_align pads rows), else the product."""
+    exprs = (*buffer.shape, *(buffer.strides or ()))
+    if not all(isinstance(e, Const) for e in exprs):
+        return None
+    shape = [max(0, int(e.value)) for e in buffer.shape]
+    if any(n == 0 for n in shape):
+        return 0
+    if buffer.strides is not None:
+        return max(n * int(s.value) for n, s in zip(shape, buffer.strides))
+    count = 1
+    for n in shape:
+        count *= n
+    return count
+
+
+def _malloc(module: ir.Module) -> ir.Function:
+    return function(module, "malloc", PTR, [I64])
+
+
+def _free(module: ir.Module) -> ir.Function:
+    return function(module, "free", ir.VoidType(), [PTR])
+
+
+def _malloc_once(em: StmtEmitter, nbytes: int) -> ir.Value:
+    """A heap block allocated at function entry, freed on every exit, checked where used."""
+    with em.scope.at_entry() as b:
+        ptr = b.call(_malloc(b.module), [ir.Constant(I64, nbytes)])
+    em.scope.on_exit(lambda b: b.call(_free(b.module), [ptr]))
+    _fail_if_null(em, ptr)
+    return ptr
+
+
+def _malloc_here(em: StmtEmitter, buffer: Buffer) -> ir.Value:
+    b = em.b
+    if buffer.strides is None:
+        count = ir.Constant(I64, 1)
+        for extent in buffer.shape:
+            count = b.mul(count, _nonnegative(em, em.index(extent)), flags=("nsw",))
+    else:
+        count = ir.Constant(I64, 1)
+        for extent, stride in zip(buffer.shape, buffer.strides):
+            span = b.mul(_nonnegative(em, em.index(extent)), em.index(stride), flags=("nsw",))
+            count = b.select(b.icmp_signed(">", span, count), span, count)
+    nbytes = b.mul(count, ir.Constant(I64, dt.itemsize(buffer.dtype)), flags=("nsw",))
+    ptr = b.call(_malloc(b.module), [nbytes])
+    nonempty = b.icmp_signed(">", nbytes, ir.Constant(I64, 0))
+    with if_then(b, nonempty, "alloc"):
+        _fail_if_null(em, ptr)
+    return ptr
+
+
+def _nonnegative(em: StmtEmitter, value: ir.Value) -> ir.Value:
+    zero = ir.Constant(I64, 0)
+    return em.b.select(em.b.icmp_signed(">", value, zero), value, zero)
+
+
+def _fail_if_null(em: StmtEmitter, ptr: ir.Value) -> None:
+    b = em.b
+    ok = b.append_basic_block("alloc.ok")
+    b.cbranch(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), em.scope.fail(OUT_OF_MEMORY), ok)
+    b.position_at_end(ok)

@@ -1,0 +1,127 @@
+"""``parallel`` loops on the CPU: the body is outlined and a runtime thread pool runs it.
+
+For a loop ``for v in [min, min + n)`` the kernel packs what the body reads from outside (buffer
+pointers and variables) into a closure struct and calls ``schedlang_parallel_for(task, closure,
+n)``, a function the runtime provides at link time. The runtime splits ``[0, n)`` into chunks and
+calls ``task(closure, lo, hi)`` on its threads; `task` unpacks the closure and calls the outlined
+body, whose buffer arguments are ``noalias`` (the runtime checks that outputs overlap no other
+argument) so the optimiser treats them as it treats the kernel's own arguments. Every call
+returns a status; a nonzero one ends the kernel with that failure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ..ir.expr import Expr, Var
+from ..loopir.nodes import Allocate, Buffer, For, Load, Store
+from ..loopir.visit import stmt_exprs, walk_expr, walk_stmt
+from .control import for_range
+from .intrinsics import function
+from .llvm_function import OUT_OF_MEMORY, PARALLEL_FAILED, FunctionScope
+from .llvm_types import I32, I64, PTR
+
+if TYPE_CHECKING:
+    from .llvm_stmt import StmtEmitter
+
+PARALLEL_FOR = "schedlang_parallel_for"
+
+
+def parallel_loop(em: StmtEmitter, loop: For) -> None:
+    from .llvm_stmt import StmtEmitter
+
+    b, module = em.b, em.b.module
+    variables, buffers = _captures(em, loop)
+    values = [em.vars[v].value for v in variables]
+    name = _fresh_name(module, f"{em.scope.fn.name}.parallel")
+
+    body_t = ir.FunctionType(I32, [PTR] * len(buffers) + [v.type for v in values] + [I64] * 3)
+    body_fn = ir.Function(module, body_t, f"{name}.body")
+    body_fn.linkage = "internal"
+    for arg in body_fn.args[: len(buffers)]:
+        arg.add_attribute("noalias")
+    scope = FunctionScope(body_fn)
+    inner = StmtEmitter(scope, em.target, in_parallel=True)
+    args = list(body_fn.args)
+    for buffer, arg in zip(buffers, args):
+        inner.buffers[buffer] = arg
+    for var, arg in zip(variables, args[len(buffers) :]):
+        inner.bind(var, arg, em.vars[var].index)
+    base, lo, hi = args[-3:]
+    with for_range(inner.b, lo, hi, loop.var.name) as i:
+        inner.bind(loop.var, inner.b.add(base, i, flags=("nsw",)), index=True)
+        inner.stmt(loop.body)
+    scope.finish()
+
+    closure_t = ir.LiteralStructType([PTR] * len(buffers) + [v.type for v in values] + [I64])
+    task_fn = ir.Function(module, ir.FunctionType(I32, [PTR, I64, I64]), name)
+    task_fn.linkage = "internal"
+    tb = ir.IRBuilder(task_fn.append_basic_block())
+    closure, task_lo, task_hi = task_fn.args
+    fields = [
+        tb.load(_field(tb, closure_t, closure, k), typ=t) for k, t in enumerate(closure_t.elements)
+    ]
+    tb.ret(tb.call(body_fn, [*fields, task_lo, task_hi]))
+
+    slot = em.scope.alloca(closure_t, align=8)
+    captured = [em.pointer(buf) for buf in buffers] + values + [em.index(loop.min)]
+    for k, value in enumerate(captured):
+        b.store(value, _field(b, closure_t, slot, k))
+    zero = ir.Constant(I64, 0)
+    extent = em.index(loop.extent)
+    count = b.select(b.icmp_signed(">", extent, zero), extent, zero)
+    runner = function(module, PARALLEL_FOR, I32, [PTR, PTR, I64])
+    status = b.call(runner, [task_fn, slot, count])
+    _check(em, status)
+
+
+def _field(b: ir.IRBuilder, struct_t: ir.LiteralStructType, ptr: ir.Value, k: int) -> ir.Value:
+    indices = [ir.Constant(I32, 0), ir.Constant(I32, k)]
+    return b.gep(ptr, indices, inbounds=True, source_etype=struct_t)
+
+
+def _check(em: StmtEmitter, status: ir.Value) -> None:
+    """Continue when `status` is 0; else leave the kernel with the failure it reports."""
+    b = em.b
+    ok = b.append_basic_block("parallel.ok")
+    failed = b.append_basic_block("parallel.failed")
+    b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), ok, failed)
+    b.position_at_end(failed)
+    out_of_memory = b.icmp_signed("==", status, ir.Constant(I32, OUT_OF_MEMORY))
+    b.cbranch(out_of_memory, em.scope.fail(OUT_OF_MEMORY), em.scope.fail(PARALLEL_FAILED))
+    b.position_at_end(ok)
+
+
+def _fresh_name(module: ir.Module, prefix: str) -> str:
+    k = 0
+    while f"{prefix}{k}" in module.globals:
+        k += 1
+    return f"{prefix}{k}"
+
+
+def _captures(em: StmtEmitter, loop: For) -> tuple[list[Var], list[Buffer]]:
+    """The variables and buffers bound outside `loop` that its body uses, in a fixed order."""
+    variables: dict[Var, None] = {}
+    buffers: dict[Buffer, None] = {}
+
+    def see(e: Expr) -> None:
+        for node in walk_expr(e):
+            if isinstance(node, Var) and node in em.vars:
+                variables[node] = None
+            elif isinstance(node, Load):
+                see_buffer(node.buffer)
+
+    def see_buffer(buffer: Buffer) -> None:
+        if buffer in em.buffers:
+            buffers[buffer] = None
+        for e in (*buffer.shape, *(buffer.strides or ())):
+            see(e)
+
+    for s in walk_stmt(loop.body):
+        for e in stmt_exprs(s):
+            see(e)
+        if isinstance(s, (Store, Allocate)):
+            see_buffer(s.buffer)
+    return list(variables), list(buffers)

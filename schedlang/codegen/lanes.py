@@ -1,0 +1,122 @@
+"""Which parts of a vectorized loop's body vary across lanes, and how.
+
+A loop of kind ``vectorized`` runs its body once with the loop variable a vector of lanes. An
+index that does not mention the lane variable is *uniform* (one scalar for all lanes), one that
+is ``uniform + 1 * lane`` in the last dimension of a compact buffer is *contiguous* (one vector
+load or store), anything else is a *gather* (lane by lane). `vectorizable` says whether a body
+can be emitted this way at all; when it cannot, the loop runs as a scalar loop (same results).
+"""
+
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir.expr import Binary, Cast, Const, Expr, Var
+from ..loopir.nodes import Buffer, For, If, Let, Load, Seq, Stmt, Store
+from ..loopir.visit import expr_children, walk_expr
+
+MAX_LANES = 64
+REDUCE_OPS = ("+", "*", "min", "max")
+
+
+def depends_on(e: Expr, var: Var) -> bool:
+    return any(node is var for node in walk_expr(e))
+
+
+def lane_stride(e: Expr, lane: Var) -> int | None:
+    """The constant c with ``e = uniform + c * lane``, or None when `e` is not of that form."""
+    if not depends_on(e, lane):
+        return 0
+    if e is lane:
+        return 1
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        a, b = lane_stride(e.a, lane), lane_stride(e.b, lane)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "+" else a - b
+    if isinstance(e, Binary) and e.op == "*":
+        for factor, other in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(factor, Const):
+                stride = lane_stride(other, lane)
+                return None if stride is None else int(factor.value) * stride
+        return None
+    if isinstance(e, Cast) and e.value.dtype in dt.SIGNED and e.dtype in dt.SIGNED:
+        if dt.bits(e.dtype) >= dt.bits(e.value.dtype):
+            return lane_stride(e.value, lane)
+    return None
+
+
+def access_kind(buffer: Buffer, indices: tuple[Expr, ...], lane: Var) -> str:
+    """``"uniform"``, ``"contiguous"`` or ``"gather"`` (see the module docstring)."""
+    strides = [lane_stride(i, lane) for i in indices]
+    if all(s == 0 for s in strides):
+        return "uniform"
+    compact_last = buffer.strides is None or (
+        isinstance(buffer.strides[-1], Const) and int(buffer.strides[-1].value) == 1
+    )
+    if strides[-1] == 1 and all(s == 0 for s in strides[:-1]) and compact_last:
+        return "contiguous"
+    return "gather"
+
+
+def same_expr(a: Expr, b: Expr) -> bool:
+    """Structural equality (variables and buffers by identity)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.dtype != b.dtype:
+        return False
+    if isinstance(a, Var):
+        return False
+    if isinstance(a, Const):
+        return a.value == b.value
+    if isinstance(a, Load) and a.buffer is not b.buffer:
+        return False
+    for field in ("op", "name"):
+        if getattr(a, field, None) != getattr(b, field, None):
+            return False
+    ka, kb = expr_children(a), expr_children(b)
+    return len(ka) == len(kb) and all(same_expr(x, y) for x, y in zip(ka, kb))
+
+
+def reduction(store: Store, lane: Var) -> tuple[str, Expr] | None:
+    """``(op, term)`` when `store` is ``B[u] = B[u] op term`` (or ``term op B[u]``; the
+    operators are commutative) with uniform `u` and a `term` that varies across lanes and does
+    not read ``B``."""
+    value = store.value
+    if not (isinstance(value, Binary) and value.op in REDUCE_OPS):
+        return None
+    for acc, term in ((value.a, value.b), (value.b, value.a)):
+        if not (isinstance(acc, Load) and acc.buffer is store.buffer):
+            continue
+        if not all(same_expr(x, y) for x, y in zip(acc.indices, store.indices)):
+            continue
+        if depends_on(term, lane) and not _reads(term, store.buffer):
+            return value.op, term
+    return None
+
+
+def _reads(e: Expr, buffer: Buffer) -> bool:
+    return any(isinstance(n, Load) and n.buffer is buffer for n in walk_expr(e))
+
+
+def vectorizable(loop: For) -> bool:
+    """True when `loop` (kind ``vectorized``) can run as vector code; see `lanes` docstring."""
+    if not isinstance(loop.extent, Const) or not 1 <= int(loop.extent.value) <= MAX_LANES:
+        return False
+    return _body_ok(loop.body, loop.var)
+
+
+def _body_ok(s: Stmt, lane: Var) -> bool:
+    if isinstance(s, Seq):
+        return all(_body_ok(x, lane) for x in s.stmts)
+    if isinstance(s, If):
+        branches = [s.then] if s.otherwise is None else [s.then, s.otherwise]
+        return all(_body_ok(x, lane) for x in branches)
+    if isinstance(s, Let):
+        return not depends_on(s.value, lane) and _body_ok(s.body, lane)
+    if isinstance(s, Store):
+        if access_kind(s.buffer, s.indices, lane) != "uniform":
+            return True
+        if reduction(s, lane) is not None:
+            return True
+        return not depends_on(s.value, lane) and not _reads(s.value, s.buffer)
+    return False  # nested loops, allocations, barriers: the loop runs as scalars

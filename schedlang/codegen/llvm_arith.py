@@ -1,0 +1,189 @@
+"""Arithmetic with the reference evaluator's (numpy's) meaning, where LLVM's differs.
+
+LLVM leaves some cases undefined that numpy defines: integer division by zero (numpy: 0),
+``INT_MIN // -1`` (numpy wraps), shifts by the bit width or more (numpy: 0, or the sign for a
+right shift), float-to-int conversion out of range. Floor division and modulo of integers and
+floats follow numpy's rules (the result's sign follows the divisor). Every helper works on
+scalars and vectors alike.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..ir import dtype as dt
+from .intrinsics import call_overloaded, intrinsic
+from .llvm_types import F32, F64, HALF, I32, I64, is_signed, lanes_of, round_half, vector_of
+
+
+def splat_like(value: int | float, like: ir.Value) -> ir.Constant:
+    """The constant `value` with the type of `like` (a vector constant for a vector)."""
+    t = like.type
+    if isinstance(t, ir.VectorType):
+        return ir.Constant(t, [ir.Constant(t.element, value)] * t.count)
+    return ir.Constant(t, value)
+
+
+def int_floordiv(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    if not is_signed(dtype):
+        return _guard_zero(b, x, y, lambda d: b.udiv(x, d), dtype)
+
+    def floor(d: ir.Value) -> ir.Value:
+        q, r = b.sdiv(x, d), b.srem(x, d)
+        adjust = _signs_differ(b, r, d)
+        return b.sub(q, b.zext(adjust, q.type))
+
+    return _guard_zero(b, x, y, floor, dtype)
+
+
+def int_floormod(b: ir.IRBuilder, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    if not is_signed(dtype):
+        return _guard_zero(b, x, y, lambda d: b.urem(x, d), dtype, mod=True)
+
+    def floor(d: ir.Value) -> ir.Value:
+        r = b.srem(x, d)
+        return b.select(_signs_differ(b, r, d), b.add(r, d), r)
+
+    return _guard_zero(b, x, y, floor, dtype, mod=True)
+
+
+def _signs_differ(b: ir.IRBuilder, r: ir.Value, d: ir.Value) -> ir.Value:
+    """True where the remainder is nonzero and its sign differs from the divisor's."""
+    zero = splat_like(0, r)
+    nonzero = b.icmp_signed("!=", r, zero)
+    return b.and_(nonzero, b.icmp_signed("<", b.xor(r, d), zero))
+
+
+def _guard_zero(b, x, y, divide, dtype: str, mod: bool = False) -> ir.Value:
+    """`divide(y)` where LLVM defines it; numpy's results for y == 0 (0) and, for signed
+    types, y == -1 (x // -1 == -x wrapping, x % -1 == 0)."""
+    if isinstance(y, ir.Constant) and not isinstance(y.type, ir.VectorType):
+        value = y.constant
+        minus_one = (-1, (1 << dt.bits(dtype)) - 1)
+        if value != 0 and not (is_signed(dtype) and value in minus_one):
+            return divide(y)
+    zero, one = splat_like(0, y), splat_like(1, y)
+    special = b.icmp_unsigned("==", y, zero)
+    if is_signed(dtype):
+        minus_one = b.icmp_signed("==", y, splat_like(-1, y))
+        special = b.or_(special, minus_one)
+    result = divide(b.select(special, one, y))
+    if not is_signed(dtype):
+        return b.select(special, zero, result)
+    if mod:
+        return b.select(special, zero, result)
+    negated = b.select(minus_one, b.sub(zero, x), zero)
+    return b.select(special, negated, result)
+
+
+def float_floordiv(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """numpy's ``npy_floor_divide``: floor((x - fmod(x, y)) / y), corrected to the nearest
+    integer, with the sign of ``x / y`` for a zero result and ``x / y`` for y == 0."""
+    mod = b.frem(x, y)
+    div = b.fdiv(b.fsub(x, mod), y)
+    zero = splat_like(0.0, x)
+    fix = b.and_(
+        b.fcmp_ordered("!=", mod, zero),
+        b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)),
+    )
+    div = b.select(fix, b.fsub(div, splat_like(1.0, x)), div)
+    floor = call_overloaded(b, "llvm.floor", [div])
+    up = b.fcmp_ordered(">", b.fsub(div, floor), splat_like(0.5, x))
+    floor = b.select(up, b.fadd(floor, splat_like(1.0, x)), floor)
+    quotient = b.fdiv(x, y)
+    signed_zero = call_overloaded(b, "llvm.copysign", [zero, quotient])
+    result = b.select(b.fcmp_unordered("==", div, zero), signed_zero, floor)
+    return b.select(b.fcmp_ordered("==", y, zero), quotient, result)
+
+
+def float_floormod(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """numpy's ``npy_remainder``: fmod, moved into the divisor's sign; zero takes its sign."""
+    mod = b.frem(x, y)
+    zero = splat_like(0.0, x)
+    fix = b.and_(
+        b.fcmp_ordered("!=", mod, zero),
+        b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)),
+    )
+    moved = b.select(fix, b.fadd(mod, y), mod)
+    signed_zero = call_overloaded(b, "llvm.copysign", [zero, y])
+    result = b.select(b.fcmp_ordered("==", mod, zero), signed_zero, moved)
+    return b.select(b.fcmp_ordered("==", y, zero), mod, result)
+
+
+def shift(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    """``x << y`` or ``x >> y`` with numpy's meaning for amounts past the width (or negative)."""
+    width = splat_like(dt.bits(dtype), y)
+    too_far = b.icmp_unsigned(">=", y, width)
+    safe = b.select(too_far, splat_like(0, y), y)
+    if op == "<<":
+        return b.select(too_far, splat_like(0, x), b.shl(x, safe))
+    if not is_signed(dtype):
+        return b.select(too_far, splat_like(0, x), b.lshr(x, safe))
+    sign = b.ashr(x, splat_like(dt.bits(dtype) - 1, x))
+    return b.select(too_far, sign, b.ashr(x, safe))
+
+
+def min_max(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    """Elementwise min or max; for floats NaN wins, as with numpy's minimum and maximum."""
+    if dt.is_float(dtype):
+        return call_overloaded(b, "llvm.minimum" if op == "min" else "llvm.maximum", [x, y])
+    if dtype == "bool":
+        return b.and_(x, y) if op == "min" else b.or_(x, y)
+    prefix = "s" if is_signed(dtype) else "u"
+    return call_overloaded(b, f"llvm.{prefix}{op}", [x, y])
+
+
+def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str) -> ir.Value:
+    """`value` (compute type of `source`) converted to `target` as numpy's ``astype`` does."""
+    lanes = lanes_of(value)
+    if source == target:
+        return value
+    if target == "bool":
+        if dt.is_float(source):
+            return b.fcmp_unordered("!=", value, splat_like(0.0, value))
+        return b.icmp_unsigned("!=", value, splat_like(0, value))
+    if dt.is_float(target):
+        return _to_float(b, value, source, target, lanes)
+    return _to_int(b, value, source, target, lanes)
+
+
+def _to_float(b, value, source: str, target: str, lanes) -> ir.Value:
+    wide = vector_of(F64 if target == "float64" else F32, lanes)
+    if dt.is_float(source):
+        if source == "float64" and target == "float16":
+            narrow = b.fptrunc(value, vector_of(HALF, lanes))
+            return b.fpext(narrow, wide)
+        if value.type == wide:
+            converted = value
+        elif target == "float64":
+            converted = b.fpext(value, wide)
+        else:
+            converted = b.fptrunc(value, wide)
+    elif source == "bool" or not is_signed(source):
+        converted = b.uitofp(value, wide)
+    else:
+        converted = b.sitofp(value, wide)
+    return round_half(b, target, converted)
+
+
+def _to_int(b, value, source: str, target: str, lanes) -> ir.Value:
+    t = vector_of(ir.IntType(dt.bits(target)), lanes)
+    if dt.is_float(source):
+        # C conversion as numpy does it on x86: through int32 (int64 for the wide types).
+        via = I64 if dt.bits(target) >= 32 and target != "int32" else I32
+        wide_t = vector_of(via, lanes)
+        name = "llvm.fptosi.sat"
+        fn = intrinsic(b.module, name, [wide_t, value.type], wide_t, [value.type])
+        converted = b.call(fn, [value])
+        if via.width == dt.bits(target):
+            return converted
+        return b.trunc(converted, t)
+    width = value.type.element.width if lanes else value.type.width
+    target_width = dt.bits(target)
+    if target_width == width:
+        return value
+    if target_width < width:
+        return b.trunc(value, t)
+    if source == "bool" or not is_signed(source):
+        return b.zext(value, t)
+    return b.sext(value, t)

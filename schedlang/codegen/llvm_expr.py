@@ -1,0 +1,317 @@
+"""Loop-IR expressions to LLVM values: the translator every target shares.
+
+Two modes. *Value* mode computes an expression in its dtype with the reference's numerics
+(int32 wraps, ``//`` floors, 16-bit floats round after each operation). *Index* mode computes an
+integer expression as a 64-bit index with no-signed-wrap arithmetic: loop variables, sizes,
+loop bounds, guards and memory offsets are indices, so the optimiser can strength-reduce
+addresses and widen nothing. Both agree whenever no int32 operation overflows, which isl's
+loop bounds and in-bounds accesses guarantee.
+
+Inside a vectorized loop (`lanes` set) a value is either a scalar (uniform across lanes) or a
+vector; operations splat scalars where they meet vectors, and loads go through `llvm_vector`
+under the current lane `mask`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ..errors import InternalError
+from ..ir import dtype as dt
+from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
+from ..ir.printer import expr_str
+from ..loopir.nodes import Buffer, Load
+from ..loopir.visit import walk_expr
+from . import llvm_arith as arith
+from .control import if_else, phi_of
+from .llvm_math import call_math
+from .llvm_types import (
+    I32,
+    I64,
+    compute_type,
+    constant,
+    from_storage,
+    is_signed,
+    lanes_of,
+    round_half,
+    storage_type,
+)
+from .target import Target
+
+_FLOAT_ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}
+_INT_ARITH = {"+": "add", "-": "sub", "*": "mul", "&": "and_", "|": "or_", "^": "xor"}
+_INDEX_OPS = ("+", "-", "*", "//", "%", "min", "max")
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a variable stands for: an i64 index (loop variables, sizes) or a value of its
+    dtype (``Let``)."""
+
+    value: ir.Value
+    index: bool
+
+
+class ExprEmitter:
+    """Expression translation; `llvm_stmt.StmtEmitter` adds statements."""
+
+    def __init__(self, builder: ir.IRBuilder, target: Target) -> None:
+        self.b = builder
+        self.target = target
+        self.vars: dict[Var, Binding] = {}
+        self.buffers: dict[Buffer, ir.Value] = {}
+        self.lane: Var | None = None
+        self.lanes: int | None = None
+        self.mask: ir.Value | None = None
+
+    # -- helpers --------------------------------------------------------------------------
+    def splat(self, value: ir.Value, lanes: int | None) -> ir.Value:
+        """`value` as a vector of `lanes` (unchanged when it already is one, or lanes is None)."""
+        if lanes is None or lanes_of(value) == lanes:
+            return value
+        vector_t = ir.VectorType(value.type, lanes)
+        if isinstance(value, ir.Constant):
+            return ir.Constant(vector_t, [value] * lanes)
+        undef = ir.Constant(vector_t, ir.Undefined)
+        first = self.b.insert_element(undef, value, ir.Constant(I32, 0))
+        zeros = ir.Constant(ir.VectorType(I32, lanes), [ir.Constant(I32, 0)] * lanes)
+        return self.b.shuffle_vector(first, undef, zeros)
+
+    def unify(self, *values: ir.Value) -> list[ir.Value]:
+        """`values` splatted to the widest of them."""
+        widths = {lanes_of(v) for v in values} - {None}
+        lanes = widths.pop() if widths else None
+        return [self.splat(v, lanes) for v in values]
+
+    def bind(self, var: Var, value: ir.Value, index: bool) -> None:
+        self.vars[var] = Binding(value, index)
+
+    def varying(self, e: Expr) -> bool:
+        """Whether `e` may differ between lanes (inside a vectorized loop)."""
+        if self.lanes is None:
+            return False
+        return any(isinstance(n, Var) and lanes_of(self._var(n).value) for n in walk_expr(e))
+
+    def _var(self, v: Var) -> Binding:
+        binding = self.vars.get(v)
+        if binding is None:
+            raise InternalError(f"the variable '{v.name}' is used outside its loop or let")
+        return binding
+
+    # -- value mode -----------------------------------------------------------------------
+    def value(self, e: Expr) -> ir.Value:
+        """`e` in its dtype's compute type (a vector when it varies across lanes)."""
+        if isinstance(e, Const):
+            return constant(e.dtype, e.value)
+        if isinstance(e, Var):
+            return self._var_value(e)
+        if isinstance(e, Load):
+            return self.load(e)
+        if isinstance(e, Binary):
+            return self._binary(e)
+        if isinstance(e, Compare):
+            return self._compare(e.op, e.a.dtype, *self.unify(self.value(e.a), self.value(e.b)))
+        if isinstance(e, Unary):
+            return self._unary(e)
+        if isinstance(e, Select):
+            return self._select(e)
+        if isinstance(e, Cast):
+            return arith.cast(self.b, self.value(e.value), e.value.dtype, e.dtype)
+        if isinstance(e, Call):
+            args = self.unify(*(self.value(a) for a in e.args))
+            return call_math(self.b, self.target, e.name, args, e.dtype)
+        raise InternalError(f"code generation cannot translate {type(e).__name__} '{e}'")
+
+    def _var_value(self, v: Var) -> ir.Value:
+        binding = self._var(v)
+        if not binding.index:
+            return binding.value
+        return arith.cast(self.b, binding.value, "int64", v.dtype)
+
+    def _binary(self, e: Binary) -> ir.Value:
+        b, dtype, op = self.b, e.dtype, e.op
+        x, y = self.unify(self.value(e.a), self.value(e.b))
+        if op in ("min", "max"):
+            return arith.min_max(b, op, x, y, dtype)
+        if dt.is_float(dtype):
+            if op in _FLOAT_ARITH:
+                result = getattr(b, _FLOAT_ARITH[op])(x, y)
+            elif op == "//":
+                result = arith.float_floordiv(b, x, y)
+            elif op == "%":
+                result = arith.float_floormod(b, x, y)
+            else:
+                raise InternalError(f"the operator '{op}' on {dtype} in '{expr_str(e)}'")
+            return round_half(b, dtype, result)
+        if op in ("and", "or"):
+            return b.and_(x, y) if op == "and" else b.or_(x, y)
+        if op in _INT_ARITH:
+            return getattr(b, _INT_ARITH[op])(x, y)
+        if op == "//":
+            return arith.int_floordiv(b, x, y, dtype)
+        if op == "%":
+            return arith.int_floormod(b, x, y, dtype)
+        if op in ("<<", ">>"):
+            return arith.shift(b, op, x, y, dtype)
+        raise InternalError(f"the operator '{op}' on {dtype} in '{expr_str(e)}'")
+
+    def _compare(self, op: str, dtype: str, x: ir.Value, y: ir.Value) -> ir.Value:
+        if dt.is_float(dtype):
+            if op == "!=":
+                return self.b.fcmp_unordered(op, x, y)
+            return self.b.fcmp_ordered(op, x, y)
+        if is_signed(dtype):
+            return self.b.icmp_signed(op, x, y)
+        return self.b.icmp_unsigned(op, x, y)
+
+    def _unary(self, e: Unary) -> ir.Value:
+        x = self.value(e.a)
+        if e.op == "-":
+            if dt.is_float(e.dtype):
+                return self.b.fneg(x)
+            return self.b.sub(arith.splat_like(0, x), x)
+        return self.b.xor(x, arith.splat_like(-1, x))
+
+    def _select(self, e: Select) -> ir.Value:
+        cond = self.value(e.cond)
+        if lanes_of(cond):
+            with self.masked(cond):
+                yes = self.value(e.true_value)
+            with self.masked(self.b.not_(cond)):
+                no = self.value(e.false_value)
+            return self.b.select(cond, *self.unify(yes, no))
+        guards = any(isinstance(n, Load) for n in walk_expr(e.true_value)) or any(
+            isinstance(n, Load) for n in walk_expr(e.false_value)
+        )
+        if not guards:
+            yes, no = self.unify(self.value(e.true_value), self.value(e.false_value))
+            return self.b.select(cond, yes, no)
+        incoming = []
+        with if_else(self.b, cond, "select") as (then, otherwise):
+            with then:
+                incoming.append((self.splat(self.value(e.true_value), self.lanes), self.b.block))
+            with otherwise:
+                incoming.append((self.splat(self.value(e.false_value), self.lanes), self.b.block))
+        return phi_of(self.b, incoming)
+
+    @contextmanager
+    def masked(self, cond: ir.Value) -> Iterator[None]:
+        """Lanes outside `cond` are inactive inside the block (their loads do not happen)."""
+        saved = self.mask
+        self.mask = cond if saved is None else self.b.and_(saved, cond)
+        try:
+            yield
+        finally:
+            self.mask = saved
+
+    # -- memory ---------------------------------------------------------------------------
+    def pointer(self, buffer: Buffer) -> ir.Value:
+        ptr = self.buffers.get(buffer)
+        if ptr is None:
+            raise InternalError(f"buffer '{buffer.name}' is used outside its allocation")
+        return ptr
+
+    def offset(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
+        """The element offset of `indices` in `buffer` (row-major unless it has strides)."""
+        if len(indices) != len(buffer.shape):
+            raise InternalError(
+                f"'{buffer.name}' accessed with {len(indices)} indices; it has "
+                f"{len(buffer.shape)} dimension(s)"
+            )
+        if not indices:
+            return ir.Constant(I64, 0)
+        if buffer.strides is not None:
+            terms = [
+                self._mul(self.index(i), self.index(s)) for i, s in zip(indices, buffer.strides)
+            ]
+            total = terms[0]
+            for t in terms[1:]:
+                total = self.b.add(*self.unify(total, t), flags=("nsw",))
+            return total
+        total = self.index(indices[0])
+        for extent, i in zip(buffer.shape[1:], indices[1:]):
+            scaled = self._mul(total, self.index(extent))
+            total = self.b.add(*self.unify(scaled, self.index(i)), flags=("nsw",))
+        return total
+
+    def _mul(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return self.b.mul(*self.unify(x, y), flags=("nsw",))
+
+    def element(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
+        """The address of one element (indices uniform, or outside vectorized loops)."""
+        offset = self.offset(buffer, indices)
+        return self.b.gep(
+            self.pointer(buffer), [offset], inbounds=True, source_etype=storage_type(buffer.dtype)
+        )
+
+    def load(self, e: Load) -> ir.Value:
+        if self.lanes is not None:
+            from .llvm_vector import vector_load
+
+            return vector_load(self, e)
+        return self.scalar_load(e.buffer, e.indices)
+
+    def scalar_load(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
+        ptr = self.element(buffer, indices)
+        raw = self.b.load(ptr, typ=storage_type(buffer.dtype), align=dt.itemsize(buffer.dtype))
+        return from_storage(self.b, buffer.dtype, raw)
+
+    # -- index mode -----------------------------------------------------------------------
+    def index(self, e: Expr) -> ir.Value:
+        """`e` (an integer) as an i64 index; see the module docstring."""
+        if isinstance(e, Const) and dt.is_int(e.dtype):
+            return ir.Constant(I64, int(e.value))
+        if isinstance(e, Var):
+            binding = self._var(e)
+            if binding.index:
+                return binding.value
+        elif e.dtype in dt.SIGNED:
+            if isinstance(e, Binary) and e.op in _INDEX_OPS:
+                return self._index_binary(e)
+            if isinstance(e, Cast) and e.value.dtype in dt.SIGNED:
+                return self.index(e.value)
+        return arith.cast(self.b, self.value(e), e.dtype, "int64")
+
+    def _index_binary(self, e: Binary) -> ir.Value:
+        b = self.b
+        x, y = self.unify(self.index(e.a), self.index(e.b))
+        if e.op == "+":
+            return b.add(x, y, flags=("nsw",))
+        if e.op == "-":
+            return b.sub(x, y, flags=("nsw",))
+        if e.op == "*":
+            return b.mul(x, y, flags=("nsw",))
+        if e.op == "//":
+            return arith.int_floordiv(b, x, y, "int64")
+        if e.op == "%":
+            return arith.int_floormod(b, x, y, "int64")
+        return arith.min_max(b, e.op, x, y, "int64")
+
+    def condition(self, e: Expr) -> ir.Value:
+        """A guard (``bool``); comparisons of signed integers are compared as indices."""
+        if isinstance(e, Compare) and e.a.dtype in dt.SIGNED and _index_like(e.a, e.b):
+            x, y = self.unify(self.index(e.a), self.index(e.b))
+            return self.b.icmp_signed(e.op, x, y)
+        if isinstance(e, Binary) and e.op in ("and", "or"):
+            x, y = self.unify(self.condition(e.a), self.condition(e.b))
+            return self.b.and_(x, y) if e.op == "and" else self.b.or_(x, y)
+        return self.value(e)
+
+
+def _index_like(*exprs: Expr) -> bool:
+    """Pure index arithmetic: variables, constants, + - * // % min max of signed integers."""
+    for e in exprs:
+        for n in walk_expr(e):
+            if isinstance(n, (Var, Const)):
+                continue
+            if isinstance(n, Binary) and n.op in _INDEX_OPS and n.dtype in dt.SIGNED:
+                continue
+            return False
+    return True
+
+
+__all__ = ["Binding", "ExprEmitter", "compute_type"]

@@ -1,0 +1,97 @@
+"""Math calls (`schedlang.ir.math`) with the reference evaluator's numerics.
+
+Functions LLVM has intrinsics for become intrinsics (each target lowers them: the CPU to its
+math library or instructions); the others (``tanh``, ``erf``) call the function the target names
+(`Target.external_math`), lane by lane for vectors. ``rsqrt`` and ``sigmoid`` are spelled as the
+reference spells them, ``1 / sqrt(x)`` and ``1 / (1 + exp(-x))``, and ``fma`` is computed in
+double like the reference; 16-bit floats are computed in float and rounded once at the end.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ..errors import InternalError
+from ..ir import dtype as dt
+from .intrinsics import call_overloaded, function, intrinsic
+from .llvm_arith import splat_like
+from .llvm_types import F64, I1, I32, is_signed, lanes_of, round_half, vector_of
+
+if TYPE_CHECKING:
+    from .target import Target
+
+_INTRINSICS = {
+    "sqrt": "llvm.sqrt",
+    "exp": "llvm.exp",
+    "exp2": "llvm.exp2",
+    "log": "llvm.log",
+    "log2": "llvm.log2",
+    "sin": "llvm.sin",
+    "cos": "llvm.cos",
+    "pow": "llvm.pow",
+    "abs": "llvm.fabs",
+    "floor": "llvm.floor",
+    "ceil": "llvm.ceil",
+    "round": "llvm.roundeven",
+}
+EXTERNAL = ("tanh", "erf")
+
+
+def call_math(
+    b: ir.IRBuilder, target: Target, name: str, args: list[ir.Value], dtype: str
+) -> ir.Value:
+    """``name(*args)`` for compute values of `dtype` (all of one shape: scalars or vectors)."""
+    if not dt.is_float(dtype):
+        return _integer(b, name, args[0], dtype)
+    if name == "fma":
+        result = _fma(b, args, dtype)
+    elif name == "rsqrt":
+        result = b.fdiv(splat_like(1.0, args[0]), call_overloaded(b, "llvm.sqrt", args))
+    elif name == "sigmoid":
+        x = args[0]
+        exp = call_overloaded(b, "llvm.exp", [b.fneg(x)])
+        result = b.fdiv(splat_like(1.0, x), b.fadd(splat_like(1.0, x), exp))
+    elif name in _INTRINSICS:
+        result = call_overloaded(b, _INTRINSICS[name], args)
+    elif name in EXTERNAL:
+        work = "float64" if dtype == "float64" else "float32"
+        result = _external(b, target.external_math(name, work), args)
+    else:
+        raise InternalError(f"code generation does not know the math function '{name}'")
+    return round_half(b, dtype, result)
+
+
+def _integer(b: ir.IRBuilder, name: str, x: ir.Value, dtype: str) -> ir.Value:
+    if name != "abs":
+        raise InternalError(f"the math function '{name}' of the integer type {dtype}")
+    if not is_signed(dtype):
+        return x
+    fn = intrinsic(b.module, "llvm.abs", [x.type], x.type, [x.type, I1])
+    return b.call(fn, [x, ir.Constant(I1, 0)])
+
+
+def _fma(b: ir.IRBuilder, args: list[ir.Value], dtype: str) -> ir.Value:
+    """The reference computes ``a * b + c`` in double: a float product is exact there, so one
+    double fma gives the same value; float64 gets a true fused multiply-add."""
+    if dtype == "float64":
+        return call_overloaded(b, "llvm.fma", args)
+    wide_t = vector_of(F64, lanes_of(args[0]))
+    wide = [b.fpext(a, wide_t) for a in args]
+    return b.fptrunc(call_overloaded(b, "llvm.fma", wide), args[0].type)
+
+
+def _external(b: ir.IRBuilder, symbol: str, args: list[ir.Value]) -> ir.Value:
+    """A call of an external scalar function, once per lane for vector arguments."""
+    t = args[0].type
+    scalar_t = t.element if isinstance(t, ir.VectorType) else t
+    fn = function(b.module, symbol, scalar_t, [scalar_t] * len(args))
+    if not isinstance(t, ir.VectorType):
+        return b.call(fn, args)
+    result = ir.Constant(t, ir.Undefined)
+    for lane in range(t.count):
+        at = ir.Constant(I32, lane)
+        value = b.call(fn, [b.extract_element(a, at) for a in args])
+        result = b.insert_element(result, value, at)
+    return result

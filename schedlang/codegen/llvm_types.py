@@ -1,0 +1,137 @@
+"""How each schedlang dtype lives in LLVM: its type in memory and its type in arithmetic.
+
+The two differ for three dtypes. ``bool`` is ``i1`` in arithmetic and a byte in memory.
+``float16`` and ``bfloat16`` are computed in ``float`` and rounded back to 16 bits after every
+operation, which is exactly what numpy and ml_dtypes do, so results agree bit for bit with the
+reference evaluator; in memory they are ``half`` and the upper 16 bits of a ``float`` (``i16``).
+bfloat16 rounding is done with integer operations rather than LLVM's ``bfloat`` type, whose
+support varies between backends.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..errors import InternalError
+from ..ir import dtype as dt
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+HALF = ir.HalfType()
+PTR = ir.PointerType()
+
+HALF_FLOATS = ("float16", "bfloat16")
+
+
+def compute_type(dtype: str) -> ir.Type:
+    """The scalar type values of `dtype` have in arithmetic."""
+    if dtype == "bool":
+        return I1
+    if dtype == "float64":
+        return F64
+    if dt.is_float(dtype):
+        return F32
+    if dt.is_int(dtype):
+        return ir.IntType(dt.bits(dtype))
+    raise InternalError(f"no LLVM type for dtype {dtype!r}")
+
+
+def storage_type(dtype: str) -> ir.Type:
+    """The scalar type of `dtype` in memory."""
+    if dtype == "bool":
+        return I8
+    if dtype == "float16":
+        return HALF
+    if dtype == "bfloat16":
+        return I16
+    return compute_type(dtype)
+
+
+def is_signed(dtype: str) -> bool:
+    return dtype in dt.SIGNED
+
+
+def vector_of(t: ir.Type, lanes: int | None) -> ir.Type:
+    return t if lanes is None else ir.VectorType(t, lanes)
+
+
+def lanes_of(value: ir.Value) -> int | None:
+    """The vector width of `value`, None for a scalar."""
+    return value.type.count if isinstance(value.type, ir.VectorType) else None
+
+
+def constant(dtype: str, value: object, lanes: int | None = None) -> ir.Constant:
+    """`value` as a constant of `dtype`'s compute type (a vector of `lanes` copies if given)."""
+    t = compute_type(dtype)
+    if dtype == "bool":
+        scalar = ir.Constant(t, int(bool(value)))
+    elif dt.is_float(dtype):
+        scalar = ir.Constant(t, float(_rounded(dtype, float(value))))
+    else:
+        scalar = ir.Constant(t, int(value) & ((1 << dt.bits(dtype)) - 1))
+    if lanes is None:
+        return scalar
+    return ir.Constant(ir.VectorType(t, lanes), [scalar] * lanes)
+
+
+def _rounded(dtype: str, value: float) -> float:
+    """`value` as `dtype` stores it (constants of 16-bit floats are rounded like their values)."""
+    if dtype in HALF_FLOATS or dtype == "float32":
+        return float(dt.to_numpy(dtype).type(value))
+    return value
+
+
+def round_half(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
+    """A float computed for a 16-bit `dtype`, rounded to it (and kept in float)."""
+    if dtype == "float16":
+        return b.fpext(b.fptrunc(value, vector_of(HALF, lanes_of(value))), value.type)
+    if dtype == "bfloat16":
+        return from_storage(b, dtype, to_storage(b, dtype, value))
+    return value
+
+
+def to_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
+    """A compute value of `dtype` converted to its memory representation."""
+    lanes = lanes_of(value)
+    if dtype == "bool":
+        return b.zext(value, vector_of(I8, lanes))
+    if dtype == "float16":
+        return b.fptrunc(value, vector_of(HALF, lanes))
+    if dtype == "bfloat16":
+        return _float_to_bfloat(b, value, lanes)
+    return value
+
+
+def from_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
+    """A value loaded from memory as `dtype`, converted to its compute type."""
+    lanes = lanes_of(value)
+    if dtype == "bool":
+        return b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
+    if dtype == "float16":
+        return b.fpext(value, vector_of(F32, lanes))
+    if dtype == "bfloat16":
+        wide = b.shl(b.zext(value, vector_of(I32, lanes)), _splat(I32, 16, lanes))
+        return b.bitcast(wide, vector_of(F32, lanes))
+    return value
+
+
+def _float_to_bfloat(b: ir.IRBuilder, value: ir.Value, lanes: int | None) -> ir.Value:
+    """Round-to-nearest-even of a float to bfloat16 bits; NaNs stay (quiet) NaNs."""
+    i32 = vector_of(I32, lanes)
+    bits = b.bitcast(value, i32)
+    odd = b.and_(b.lshr(bits, _splat(I32, 16, lanes)), _splat(I32, 1, lanes))
+    rounded = b.add(b.add(bits, _splat(I32, 0x7FFF, lanes)), odd)
+    quiet = b.or_(bits, _splat(I32, 0x00400000, lanes))
+    is_nan = b.fcmp_unordered("uno", value, value)
+    chosen = b.select(is_nan, quiet, rounded)
+    return b.trunc(b.lshr(chosen, _splat(I32, 16, lanes)), vector_of(I16, lanes))
+
+
+def _splat(t: ir.IntType, value: int, lanes: int | None) -> ir.Constant:
+    scalar = ir.Constant(t, value)
+    return scalar if lanes is None else ir.Constant(ir.VectorType(t, lanes), [scalar] * lanes)

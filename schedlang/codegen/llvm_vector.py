@@ -1,0 +1,264 @@
+"""Vectorized loops: the body runs once, with the loop variable a vector of lanes.
+
+`lanes.vectorizable` decides whether a loop can; if not, it runs as a scalar loop. Memory
+accesses are classified by `lanes.access_kind`: uniform ones are scalar loads and stores,
+contiguous ones vector loads and stores, the rest lane by lane. A guard that varies across lanes
+becomes a mask: when every lane passes (the common case: all but the last tile) the guarded code
+runs unmasked, else with masked loads and stores, so tails are exact. A store of
+``B[u] = B[u] op term`` to a uniform element is a reduction over the lanes (the one place where
+the schedule asked for the additions to be reordered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ..ir import dtype as dt
+from ..loopir.nodes import For, If, Let, Load, Seq, Stmt, Store
+from .control import if_else, if_then, phi_of
+from .intrinsics import intrinsic
+from .lanes import access_kind, reduction, vectorizable
+from .llvm_arith import min_max
+from .llvm_expr import Binding
+from .llvm_types import I1, I32, I64, constant, from_storage, round_half, storage_type, to_storage
+
+if TYPE_CHECKING:
+    from .llvm_expr import ExprEmitter
+    from .llvm_stmt import StmtEmitter
+
+
+def emit_vectorized(em: StmtEmitter, loop: For) -> None:
+    if not vectorizable(loop):
+        em.serial_loop(loop)
+        return
+    lanes = int(loop.extent.value)
+    base = em.index(loop.min)
+    steps = ir.Constant(ir.VectorType(I64, lanes), [ir.Constant(I64, k) for k in range(lanes)])
+    vector = em.b.add(em.splat(base, lanes), steps, flags=("nsw",))
+    saved = (em.lane, em.lanes, em.mask, em.lane_base)
+    em.lane, em.lanes, em.mask, em.lane_base = loop.var, lanes, None, base
+    em.bind(loop.var, vector, index=True)
+    try:
+        _stmt(em, loop.body)
+    finally:
+        em.lane, em.lanes, em.mask, em.lane_base = saved
+        del em.vars[loop.var]
+
+
+def _stmt(em: StmtEmitter, s: Stmt) -> None:
+    if isinstance(s, Seq):
+        for child in s.stmts:
+            _stmt(em, child)
+    elif isinstance(s, Let):
+        em.bind(s.var, em.value(s.value), index=False)
+        _stmt(em, s.body)
+        del em.vars[s.var]
+    elif isinstance(s, If):
+        _if(em, s)
+    elif isinstance(s, Store):
+        _store(em, s)
+
+
+def _if(em: StmtEmitter, s: If) -> None:
+    cond = em.condition(s.cond)
+    if not isinstance(cond.type, ir.VectorType):
+        if s.otherwise is None:
+            with if_then(em.b, cond, "vif"):
+                _stmt(em, s.then)
+            return
+        with if_else(em.b, cond, "vif") as (then, otherwise):
+            with then:
+                _stmt(em, s.then)
+            with otherwise:
+                _stmt(em, s.otherwise)
+        return
+    arms = [(s.then, cond)]
+    if s.otherwise is not None:
+        arms.append((s.otherwise, em.b.not_(cond)))
+    for body, active in arms:
+        if em.mask is None:
+            with if_else(em.b, _reduce_bool(em.b, "and", active), "lanes") as (full, part):
+                with full:
+                    _stmt(em, body)
+                with part, if_then(em.b, _reduce_bool(em.b, "or", active), "some"):
+                    with em.masked(active):
+                        _stmt(em, body)
+        else:
+            narrowed = em.b.and_(em.mask, active)
+            with if_then(em.b, _reduce_bool(em.b, "or", narrowed), "some"):
+                with em.masked(active):
+                    _stmt(em, body)
+
+
+def _reduce_bool(b: ir.IRBuilder, op: str, mask: ir.Value) -> ir.Value:
+    fn = intrinsic(b.module, f"llvm.vector.reduce.{op}", [mask.type], I1, [mask.type])
+    return b.call(fn, [mask])
+
+
+@contextmanager
+def _any_lane(em: ExprEmitter) -> Iterator[None]:
+    """The block runs when some lane is active (always, outside masks)."""
+    if em.mask is None:
+        yield
+        return
+    with if_then(em.b, _reduce_bool(em.b, "or", em.mask), "some"):
+        yield
+
+
+@contextmanager
+def _lane_zero(em: ExprEmitter) -> Iterator[None]:
+    """Scalar code for lane 0: the base address of a contiguous access."""
+    saved = em.vars[em.lane], em.lanes, em.mask
+    em.vars[em.lane] = Binding(em.lane_base, True)
+    em.lanes, em.mask = None, None
+    try:
+        yield
+    finally:
+        em.vars[em.lane], em.lanes, em.mask = saved
+
+
+def _store(em: StmtEmitter, s: Store) -> None:
+    b, buffer = em.b, s.buffer
+    kind = access_kind(buffer, s.indices, em.lane)
+    if kind == "uniform":
+        found = reduction(s, em.lane)
+        with _any_lane(em):
+            if found is None:
+                value = em.value(s.value)
+            else:
+                value = _reduce(em, s, *found)
+            ptr = em.element(buffer, s.indices)
+            b.store(to_storage(b, buffer.dtype, value), ptr, align=dt.itemsize(buffer.dtype))
+        return
+    value = to_storage(b, buffer.dtype, em.splat(em.value(s.value), em.lanes))
+    align = dt.itemsize(buffer.dtype)
+    if kind == "contiguous":
+        with _lane_zero(em):
+            ptr = em.element(buffer, s.indices)
+        if em.mask is None:
+            b.store(value, ptr, align=align)
+            return
+        fn = intrinsic(
+            b.module,
+            "llvm.masked.store",
+            [value.type, ptr.type],
+            ir.VoidType(),
+            [value.type, ptr.type, I32, em.mask.type],
+        )
+        b.call(fn, [value, ptr, ir.Constant(I32, align), em.mask])
+        return
+    offsets = em.offset(buffer, s.indices)
+    for lane in range(em.lanes):
+        at = ir.Constant(I32, lane)
+        with _lane_active(em, at):
+            ptr = _lane_pointer(em, buffer, offsets, at)
+            b.store(b.extract_element(value, at), ptr, align=align)
+
+
+@contextmanager
+def _lane_active(em: ExprEmitter, at: ir.Constant) -> Iterator[None]:
+    if em.mask is None:
+        yield
+        return
+    with if_then(em.b, em.b.extract_element(em.mask, at), "lane"):
+        yield
+
+
+def _lane_pointer(em: ExprEmitter, buffer, offsets: ir.Value, at: ir.Constant) -> ir.Value:
+    offset = em.b.extract_element(offsets, at)
+    etype = storage_type(buffer.dtype)
+    return em.b.gep(em.pointer(buffer), [offset], inbounds=True, source_etype=etype)
+
+
+def vector_load(em: ExprEmitter, e: Load) -> ir.Value:
+    """`e` inside a vectorized loop: a scalar if uniform, else a vector; inactive lanes of the
+    current mask are not read (their values are zero)."""
+    b, buffer = em.b, e.buffer
+    kind = access_kind(buffer, e.indices, em.lane)
+    etype = storage_type(buffer.dtype)
+    align = dt.itemsize(buffer.dtype)
+    if kind == "uniform":
+        if em.mask is None:
+            return em.scalar_load(buffer, e.indices)
+        entry = b.block
+        with if_then(b, _reduce_bool(b, "or", em.mask), "some"):
+            loaded = em.scalar_load(buffer, e.indices)
+            inside = b.block
+        zero = constant(buffer.dtype, 0)
+        return phi_of(b, [(zero, entry), (loaded, inside)])
+    vector_t = ir.VectorType(etype, em.lanes)
+    if kind == "contiguous":
+        with _lane_zero(em):
+            ptr = em.element(buffer, e.indices)
+        if em.mask is None:
+            raw = b.load(ptr, typ=vector_t, align=align)
+        else:
+            fn = intrinsic(
+                b.module,
+                "llvm.masked.load",
+                [vector_t, ptr.type],
+                vector_t,
+                [ptr.type, I32, em.mask.type, vector_t],
+            )
+            zeros = ir.Constant(vector_t, None)
+            raw = b.call(fn, [ptr, ir.Constant(I32, align), em.mask, zeros])
+        return from_storage(b, buffer.dtype, raw)
+    offsets = em.offset(buffer, e.indices)
+    raw = ir.Constant(vector_t, None)
+    for lane in range(em.lanes):
+        at = ir.Constant(I32, lane)
+        before = b.block
+        with _lane_active(em, at):
+            ptr = _lane_pointer(em, buffer, offsets, at)
+            loaded = b.insert_element(raw, b.load(ptr, typ=etype, align=align), at)
+            inside = b.block
+        raw = loaded if em.mask is None else phi_of(b, [(raw, before), (loaded, inside)])
+    return from_storage(b, buffer.dtype, raw)
+
+
+_IDENTITY_FLOAT = {"+": -0.0, "*": 1.0, "max": float("-inf"), "min": float("inf")}
+
+
+def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
+    """``B[u] op (term over the active lanes)``; float sums and products may be reordered."""
+    b, dtype = em.b, s.value.dtype
+    terms = em.splat(em.value(term), em.lanes)
+    if em.mask is not None:
+        terms = b.select(em.mask, terms, _identity(op, dtype, em.lanes))
+    old = em.scalar_load(s.buffer, s.indices)
+    vector_t = terms.type
+    scalar_t = vector_t.element
+    if dt.is_float(dtype) and op in ("+", "*"):
+        name = "llvm.vector.reduce.fadd" if op == "+" else "llvm.vector.reduce.fmul"
+        fn = intrinsic(b.module, name, [vector_t], scalar_t, [scalar_t, vector_t])
+        result = b.call(fn, [old, terms], fastmath=("reassoc",))
+        return round_half(b, dtype, result)
+    if dt.is_float(dtype):
+        name = "llvm.vector.reduce.fmaximum" if op == "max" else "llvm.vector.reduce.fminimum"
+    elif dtype == "bool":
+        name = "llvm.vector.reduce.or" if op == "max" else "llvm.vector.reduce.and"
+    elif op in ("min", "max"):
+        sign = "s" if dtype in dt.SIGNED else "u"
+        name = f"llvm.vector.reduce.{sign}{op}"
+    else:
+        name = "llvm.vector.reduce.add" if op == "+" else "llvm.vector.reduce.mul"
+    fn = intrinsic(b.module, name, [vector_t], scalar_t, [vector_t])
+    combined = b.call(fn, [terms])
+    if op in ("min", "max"):
+        return min_max(b, op, old, combined, dtype)
+    return b.add(old, combined) if op == "+" else b.mul(old, combined)
+
+
+def _identity(op: str, dtype: str, lanes: int) -> ir.Constant:
+    if dt.is_float(dtype):
+        return constant(dtype, _IDENTITY_FLOAT[op], lanes)
+    if op == "+":
+        return constant(dtype, 0, lanes)
+    if op == "*":
+        return constant(dtype, 1, lanes)
+    value = dt.min_value(dtype) if op == "max" else dt.max_value(dtype)
+    return constant(dtype, value, lanes)

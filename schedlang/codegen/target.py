@@ -1,0 +1,51 @@
+"""What the shared translator asks of a target.
+
+`llvm_stmt.StmtEmitter` translates everything that means the same on every target. The rest
+differs between a CPU and a GPU and is a method here: where memory of each scope lives and how an
+`Allocate` obtains it, how a ``parallel`` loop runs, what a loop bound to ``threadIdx.x`` is, what
+a barrier is, and which function implements a math call LLVM has no intrinsic for.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..loopir.nodes import Allocate, For
+    from .llvm_stmt import StmtEmitter
+
+
+class Target(ABC):
+    """A code generation target; `key` names it in compile caches."""
+
+    name: str
+
+    @property
+    @abstractmethod
+    def key(self) -> str:
+        """Everything that changes the machine code: triple, CPU, features, options."""
+
+    @abstractmethod
+    def address_space(self, scope: str) -> int:
+        """The LLVM address space of a buffer of `scope` ("global", "shared", "local")."""
+
+    @abstractmethod
+    def allocate(self, em: StmtEmitter, stmt: Allocate) -> None:
+        """Make `stmt.buffer` exist (bind it in `em.buffers`), emit `stmt.body`, release it."""
+
+    @abstractmethod
+    def parallel_loop(self, em: StmtEmitter, loop: For) -> None:
+        """Emit a loop of kind ``parallel`` (its iterations are independent)."""
+
+    @abstractmethod
+    def bound_loop(self, em: StmtEmitter, loop: For) -> None:
+        """Emit a loop of kind ``bound`` (its variable is the hardware index `loop.thread`)."""
+
+    @abstractmethod
+    def barrier(self, em: StmtEmitter) -> None:
+        """Emit a barrier among the threads of a block."""
+
+    @abstractmethod
+    def external_math(self, name: str, dtype: str) -> str:
+        """The symbol of the scalar function computing `name` (``tanh``, ``erf``) in `dtype`."""

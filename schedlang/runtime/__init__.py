@@ -1,0 +1,1 @@
+"""Running compiled kernels: argument checks, the CPU thread pool, timing."""

@@ -1,0 +1,93 @@
+"""`Kernel`: a compiled schedule you call on numpy arrays, as ``kernel(A, B, C)``."""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import time
+
+import numpy as np
+
+from ..codegen.cache import CompiledCpu, compile_cpu
+from ..codegen.cpu_parallel import PARALLEL_FOR
+from ..codegen.llvm_function import OUT_OF_MEMORY
+from ..errors import LaunchError
+from ..loopir.nodes import LoweredFunc
+from .arguments import check_arguments, written_params
+from .parallel import parallel_for_address, take_error
+
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class Kernel:
+    """A lowered function compiled for the CPU.
+
+    ``kernel(*arrays, **sizes)`` runs it on numpy arrays in the order of `args` given to
+    `sl.build`, writing outputs in place; sizes that no array shows are passed by name.
+    """
+
+    def __init__(self, lowered: LoweredFunc, compiled: CompiledCpu, target: str = "cpu") -> None:
+        self.lowered = lowered
+        self.target = target
+        self._compiled = compiled
+        self._entry = _ENTRY(compiled.address)
+        self._written = written_params(lowered)
+
+    @classmethod
+    def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
+        """Compile `lowered` for this machine's CPU (cached)."""
+        return cls(lowered, compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}))
+
+    def __call__(self, *arrays: np.ndarray, **sizes: int) -> None:
+        self._run(check_arguments(self.lowered, self._written, arrays, sizes))
+
+    def _failure(self, status: int) -> LaunchError:
+        if status == OUT_OF_MEMORY:
+            return LaunchError(f"kernel '{self.lowered.name}' ran out of memory for a buffer")
+        error = LaunchError(f"kernel '{self.lowered.name}': a parallel loop failed to run")
+        cause = take_error()
+        if cause is not None:
+            error.__cause__ = cause
+        return error
+
+    def time(self, *arrays: np.ndarray, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
+        """Median seconds per call over `repeat` calls, after `warmup` untimed ones."""
+        if repeat < 1 or warmup < 0:
+            raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
+        call = check_arguments(self.lowered, self._written, arrays, sizes)
+        for _ in range(warmup):
+            self._run(call)
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            self._run(call)
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples)
+
+    def _run(self, call) -> None:
+        status = self._entry(call.buffers, call.sizes)
+        if status != 0:
+            raise self._failure(status)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR generated for the kernel, before optimisation."""
+        return self._compiled.llvm_ir
+
+    @property
+    def optimized_ir(self) -> str:
+        """The LLVM IR after the -O3 pipeline."""
+        return self._compiled.optimized_ir
+
+    @property
+    def asm(self) -> str:
+        """The host assembly of the kernel."""
+        return self._compiled.asm
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{b.name}: {b.dtype}[{len(b.shape)}d]" for b in self.lowered.params)
+        return f"<Kernel {self.lowered.name}({params}) target={self.target}>"
+
+    def _repr_markdown_(self) -> str:
+        head = f"**Kernel** `{self.lowered.name}` for `{self.target}`"
+        return f"{head}\n\n```python\n{self.lowered}\n```"
