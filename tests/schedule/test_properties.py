@@ -20,20 +20,32 @@ SETTINGS = settings(
 
 
 def random_loops(data, s, stage_tensor):
-    """Random splits, a reorder, a fuse of adjacent leaves and annotations on one stage."""
+    """Random splits, a reorder, a fuse of adjacent leaves and annotations on one stage.
+
+    Mistakes that every primitive rejects at once (fusing a reduce loop with a data loop, two
+    kinds on one loop) are not drawn, so most examples reach lowering.
+    """
     stage = s[stage_tensor]
     for _ in range(data.draw(st.integers(0, 2))):
         leaf = data.draw(st.sampled_from(stage.leaves))
         stage.split(leaf, factor=data.draw(st.integers(1, 9)))
     if data.draw(st.booleans()):
         stage.reorder(*data.draw(st.permutations(stage.leaves)))
-    if len(stage.leaves) > 1 and data.draw(st.booleans()):
-        k = data.draw(st.integers(0, len(stage.leaves) - 2))
+    pairs = [k for k in range(len(stage.leaves) - 1) if _same_kind(stage, k)]
+    if pairs and data.draw(st.booleans()):
+        k = data.draw(st.sampled_from(pairs))
         stage.fuse(stage.leaves[k], stage.leaves[k + 1])
     for _ in range(data.draw(st.integers(0, 2))):
-        leaf = data.draw(st.sampled_from(stage.leaves))
+        free = [x for x in stage.leaves if x not in stage.annotations]
+        if not free:
+            break
+        leaf = data.draw(st.sampled_from(free))
         kind = data.draw(st.sampled_from(["unroll", "vectorize", "parallel"]))
         getattr(stage, kind)(leaf)
+
+
+def _same_kind(stage, k: int) -> bool:
+    return stage.leaves[k].kind == stage.leaves[k + 1].kind
 
 
 @SETTINGS
@@ -96,3 +108,67 @@ def test_compute_at_inner_of_split_moved_outside():
     s[c].reorder(ioi, ioo, ii, j)
     s[p].compute_at(s[c], ioi)
     check(s, [a], [c])
+
+
+SCOPES = ["global", "shared", "local"]
+
+
+def random_caches(data, s, a, b, c):
+    """A write cache of C, read caches of A and B, each computed at a random loop or at root,
+    with random loops of their own."""
+    readers = [c]
+    if data.draw(st.booleans()):
+        cc = s.cache_write(c, data.draw(st.sampled_from(SCOPES)))
+        readers = [cc]
+    random_loops(data, s, c)
+    if readers[0] is not c:
+        if data.draw(st.booleans()):
+            s[readers[0]].compute_at(s[c], data.draw(st.sampled_from(s[c].leaves)))
+        random_loops(data, s, readers[0])
+    for source in (a, b):
+        if data.draw(st.booleans()):
+            cached = s.cache_read(source, data.draw(st.sampled_from(SCOPES)), readers)
+            reader = s[readers[0]]
+            if data.draw(st.booleans()):
+                s[cached].compute_at(reader, data.draw(st.sampled_from(reader.leaves)))
+            random_loops(data, s, cached)
+
+
+@SETTINGS
+@given(data=st.data(), shape=st.tuples(st.integers(1, 7), st.integers(1, 7), st.integers(1, 7)))
+def test_random_cached_matmul_schedule(data, shape):
+    m, n, k_extent = shape
+    a = sl.placeholder((m, k_extent), name="A")
+    b = sl.placeholder((k_extent, n), name="B")
+    k = sl.reduce_axis((0, k_extent), name="k")
+    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    s = sl.create_schedule(c)
+    try:
+        random_caches(data, s, a, b, c)
+        check(s, [a, b], [c])
+    except sl.ScheduleError:
+        pass
+
+
+@SETTINGS
+@given(data=st.data(), shape=st.tuples(st.integers(1, 7), st.integers(1, 13)))
+def test_random_rfactor_schedule(data, shape):
+    a = sl.placeholder(shape, name="A")
+    k = sl.reduce_axis((0, shape[1]), name="k")
+    r = sl.compute((shape[0],), lambda i: sl.sum(a[i, k], axis=k), name="R")
+    s = sl.create_schedule(r)
+    try:
+        for _ in range(data.draw(st.integers(0, 2))):
+            reduce_leaves = [x for x in s[r].leaves if x.kind == "reduce"]
+            s[r].split(
+                data.draw(st.sampled_from(reduce_leaves)), factor=data.draw(st.integers(1, 5))
+            )
+        reduce_leaves = [x for x in s[r].leaves if x.kind == "reduce"]
+        rf = s.rfactor(r, data.draw(st.sampled_from(reduce_leaves)), data.draw(st.integers(0, 1)))
+        random_loops(data, s, rf)
+        random_loops(data, s, r)
+        if data.draw(st.booleans()):
+            s[rf].compute_at(s[r], data.draw(st.sampled_from(s[r].leaves)))
+        check(s, [a], [r])
+    except sl.ScheduleError:
+        pass
