@@ -49,12 +49,25 @@ class _Leaf:
     roots: list[isl.AstExpr]
     store: list[isl.AstExpr]
     offsets: dict[Operation, list[isl.AstExpr]]
-    schedule: list[isl.AstExpr]  # the value of every schedule dimension
+    threads: dict[int, isl.AstExpr]  # the value of each schedule dimension bound to a thread
 
 
 def _pieces(pma: isl.PwMultiAff, iter_to_dom: isl.PwMultiAff, build: isl.AstBuild):
     moved = pma.pullback_pw_multi_aff(iter_to_dom)
     return [build.expr_from_pw_aff(moved.get_pw_aff(d)) for d in range(moved.dim(isl.dim_type.out))]
+
+
+def _thread_values(schedule: Schedule, p: Placed, iter_to_dom, build) -> dict[int, isl.AstExpr]:
+    dims = [
+        d
+        for d, entry in enumerate(p.template)
+        if entry[0] == "dim"
+        and schedule[entry[1].stage].binds.get(entry[1], "").startswith("threadIdx")
+    ]
+    if not dims:
+        return {}
+    values = isl.PwMultiAff.from_map(p.sched).pullback_pw_multi_aff(iter_to_dom)
+    return {d: build.expr_from_pw_aff(values.get_pw_aff(d)) for d in dims}
 
 
 def generate(
@@ -81,7 +94,7 @@ def generate(
                 _pieces(p.root_values, iter_to_dom, build),
                 _pieces(p.store_index, iter_to_dom, build),
                 offsets,
-                _pieces(isl.PwMultiAff.from_map(p.sched), iter_to_dom, build),
+                _thread_values(schedule, p, iter_to_dom, build),
             )
         )
         return node.set_annotation(isl.Id(f"leaf{len(leaves) - 1}"))
@@ -267,7 +280,7 @@ class _Translator:
             tag = stage.binds.get(entry[1])
             if tag is None or not tag.startswith("threadIdx"):
                 continue
-            value = self.expr(leaf.schedule[dim])
+            value = self.expr(leaf.threads[dim])
             var = Var(self._unique(entry[1].name), "int32", "loop")
             upper = _fold(Binary("+", value, const(1), "int32"))
             stmt = self._bound(entry[1], var, value, upper, stmt)

@@ -7,7 +7,8 @@ may be reordered among themselves), and no dependence may be
 carried by a loop whose iterations run at the same time (parallel, vectorized, bound to blocks,
 threads or virtual threads), except a reduction over a loop bound to ``threadIdx.*``, which the
 CUDA backend combines across threads. Statements computed at another stage's loop are correct by
-construction of their footprint and are not re-checked here.
+construction of their footprint; for them only their own reduction is checked, within one
+instance of the loops they are computed in.
 """
 
 from __future__ import annotations
@@ -60,9 +61,47 @@ def check_legality(schedule: Schedule, placement: Placement, params: Params) -> 
         _check_pair(schedule, dep, src, dst, cross_thread, problems)
 
     deps.foreach_map(check)
+    for stage in schedule.stages:
+        attached = [p for p in placement.placed.get(stage.name, []) if p.prefix_len > 0]
+        if attached:
+            _check_attached(schedule, attached, params, cross_thread, problems)
     if problems:
         raise LegalityError(problems[0])
     return cross_thread
+
+
+def _check_attached(schedule, placed: list[Placed], params: Params, cross_thread, problems):
+    """A stage computed at another's loop is correct by construction of its footprint; what is
+    left to check is its own reduction: the order and concurrency of its own loops."""
+    width = max(p.domain.dim(isl.dim_type.set) for p in placed)
+    reads = writes = original = None
+    for p in placed:
+        n = p.domain.dim(isl.dim_type.set)
+        k = p.prefix_len
+        xs = [f"x{d}" for d in range(n)]
+        role = "1" if p.stmt.role == "update" else "0"
+        outs = xs[:k] + [role] + xs[k:] + ["0"] * (width - n)
+        seq = isl.Map(f"{{ {p.stmt.name}[{', '.join(xs)}] -> [{', '.join(outs)}] }}")
+        seq = isl.UnionMap.from_map(seq.intersect_domain(p.domain))
+        original = seq if original is None else original.union(seq)
+        write = isl.Map.from_pw_multi_aff(p.store_index).set_tuple_name(isl.dim_type.out, "buf")
+        w = isl.UnionMap.from_map(write.intersect_domain(p.domain))
+        writes = w if writes is None else writes.union(w)
+        if p.stmt.role == "update":
+            reads = w if reads is None else reads.union(w)
+    if reads is None:
+        return
+    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+    flow = info.set_schedule_map(original).compute_flow()
+    deps = flow.get_must_dependence().intersect_params(params.context)
+    by_name = {p.stmt.name: p for p in placed}
+
+    def check(dep: isl.Map) -> None:
+        src = by_name[dep.get_tuple_name(isl.dim_type.in_)]
+        dst = by_name[dep.get_tuple_name(isl.dim_type.out)]
+        _check_pair(schedule, dep, src, dst, cross_thread, problems)
+
+    deps.foreach_map(check)
 
 
 def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
@@ -137,11 +176,12 @@ def _instances(dep: isl.Map, src: Placed, dst: Placed, violating: isl.Map) -> tu
         point.get_coordinate_val(isl.dim_type.set, k).to_python()
         for k in range(space.dim(isl.dim_type.set))
     ]
-    n_src = len(src.stmt.root_vars)
+    n_src = src.domain.dim(isl.dim_type.set)
     return _instance(src, coords[:n_src]), _instance(dst, coords[n_src:])
 
 
 def _instance(p: Placed, coords: list[int]) -> str:
+    coords = coords[p.prefix_len :]
     op = p.stmt.stage.op
     lows = [0] * len(op.axis) + [getattr(iv.dom.min, "value", 0) for iv in op.reduce_axis]
     parts = [f"{v.name}={c + low}" for v, c, low in zip(p.stmt.root_vars, coords, lows)]

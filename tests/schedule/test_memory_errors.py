@@ -108,3 +108,16 @@ def test_thread_extent_must_be_constant():
     s[b].bind(bx, sl.thread_axis("threadIdx.x"))
     with pytest.raises(sl.ScheduleError, match="symbolic extent, but a thread index needs"):
         sl.lower(s, [a, b])
+
+
+def test_attached_reduction_carried_by_parallel_loop():
+    a = sl.placeholder((6, 8), name="A")
+    k = sl.reduce_axis((0, 8), name="k")
+    r = sl.compute((6,), lambda i: sl.sum(a[i, k], axis=k), name="R")
+    out = sl.compute((6,), lambda i: r[i] * 2.0, name="Out")
+    s = sl.create_schedule(out)
+    io, ii = s[out].split(out.op.axis[0], factor=2)
+    s[r].compute_at(s[out], io)
+    s[r].parallel(k)
+    with pytest.raises(sl.ScheduleError, match=r"parallel\(k\).*both update the same element"):
+        sl.lower(s, [a, out])
