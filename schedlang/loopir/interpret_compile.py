@@ -63,7 +63,6 @@ class _Compiler(ExprCompiler):
         self.lines: list[str] = []
         self.origins: list[str] = []  # per line, the head of the statement it runs
         self.here = ""
-        self.tags: set[str] = set()  # thread tags bound around the current statement
         self.depth = 0  # nested for-blocks in the current Python function
 
     def emit(self, line: str) -> None:
@@ -171,15 +170,14 @@ class _Compiler(ExprCompiler):
         thread = s.kind == "bound" and s.thread.startswith("threadIdx")
         inner_mask = mask
         if thread:
-            if s.thread in self.tags:
-                raise InternalError(f"two nested loops are bound to {s.thread}")
+            # Every loop bound to a tag is the same hardware index, nested loops included: the
+            # loop only narrows the mask to the threads below its extent.
             if not (isinstance(s.min, Const) and s.min.value == 0):
                 raise InternalError(f"the loop bound to {s.thread} must start at 0")
             inner_mask = self.fresh("_m")
             enter = f"_enter({mask}, {s.thread!r}, {extent}, {d})"
             self.emit(f"{ind}{v}, {inner_mask} = {enter}")
             self.emit(f"{ind}if {inner_mask} is not None:")
-            self.tags.add(s.thread)
         elif mask is None:
             self.emit(f"{ind}for {v} in _arange({lo}, {extent}, {d}):")
         elif s.kind == "bound":
@@ -191,8 +189,6 @@ class _Compiler(ExprCompiler):
         with self.binding(s.var, s.min):
             self.stmt(s.body, ind + "    ", inner_mask)
         self.depth -= 1
-        if thread:
-            self.tags.discard(s.thread)
 
     def if_(self, s: If, ind: str, mask: str | None) -> None:
         self.check_dtype(s.cond, "bool", "the condition of an if")
