@@ -11,6 +11,7 @@ from .errors import LoweringError
 from .ir.expr import Const, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
+from .loopir.barriers import insert_barriers
 from .loopir.from_isl import generate, param_expr
 from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.simplify import simplify
@@ -44,6 +45,7 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     body = generate(s, placement.all(), placement.extents, params.context, params.vars, buffers)
     _dump("generated", body)
     body = insert_allocations(body, local)
+    body = insert_barriers(body)
     body = unroll_loops(body)
     body = simplify(body)
     _dump("simplified", body)

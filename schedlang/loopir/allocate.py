@@ -39,7 +39,9 @@ def insert_allocations(stmt: Stmt, buffers: list[Buffer]) -> Stmt:
 
     Expects the buffers' producers and consumers to be siblings under the loop the producer is
     computed at (as placement guarantees); an allocation inside a loop is private to each
-    iteration, which is what makes a producer computed inside a parallel loop race-free.
+    iteration, which is what makes a producer computed inside a parallel loop race-free. A
+    "shared" buffer belongs to a GPU block: it is allocated inside block loops only, never
+    inside a serial loop, so one buffer is refilled across iterations (as on hardware).
     """
     for buffer in buffers:
         stmt = _place(stmt, buffer)
@@ -47,6 +49,9 @@ def insert_allocations(stmt: Stmt, buffers: list[Buffer]) -> Stmt:
 
 
 def _place(stmt: Stmt, buffer: Buffer) -> Stmt:
+    block_level = not isinstance(stmt, For) or (stmt.thread or "").startswith("blockIdx")
+    if buffer.scope == "shared" and not block_level:
+        return Allocate(buffer, stmt)
     if isinstance(stmt, For):
         return For(
             stmt.var, stmt.min, stmt.extent, stmt.kind, _place(stmt.body, buffer), stmt.thread

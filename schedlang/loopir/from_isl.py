@@ -8,7 +8,7 @@ statement's expression, and tensor reads become buffer loads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -282,8 +282,8 @@ class _Translator:
                 continue
             value = self.expr(leaf.threads[dim])
             var = Var(self._unique(entry[1].name), "int32", "loop")
-            upper = _fold(Binary("+", value, const(1), "int32"))
-            stmt = self._bound(entry[1], var, value, upper, stmt)
+            loop = self._bound(entry[1], var, const(0), value, stmt)  # checks the extent
+            stmt = replace(loop, body=If(Compare("==", var, value), stmt))
         return stmt
 
     def _bound(self, axis: Axis, var: Var, low: Expr, upper: Expr, body: Stmt) -> Stmt:

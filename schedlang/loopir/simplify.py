@@ -15,6 +15,7 @@ import numpy as np
 from ..ir import dtype as dt
 from ..ir.evaluate import _BINARY, _COMPARE
 from ..ir.expr import Binary, Cast, Compare, Const, Expr, Select, Unary
+from ..ir.printer import expr_str
 from .nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store
 from .visit import substitute_stmt, transform_expr
 
@@ -150,7 +151,8 @@ def _fold_binary(e: Binary) -> Expr | None:
     if e.dtype == "bool":
         return _fold_logic(e)
     if e.op in ("+", "-"):
-        return _fold_offsets(e)
+        cancelled = _cancel(e)
+        return cancelled if cancelled is not None else _fold_offsets(e)
     if e.op == "*":
         if _is(b, 1):
             return a
@@ -163,6 +165,55 @@ def _fold_binary(e: Binary) -> Expr | None:
     if e.op == "%" and _is(b, 1):
         return _const(0, e.dtype)
     return None
+
+
+def _cancel(e: Binary) -> Expr | None:
+    """A sum whose terms cancel or merge, rewritten: ``8 * k + 7 - 8 * k -> 7`` (the box
+    offsets of staged buffers produce these). Exact: integer +, - and * by constants form a
+    ring modulo 2**bits. Sums that do not shrink are left as they are."""
+    terms: dict[str, list] = {}
+    count = _collect(e, 1, terms)
+    constant = terms.pop("", [None, 0, None, 0])[1]
+    live = [entry for entry in terms.values() if _wrap(entry[1], e.dtype) != 0]
+    if len(live) + (constant != 0) >= count:
+        return None
+    result: Expr | None = None
+    for term, k, written, factor in live:
+        k = _wrap(k, e.dtype)
+        if abs(k) == abs(factor):
+            scaled = written  # as the user or isl wrote it
+        elif abs(k) == 1:
+            scaled = term
+        else:
+            scaled = Binary("*", _const(abs(k), e.dtype), term, e.dtype)
+        if result is None:
+            result = scaled if k > 0 else Unary("-", scaled, e.dtype)
+        else:
+            result = Binary("+" if k > 0 else "-", result, scaled, e.dtype)
+    if result is None:
+        return _const(_wrap(constant, e.dtype), e.dtype)
+    return _add_constant(result, constant, e.dtype)
+
+
+def _collect(e: Expr, sign: int, terms: dict[str, list]) -> int:
+    """Add ``sign * e`` to `terms` (printed term -> [term, coefficient, how it was first
+    written, with which factor]; "" is the constant); returns how many terms `e` had."""
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        right = sign if e.op == "+" else -sign
+        return _collect(e.a, sign, terms) + _collect(e.b, right, terms)
+    if isinstance(e, Unary) and e.op == "-":
+        return _collect(e.a, -sign, terms)
+    if isinstance(e, Const):
+        terms.setdefault("", [None, 0, None, 0])[1] += sign * int(e.value)
+        return 1
+    factor, term = 1, e
+    if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
+        factor, term = int(e.a.value), e.b
+    elif isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
+        factor, term = int(e.b.value), e.a
+    entry = terms.setdefault(expr_str(term), [term, 0, e, abs(factor)])
+    entry[1] += sign * factor
+    return 1
 
 
 def _fold_offsets(e: Binary) -> Expr | None:
