@@ -13,7 +13,9 @@ Two accesses of one shared buffer, at least one a write, conflict unless both ar
 both run in thread loops and each thread touches its own elements: for every thread tag, both
 run under a guard fixing it (``if tx == 0``) or some index dimension of both is the same
 expression ``c * tx + r`` over variables that did not change in between (lets expanded, every
-loop of a tag one index). A barrier goes right before the outermost statement whose first
+loop of a tag one index). Two runs of one store by different threads do not conflict: a lowered
+store writes each element the one value its definition gives (a refill with other values is
+separated from the previous one by the reads in between). A barrier goes right before the outermost statement whose first
 accesses (those a path from its start reaches without a barrier) conflict with what is pending
 since the last barrier; a loop whose next iteration conflicts with the end of the current one
 gets a barrier at the start of its body (the refill of a shared tile, TE's placement), which
@@ -391,6 +393,8 @@ def _conflict(pending: _Accesses, later: _Accesses) -> tuple[_Access, _Access] |
                 continue
             if not a.threads and not b.threads:
                 continue  # uniform code is one logical thread
+            if a.write and b.write and a.site is b.site:
+                continue  # one store writes an element's one value, whichever thread runs
             if a.threads and b.threads and _own_elements(a, b):
                 continue
             return a, b

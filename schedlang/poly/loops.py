@@ -76,7 +76,12 @@ def _step(relation, current: list[Axis], extents: dict) -> tuple[isl.Map, list[A
         if factor is None:
             factor = extents[relation.inner]
             if factor is None:
-                _symbolic(relation, f"split({relation.parent.name}, nparts={relation.nparts})")
+                _symbolic(
+                    relation,
+                    f"split({relation.parent.name}, nparts={relation.nparts})",
+                    f"'{relation.parent.name}' has a symbolic extent here, and nparts needs a "
+                    "constant one; split by factor= instead",
+                )
         outs = xs[:q] + ["o", "i"] + xs[q + 1 :]
         text = (
             f"{{ [{', '.join(xs)}] -> [{', '.join(outs)}] : "
@@ -87,8 +92,14 @@ def _step(relation, current: list[Axis], extents: dict) -> tuple[isl.Map, list[A
     # in `current` (the order relations produce), so find each one.
     spots = [current.index(a) for a in relation.axes]
     fused = xs[spots[0]]
-    if any(extents[a] is None for a in relation.axes[1:]):
-        _symbolic(relation, f"fuse({', '.join(a.name for a in relation.axes)})")
+    symbolic = [a.name for a in relation.axes[1:] if extents[a] is None]
+    if symbolic:
+        _symbolic(
+            relation,
+            f"fuse({', '.join(a.name for a in relation.axes)})",
+            f"'{symbolic[0]}' has a symbolic extent here; only the outermost fused loop may: "
+            "split it by a constant factor first",
+        )
     for axis, spot in zip(relation.axes[1:], spots[1:]):
         fused = f"({fused}) * {extents[axis]} + {xs[spot]}"
     q = spots[0]
@@ -100,13 +111,7 @@ def _step(relation, current: list[Axis], extents: dict) -> tuple[isl.Map, list[A
     return isl.Map(text), rest
 
 
-def _symbolic(relation, call: str) -> None:
-    raise FactorError(
-        message(
-            relation.stage,
-            call,
-            relation.loc,
-            "the loops it needs have symbolic extents where this stage is computed (its "
-            "footprint there has no constant size); split by a constant factor instead",
-        )
-    )
+def _symbolic(relation, call: str, what: str) -> None:
+    """A split or fuse that needs a constant extent got a symbolic one. Checked at lowering: a
+    stage computed at another's loop only then knows its extents (its footprint's box)."""
+    raise FactorError(message(relation.stage, call, relation.loc, what))

@@ -170,14 +170,8 @@ class Stage:
             self._fail(FactorError, call, loc, f"{word} must be a positive integer, got {amount!r}")
         self._check_unannotated(axis, call, loc)
         extent = self.extents[axis]
-        if nparts is not None and extent is None:
-            self._fail(
-                FactorError,
-                call,
-                loc,
-                f"nparts needs a constant extent, but '{axis.name}' has a symbolic one; "
-                "split by factor= instead",
-            )
+        # A symbolic extent may become constant where the stage is computed (the box of its
+        # footprint), so nparts on it is checked when the schedule is lowered.
         outer = Axis(self.name, f"{axis.name}.outer", axis.kind)
         inner = Axis(self.name, f"{axis.name}.inner", axis.kind)
         if nparts is None:
@@ -186,7 +180,7 @@ class Stage:
             record = rec.Split(self.name, axis, outer, inner, amount, None, loc)
         else:
             self.extents[outer] = amount
-            self.extents[inner] = _ceildiv(extent, amount)
+            self.extents[inner] = None if extent is None else _ceildiv(extent, amount)
             record = rec.Split(self.name, axis, outer, inner, None, amount, loc)
         position = self.leaves.index(axis)
         self.leaves[position : position + 1] = [outer, inner]
@@ -230,15 +224,6 @@ class Stage:
             self._fail(AxisError, call, loc, "cannot fuse a data-parallel axis with a reduce axis")
         for a in resolved:
             self._check_unannotated(a, call, loc)
-        for a in resolved[1:]:
-            if self.extents[a] is None:
-                self._fail(
-                    FactorError,
-                    call,
-                    loc,
-                    f"'{a.name}' has a symbolic extent; only the outermost fused axis may; "
-                    "split it by a constant factor first",
-                )
         fused = Axis(self.name, ".".join(a.name for a in resolved) + ".fused", kinds.pop())
         total: int | None = 1
         for a in resolved:

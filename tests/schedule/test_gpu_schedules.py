@@ -1,0 +1,137 @@
+"""GPU-style schedules (blocks, threads, shared and local caches) run by the SIMT interpreter.
+
+The interpreter runs each block's threads in lockstep and reports races on shared memory, so
+these tests check the placement of shared buffers, the barriers, the thread guards and the
+per-thread registers, on sizes that do not divide the tiles.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import schedlang as sl
+
+from .util import check
+
+
+def bind(s, tensor, *pairs):
+    for axis, tag in pairs:
+        s[tensor].bind(axis, sl.thread_axis(tag))
+
+
+def matmul(m, n, kk):
+    a = sl.placeholder((m, kk), name="A")
+    b = sl.placeholder((kk, n), name="B")
+    k = sl.reduce_axis((0, kk), name="k")
+    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return a, b, c
+
+
+def gemm_shared_local(s, a, b, c, tile=4, threads=2, kf=3, fill="bind"):
+    """TE's GPU GEMM recipe, small: block tiles, a local accumulator per thread, shared tiles
+    of A and B refilled per k step by all threads of the block."""
+    aa = s.cache_read(a, "shared", [c])
+    bb = s.cache_read(b, "shared", [c])
+    cl = s.cache_write(c, "local")
+    i, j = c.op.axis
+    by, yi = s[c].split(i, factor=tile)
+    bx, xi = s[c].split(j, factor=tile)
+    ty, yi = s[c].split(yi, nparts=threads)
+    tx, xi = s[c].split(xi, nparts=threads)
+    s[c].reorder(by, bx, ty, tx, yi, xi)
+    bind(s, c, (by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"), (tx, "threadIdx.x"))
+    s[cl].compute_at(s[c], tx)
+    yc, xc = s[cl].op.axis
+    ko, ki = s[cl].split(s[cl].op.reduce_axis[0], factor=kf)
+    s[cl].reorder(ko, ki, yc, xc)
+    for cache in (aa, bb):
+        s[cache].compute_at(s[cl], ko)
+        if fill == "bind":
+            fused = s[cache].fuse(*s[cache].op.axis)
+            t, inner = s[cache].split(fused, nparts=threads * threads)
+            fy, fx = s[cache].split(t, nparts=threads)
+            bind(s, cache, (fy, "threadIdx.y"), (fx, "threadIdx.x"))
+    return aa, bb, cl
+
+
+@pytest.mark.parametrize("fill", ["bind", "one_thread"])
+@pytest.mark.parametrize("sizes", [(8, 8, 6), (9, 7, 10), (1, 5, 1)], ids=str)
+def test_gemm_shared_local(sizes, fill):
+    a, b, c = matmul(*sizes)
+    s = sl.create_schedule(c)
+    gemm_shared_local(s, a, b, c, fill=fill)
+    text = str(check(s, [a, b], [c]))
+    assert "in shared" in text and "in local" in text and "barrier()" in text
+
+
+def test_gemm_shared_local_symbolic():
+    a, b, c = matmul(sl.var("m"), sl.var("n"), 11)
+    s = sl.create_schedule(c)
+    gemm_shared_local(s, a, b, c, tile=8, threads=4, kf=4)
+    func = check(s, [a, b], [c], {"m": 13, "n": 10})
+    text = str(func)
+    # The shared tiles have constant sizes; each k step refills them after a barrier.
+    assert "allocate A.shared: float32[8, 4] in shared" in text
+    assert "allocate C.local: float32[2, 2] in local" in text
+    assert text.count("barrier()") == 2
+
+
+def test_shared_buffers_sit_outside_the_k_loop():
+    a, b, c = matmul(8, 8, 8)
+    s = sl.create_schedule(c)
+    gemm_shared_local(s, a, b, c)
+    lines = [line.strip() for line in str(sl.lower(s, [a, b, c])).splitlines()]
+    alloc = lines.index("allocate A.shared: float32[4, 3] in shared  # 48 bytes")
+    loop = next(k for k, line in enumerate(lines) if line.startswith("for k.outer"))
+    assert alloc < loop
+
+
+def transpose(m, n):
+    a = sl.placeholder((m, n), name="A")
+    t = sl.compute((n, m), lambda i, j: a[j, i], name="T")
+    return a, t
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (13, 6)], ids=str)
+def test_transpose_through_shared(shape):
+    a, t = transpose(*shape)
+    s = sl.create_schedule(t)
+    aa = s.cache_read(a, "shared", [t])
+    by, bx, ty, tx = s[t].tile(t.op.axis[0], t.op.axis[1], 4, 4)
+    bind(s, t, (by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"), (tx, "threadIdx.x"))
+    s[aa].compute_at(s[t], bx)
+    ay, ax = s[aa].op.axis
+    bind(s, aa, (ay, "threadIdx.y"), (ax, "threadIdx.x"))
+    text = str(check(s, [a], [t]))
+    assert "allocate A.shared: float32[4, 4] in shared" in text
+
+
+def test_row_sum_rfactor_over_threads_then_combined():
+    """TE's reduction recipe up to the cross-thread step: partial sums per thread in a
+    shared buffer, then combined by one serial loop."""
+    a = sl.placeholder((5, 37), name="A")
+    k = sl.reduce_axis((0, 37), name="k")
+    r = sl.compute((5,), lambda i: sl.sum(a[i, k], axis=k), name="R")
+    s = sl.create_schedule(r)
+    ko, ki = s[r].split(k, factor=8)
+    rf = s.rfactor(r, ki)
+    bind(s, r, (s[r].op.axis[0], "blockIdx.x"))
+    s[rf].compute_at(s[r], s[r].op.axis[0])
+    bind(s, rf, (s[rf].op.axis[0], "threadIdx.x"))
+    text = str(check(s, [a], [r]))
+    assert "in shared" in text and "barrier()" in text
+
+
+def test_blur_producer_in_shared_per_block():
+    a = sl.placeholder((19,), name="A")
+    b = sl.compute((18,), lambda i: a[i] + a[i + 1], name="B")
+    c = sl.compute((17,), lambda i: b[i] + b[i + 1], name="C")
+    s = sl.create_schedule(c)
+    bo, bi = s[c].split(c.op.axis[0], factor=4)
+    bind(s, c, (bo, "blockIdx.x"), (bi, "threadIdx.x"))
+    s[b].compute_at(s[c], bo)
+    s[b].set_scope("shared")
+    bx, tx = s[b].split(b.op.axis[0], factor=4)
+    bind(s, b, (tx, "threadIdx.x"))
+    text = str(check(s, [a], [c]))
+    assert "allocate B: float32[5] in shared" in text
