@@ -15,12 +15,12 @@ run under a guard fixing it (``if tx == 0``) or some index dimension of both is 
 expression ``c * tx + r`` over variables that did not change in between (lets expanded, every
 loop of a tag one index). Two runs of one store by different threads do not conflict: a lowered
 store writes each element the one value its definition gives (a refill with other values is
-separated from the previous one by the reads in between). A barrier goes right before the outermost statement whose first
-accesses (those a path from its start reaches without a barrier) conflict with what is pending
-since the last barrier; a loop whose next iteration conflicts with the end of the current one
-gets a barrier at the start of its body (the refill of a shared tile, TE's placement), which
-also serves the loop's entry. The two branches of a thread-dependent if run at the same time:
-if they conflict, they are split with a barrier between them.
+separated from the previous one by the reads in between). A barrier goes right before the
+outermost statement whose first accesses (those a path from its start reaches without a barrier)
+conflict with what is pending since the last barrier; a loop whose next iteration conflicts with
+the end of the current one gets a barrier at the start of its body (the refill of a shared tile,
+TE's placement), which also serves the loop's entry. The two branches of a thread-dependent if
+run at the same time: if they conflict, they are split with a barrier between them.
 
 Barriers must be reached by every thread of the block. A barrier under a thread-dependent guard
 is made legal by pushing the guard inward: ``if g: a; barrier; b`` becomes ``if g: a``,
