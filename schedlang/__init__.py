@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from .build import build  # binds `build` to the function, not the module of that name
 from .errors import (
     AlgorithmError,
     InternalError,
@@ -54,13 +55,6 @@ def lower(s: Schedule, args: list, name: str = "main"):
     from .driver import lower as _lower
 
     return _lower(s, args, name)
-
-
-def build(s: Schedule, args: list, target: str = "cpu", name: str = "main"):
-    """Lower `s` and compile it for `target` ("cpu", "auto"; "cuda" later) into a `Kernel`."""
-    from .build import build as _build
-
-    return _build(s, args, target, name)
 
 
 def all(*conditions: object) -> Expr:

@@ -1,11 +1,18 @@
-"""`sl.build`: lower a schedule and compile it for a target."""
+"""`sl.build`: lower a schedule and compile it for a target.
+
+Imported by the package itself, so it imports the compiler (llvmlite) only when called.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import LoweringError
-from .ir.tensor import Tensor
-from .runtime.kernel import Kernel
-from .schedule.schedule import Schedule
+
+if TYPE_CHECKING:
+    from .ir.tensor import Tensor
+    from .runtime.kernel import Kernel
+    from .schedule.schedule import Schedule
 
 TARGETS = ("cpu", "cuda", "auto")
 
@@ -26,5 +33,6 @@ def build(s: Schedule, args: list[Tensor], target: str = "cpu", name: str = "mai
     """Compile schedule `s` into a kernel over the buffers of `args` (in order)."""
     resolve_target(target)  # every target that resolves is the CPU, for now
     from .driver import lower
+    from .runtime.kernel import Kernel
 
     return Kernel.for_cpu(lower(s, args, name))

@@ -151,7 +151,7 @@ def _to_float(b, value, source: str, target: str, lanes) -> ir.Value:
     wide = vector_of(F64 if target == "float64" else F32, lanes)
     if dt.is_float(source):
         if source == "float64" and target == "float16":
-            narrow = b.fptrunc(value, vector_of(HALF, lanes))
+            narrow = b.fptrunc(_to_float_round_to_odd(b, value, lanes), vector_of(HALF, lanes))
             return b.fpext(narrow, wide)
         if value.type == wide:
             converted = value
@@ -164,6 +164,20 @@ def _to_float(b, value, source: str, target: str, lanes) -> ir.Value:
     else:
         converted = b.sitofp(value, wide)
     return round_half(b, target, converted)
+
+
+def _to_float_round_to_odd(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:
+    """A double as a float rounded to odd (toward zero, last bit set if inexact): rounding that
+    to half then gives the correctly rounded half, with no ``__truncdfhf2`` library call."""
+    nearest = b.fptrunc(value, vector_of(F32, lanes))
+    back = b.fpext(nearest, value.type)
+    magnitude = [call_overloaded(b, "llvm.fabs", [x]) for x in (back, value)]
+    away = b.fcmp_ordered(">", *magnitude)
+    bits = b.bitcast(nearest, vector_of(I32, lanes))
+    bits = b.select(away, b.sub(bits, splat_like(1, bits)), bits)
+    inexact = b.fcmp_ordered("!=", back, value)
+    bits = b.select(inexact, b.or_(bits, splat_like(1, bits)), bits)
+    return b.bitcast(bits, vector_of(F32, lanes))
 
 
 def _to_int(b, value, source: str, target: str, lanes) -> ir.Value:
