@@ -125,7 +125,7 @@ def main() -> None:
         )
     widths = [max(len(r[k]) for r in table) for k in range(len(header))]
     for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
 
 if __name__ == "__main__":

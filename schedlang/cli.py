@@ -32,12 +32,22 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="print only the table")
+    parser.add_argument(
+        "--target", default="auto", choices=("auto", "cpu", "cuda"), help="where to run"
+    )
+    parser.add_argument("--size", type=int, default=512, help="M = N = K of the matmul")
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run
+    from .errors import LoweringError
 
-    return 0 if run(show_loops=not args.quiet) else 1
+    try:
+        ok = run(size=args.size, target=args.target, show_loops=not args.quiet)
+    except LoweringError as error:
+        print(f"schedlang demo: {error}", file=sys.stderr)
+        return 2
+    return 0 if ok else 1
 
 
 _COMMANDS: dict[str, _Command] = {

@@ -203,3 +203,16 @@ def test_platform_report_rows():
     names = [name for name, _ in rows]
     assert set(INFO_ITEMS) <= set(names)
     assert all(isinstance(value, str) and value for _, value in rows)
+
+
+def test_demo_builds_checks_and_times_every_schedule(capsys):
+    assert cli.main(["demo", "--quiet", "--size", "48", "--target", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "matmul 48x48x48 float32, compiled for the cpu" in out
+    rows = [line for line in out.splitlines() if line.endswith(" yes")]
+    assert len(rows) == 5 and "numpy matmul (yardstick)" in out
+
+
+def test_demo_cuda_target_says_it_is_not_available(capsys):
+    assert cli.main(["demo", "--quiet", "--target", "cuda"]) == 2
+    assert "the CUDA target is not available yet" in capsys.readouterr().err

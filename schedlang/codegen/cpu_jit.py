@@ -1,9 +1,11 @@
 """LLVM for the host: one target machine and one JIT per process, through llvmlite.binding.
 
 Generated IR is parsed, verified, optimised with LLVM's default ``-O3`` pipeline (the new pass
-manager, tuned for the host CPU and its features, no fast-math), compiled to an object file
-(which the compile cache may keep on disk), and linked into the process by LLJIT. Anything that
-fails in here is schedlang's bug, never the user's: it is an `InternalError` with the IR attached.
+manager, tuned for the host CPU and its features, no fast-math; LLVM's own loop unroller is off
+because unrolling is the schedule's decision, and it costs a third of the compile time), compiled
+to an object file (which the compile cache may keep on disk), and linked into the process by
+LLJIT. Anything that fails in here is schedlang's bug, never the user's: it is an `InternalError`
+with the IR attached.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def optimized(text: str) -> llvm.ModuleRef:
     options = llvm.create_pipeline_tuning_options(speed_level=3)
     options.loop_vectorization = True
     options.slp_vectorization = True
-    options.loop_unrolling = True
+    options.loop_unrolling = False  # the schedule decides (unroll), done in the loop IR
     builder = llvm.create_pass_builder(machine, options)
     builder.getModulePassManager().run(module, builder)
     return module

@@ -112,3 +112,14 @@ def test_disk_cache_reuses_object_code(tmp_path):
     ]
     assert runs == ["1", "0"]
     assert len(list(tmp_path.glob("*.o"))) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "bool"])
+def test_aligned_arrays_start_on_a_cache_line(dtype):
+    from schedlang.runtime.arrays import aligned_copy, aligned_empty
+
+    out = aligned_empty((3, 5), dtype)
+    assert out.ctypes.data % 64 == 0 and out.flags.c_contiguous and out.shape == (3, 5)
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    y = aligned_copy(x)
+    assert y.ctypes.data % 64 == 0 and (y == x).all()
