@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 import schedlang as sl
+from schedlang.runtime.arrays import aligned_copy, aligned_empty
 
 BN = 32  # the tutorial's block size
 
@@ -91,8 +92,8 @@ def main() -> None:
     n = parser.parse_args().size
     flops = 2.0 * n**3
     rng = np.random.default_rng(0)
-    a_np = rng.standard_normal((n, n), dtype=np.float32)
-    b_np = rng.standard_normal((n, n), dtype=np.float32)
+    a_np = aligned_copy(rng.standard_normal((n, n), dtype=np.float32))
+    b_np = aligned_copy(rng.standard_normal((n, n), dtype=np.float32))
     expected = a_np @ b_np
     base = _median_time(lambda: np.matmul(a_np, b_np))
     rows = [("numpy matmul", base, "-", "-")]
@@ -103,7 +104,7 @@ def main() -> None:
         start = time.perf_counter()
         kernel = sl.build(s, [a, b, c])
         build_s = time.perf_counter() - start
-        out = np.empty((n, n), np.float32)
+        out = aligned_empty((n, n))
         kernel(a_np, b_np, out)
         np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-3)
         seconds = _median_time(lambda k=kernel, o=out: k(a_np, b_np, o))
