@@ -19,7 +19,7 @@ from ..ir.visit import substitute, transform
 from ..poly.placement import Placed
 from ..schedule import records as rec
 from ..schedule.axis import Axis
-from ..schedule.errors import BindError, message
+from ..schedule.errors import AnnotationError, BindError, message
 from ..schedule.schedule import Schedule
 from .nodes import Buffer, For, If, Load, Stmt, Store, seq
 
@@ -165,40 +165,82 @@ class _Translator:
         if inc.get_type() != isl.ast_expr_type.int:
             raise InternalError(f"isl produced a loop with step {inc}")
         step = int(inc.get_val().to_python())
+        kind, thread = self._kind(axis)
         if step != 1:
-            return self._strided(node, var, name, low, upper, step)
+            return self._strided(node, axis, var, name, low, upper, step, kind)
         self.active.add(dim)
         body = self.node(node.for_get_body())
         self.active.discard(dim)
         extent = _fold(Binary("-", upper, low, "int32"))
-        kind, thread = "serial", None
-        if axis is not None:
-            stage = self.schedule[axis.stage]
-            kind = stage.annotations.get(axis, "serial")
-            if axis in stage.binds:
-                thread = stage.binds[axis]
-                kind = "vthread" if thread == "vthread" else "bound"
-                thread = None if thread == "vthread" else thread
-        if kind in ("unrolled", "vectorized") and not isinstance(extent, Const):
-            # A tail: run the axis's full constant extent and guard the body, so the loop
-            # can still be unrolled or vectorized.
-            full = self.extents[axis.stage].get(axis)
-            if full is not None:
-                guard = Compare("<", var, upper)
-                if not _is_zero(low):
-                    guard = Binary("and", Compare(">=", var, low), guard, "bool")
-                return For(var, const(0), const(full), kind, If(guard, body), thread)
         if kind == "bound":
             return self._bound(axis, var, low, _fold(upper), body)
+        if kind in ("unrolled", "vectorized") and not isinstance(extent, Const):
+            guard = Compare("<", var, upper)
+            if not _is_zero(low):
+                guard = Binary("and", Compare(">=", var, low), guard, "bool")
+            return For(var, const(0), self._full(axis, kind, 1), kind, If(guard, body), thread)
         return For(var, low, extent, kind, body, thread)
 
-    def _strided(self, node, var: Var, name: str, low: Expr, upper: Expr, step: int) -> Stmt:
-        """A loop isl steps by `step` (a sparse domain): count iterations, scale the index."""
+    def _full(self, axis: Axis, kind: str, step: int) -> Const:
+        """The constant trip count that an unrolled or vectorized loop with a tail runs (its
+        axis's full extent, the tail guarded), or an error naming the primitive."""
+        full = self.extents[axis.stage].get(axis)
+        if full is None:
+            word = {"unrolled": "unroll", "vectorized": "vectorize"}[kind]
+            record = next(
+                r
+                for r in reversed(self.schedule.records)
+                if isinstance(r, rec.Annotate) and r.axis == axis
+            )
+            raise AnnotationError(
+                message(
+                    axis.stage,
+                    f"{word}({axis.name})",
+                    record.loc,
+                    f"'{axis.name}' has no constant extent here, and {word} needs one; split it "
+                    f"by a constant factor first and {word} the inner loop",
+                )
+            )
+        return const(-(-full // step))
+
+    def _kind(self, axis: Axis | None) -> tuple[str, str | None]:
+        """The loop kind the schedule asked for on `axis`, and its thread tag."""
+        if axis is None:
+            return "serial", None
+        stage = self.schedule[axis.stage]
+        if axis in stage.binds:
+            tag = stage.binds[axis]
+            return ("vthread", None) if tag == "vthread" else ("bound", tag)
+        return stage.annotations.get(axis, "serial"), None
+
+    def _strided(self, node, axis, var: Var, name: str, low, upper, step: int, kind: str):
+        """A loop isl steps by `step` (a sparse domain): count iterations, scale the index.
+        The count keeps the loop's kind (a thread index cannot step: that is an error)."""
+        if kind == "bound":
+            stage = self.schedule[axis.stage]
+            raise BindError(
+                message(
+                    stage.name,
+                    f"bind({axis.name}, {stage.binds[axis]})",
+                    _bind_loc(self.schedule, axis),
+                    f"only every {step}th value of '{axis.name}' has work here (the loops "
+                    "outside it select a strided subset), so it cannot be a thread index; "
+                    "bind a loop that covers its range densely, or reorder the loops",
+                )
+            )
         self.iterators[name] = Binary("+", low, Binary("*", const(step), var, "int32"), "int32")
+        dim = int(name[1:])
+        self.active.add(dim)
         body = self.node(node.for_get_body())
+        self.active.discard(dim)
         span = Binary("-", upper, low, "int32")
-        count = Binary("//", Binary("+", span, const(step - 1), "int32"), const(step), "int32")
-        return For(var, const(0), count, "serial", body, None)
+        count = _fold(
+            Binary("//", Binary("+", span, const(step - 1), "int32"), const(step), "int32")
+        )
+        if kind in ("unrolled", "vectorized") and not isinstance(count, Const):
+            guarded = If(Compare("<", var, count), body)
+            return For(var, const(0), self._full(axis, kind, step), kind, guarded, None)
+        return For(var, const(0), count, kind, body, None)
 
     def _upper(self, cond: isl.AstExpr, name: str) -> Expr:
         """The exclusive upper bound from isl's loop condition ``c <= e`` or ``c < e``."""

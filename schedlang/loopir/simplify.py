@@ -180,16 +180,15 @@ def _cancel(e: Binary) -> Expr | None:
     result: Expr | None = None
     for term, k, written, factor in live:
         k = _wrap(k, e.dtype)
-        if abs(k) == abs(factor):
-            scaled = written  # as the user or isl wrote it
-        elif abs(k) == 1:
-            scaled = term
+        if k in (factor, -factor):
+            scaled, positive = written, k == factor  # as the user or isl wrote it
         else:
-            scaled = Binary("*", _const(abs(k), e.dtype), term, e.dtype)
+            positive = k > 0
+            scaled = term if abs(k) == 1 else Binary("*", _const(abs(k), e.dtype), term, e.dtype)
         if result is None:
-            result = scaled if k > 0 else Unary("-", scaled, e.dtype)
+            result = scaled if positive else Unary("-", scaled, e.dtype)
         else:
-            result = Binary("+" if k > 0 else "-", result, scaled, e.dtype)
+            result = Binary("+" if positive else "-", result, scaled, e.dtype)
     if result is None:
         return _const(_wrap(constant, e.dtype), e.dtype)
     return _add_constant(result, constant, e.dtype)
@@ -211,7 +210,7 @@ def _collect(e: Expr, sign: int, terms: dict[str, list]) -> int:
         factor, term = int(e.a.value), e.b
     elif isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
         factor, term = int(e.b.value), e.a
-    entry = terms.setdefault(expr_str(term), [term, 0, e, abs(factor)])
+    entry = terms.setdefault(expr_str(term), [term, 0, e, factor])
     entry[1] += sign * factor
     return 1
 

@@ -113,3 +113,47 @@ def test_extent_one_loop_is_replaced_by_its_body():
     assert "i.inner" not in text
     assert "C[i.outer, j] = C[i.outer, j] + A[i.outer, k] * B[k, j]" in text
     assert "for i.outer in range(0, M):  # parallel" in text
+
+
+y = Var("y", "int32", "loop")
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        (8 * y + 7 - 8 * y, "7"),
+        (-5 * x + 20 + 0 * y - 0, "-5 * x + 20"),
+        ((-5 * x + 20) + (x - x), "-5 * x + 20"),
+        (x * 3 + y - x * 3 - y, "0"),
+        (x + x - 2 * x + y, "y"),
+        (4 * x - (4 * x + y), "-y"),
+    ],
+    ids=str,
+)
+def test_cancelling_sums(expr, expected):
+    assert expr_str(simplify_expr(expr)) == expected
+
+
+def test_cancelled_sums_keep_their_values():
+    """Random sums of scaled terms keep their value (int32, wrapping) after simplification."""
+    from itertools import product
+
+    gen = np.random.default_rng(7)
+    terms = [x, y, x * 3, -5 * x, y * -2, x // 2, const(7), const(-3)]
+    for _ in range(300):
+        expr = terms[gen.integers(len(terms))]
+        for _ in range(gen.integers(1, 5)):
+            other = terms[gen.integers(len(terms))]
+            expr = expr + other if gen.random() < 0.5 else expr - other
+        simple = simplify_expr(expr)
+        for xv, yv in product([-7, 0, 5, 2**31 - 1], [-3, 11]):
+            env = {"x": xv, "y": yv}
+            assert _eval(simple, env) == _eval(expr, env), expr_str(expr)
+
+
+def _eval(e, env):
+    code = expr_str(e)
+    for name, value in env.items():
+        code = code.replace(name, f"np.int32({value})")
+    with np.errstate(over="ignore"):
+        return eval(code, {"np": np})  # the printer writes Python-compatible integer expressions

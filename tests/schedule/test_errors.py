@@ -313,3 +313,12 @@ def test_tensor_not_in_schedule():
     other = sl.placeholder((3,), name="Z")
     with pytest.raises(sl.ScheduleError, match=r"'Z' is not part of this schedule"):
         s[other]
+
+
+def test_unroll_symbolic_extent():
+    a, _, c, s = chain()
+    s[c].unroll(c.op.axis[0])
+    with pytest.raises(
+        AnnotationError, match=r"unroll\(i\) at test_errors.py:\d+: 'i' has no constant"
+    ):
+        sl.lower(s, [a, c])
