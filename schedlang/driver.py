@@ -80,14 +80,19 @@ def _buffers(s: Schedule, args: list[Tensor], placement: Placement, params: Para
         if op in s.output_ops:
             raise LoweringError(f"the output '{op.name}' is not in args; add it")
         storage = placement.storage.get(op)
+        leads: tuple = ()
         if storage is None:
             shape = tuple(op.shape)
         else:
-            shape = tuple(
-                _extent(c, pa, params) for c, pa in zip(storage.constant, storage.extents)
-            )
+            box = (_extent(c, pa, params) for c, pa in zip(storage.constant, storage.extents))
+            leads = tuple(const(n, "int32") for n in storage.leads)
+            shape = leads + tuple(box)
         buffer = Buffer(
-            stage.name, shape, op.dtype, placement.scope(stage), _strides(stage.align, shape)
+            stage.name,
+            shape,
+            op.dtype,
+            placement.scope(stage),
+            _strides({d + len(leads): a for d, a in stage.align.items()}, shape),
         )
         buffers[op] = buffer
         local.append(buffer)

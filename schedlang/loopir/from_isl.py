@@ -294,7 +294,10 @@ class _Translator:
             shift = offsets.get(n.tensor.op)
             indices = n.indices
             if shift is not None:
-                indices = tuple(Binary("-", i, o, "int32") for i, o in zip(indices, shift))
+                # A buffer expanded per virtual thread is indexed by those first.
+                lead = tuple(shift[: len(shift) - len(indices)])
+                box = shift[len(lead) :]
+                indices = lead + tuple(Binary("-", i, o, "int32") for i, o in zip(indices, box))
             return Load(self.buffers[n.tensor.op], indices, n.dtype)
 
         def lower(value: Expr) -> Expr:

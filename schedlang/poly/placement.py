@@ -22,7 +22,7 @@ from ..errors import InternalError
 from ..ir.tensor import ComputeOp, Operation
 from ..schedule import records as rec
 from ..schedule.axis import Axis
-from ..schedule.errors import PlacementError, message
+from ..schedule.errors import BindError, PlacementError, message
 from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
 from .loops import leaf_extents, loop_map
@@ -49,11 +49,16 @@ class Placed:
 
 @dataclass
 class Storage:
-    """The buffer of a computed (non-inlined, non-output) stage computed at another's loop."""
+    """The buffer of a computed (non-inlined, non-output) stage computed at another's loop.
+
+    Its buffer's first dimensions (`leads`, their extents) give each virtual thread around it
+    its own part (TE expands such buffers the same way); the others are the box of the
+    footprint (`extents`, with `constant` bounds where they exist)."""
 
     op: Operation
-    extents: list[isl.PwAff]  # per dimension, over the parameters
+    extents: list[isl.PwAff]  # per box dimension, over the parameters
     constant: list[int | None]  # the extents' constant bounds where they exist
+    leads: list[int] = field(default_factory=list)
 
 
 def _proj(n_in: int, keep: list[int], name: str | None = None, out: str | None = None) -> isl.Map:
@@ -188,29 +193,33 @@ class Placement:
         return aff_text(e, self.params.names)
 
     def _place_children(self, consumer: Stage) -> None:
+        """Place the stages computed at `consumer`'s loops. Siblings run in stage order (a
+        producer before its readers), but are placed readers first: a stage's footprint is
+        what its readers need, and a reader may itself be computed at `consumer` (TE's
+        ``AA -> AL -> CC`` chains, all at CC's loops)."""
+        slots = []
         for axis, producers in self.children.get(consumer.name, {}).items():
             q = 0
             for producer in producers:
-                self._place_attached(producer, consumer, axis, q)
+                slots.append((producer, axis, q))
                 q += self._width(producer)
+        order = {stage.name: k for k, stage in enumerate(self.schedule.stages)}
+        for producer, axis, q in sorted(slots, key=lambda slot: -order[slot[0].name]):
+            self._place_attached(producer, consumer, axis, q)
 
     def _place_attached(self, producer: Stage, consumer: Stage, axis: Axis, q: int) -> None:
-        readers = [
-            pc
-            for pc in self.placed[consumer.name]
-            if any(acc.op is producer.op for acc in pc.stmt.reads)
-        ]
-        self._check_only_consumer(producer, consumer)
-        t = consumer.leaves.index(axis)
-        base = readers[0]
-        keep = base.prefix_len + t + 1
-        n_loops = base.loops.dim(isl.dim_type.out)
-        prefix_axes = [entry[1] for entry in base.template if entry[0] == "dim"][:keep]
+        holder = next(p for p in self.placed[consumer.name] if ("dim", axis) in p.template)
+        position = holder.template.index(("dim", axis))
+        keep = sum(1 for entry in holder.template[: position + 1] if entry[0] == "dim")
+        readers = self._readers(producer, consumer, holder.template[: position + 1])
+        base = holder
+        prefix_axes = [entry[1] for entry in base.template[: position + 1] if entry[0] == "dim"]
         scope = self.scope(producer)
-        relaxed = self._relaxed(producer, scope, prefix_axes)
+        relaxed, expanded = self._relaxed(producer, scope, prefix_axes)
         footprint = None
         prefix_maps = {}
         for pc in readers:
+            n_loops = pc.loops.dim(isl.dim_type.out)
             prefix = pc.loops.project_out(isl.dim_type.out, keep, n_loops - keep)
             prefix_maps[id(pc)] = prefix
             for acc in pc.stmt.reads:
@@ -218,34 +227,40 @@ class Placement:
                     continue
                 image = prefix.reverse().apply_range(pc.to_root.apply_range(acc.relation))
                 footprint = image if footprint is None else footprint.union(image)
+        needed = footprint
         if relaxed:
-            footprint = _free(keep, relaxed).apply_range(footprint)
-        footprint = footprint.coalesce()
+            needed = _free(keep, relaxed).apply_range(footprint)
+        needed = needed.coalesce()
+        box = needed
         nd = len(producer.op.axis)
-        bmin = [footprint.dim_min(d) for d in range(nd)]
-        bmax = [footprint.dim_max(d) for d in range(nd)]
+        bmin = [box.dim_min(d) for d in range(nd)]
+        bmax = [box.dim_max(d) for d in range(nd)]
         bmin_pma = isl.PwMultiAff.from_pw_aff(bmin[0])
         for pa in bmin[1:]:
             bmin_pma = bmin_pma.flat_range_product(isl.PwMultiAff.from_pw_aff(pa))
         tensor = self.params.tensor(producer.op)
         bmin_map = isl.Map.from_pw_multi_aff(bmin_pma).set_tuple_name(isl.dim_type.out, tensor)
+        lead_map = _proj(keep, expanded)  # prefix -> the virtual-thread indices of the parts
         for pc in readers:
+            shift = bmin_map.reset_tuple_id(isl.dim_type.out)
+            if expanded:
+                shift = lead_map.flat_range_product(shift)
             pc.offsets[producer.op] = isl.PwMultiAff.from_map(
-                prefix_maps[id(pc)].apply_range(bmin_map.reset_tuple_id(isl.dim_type.out))
+                prefix_maps[id(pc)].apply_range(shift)
             )
         extents = [
             bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx())) for d in range(nd)
         ]
         attach_dim = len(base.template[: self._dim_position(base.template, axis) + 1]) - 1
+        box_constant = [self._constant(e) for e in extents]
+        leads = [self._lead_extent(producer, prefix_axes[d]) for d in expanded]
         self.storage[producer.op] = Storage(
-            producer.op,
-            [self._param_bound(e) for e in extents],
-            [self._constant(e) for e in extents],
+            producer.op, [self._param_bound(e) for e in extents], box_constant, leads
         )
-        roots = dict(zip(producer.root_axes, self.storage[producer.op].constant))
+        roots = dict(zip(producer.root_axes, box_constant))
         roots.update({a: producer.extents[a] for a in producer.root_axes[nd:]})
         extents = self.extents[producer.name] = leaf_extents(producer, roots)
-        relative = footprint.sum(bmin_map.neg()).wrap().flatten()
+        relative = needed.sum(bmin_map.neg()).wrap().flatten()
         pre = base.template[: attach_dim + 1]
         templates = self._templates(producer, pre, q)
         placed = []
@@ -261,6 +276,9 @@ class Placement:
             xmap = _proj(total, list(range(keep, keep + nd)), st.name).intersect_domain(ext)
             data = xmap.sum(pmap.apply_range(bmin_map.reset_tuple_id(isl.dim_type.out)))
             to_root, relative_root = data, xmap
+            store = xmap
+            if expanded:
+                store = pmap.apply_range(lead_map).flat_range_product(xmap)
             if n_red:
                 rmap = _proj(total, list(range(keep + nd, total)), st.name).intersect_domain(ext)
                 to_root = data.flat_range_product(rmap)
@@ -270,11 +288,11 @@ class Placement:
             lmap, _ = loop_map(producer, st.root_space, extents, data_only=st.role == "init")
             # The producer's loops run over box-relative coordinates, as TE's do.
             loops = pmap.flat_range_product(relative_root.apply_range(lmap))
-            shared_tags = {self._tag(prefix_axes[d]) for d in relaxed}
+            shared_tags = {self._tag(prefix_axes[d]) for d in relaxed} - {"vthread"}
             if relaxed:
                 ext = self._share(producer, st, ext, loops, keep, prefix_axes, relaxed)
                 to_root = to_root.intersect_domain(ext)
-                xmap = xmap.intersect_domain(ext)
+                store = store.intersect_domain(ext)
                 loops = loops.intersect_domain(ext)
             placed.append(
                 Placed(
@@ -284,7 +302,7 @@ class Placement:
                     to_root,
                     loops,
                     templates[st.role],
-                    isl.PwMultiAff.from_map(xmap),
+                    isl.PwMultiAff.from_map(store),
                     self._root_values(st, to_root),
                     shared_tags=shared_tags,
                 )
@@ -316,9 +334,15 @@ class Placement:
             stage = target
         return tags
 
-    def _relaxed(self, producer: Stage, scope: str, prefix_axes: list[Axis]) -> list[int]:
-        """Prefix loops over which the buffer is shared, so its box covers all their values:
-        the thread loops of a block for "shared" memory (TE's rule)."""
+    def _relaxed(self, producer: Stage, scope: str, prefix_axes: list[Axis]):
+        """Prefix loops over which the buffer is shared (`relaxed`: its box covers all their
+        values and it is computed once for all of them) and loops it is expanded over
+        (`expanded`: its box covers all their values, each computes its own part).
+
+        As in TE: "shared" memory is shared by the threads and the virtual threads of a block;
+        "local" and "global" buffers get a part per virtual thread (TE's virtual-thread
+        injection expands them), since virtual threads interleave in one thread.
+        """
         tags = [self._tag(a) for a in prefix_axes]
         if scope == "global" and any(t is not None and t != "vthread" for t in tags):
             loc = producer.attach.loc
@@ -334,9 +358,31 @@ class Placement:
                     "set_scope('local'), or compute it at root",
                 )
             )
+        virtual = [k for k, t in enumerate(tags) if t == "vthread"]
         if scope != "shared":
-            return []
-        return [k for k, t in enumerate(tags) if t is not None and t.startswith("threadIdx")]
+            return [], virtual
+        threads = [k for k, t in enumerate(tags) if t is not None and t.startswith("threadIdx")]
+        return sorted(threads + virtual), []
+
+    def _lead_extent(self, producer: Stage, axis: Axis) -> int:
+        """The extent of virtual-thread loop `axis`, by which `producer`'s buffer is expanded."""
+        extent = self.extents[axis.stage].get(axis)
+        if extent is None:
+            record = next(
+                r
+                for r in reversed(self.schedule.records)
+                if isinstance(r, rec.Bind) and r.axis == axis
+            )
+            raise BindError(
+                message(
+                    axis.stage,
+                    f"bind({axis.name}, vthread)",
+                    record.loc,
+                    f"a virtual thread needs a constant extent ('{producer.name}' gets a part "
+                    "per virtual thread); split the loop by a constant factor first",
+                )
+            )
+        return extent
 
     def _tag(self, axis: Axis) -> str | None:
         return self.schedule[axis.stage].binds.get(axis)
@@ -344,14 +390,16 @@ class Placement:
     def _share(self, producer, st, ext, loops, keep, prefix_axes, relaxed) -> isl.Set:
         """Which thread computes each element of a shared buffer: the producer's own loop bound
         to the same tag decides (thread t runs the instances whose loop has value t); without
-        one, thread 0 of that dimension computes everything."""
+        one, thread 0 of that dimension computes everything (virtual thread 0, always)."""
         n = loops.dim(isl.dim_type.out)
         vs = [f"v{k}" for k in range(n)]
         own = [a for a in producer.leaves if not (st.role == "init" and a.kind == "reduce")]
         conditions = []
         for d in relaxed:
             tag = self._tag(prefix_axes[d])
-            mine = [j for j, a in enumerate(own) if producer.binds.get(a) == tag]
+            mine = [
+                j for j, a in enumerate(own) if tag != "vthread" and producer.binds.get(a) == tag
+            ]
             conditions.append(f"{vs[d]} = {vs[keep + mine[0]] if mine else 0}")
         where = isl.Set(f"{{ [{', '.join(vs)}] : {' and '.join(conditions)} }}")
         return ext.intersect(loops.intersect_range(where).domain())
@@ -362,12 +410,17 @@ class Placement:
                 return k
         raise InternalError(f"loop {axis} is not in the template {template}")
 
-    def _check_only_consumer(self, producer: Stage, consumer: Stage) -> None:
+    def _readers(self, producer: Stage, consumer: Stage, path: list) -> list[Placed]:
+        """The placed statements that read `producer`: `consumer`'s, or those of stages
+        computed inside `consumer`'s loops at or below the attach point (`path` is the
+        schedule template down to it). Anyone else would read values that exist only there."""
+        readers = []
         for name, statements in self.by_stage.items():
-            if name in (consumer.name, producer.name):
-                continue
             for st in statements:
-                if any(acc.op is producer.op for acc in st.reads):
+                if name == producer.name or not any(acc.op is producer.op for acc in st.reads):
+                    continue
+                placed = [p for p in self.placed.get(name, []) if p.stmt is st]
+                if not placed or placed[0].template[: len(path)] != path:
                     loc = producer.attach.loc
                     call = f"compute_at(s[{consumer.name}], {producer.attach.axis.name})"
                     raise PlacementError(
@@ -376,10 +429,12 @@ class Placement:
                             call,
                             loc,
                             f"'{name}' reads '{producer.name}' too, but its values exist only "
-                            f"inside the loops of '{consumer.name}'; compute it at root or "
-                            f"inline it",
+                            f"inside the loops of '{consumer.name}'; compute it at root, inline "
+                            f"it, or compute '{name}' inside that loop too",
                         )
                     )
+                readers.extend(placed)
+        return readers
 
     def _constant(self, extent: isl.PwAff) -> int | None:
         bound = extent.intersect_params(self.params.context).max_val()
@@ -394,7 +449,9 @@ class Placement:
         """Give every statement a schedule of one width. Loops bound to threadIdx.* move to the
         end, one dimension per tag: that is how a GPU block runs (every thread executes each
         statement in program order, in lockstep), and it keeps the bounds of every other loop
-        independent of the thread index, so barriers can sit anywhere outside thread loops."""
+        independent of the thread index, so barriers can sit anywhere outside thread loops.
+        Virtual threads go just outside them: they interleave, statement by statement, inside
+        one thread (TE's virtual-thread injection)."""
         everything = [p for group in self.placed.values() for p in group]
         width = max(len(p.template) for p in everything)
         split = {}
@@ -403,12 +460,16 @@ class Placement:
             split[id(p)] = self._thread_split(p, padded)
         used = [t for t in THREAD_TAGS if any(t in split[id(p)][2] for p in everything)]
         main_width = max(len(split[id(p)][0]) for p in everything)
+        n_virtual = max(len(split[id(p)][3]) for p in everything)
         layouts = []
         for p in everything:
-            entries, outs, threads = split[id(p)]
+            entries, outs, threads, virtual = split[id(p)]
             pad = main_width - len(entries)
             entries = entries + [("beta", 0)] * pad
             outs = outs + ["0"] * pad
+            for entry, out in virtual + [(("beta", 0), "0")] * (n_virtual - len(virtual)):
+                entries.append(entry)
+                outs.append(out)
             for tag in used:
                 entry, out = threads.get(tag, (("beta", 0), "0"))
                 entries.append(entry)
@@ -429,8 +490,9 @@ class Placement:
             p.sched = p.loops.apply_range(to_sched).intersect_domain(p.domain)
 
     def _thread_split(self, p: Placed, template: list):
-        """(non-thread entries, their isl outputs, {tag: (entry, output)}) of a template."""
-        entries, outs, threads = [], [], {}
+        """(other entries, their isl outputs, {tag: (entry, output)}, [(entry, output)] of
+        virtual threads) of a template."""
+        entries, outs, threads, virtual = [], [], {}, []
         k = 0
         for kind, value in template:
             if kind == "beta":
@@ -440,6 +502,9 @@ class Placement:
             out = f"v{k}"
             k += 1
             tag = self._tag(value)
+            if tag == "vthread":
+                virtual.append(((kind, value), out))
+                continue
             if tag not in THREAD_TAGS:
                 entries.append((kind, value))
                 outs.append(out)
@@ -450,7 +515,7 @@ class Placement:
         n = p.loops.dim(isl.dim_type.out)
         if k != n:
             raise InternalError(f"template of {p.stmt.name} has {k} loops, its map {n}")
-        return entries, outs, threads
+        return entries, outs, threads, virtual
 
     def _same_tag_error(self, p: Placed, outer: Axis, inner: Axis, tag: str) -> None:
         stage = self.schedule[inner.stage]

@@ -368,7 +368,7 @@ class Stage:
         target_axis = parent._axis(axis, call, loc)
         if isinstance(parent.attach, rec.ComputeInline):
             self._fail(PlacementError, call, loc, f"'{parent.name}' is inlined: it has no loops")
-        if self.op not in [t.op for t in parent.op.input_tensors]:
+        if not _depends_on(parent.op, self.op):
             self._fail(
                 PlacementError,
                 call,
@@ -478,6 +478,20 @@ class Stage:
             )
         self.align[dim] = (factor, offset)
         self._record(rec.StorageAlign(self.name, resolved, factor, offset, loc))
+
+
+def _depends_on(consumer: Operation, producer: Operation) -> bool:
+    """Does `consumer` read `producer`, directly or through other computes?"""
+    pending, seen = [consumer], set()
+    while pending:
+        op = pending.pop()
+        for tensor in op.input_tensors:
+            if tensor.op is producer:
+                return True
+            if id(tensor.op) not in seen:
+                seen.add(id(tensor.op))
+                pending.append(tensor.op)
+    return False
 
 
 def check_scope(stage: str, call: str, loc: str, scope: object) -> None:

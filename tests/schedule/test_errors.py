@@ -188,9 +188,16 @@ def test_compute_at_non_consumer():
     b = sl.compute((7,), lambda i: a[i] * 2.0, name="B")
     c = sl.compute((7,), lambda i: b[i] + 1.0, name="C")
     d = sl.compute((7,), lambda i: c[i] - 1.0, name="D")
-    s = sl.create_schedule(d)
-    with pytest.raises(PlacementError, match=r"'D' does not read 'B'; compute_at needs a consumer"):
-        s[b].compute_at(s[d], d.op.axis[0])
+    e = sl.compute((7,), lambda i: a[i] * 3.0, name="E")
+    s = sl.create_schedule([d, e])
+    with pytest.raises(PlacementError, match=r"'E' does not read 'B'; compute_at needs a consumer"):
+        s[b].compute_at(s[e], e.op.axis[0])
+    # D reads B through C: allowed (as in TE), if C is computed inside D's loop too.
+    s[b].compute_at(s[d], d.op.axis[0])
+    with pytest.raises(PlacementError, match=r"'C' reads 'B' too.*compute 'C' inside that loop"):
+        sl.lower(s, [a, d, e])
+    s[c].compute_at(s[d], d.op.axis[0])
+    assert "allocate B: float32[1]" in str(sl.lower(s, [a, d, e]))
 
 
 def test_compute_at_itself():
@@ -230,7 +237,7 @@ def test_compute_at_producer_read_by_another_stage():
     d = sl.compute((7,), lambda i: b[i] + c[i], name="D")
     s = sl.create_schedule(d)
     s[b].compute_at(s[c], c.op.axis[0])
-    with pytest.raises(PlacementError, match=r"'D' reads 'B' too.*compute it at root or inline"):
+    with pytest.raises(PlacementError, match=r"'D' reads 'B' too.*compute it at root, inline it"):
         sl.lower(s, [a, d])
 
 
