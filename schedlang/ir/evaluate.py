@@ -10,7 +10,7 @@ while a read that is out of bounds where its value is used is an `AlgorithmError
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -187,8 +187,13 @@ def _input_arrays(
 
 
 def _bind_sizes(
-    ops: list[Operation], arrays: Mapping[Operation, np.ndarray], given: Mapping[Var, int]
+    ops: list[Operation],
+    arrays: Mapping[Operation, np.ndarray],
+    given: Mapping[Var, int],
+    how_to_pass: Callable[[str], str] = lambda name: f"sizes={{{name}: value}}",
 ) -> dict[Var, int]:
+    """Every size in `ops`, from `given` and the shapes of `arrays`; a size that cannot be read
+    off them is an error whose advice, ``how_to_pass(name)``, is in the caller's own terms."""
     sizes: dict[Var, int] = {v: int(n) for v, n in given.items()}
     pending: list[tuple[str, Expr, int]] = []
     for op, array in arrays.items():
@@ -204,10 +209,15 @@ def _bind_sizes(
         for where, extent, n in unresolved:
             free = [v for v in _size_vars(extent) if v not in sizes]
             if len(free) == 1:
-                _bind(sizes, free[0], _solve(extent, free[0], n, sizes, where), where)
+                value = _solve(extent, free[0], n, sizes, where, how_to_pass)
+                _bind(sizes, free[0], value, where)
             elif free:
                 progress.append((where, extent, n))
                 continue
+            if not _size_vars(extent) and _size_value(extent, sizes) != n:
+                raise ValueError(
+                    f"{where} must be {_size_value(extent, sizes)}, but its array has {n}"
+                )
             if _size_value(extent, sizes) != n:
                 raise ValueError(
                     f"{where} is {expr_str(extent)} = {_size_value(extent, sizes)} with "
@@ -223,7 +233,7 @@ def _bind_sizes(
                 if v not in sizes:
                     raise ValueError(
                         f"size '{v.name}' of '{op.name}' is not the size of any input array; "
-                        f"pass it as sizes={{{v.name}: value}}"
+                        f"pass it as {how_to_pass(v.name)}"
                     )
     return sizes
 
@@ -258,14 +268,16 @@ def _size_value(e: Expr, sizes: Mapping[Var, int]) -> int:
     return int(_eval(e, ctx, None))
 
 
-def _solve(e: Expr, v: Var, n: int, sizes: dict[Var, int], where: str) -> int:
+def _solve(
+    e: Expr, v: Var, n: int, sizes: dict[Var, int], where: str, how_to_pass: Callable[[str], str]
+) -> int:
     """The value of `v` that makes the affine extent `e` equal `n`."""
     at = [_size_value(e, {**sizes, v: x}) for x in (0, 1, 2)]
     slope = at[1] - at[0]
     if slope == 0 or at[2] - at[1] != slope or (n - at[0]) % slope:
         raise ValueError(
             f"{where} is {expr_str(e)}, from which '{v.name}' cannot be read off the size {n}; "
-            f"pass it as sizes={{{v.name}: value}}"
+            f"pass it as {how_to_pass(v.name)}"
         )
     return (n - at[0]) // slope
 

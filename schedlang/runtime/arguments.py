@@ -3,8 +3,13 @@
 Compiled code trusts its arguments completely (a wrong shape is a wild write), so everything is
 checked here, in `args` order and with messages naming the parameter: the count, that each is a
 numpy array of the parameter's dtype and rank, that shapes agree with each other through the
-symbolic sizes, that every array is C-contiguous, that outputs are writable, and that no output
-overlaps another argument (the generated code assumes its buffers do not alias).
+symbolic sizes, that outputs are C-contiguous and writable, and that no output overlaps another
+argument (the generated code assumes its buffers do not alias).
+
+The generated code indexes every buffer as a dense row-major array. An input with any other
+layout (a slice with a step, a transpose, a broadcast) is copied to a C-contiguous temporary for
+the call, which costs a pass over it; an output cannot be, since the kernel writes in place, so
+one that is not C-contiguous is an error.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ class Call:
 
     buffers: ctypes.Array
     sizes: ctypes.Array
-    arrays: tuple[np.ndarray, ...]  # kept alive for the duration of the call
+    arrays: tuple[np.ndarray, ...]  # what the kernel reads and writes, kept alive for the call
 
 
 def check_arguments(
@@ -53,27 +58,39 @@ def check_arguments(
     for buffer, array in zip(params, arrays):
         _check_array(buffer, array)
     given = _named_sizes(func, sizes)
-    bound = _bind_sizes(list(params), dict(zip(params, arrays)), given)
+    bound = _bind_sizes(list(params), dict(zip(params, arrays)), given, _pass_by_name)
     values = []
     for v in func.sizes:
         if v not in bound:
             raise ValueError(
                 f"size '{v.name}' of kernel '{func.name}' is not the size of any argument; "
-                f"pass it by name: kernel(..., {v.name}=value)"
+                f"pass it by name: {_pass_by_name(v.name)}"
             )
         values.append(int(bound[v]))
-    for buffer, array, out in zip(params, arrays, written):
-        if not array.flags.c_contiguous:
-            raise ValueError(
-                f"argument '{buffer.name}' is not C-contiguous (strides {array.strides}); "
-                f"pass np.ascontiguousarray({buffer.name})"
-            )
-        if out and not array.flags.writeable:
-            raise ValueError(f"argument '{buffer.name}' is an output but its array is read-only")
+    arrays = [_layout(buffer, array, out) for buffer, array, out in zip(params, arrays, written)]
     _check_overlap(params, arrays, written)
     buffers = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))
     size_array = (ctypes.c_int64 * max(1, len(values)))(*values)
     return Call(buffers, size_array, tuple(arrays))
+
+
+def _pass_by_name(name: str) -> str:
+    return f"kernel(..., {name}=value)"
+
+
+def _layout(buffer, array: np.ndarray, out: bool) -> np.ndarray:
+    """`array` as the kernel may use it: inputs made C-contiguous, outputs checked."""
+    if not out:
+        return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    if not array.flags.c_contiguous:
+        raise ValueError(
+            f"argument '{buffer.name}' is an output but is not C-contiguous (strides "
+            f"{array.strides}); the kernel writes in place, so pass a C-contiguous array "
+            f"(np.empty{array.shape}) and copy it into this one afterwards"
+        )
+    if not array.flags.writeable:
+        raise ValueError(f"argument '{buffer.name}' is an output but its array is read-only")
+    return array
 
 
 def _check_array(buffer, array: object) -> None:

@@ -24,6 +24,8 @@ class Kernel:
 
     ``kernel(*arrays, **sizes)`` runs it on numpy arrays in the order of `args` given to
     `sl.build`, writing outputs in place; sizes that no array shows are passed by name.
+    Outputs must be C-contiguous; an input of another layout (a strided slice, a transpose) is
+    copied to a C-contiguous temporary first, since the compiled code assumes dense rows.
     """
 
     def __init__(self, lowered: LoweredFunc, compiled: CompiledCpu, target: str = "cpu") -> None:

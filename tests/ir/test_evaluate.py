@@ -220,7 +220,7 @@ def test_mismatching_sizes_raise_value_error():
         sl.evaluate(E, {A: a, D: random_array(gen, (5,))})
     F = sl.placeholder((5, 3), name="F")
     G = sl.compute((5, 3), lambda i, j: F[i, j], name="G")
-    with pytest.raises(ValueError, match=r"dimension 1 of 'F' is 3 = 3 with , but its array has 4"):
+    with pytest.raises(ValueError, match=r"dimension 1 of 'F' must be 3, but its array has 4"):
         sl.evaluate(G, {F: random_array(gen, (5, 4))})
     with pytest.raises(
         ValueError, match=r"'F' has 2 dimension\(s\) but its array has shape \(15,\)"
