@@ -1,99 +1,166 @@
 """``schedlang demo``: one matmul, the steps of TE's opt_gemm tutorial as schedules.
 
 Each schedule is built with `sl.build` (lowered through the polyhedral layer, compiled by the CPU
-JIT), checked against the numpy reference of the unscheduled algorithm, and timed; the table
-gives GFLOP/s and the speed-up over the naive schedule, with numpy's own matmul as a yardstick.
-The symbolic sizes M, N, K are read off the arrays, so one kernel runs any size.
+JIT), checked against the numpy reference of the unscheduled algorithm on a NaN-filled output,
+and timed; the table gives GFLOP/s and the speed-up over the naive schedule, with numpy's own
+matmul as a yardstick. The symbolic sizes M, N, K are read off the arrays, so one kernel runs any
+size. `STEPS` and `matmul` are shared with ``benchmarks/cpu_gemm.py``, which builds them at
+constant sizes.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import build, compute, create_schedule, placeholder, reduce_axis, reference, var
+from . import (
+    build,
+    compute,
+    create_schedule,
+    if_then_else,
+    placeholder,
+    reduce_axis,
+    reference,
+    var,
+)
 from . import sum as sl_sum
+from .ir.tensor import Tensor
+from .schedule.schedule import Schedule
+
+BN = 32  # the tutorial's block size, also the length of packedB's rows
+KFACTOR = 4  # the tutorial's split of the reduction
 
 
-def _matmul():
-    m, n, k_size = var("M"), var("N"), var("K")
+def matmul(m, n, k_size, packed: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """A, B, C = A @ B and, when `packed`, the tutorial's packedB that C then reads instead of B.
+
+    packedB[j // BN, k, j % BN] = B[k, j] keeps a block's BN columns of B contiguous for every k.
+    Its first extent is ceil(n / BN) so that any n fits; the entries past column n are zeros,
+    written with if_then_else (so B is never read out of bounds).
+    """
     a = placeholder((m, k_size), name="A")
     b = placeholder((k_size, n), name="B")
     k = reduce_axis((0, k_size), name="k")
-    c = compute((m, n), lambda i, j: sl_sum(a[i, k] * b[k, j], axis=k), name="C")
-    return a, b, c
+    if not packed:
+        c = compute((m, n), lambda i, j: sl_sum(a[i, k] * b[k, j], axis=k), name="C")
+        return a, b, c, None
+    packed_b = compute(
+        ((n + BN - 1) // BN, k_size, BN),
+        lambda x, kk, y: if_then_else(x * BN + y < n, b[kk, x * BN + y], 0.0),
+        name="packedB",
+    )
+    c = compute(
+        (m, n), lambda i, j: sl_sum(a[i, k] * packed_b[j // BN, k, j % BN], axis=k), name="C"
+    )
+    return a, b, c, packed_b
 
 
-def _naive(s, c):
-    return s
+Scheduler = Callable[[Schedule, Tensor, "Tensor | None"], None]
 
 
-def _tiled(s, c, k_inside_rows: bool):
-    """32x32 blocks (TE's bn) with k split by 4; the k.inner loop outside or inside the rows."""
-    i, j = s[c].op.axis
-    io, jo, ii, ji = s[c].tile(i, j, 32, 32)
-    ko, ki = s[c].split(s[c].op.reduce_axis[0], 4)
+@dataclass(frozen=True)
+class Step:
+    """One step of the tutorial: its schedule, and whether its algorithm reads packedB."""
+
+    name: str
+    packed: bool
+    schedule: Scheduler
+
+
+def _naive(s: Schedule, c: Tensor, packed_b: Tensor | None) -> None:
+    pass
+
+
+def _tile(s: Schedule, c: Tensor, k_inside_rows: bool):
+    """BN x BN blocks of C with k split by KFACTOR; the k.inner loop outside or inside the rows."""
+    mo, no, mi, ni = s[c].tile(c.op.axis[0], c.op.axis[1], BN, BN)
+    ko, ki = s[c].split(s[c].op.reduce_axis[0], factor=KFACTOR)
     if k_inside_rows:
-        s[c].reorder(io, jo, ko, ii, ki, ji)
+        s[c].reorder(mo, no, ko, mi, ki, ni)
     else:
-        s[c].reorder(io, jo, ko, ki, ii, ji)
-    return io, ki, ji
+        s[c].reorder(mo, no, ko, ki, mi, ni)
+    return ni
 
 
-def _blocked(s, c):
-    _tiled(s, c, k_inside_rows=False)
-    return s
+def _blocking(s: Schedule, c: Tensor, packed_b: Tensor | None) -> None:
+    _tile(s, c, k_inside_rows=False)
 
 
-def _vectorized(s, c):
-    _, _, ji = _tiled(s, c, k_inside_rows=False)
-    s[c].vectorize(ji)
-    return s
+def _vectorization(s: Schedule, c: Tensor, packed_b: Tensor | None) -> None:
+    s[c].vectorize(_tile(s, c, k_inside_rows=False))
 
 
-def _permuted(s, c):
-    _, _, ji = _tiled(s, c, k_inside_rows=True)
-    s[c].vectorize(ji)
-    return s
+def _loop_permutation(s: Schedule, c: Tensor, packed_b: Tensor | None) -> None:
+    s[c].vectorize(_tile(s, c, k_inside_rows=True))
 
 
-def _parallel(s, c):
-    io, ki, ji = _tiled(s, c, k_inside_rows=True)
-    s[c].vectorize(ji)
-    s[c].unroll(ki)
-    s[c].parallel(io)
-    return s
+def _pack(s: Schedule, packed_b: Tensor) -> None:
+    big_n, _, little_n = s[packed_b].op.axis
+    s[packed_b].vectorize(little_n)
+    s[packed_b].parallel(big_n)
 
 
-SCHEDULES: list[tuple[str, Callable]] = [
-    ("naive", _naive),
-    ("blocking 32x32, k split by 4", _blocked),
-    ("blocking + vectorize", _vectorized),
-    ("loop permutation", _permuted),
-    ("permutation + unroll + parallel", _parallel),
+def _array_packing(s: Schedule, c: Tensor, packed_b: Tensor) -> None:
+    _loop_permutation(s, c, packed_b)
+    _pack(s, packed_b)
+
+
+def _cached_blocks(s: Schedule, c: Tensor, packed_b: Tensor):
+    """Each block of C accumulates in a write cache, copied out once its k loop is done."""
+    cc = s.cache_write(c, "global")
+    mo, no, _, _ = s[c].tile(c.op.axis[0], c.op.axis[1], BN, BN)
+    s[cc].compute_at(s[c], no)
+    mc, nc = s[cc].op.axis
+    ko, ki = s[cc].split(s[cc].op.reduce_axis[0], factor=KFACTOR)
+    s[cc].reorder(ko, mc, ki, nc)
+    s[cc].vectorize(nc)
+    s[cc].unroll(ki)
+    _pack(s, packed_b)
+    return mo
+
+
+def _write_cache(s: Schedule, c: Tensor, packed_b: Tensor) -> None:
+    _cached_blocks(s, c, packed_b)
+
+
+def _parallel(s: Schedule, c: Tensor, packed_b: Tensor) -> None:
+    s[c].parallel(_cached_blocks(s, c, packed_b))
+
+
+STEPS: list[Step] = [
+    Step("naive", False, _naive),
+    Step(f"blocking (bn={BN}, k split by {KFACTOR})", False, _blocking),
+    Step("+ vectorization", False, _vectorization),
+    Step("+ loop permutation", False, _loop_permutation),
+    Step("+ array packing", True, _array_packing),
+    Step("+ write cache", True, _write_cache),
+    Step("+ parallel", True, _parallel),
 ]
 
 
 def run(size: int = 512, target: str = "auto", show_loops: bool = True) -> bool:
-    """Build, check and time every schedule at `size`^3; print a table. True if all match."""
+    """Build, check and time every step at `size`^3; print a table. True if all match."""
     from .build import resolve_target
     from .runtime.arrays import aligned_copy, aligned_empty
 
     resolve_target(target)  # raises for a target that is not available here
-    a, b, c = _matmul()
     rng = np.random.default_rng(0)
     a_np = aligned_copy(rng.standard_normal((size, size), dtype=np.float32))
     b_np = aligned_copy(rng.standard_normal((size, size), dtype=np.float32))
+    a, b, c, _ = matmul(var("M"), var("N"), var("K"), packed=False)
     expected = reference(c, {a: a_np, b: b_np})
     flops = 2.0 * size**3
     rows, ok, naive = [], True, None
-    for name, make in SCHEDULES:
-        s = make(create_schedule(c), c)
+    for step in STEPS:
+        a, b, c, packed_b = matmul(var("M"), var("N"), var("K"), packed=step.packed)
+        s = create_schedule(c)
+        step.schedule(s, c, packed_b)
         kernel = build(s, [a, b, c], target=target)
         if show_loops:
-            print(f"# {name}\n{kernel.lowered}\n")
+            print(f"# {step.name}\n{kernel.lowered}\n")
         out = aligned_empty((size, size))
         out[...] = np.nan
         kernel(a_np, b_np, out)
@@ -101,7 +168,7 @@ def run(size: int = 512, target: str = "auto", show_loops: bool = True) -> bool:
         ok &= good
         seconds = _median_seconds(lambda k=kernel, o=out: k(a_np, b_np, o))
         naive = seconds if naive is None else naive
-        rows.append((name, seconds, "yes" if good else "NO"))
+        rows.append((step.name, seconds, "yes" if good else "NO"))
     numpy_seconds = _median_seconds(lambda: np.matmul(a_np, b_np))
     rows.append(("numpy matmul (yardstick)", numpy_seconds, "-"))
     header = ("schedule", "ms", "GFLOP/s", "vs naive", "matches reference")

@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from schedlang import cli, platform_info
+from schedlang.demo import STEPS
 from schedlang.platform_info import Probe
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -210,7 +211,21 @@ def test_demo_builds_checks_and_times_every_schedule(capsys):
     out = capsys.readouterr().out
     assert "matmul 48x48x48 float32, compiled for the cpu" in out
     rows = [line for line in out.splitlines() if line.endswith(" yes")]
-    assert len(rows) == 5 and "numpy matmul (yardstick)" in out
+    assert [row.split("  ")[0] for row in rows] == [step.name for step in STEPS]
+    assert "numpy matmul (yardstick)" in out
+
+
+def test_demo_steps_are_the_tutorials():
+    names = [step.name for step in STEPS]
+    assert names[0] == "naive" and names[1].startswith("blocking")
+    assert names[2:] == [
+        "+ vectorization",
+        "+ loop permutation",
+        "+ array packing",
+        "+ write cache",
+        "+ parallel",
+    ]
+    assert [step.packed for step in STEPS] == [False] * 4 + [True] * 3
 
 
 def test_demo_cuda_target_says_it_is_not_available(capsys):
