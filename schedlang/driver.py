@@ -15,6 +15,7 @@ from .loopir.barriers import insert_barriers
 from .loopir.from_isl import generate, param_expr
 from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.simplify import simplify
+from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
 from .poly.bounds import check_bounds
 from .poly.legality import check_legality
@@ -40,10 +41,13 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     check_bounds(statements, params)
     placement = Placement(s, statements, params)
     _dump("schedule", "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
-    check_legality(s, placement, params)
+    cross_thread = check_legality(s, placement, params)
     buffers, params_bufs, local = _buffers(s, args, placement, params)
-    body = generate(s, placement.all(), placement.extents, params.context, params.vars, buffers)
+    body, reductions = generate(
+        s, placement.all(), placement.extents, cross_thread, params.context, params.vars, buffers
+    )
     _dump("generated", body)
+    body = lower_thread_reductions(body, reductions)
     body = insert_allocations(body, local)
     body = insert_barriers(body)
     body = unroll_loops(body)

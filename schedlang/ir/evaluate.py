@@ -441,6 +441,16 @@ def _builtin_op(comb: CommReducer) -> str | None:
     return r.op if identity == usual else None
 
 
+def combine(comb: CommReducer, values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """`values` combined along `axes` with `comb`, as a reduction over them computes it."""
+    last = tuple(range(values.ndim - len(axes), values.ndim))
+    moved = np.moveaxis(values, axes, last)
+    identity = np.array(comb.identity.value, dtype=values.dtype)
+    if not axes:
+        return moved.copy()
+    return _fold(comb, _Context({}, {}, None), moved, last, identity)
+
+
 def _fold(comb: CommReducer, ctx: _Context, source, red_dims, identity) -> np.ndarray:
     """Combine along the reduce dimensions pairwise: log2(n) vectorised steps."""
     keep = source.shape[: red_dims[0]]

@@ -41,7 +41,20 @@ from dataclasses import dataclass, fields, replace
 from ..errors import InternalError, LoweringError
 from ..ir.expr import Binary, Compare, Const, Expr, Var
 from ..ir.printer import expr_str
-from .nodes import Allocate, Barrier, Buffer, For, If, Let, Load, Seq, Stmt, Store, seq
+from .nodes import (
+    Allocate,
+    Barrier,
+    Buffer,
+    For,
+    If,
+    Let,
+    Load,
+    Seq,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+    seq,
+)
 from .printer import stmt_head
 from .simplify import simplify_expr
 from .visit import substitute_expr, walk_expr, walk_stmt
@@ -127,6 +140,8 @@ class _Inserter:
             return s, _Summary(accesses, accesses, False)
         if isinstance(s, Barrier):
             return s, _Summary({}, {}, True)
+        if isinstance(s, ThreadAllReduce):
+            return s, _NOTHING  # its buffers are local; the target synchronises inside it
         if isinstance(s, Seq):
             return self.seq(s, ctx)
         if isinstance(s, If):

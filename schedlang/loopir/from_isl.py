@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import islpy as isl
 
 from ..errors import InternalError
-from ..ir.expr import Binary, Compare, Const, Expr, Read, Select, Unary, Var, const
+from ..ir.expr import Binary, CommReducer, Compare, Const, Expr, Read, Select, Unary, Var, const
 from ..ir.tensor import Operation
 from ..ir.visit import substitute, transform
 from ..poly.placement import Placed
@@ -41,6 +41,16 @@ _BINARY = {
     _OPS.or_else: "or",
 }
 _COMPARE = {_OPS.eq: "==", _OPS.le: "<=", _OPS.lt: "<", _OPS.ge: ">=", _OPS.gt: ">"}
+
+
+@dataclass(frozen=True)
+class CrossThread:
+    """A reduction store whose reduce loop is bound to thread indices: `value` is combined
+    into the stored element across the threads of `tags`."""
+
+    combiner: CommReducer
+    value: Expr
+    tags: tuple[str, ...]
 
 
 @dataclass
@@ -74,12 +84,17 @@ def generate(
     schedule: Schedule,
     placed: list[Placed],
     extents: dict[str, dict[Axis, int | None]],
+    cross_thread: set[Axis],
     params_context: isl.Set,
     param_vars: dict[str, Var],
     buffers: dict[Operation, Buffer],
 ) -> Stmt:
-    """The loop nest of `placed` statements; `buffers` gives each tensor's buffer and
-    `extents` each stage's loop extents (constant ones) where it is computed."""
+    """The loop nest of `placed` statements, and its cross-thread reductions.
+
+    `buffers` gives each tensor's buffer and `extents` each stage's loop extents (constant
+    ones) where it is computed. The stores of reductions over a loop in `cross_thread` (a
+    reduce axis bound to threadIdx.*) are returned with what `lower_thread_reductions` needs.
+    """
     by_name = {p.stmt.name: p for p in placed}
     leaves: list[_Leaf] = []
 
@@ -106,14 +121,16 @@ def generate(
     build = isl.AstBuild.from_context(params_context)
     build, _handle = build.set_at_each_domain(at_domain)
     ast = build.node_from_schedule_map(union)
-    translator = _Translator(schedule, extents, leaves, param_vars, buffers)
-    return translator.node(ast)
+    translator = _Translator(schedule, extents, leaves, param_vars, buffers, cross_thread)
+    return translator.node(ast), translator.reductions
 
 
 class _Translator:
-    def __init__(self, schedule, extents, leaves, param_vars, buffers) -> None:
+    def __init__(self, schedule, extents, leaves, param_vars, buffers, cross_thread=()) -> None:
         self.schedule = schedule
         self.extents = extents
+        self.cross_thread = cross_thread
+        self.reductions: dict[Store, CrossThread] = {}
         self.leaves = leaves
         self.param_vars = param_vars
         self.buffers = buffers
@@ -310,25 +327,47 @@ class _Translator:
             old = Load(buffer, index, buffer.dtype)
             new = substitute(comb.result, {comb.lhs: old, comb.rhs: lower(st.value)})
             store = Store(buffer, index, new)
+            tags = self._cross_thread_tags(leaf)
+            if tags:
+                self.reductions[store] = CrossThread(comb, lower(st.value), tags)
             stmt = If(lower(st.where), store) if st.where is not None else store
         else:
             stmt = Store(buffer, index, lower(st.value))
         return self._single_thread(leaf, stmt)
 
+    def _cross_thread_tags(self, leaf: _Leaf) -> tuple[str, ...]:
+        own = leaf.placed.stmt.stage.name
+        axes = [
+            e[1]
+            for e in leaf.placed.template
+            if e[0] == "dim" and e[1] in self.cross_thread and e[1].stage == own
+        ]
+        return tuple(sorted(self.schedule[a.stage].binds[a] for a in axes))
+
     def _single_thread(self, leaf: _Leaf, stmt: Stmt) -> Stmt:
-        """isl emits no loop for a thread dimension with one value; on a GPU that statement
-        still belongs to that one thread, so it is wrapped in a one-thread bound loop."""
+        """A statement instance runs on one thread. isl emits no loop for a thread dimension
+        with one value, and a statement with no loop of a tag its kernel uses would run on
+        every thread of that tag; both are wrapped in a loop of the tag guarded to one thread."""
+        present = set()
         for dim, entry in enumerate(leaf.placed.template):
-            if entry[0] != "dim" or dim in self.active:
+            if entry[0] != "dim":
                 continue
             stage = self.schedule[entry[1].stage]
             tag = stage.binds.get(entry[1])
             if tag is None or not tag.startswith("threadIdx"):
                 continue
+            present.add(tag)
+            if dim in self.active:
+                continue
             value = self.expr(leaf.threads[dim])
             var = Var(self._unique(entry[1].name), "int32", "loop")
             loop = self._bound(entry[1], var, const(0), value, stmt)  # checks the extent
             stmt = replace(loop, body=If(Compare("==", var, value), stmt))
+        for tag, extent in sorted(leaf.placed.kernel_threads.items()):
+            if tag not in present:
+                var = Var(self._unique(tag.replace("threadIdx.", "t")), "int32", "loop")
+                guarded = If(Compare("==", var, const(0)), stmt)
+                stmt = For(var, const(0), const(extent), "bound", guarded, tag)
         return stmt
 
     def _bound(self, axis: Axis, var: Var, low: Expr, upper: Expr, body: Stmt) -> Stmt:

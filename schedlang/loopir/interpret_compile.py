@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import InternalError
-from ..ir.expr import Const, Expr, Var
+from ..ir.expr import Const, Expr, Var, const
 from ..ir.printer import expr_str
 from .interpret_expr import ExprCompiler, Scoped, tuple_code
 from .nodes import (
@@ -30,6 +30,7 @@ from .nodes import (
     Seq,
     Stmt,
     Store,
+    ThreadAllReduce,
 )
 from .printer import stmt_head
 from .visit import walk_expr
@@ -98,7 +99,8 @@ class _Compiler(ExprCompiler):
                 )
         for k, v in enumerate(self.free):
             emit(f"    {self.name(v)} = _sizes[{k}]")
-        for method in ("load", "store", "barrier", "enter", "narrow", "narrow_not", "loop"):
+        methods = ("load", "store", "barrier", "allreduce", "enter", "narrow", "narrow_not", "loop")
+        for method in methods:
             emit(f"    _{method} = _rt.{method}")
         emit("    _sel = _rt.select")
         emit("    _oob = _rt.out_of_bounds")
@@ -148,6 +150,8 @@ class _Compiler(ExprCompiler):
             self.allocate(s, ind, mask)
         elif isinstance(s, Barrier):
             emit(f"{ind}_barrier({mask})")
+        elif isinstance(s, ThreadAllReduce):
+            self.allreduce(s, ind, mask)
         else:
             raise InternalError(f"the interpreter cannot run a {type(s).__name__} statement")
 
@@ -209,6 +213,17 @@ class _Compiler(ExprCompiler):
             self.emit(f"{ind}{m} = {narrow}({mask}, {c})")
             self.emit(f"{ind}if {m} is not None:")
             self.stmt(branch, ind + "    ", m)
+
+    def allreduce(self, s: ThreadAllReduce, ind: str, mask: str | None) -> None:
+        if mask is not None:
+            raise InternalError("thread_allreduce under a thread loop: not every thread reaches it")
+        for b in (*s.sources, *s.results):
+            self.buffer(b, (const(0),), "thread_allreduce of")
+        combiners = self.constant(s.combiners, f"combiners{id(s)}")
+        sources = ", ".join(self.name(b) for b in s.sources)
+        results = ", ".join(self.name(b) for b in s.results)
+        emit = self.emit
+        emit(f"{ind}_allreduce({combiners}, ({sources},), ({results},), {s.tags!r})")
 
     def allocate(self, s: Allocate, ind: str, mask: str | None) -> None:
         buffer = s.buffer

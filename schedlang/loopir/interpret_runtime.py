@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import InternalError
 from ..ir import dtype as dt
+from ..ir.evaluate import combine
 
 UNIFORM = -1  # code outside thread loops: every thread of the block runs it alike
 MANY = -2  # several threads read the element in this interval
@@ -152,6 +153,16 @@ class Runtime:
             )
         self.interval += 1
 
+    def allreduce(self, combiners, sources, results, tags: tuple[str, ...]) -> None:
+        """Every thread gets the combination of `sources` over the threads that share its
+        indices outside `tags` (a block collective; see `ThreadAllReduce`)."""
+        ex, ey, ez = self.extents
+        axes = tuple(2 - _TAGS.index(tag) for tag in tags)  # lanes as a (z, y, x) grid
+        for comb, source, result in zip(combiners, sources, results):
+            grid = source.array[:, 0].reshape(ez, ey, ex)
+            total = combine(comb, grid, axes)
+            result.array[:, 0] = np.broadcast_to(np.expand_dims(total, axes), grid.shape).ravel()
+
     def thread_str(self, lane: int) -> str:
         if lane == UNIFORM:
             return "(all threads, outside thread loops)"
@@ -227,6 +238,8 @@ class Runtime:
         self._check_duplicates(mem, flat, lanes)
         if mem.scope == "shared":
             self._track_write(mem, flat, lanes)
+        if isinstance(values, np.ndarray) and not any(isinstance(i, np.ndarray) for i in idx):
+            values = values[-1]  # one element, one writer (checked above): that lane's value
         mem.array[idx] = values
 
     def _gather_indices(self, mem: Mem, lanes: np.ndarray, indices: tuple) -> tuple:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.expr import Expr, Var
+from ..ir.expr import CommReducer, Expr, Var
 from ..schedule.stage import HARDWARE_TAGS
 
 LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel", "bound", "vthread")
@@ -102,6 +102,20 @@ class Allocate(Stmt):
 @dataclass(frozen=True, slots=True, eq=False)
 class Barrier(Stmt):
     """All threads of a block wait here; shared-memory writes before it are visible after it."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ThreadAllReduce(Stmt):
+    """A collective of the threads of a block, reached by all of them (never under a thread
+    loop): each group of threads that agree on the thread indices not in `tags` combines its
+    ``sources[k][0]`` (one per thread, "local" buffers) with ``combiners[k]``, and every thread
+    of the group gets the result in ``results[k][0]``. A reduce axis bound to ``threadIdx.*``
+    lowers to this (see `schedlang.loopir.thread_reduce`)."""
+
+    combiners: tuple[CommReducer, ...]
+    sources: tuple[Buffer, ...]
+    results: tuple[Buffer, ...]
+    tags: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

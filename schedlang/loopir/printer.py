@@ -18,7 +18,19 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir.expr import Const, Expr, binary
 from ..ir.printer import expr_str
-from .nodes import Allocate, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from .nodes import (
+    Allocate,
+    Barrier,
+    Buffer,
+    For,
+    If,
+    Let,
+    LoweredFunc,
+    Seq,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+)
 from .simplify import simplify_expr
 
 _INDENT = "  "
@@ -60,6 +72,10 @@ def stmt_head(stmt: Stmt) -> str:
         return _allocate_str(stmt.buffer)
     if isinstance(stmt, Barrier):
         return "barrier()"
+    if isinstance(stmt, ThreadAllReduce):
+        outs = ", ".join(f"{b.name}[0]" for b in stmt.results)
+        ins = ", ".join(f"{c.name}({b.name}[0])" for c, b in zip(stmt.combiners, stmt.sources))
+        return f"{outs} = thread_allreduce({ins}) over {', '.join(stmt.tags)}"
     return f"<{type(stmt).__name__}>"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from ..errors import InternalError
 from ..ir.expr import Expr, Var
 from ..ir.visit import children, rebuild
-from .nodes import Allocate, Barrier, For, If, Let, Load, Seq, Stmt, Store
+from .nodes import Allocate, Barrier, For, If, Let, Load, Seq, Stmt, Store, ThreadAllReduce
 
 ExprFn = Callable[[Expr], "Expr | None"]
 StmtFn = Callable[[Stmt], "Stmt | None"]
@@ -141,7 +141,7 @@ def _rebuild(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]) ->
         if all(a is b for a, b in zip(stmts, s.stmts)):
             return s
         return Seq(stmts)
-    if isinstance(s, Barrier):
+    if isinstance(s, (Barrier, ThreadAllReduce)):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")
 

@@ -45,6 +45,9 @@ class Placed:
     offsets: dict[Operation, isl.PwMultiAff] = field(default_factory=dict)
     sched: isl.Map | None = None
     shared_tags: set[str] = field(default_factory=set)  # thread tags its loops share (_share)
+    # The block size per thread tag of the kernel it is part of (a root stage and the stages
+    # computed inside it): a statement with no loop of a tag runs on thread 0 of it.
+    kernel_threads: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,8 +111,10 @@ class Placement:
         slot = 0
         for stage in schedule.stages:
             if stage.name in self.by_stage and not isinstance(stage.attach, rec.ComputeAt):
+                before = set(self.placed)
                 self._place_root(stage, slot)
                 slot += self._width(stage)
+                self._kernel_threads([n for n in self.placed if n not in before])
         self._pad()
 
     # -- templates ---------------------------------------------------------------------
@@ -309,6 +314,18 @@ class Placement:
             )
         self.placed[producer.name] = placed
         self._place_children(producer)
+
+    def _kernel_threads(self, names: list[str]) -> None:
+        group = [p for name in names for p in self.placed[name]]
+        threads: dict[str, int] = {}
+        for p in group:
+            for entry in p.template:
+                tag = self._tag(entry[1]) if entry[0] == "dim" else None
+                extent = self.extents[entry[1].stage].get(entry[1]) if tag else None
+                if tag in THREAD_TAGS and extent is not None:
+                    threads[tag] = max(threads.get(tag, 1), extent)
+        for p in group:
+            p.kernel_threads = threads
 
     # -- memory scopes -------------------------------------------------------------------
 

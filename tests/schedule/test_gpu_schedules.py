@@ -183,3 +183,50 @@ def test_te_gpu_gemm_with_virtual_threads(sizes):
     assert "allocate C.local: float32[2, 2, 2, 2] in local" in text
     fill = text.index("A.shared[")
     assert "vthread" not in text[text.rindex("for k.outer", 0, fill) : fill]
+
+
+def row_reduce(m, n, reducer=sl.sum):
+    a = sl.placeholder((m, n), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    b = sl.compute((m,), lambda i: reducer(a[i, k], axis=k), name="B")
+    return a, b
+
+
+@pytest.mark.parametrize("reducer", [sl.sum, sl.max], ids=lambda r: r.name)
+@pytest.mark.parametrize("shape", [(7, 37), (3, 8), (1, 1)], ids=str)
+def test_cross_thread_reduction_with_rfactor(shape, reducer):
+    """TE's reduction tutorial: partial results per thread (rfactor), then combined across
+    the threads of the reduce axis in one collective."""
+    a, b = row_reduce(*shape, reducer)
+    s = sl.create_schedule(b)
+    ko, ki = s[b].split(b.op.reduce_axis[0], factor=16)
+    bf = s.rfactor(b, ki)
+    xo, xi = s[b].split(s[b].op.axis[0], factor=4)
+    tx = s[b].op.reduce_axis[0]
+    bind(s, b, (xo, "blockIdx.x"), (xi, "threadIdx.y"), (tx, "threadIdx.x"))
+    s[bf].compute_at(s[b], tx)
+    text = str(check(s, [a], [b]))
+    assert text.count("thread_allreduce") == 1
+    assert "allocate B.rf: float32[1, 1] in local" in text
+
+
+def test_cross_thread_reduction_direct():
+    """A reduce axis bound to threadIdx.x straight away: one collective per k.outer step."""
+    n = sl.var("n")
+    a, b = row_reduce(5, n)
+    s = sl.create_schedule(b)
+    ko, ki = s[b].split(b.op.reduce_axis[0], factor=8)
+    bind(s, b, (b.op.axis[0], "blockIdx.x"), (ki, "threadIdx.x"))
+    text = str(check(s, [a], [b], {"n": 21}))
+    assert "thread_allreduce(sum(red0.partial[0]), max(red0.valid[0])) over threadIdx.x" in text
+
+
+def test_cross_thread_custom_reducer():
+    a = sl.placeholder((4, 19), name="A")
+    k = sl.reduce_axis((0, 19), name="k")
+    absmax = sl.comm_reducer(lambda x, y: sl.maximum(sl.abs(x), sl.abs(y)), lambda t: 0.0, "absmax")
+    b = sl.compute((4,), lambda i: absmax(a[i, k], axis=k), name="B")
+    s = sl.create_schedule(b)
+    ko, ki = s[b].split(k, factor=4)
+    bind(s, b, (b.op.axis[0], "blockIdx.x"), (ki, "threadIdx.x"))
+    check(s, [a], [b])
