@@ -15,13 +15,13 @@ from llvmlite import ir
 
 from ..errors import LoweringError
 from ..ir import dtype as dt
-from ..ir.expr import Const
 from ..loopir.nodes import Allocate, Buffer, For
 from .control import if_then
 from .cpu_parallel import parallel_loop
 from .intrinsics import function
 from .llvm_function import OUT_OF_MEMORY
 from .llvm_types import I64, PTR, storage_type
+from .storage import constant_count
 from .target import Target
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class CpuTarget(Target):
 
     def allocate(self, em: StmtEmitter, stmt: Allocate) -> None:
         buffer = stmt.buffer
-        count = _constant_count(buffer)
+        count = constant_count(buffer)
         size = dt.itemsize(buffer.dtype)
         if count is not None and buffer.scope == "local" and count * size <= STACK_LIMIT:
             ptr = em.scope.alloca(storage_type(buffer.dtype), max(count, 1), align=ALIGN)
@@ -76,23 +76,6 @@ class CpuTarget(Target):
 
     def external_math(self, name: str, dtype: str) -> str:
         return name if dtype == "float64" else f"{name}f"
-
-
-def _constant_count(buffer: Buffer) -> int | None:
-    """Elements of `buffer` when its shape (and strides) are constants: the largest
-    ``shape[d] * strides[d]`` with strides (storage_align pads rows), else the product."""
-    exprs = (*buffer.shape, *(buffer.strides or ()))
-    if not all(isinstance(e, Const) for e in exprs):
-        return None
-    shape = [max(0, int(e.value)) for e in buffer.shape]
-    if any(n == 0 for n in shape):
-        return 0
-    if buffer.strides is not None:
-        return max(n * int(s.value) for n, s in zip(shape, buffer.strides))
-    count = 1
-    for n in shape:
-        count *= n
-    return count
 
 
 def _malloc(module: ir.Module) -> ir.Function:

@@ -51,7 +51,7 @@ def host() -> Host:
     return Host(CpuTarget(triple, cpu, features), machine, llvm.create_lljit_compiler(machine))
 
 
-def _failed(what: str, error: Exception, text: str) -> InternalError:
+def failed(what: str, error: Exception, text: str) -> InternalError:
     err = InternalError(f"LLVM failed to {what}: {error}")
     note = f"the generated LLVM IR:\n{text}"
     if hasattr(err, "add_note"):  # Python 3.11+
@@ -70,7 +70,7 @@ def optimized(text: str) -> llvm.ModuleRef:
         module.data_layout = str(machine.target_data)
         module.verify()
     except RuntimeError as error:
-        raise _failed("accept the generated IR", error, text) from None
+        raise failed("accept the generated IR", error, text) from None
     options = llvm.create_pipeline_tuning_options(speed_level=3)
     options.loop_vectorization = True
     options.slp_vectorization = True
@@ -106,5 +106,5 @@ def link(obj: bytes, symbol: str, imports: Mapping[str, int], text: str) -> tupl
         try:
             tracker = library.link(host().jit, f"schedlang{next(_names)}")
         except RuntimeError as error:
-            raise _failed(f"link '{symbol}'", error, text) from None
+            raise failed(f"link '{symbol}'", error, text) from None
     return tracker, tracker[symbol]

@@ -1,8 +1,9 @@
 """Math calls (`schedlang.ir.math`) with the reference evaluator's numerics.
 
-Functions LLVM has intrinsics for become intrinsics (each target lowers them: the CPU to its
-math library or instructions); the others (``tanh``, ``erf``) call the function the target names
-(`Target.external_math`), lane by lane for vectors. ``rsqrt`` and ``sigmoid`` are spelled as the
+Functions LLVM has intrinsics for become intrinsics where the target lowers them (the CPU to its
+math library or instructions; `Target.native_math` says which); the others (``tanh``, ``erf``,
+and on a GPU most of the rest) call the function the target names (`Target.external_math`),
+lane by lane for vectors. ``rsqrt`` and ``sigmoid`` are spelled as the
 reference spells them, ``1 / sqrt(x)`` and ``1 / (1 + exp(-x))``, and ``fma`` is computed in
 double like the reference; 16-bit floats are computed in float and rounded once at the end.
 """
@@ -51,16 +52,23 @@ def call_math(
         result = b.fdiv(splat_like(1.0, args[0]), call_overloaded(b, "llvm.sqrt", args))
     elif name == "sigmoid":
         x = args[0]
-        exp = call_overloaded(b, "llvm.exp", [b.fneg(x)])
+        exp = _function(b, target, "exp", [b.fneg(x)], dtype)
         result = b.fdiv(splat_like(1.0, x), b.fadd(splat_like(1.0, x), exp))
-    elif name in _INTRINSICS:
-        result = call_overloaded(b, _INTRINSICS[name], args)
-    elif name in EXTERNAL:
-        work = "float64" if dtype == "float64" else "float32"
-        result = _external(b, target.external_math(name, work), args)
+    elif name in _INTRINSICS or name in EXTERNAL:
+        result = _function(b, target, name, args, dtype)
     else:
         raise InternalError(f"code generation does not know the math function '{name}'")
     return round_half(b, dtype, result)
+
+
+def _function(
+    b: ir.IRBuilder, target: Target, name: str, args: list[ir.Value], dtype: str
+) -> ir.Value:
+    """The intrinsic for `name` where the target lowers it, else the target's function."""
+    if name in _INTRINSICS and target.native_math(name):
+        return call_overloaded(b, _INTRINSICS[name], args)
+    work = "float64" if dtype == "float64" else "float32"
+    return _external(b, target.external_math(name, work), args)
 
 
 def _integer(b: ir.IRBuilder, name: str, x: ir.Value, dtype: str) -> ir.Value:

@@ -49,3 +49,9 @@ class Target(ABC):
     @abstractmethod
     def external_math(self, name: str, dtype: str) -> str:
         """The symbol of the scalar function computing `name` (``tanh``, ``erf``) in `dtype`."""
+
+    def native_math(self, name: str) -> bool:
+        """Whether this target's LLVM backend lowers the intrinsic for `name` (``exp``, ...);
+        when it does not, the call goes to `external_math` instead."""
+        del name
+        return True

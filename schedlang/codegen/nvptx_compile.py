@@ -1,0 +1,126 @@
+"""Lowered functions to PTX, through LLVM's NVPTX backend; compiled once per process.
+
+The order is the one that keeps modules small: parse and verify the generated IR, link
+libdevice when the module calls ``__nv_*`` math, give every definition except the kernels
+internal linkage (libdevice's hundreds of functions then vanish unless called, and calls
+inline), run LLVM's ``-O3`` pipeline for the GPU (which also resolves libdevice's
+``__nvvm_reflect`` queries: no flush-to-zero, no fast-math), and emit PTX for the chosen
+architecture. The PTX ISA version is the lowest the architecture allows, and at least 8.0
+(CUDA 12.0), so that any driver of the last years and ptxas 12 or 13 accept it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from ..errors import InternalError, LoweringError
+from ..loopir.nodes import LoweredFunc
+from ..platform_info import NVPTX_TRIPLE, probe_nvptx
+from . import libdevice
+from .cpu_jit import failed
+from .fingerprint import fingerprint
+from .nvptx_module import build_module
+from .nvptx_plan import DevicePlan, plan_kernels
+
+DEFAULT_ARCH = "sm_90"
+_ARCH = re.compile(r"sm_(\d+)([af]?)")
+_PTX_FOR_NEWER = ((100, 86), (120, 87))  # (first architecture, PTX ISA) beyond sm_90
+_lock = threading.Lock()
+_memory: dict[str, CompiledCuda] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledCuda:
+    """A lowered function as kernels: the plan the launcher follows and the PTX it loads."""
+
+    plan: DevicePlan
+    arch: str
+    llvm_ir: str
+    ptx: str
+
+    @property
+    def key(self) -> str:
+        return fingerprint(self.plan.func, f"cuda {self.arch}")
+
+
+def check_arch(arch: str) -> str:
+    """`arch` when it names a GPU architecture (``sm_80``, ``sm_90a``); else a LoweringError."""
+    if not _ARCH.fullmatch(arch):
+        raise LoweringError(
+            f"unknown CUDA architecture {arch!r}; write it as sm_XY, e.g. 'cuda -arch=sm_90'"
+        )
+    return arch
+
+
+def ptx_version(arch: str) -> int:
+    """The PTX ISA version (times ten) emitted for `arch`."""
+    number = int(check_arch(arch)[3:].rstrip("af"))
+    version = 80
+    for first, isa in _PTX_FOR_NEWER:
+        if number >= first:
+            version = isa
+    return version
+
+
+@functools.cache
+def machine(arch: str) -> llvm.TargetMachine:
+    probe = probe_nvptx()  # registers LLVM's targets on llvmlite versions that need it
+    if not probe.ok:
+        raise LoweringError(f"the cuda target needs LLVM's NVPTX backend, which is {probe.detail}")
+    target = llvm.Target.from_triple(NVPTX_TRIPLE)
+    return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version(arch)}", opt=3)
+
+
+def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH) -> CompiledCuda:
+    """`func` as PTX kernels for `arch` (cached by the function's fingerprint)."""
+    key = fingerprint(func, f"cuda {check_arch(arch)}")
+    hit = _memory.get(key)
+    if hit is not None:
+        return hit
+    plan = plan_kernels(func)
+    tm = machine(arch)
+    text = str(build_module(plan, arch, str(tm.target_data)))
+    ptx = _ptx(text, [k.name for k in plan.kernels], tm)
+    compiled = CompiledCuda(plan, arch, text, ptx)
+    _memory[key] = compiled
+    return compiled
+
+
+def _ptx(text: str, kernels: list[str], tm: llvm.TargetMachine) -> str:
+    with _lock:
+        try:
+            module = llvm.parse_assembly(text)
+            module.verify()
+        except RuntimeError as error:
+            raise failed("accept the generated IR", error, text) from None
+        if any(f.is_declaration and f.name.startswith("__nv_") for f in module.functions):
+            _link_libdevice(module, tm)
+        for value in (*module.functions, *module.global_variables):
+            if not value.is_declaration and value.name not in kernels:
+                value.linkage = "internal"
+        options = llvm.create_pipeline_tuning_options(speed_level=3)
+        builder = llvm.create_pass_builder(tm, options)
+        builder.getModulePassManager().run(module, builder)
+        unresolved = [
+            f.name
+            for f in module.functions
+            if f.is_declaration and not f.name.startswith("llvm.")
+        ]
+        if unresolved:
+            raise InternalError(f"the kernels call the undefined functions {unresolved}")
+        return tm.emit_assembly(module)
+
+
+def _link_libdevice(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    code = libdevice.bitcode()
+    if code is None:  # NvptxTarget.external_math raised before a call was emitted
+        raise InternalError("a libdevice function is called but libdevice is not found")
+    library = llvm.parse_bitcode(code)
+    library.triple = NVPTX_TRIPLE
+    library.data_layout = str(tm.target_data)
+    module.link_in(library)

@@ -1,0 +1,62 @@
+"""The LLVM module of a `DevicePlan`: one kernel function per planned kernel.
+
+Every kernel takes the same parameters, the global buffers of the plan (the function's
+parameters, then the temporaries) as ``ptr addrspace(1)``, then every symbolic size as ``i64``,
+so the launcher passes one argument list to all of them. The kernel casts its pointers to
+generic ones and calls its body, an internal function with ``noalias`` buffers (the runtime
+checks that outputs overlap nothing) that the optimiser inlines. ``nvvm.annotations`` mark the
+kernels and their maximum block shape, which ptxas uses to budget registers.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..platform_info import NVPTX_TRIPLE
+from .llvm_function import FunctionScope
+from .llvm_stmt import StmtEmitter
+from .llvm_types import I32, I64, PTR
+from .nvptx import GLOBAL, NvptxTarget
+from .nvptx_plan import DevicePlan, KernelPlan
+
+GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
+
+
+def build_module(plan: DevicePlan, arch: str, data_layout: str) -> ir.Module:
+    module = ir.Module(name=plan.func.name)
+    module.triple = NVPTX_TRIPLE
+    module.data_layout = data_layout
+    for kernel in plan.kernels:
+        _kernel(module, plan, kernel, arch)
+    return module
+
+
+def _kernel(module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str) -> None:
+    buffers, sizes = plan.buffers, plan.func.sizes
+    nbuffers = len(buffers)
+    body_t = ir.FunctionType(I32, [PTR] * nbuffers + [I64] * len(sizes))
+    body_fn = ir.Function(module, body_t, f"{kernel.name}.body")
+    body_fn.linkage = "internal"
+    for arg in body_fn.args[:nbuffers]:
+        arg.add_attribute("noalias")
+    scope = FunctionScope(body_fn)
+    em = StmtEmitter(scope, NvptxTarget(arch, kernel))
+    for buffer, arg in zip(buffers, body_fn.args):
+        em.buffers[buffer] = arg
+    for var, arg in zip(sizes, body_fn.args[nbuffers:]):
+        em.bind(var, arg, index=True)
+    em.stmt(kernel.body)
+    scope.finish()
+
+    entry_t = ir.FunctionType(ir.VoidType(), [GLOBAL_PTR] * nbuffers + [I64] * len(sizes))
+    entry = ir.Function(module, entry_t, kernel.name)
+    for arg in entry.args[:nbuffers]:
+        arg.add_attribute("noalias")
+    b = ir.IRBuilder(entry.append_basic_block())
+    args = [b.addrspacecast(arg, PTR) for arg in entry.args[:nbuffers]]
+    b.call(body_fn, [*args, *entry.args[nbuffers:]])
+    b.ret_void()
+    module.add_named_metadata("nvvm.annotations", [entry, "kernel", ir.Constant(I32, 1)])
+    for axis, threads in zip("xyz", kernel.block):
+        annotation = [entry, f"maxntid{axis}", ir.Constant(I32, threads)]
+        module.add_named_metadata("nvvm.annotations", annotation)

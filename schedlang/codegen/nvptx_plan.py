@@ -1,0 +1,226 @@
+"""Cutting a lowered function into CUDA kernels, and what each launch of one needs.
+
+The loop IR is one function; a GPU runs kernels, and only the host orders one kernel after
+another. So each top-level statement that contains loops bound to ``blockIdx``/``threadIdx``
+becomes one kernel, launched in program order (CUDA orders launches on one stream, which is
+the barrier between them that no block-level barrier provides). A function with thread loops
+but no block loops is one block: all of it is one kernel, so its shared buffers and barriers
+work across its statements. Global buffers allocated at top level, between kernels, are
+temporaries the launcher allocates in device memory; everything a kernel reads or writes in
+global memory is passed to it, together with every symbolic size.
+
+A kernel's grid is given by its outermost ``blockIdx`` loops (their extents, functions of the
+sizes, are evaluated at launch) and its block by the largest constant extent of the loops of
+each ``threadIdx`` tag (`loopir.barriers` assumes the same). Stores that every thread would run
+alike are narrowed to one thread by `nvptx_uniform`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import LoweringError
+from ..ir import dtype as dt
+from ..ir.expr import Const, Expr, Var, const
+from ..ir.printer import expr_str
+from ..loopir.nodes import Allocate, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from ..loopir.printer import stmt_head
+from ..loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
+from .nvptx_uniform import guard_uniform_stores
+from .storage import constant_count
+
+BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_KNOWN = (Seq, Store, For, If, Let, Allocate, Barrier)
+
+
+@dataclass(frozen=True, eq=False)
+class KernelPlan:
+    """One kernel: its body, its launch shape and its static shared memory."""
+
+    name: str
+    body: Stmt
+    grid: tuple[Expr, Expr, Expr]  # extents over blockIdx.x/y/z, functions of the sizes
+    block: tuple[int, int, int]
+    grid_loops: frozenset[int]  # ids of the loops whose extent is the grid's (need no guard)
+    shared_bytes: int
+
+    def block_size(self, tag: str) -> int:
+        return self.block[THREAD_TAGS.index(tag)]
+
+
+@dataclass(frozen=True, eq=False)
+class DevicePlan:
+    """The kernels of `func` in launch order and the temporaries they share."""
+
+    func: LoweredFunc
+    temps: tuple[Buffer, ...]
+    kernels: tuple[KernelPlan, ...]
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """The global buffers every kernel takes, in parameter order (then the sizes)."""
+        return (*self.func.params, *self.temps)
+
+
+def plan_kernels(func: LoweredFunc) -> DevicePlan:
+    """The kernels of `func`; a `LoweringError` for what cannot run on a GPU."""
+    _check_statements(func)
+    temps: list[Buffer] = []
+    parts: list[Stmt] = []
+    _peel(func.body, temps, (), parts)
+    if not any(_has_tags(s, BLOCK_TAGS) for s in parts):
+        parts = [_seq(parts)] if parts else []
+    bodies = []
+    for part in parts:
+        if not _has_tags(part, BLOCK_TAGS + THREAD_TAGS):
+            raise _unbound(func, part)
+        bodies.append(part)
+    base = re.sub(r"\W", "_", func.name)
+    kernels = tuple(_kernel(func, f"{base}_kernel{k}", body) for k, body in enumerate(bodies))
+    return DevicePlan(func, tuple(temps), kernels)
+
+
+def _check_statements(func: LoweredFunc) -> None:
+    for s in walk_stmt(func.body):
+        if not isinstance(s, _KNOWN):
+            raise LoweringError(
+                f"kernel '{func.name}': the cuda target cannot lower '{stmt_head(s)}' "
+                f"({type(s).__name__}) yet; cross-thread reductions are not lowered yet"
+            )
+
+
+def _peel(s: Stmt, temps: list[Buffer], lets: tuple[Let, ...], parts: list[Stmt]) -> None:
+    """Top-level statements (global allocations become temps, lets are copied into each)."""
+    if isinstance(s, Seq):
+        for child in s.stmts:
+            _peel(child, temps, lets, parts)
+    elif isinstance(s, Allocate) and s.buffer.scope == "global":
+        temps.append(s.buffer)
+        _peel(s.body, temps, lets, parts)
+    elif isinstance(s, Let):
+        _peel(s.body, temps, (*lets, s), parts)
+    else:
+        for let in reversed(lets):
+            s = Let(let.var, let.value, s)
+        parts.append(s)
+
+
+def _seq(parts: list[Stmt]) -> Stmt:
+    return parts[0] if len(parts) == 1 else Seq(tuple(parts))
+
+
+def _has_tags(s: Stmt, tags: tuple[str, ...]) -> bool:
+    return any(isinstance(n, For) and n.kind == "bound" and n.thread in tags for n in walk_stmt(s))
+
+
+def _unbound(func: LoweredFunc, part: Stmt) -> LoweringError:
+    stores = [n.buffer.name for n in walk_stmt(part) if isinstance(n, Store)]
+    stage = f" (stage '{stores[0]}')" if stores else ""
+    return LoweringError(
+        f"kernel '{func.name}': '{stmt_head(part)}'{stage} runs outside every loop bound to "
+        "blockIdx/threadIdx, so no GPU thread would run it; bind its loops to blockIdx/threadIdx "
+        "(s[T].bind(outer, sl.thread_axis('blockIdx.x')), s[T].bind(inner, "
+        "sl.thread_axis('threadIdx.x')))"
+    )
+
+
+def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
+    block = _block(func, body)
+    grid, grid_loops = _grid(func, body)
+    guarded = guard_uniform_stores(body, block)
+    return KernelPlan(name, guarded, grid, block, grid_loops, _shared_bytes(func, body))
+
+
+def _block(func: LoweredFunc, body: Stmt) -> tuple[int, int, int]:
+    sizes = dict.fromkeys(THREAD_TAGS, 1)
+    for s in walk_stmt(body):
+        if not (isinstance(s, For) and s.kind == "bound" and s.thread in THREAD_TAGS):
+            continue
+        if not isinstance(s.extent, Const):
+            raise LoweringError(
+                f"kernel '{func.name}': loop {s.var.name} is bound to {s.thread} with the "
+                f"symbolic extent {expr_str(s.extent)}; a block has a fixed number of threads, "
+                "so split the axis by a constant factor and bind the inner loop"
+            )
+        sizes[s.thread] = max(sizes[s.thread], int(s.extent.value))
+    return (sizes["threadIdx.x"], sizes["threadIdx.y"], sizes["threadIdx.z"])
+
+
+def _grid(func: LoweredFunc, body: Stmt) -> tuple[tuple[Expr, Expr, Expr], frozenset[int]]:
+    found: dict[str, tuple[For, Expr]] = {}
+    _block_loops(func, body, {}, None, found)
+    sizes = set(func.sizes)
+    extents = []
+    for tag in BLOCK_TAGS:
+        if tag not in found:
+            extents.append(const(1, "int64"))
+            continue
+        loop, extent = found[tag]
+        free = [n for n in walk_expr(extent) if isinstance(n, Var) and n not in sizes]
+        if free:
+            raise LoweringError(
+                f"kernel '{func.name}': loop {loop.var.name} is bound to {tag} with the extent "
+                f"{expr_str(loop.extent)}, which depends on {free[0].name}; the grid must be "
+                "known at launch, so bind loops whose extents depend only on the sizes"
+            )
+        extents.append(extent)
+    grid_loops = frozenset(id(loop) for loop, _ in found.values())
+    return (extents[0], extents[1], extents[2]), grid_loops
+
+
+def _block_loops(
+    func: LoweredFunc,
+    s: Stmt,
+    lets: dict[Var, Expr],
+    inside: For | None,
+    found: dict[str, tuple[For, Expr]],
+) -> None:
+    """The outermost loop of each blockIdx tag, with its extent (lets substituted)."""
+    if isinstance(s, For) and s.kind == "bound" and s.thread in BLOCK_TAGS:
+        if inside is not None:
+            raise LoweringError(
+                f"kernel '{func.name}': loop {s.var.name} is bound to {s.thread} but runs inside "
+                f"loop {inside.var.name}; loops bound to blockIdx must enclose all other loops "
+                "(reorder them outermost)"
+            )
+        if s.thread in found:
+            raise LoweringError(
+                f"kernel '{func.name}': loops {found[s.thread][0].var.name} and {s.var.name} "
+                f"are both bound to {s.thread} in one kernel; bind the loops of separate "
+                "stages at the top level (compute_root), so that each becomes its own kernel"
+            )
+        found[s.thread] = (s, substitute_expr(s.extent, lets))
+        _block_loops(func, s.body, lets, None, found)
+        return
+    if isinstance(s, For):
+        inside = s
+    if isinstance(s, Let):
+        lets = {**lets, s.var: substitute_expr(s.value, lets)}
+    for child in stmt_children(s):
+        _block_loops(func, child, lets, inside, found)
+
+
+def _shared_bytes(func: LoweredFunc, body: Stmt) -> int:
+    total = 0
+    for s in walk_stmt(body):
+        if not isinstance(s, Allocate):
+            continue
+        if s.buffer.scope == "global":
+            raise LoweringError(
+                f"kernel '{func.name}': the global buffer '{s.buffer.name}' is allocated inside "
+                "a kernel, where each block would need its own copy; give it shared or local "
+                f"scope (s[{s.buffer.name}].set_scope('shared')) or compute it at the root"
+            )
+        count = constant_count(s.buffer)
+        if count is None:
+            shape = ", ".join(expr_str(e) for e in s.buffer.shape)
+            raise LoweringError(
+                f"kernel '{func.name}': the {s.buffer.scope} buffer '{s.buffer.name}' has the "
+                f"symbolic shape [{shape}]; GPU {s.buffer.scope} memory needs a constant size, "
+                "so compute it at a loop inside a tile of constant size (split by a factor)"
+            )
+        if s.buffer.scope == "shared":
+            total += count * dt.itemsize(s.buffer.dtype)
+    return total
