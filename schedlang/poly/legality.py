@@ -13,6 +13,8 @@ instance of the loops they are computed in.
 
 from __future__ import annotations
 
+import functools
+
 import islpy as isl
 
 from ..errors import InternalError
@@ -125,46 +127,50 @@ def _record(schedule: Schedule, axis, cls):
     raise InternalError(f"no record for {axis}")
 
 
+@functools.lru_cache(maxsize=4096)
+def _at(n: int, d: int, op: str) -> isl.Map:
+    """``{ [s] -> [t] : t_d op s_d }`` on n schedule dimensions."""
+    ss = ", ".join(f"s{k}" for k in range(n))
+    ts = ", ".join(f"t{k}" for k in range(n))
+    return isl.Map(f"{{ [{ss}] -> [{ts}] : t{d} {op} s{d} }}")
+
+
 def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, problems) -> None:
     pairs = dep.apply_domain(src.sched).apply_range(dst.sched)
     n = pairs.dim(isl.dim_type.in_)
-    ss = [f"s{k}" for k in range(n)]
-    ts = [f"t{k}" for k in range(n)]
-
-    def relation(cond: str) -> isl.Map:
-        return isl.Map(f"{{ [{', '.join(ss)}] -> [{', '.join(ts)}] : {cond} }}")
-
     # A reduction's updates of one element may run in any order (its combiner is associative
     # and commutative), so only their concurrency is checked, as in TE.
     reordering_ok = src.stmt is dst.stmt and src.stmt.role == "update"
+    tied = pairs  # the pairs whose times agree on the dimensions before d
     for d in range(n):
-        same = " and ".join(f"{ts[k]} = {ss[k]}" for k in range(d)) or "0 = 0"
-        backwards = pairs.intersect(relation(f"{same} and {ts[d]} < {ss[d]}"))
+        if tied.is_empty():
+            return
+        backwards = tied.intersect(_at(n, d, "<"))
         if not reordering_ok and not backwards.is_empty():
             problems.append(_describe_backwards(schedule, dep, src, dst, backwards))
             return
         entry = src.template[d]
         concurrent = _kind_of(schedule, entry)
-        if concurrent is None:
-            continue
-        carried = pairs.intersect(relation(f"{same} and {ts[d]} != {ss[d]}"))
-        if carried.is_empty():
-            continue
-        kind, record = concurrent
-        axis = entry[1]
-        if (
-            isinstance(kind, str)
-            and kind.startswith("threadIdx")
-            and axis.kind == "reduce"
-            and src.stmt.role == dst.stmt.role == "update"
-            and src.stmt is dst.stmt
-        ):
-            cross_thread.add(axis)
-            continue
-        problems.append(_describe_carried(schedule, dep, src, dst, carried, kind, record, axis))
-        return
-    same = " and ".join(f"{ts[k]} = {ss[k]}" for k in range(n))
-    if not pairs.intersect(relation(same)).is_empty():
+        if concurrent is not None:
+            carried = tied.intersect(_at(n, d, "!="))
+            if not carried.is_empty():
+                kind, record = concurrent
+                axis = entry[1]
+                if (
+                    isinstance(kind, str)
+                    and kind.startswith("threadIdx")
+                    and axis.kind == "reduce"
+                    and src.stmt.role == dst.stmt.role == "update"
+                    and src.stmt is dst.stmt
+                ):
+                    cross_thread.add(axis)
+                else:
+                    problems.append(
+                        _describe_carried(schedule, dep, src, dst, carried, kind, record, axis)
+                    )
+                    return
+        tied = tied.intersect(_at(n, d, "="))
+    if not tied.is_empty():
         raise InternalError(f"two instances of {src.stmt.name}/{dst.stmt.name} share a time")
 
 
