@@ -42,6 +42,7 @@ from .ir.math import (
 )
 from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
 from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from .runtime.device_array import DeviceArray, array, empty
 from .schedule.schedule import Schedule, create_schedule, thread_axis
 from .schedule.stage import Stage
 
@@ -73,6 +74,7 @@ def any(*conditions: object) -> Expr:
 
 __all__ = [
     "AlgorithmError",
+    "DeviceArray",
     "Expr",
     "InternalError",
     "IterVar",
@@ -92,11 +94,13 @@ __all__ = [
     "abs",
     "all",
     "any",
+    "array",
     "ceil",
     "comm_reducer",
     "compute",
     "const",
     "cos",
+    "empty",
     "erf",
     "evaluate",
     "exp",

@@ -1,6 +1,7 @@
 """`sl.build`: lower a schedule and compile it for a target.
 
-Imported by the package itself, so it imports the compiler (llvmlite) only when called.
+Imported by the package itself, so it imports the compilers (llvmlite) and cuda-python only
+when called.
 """
 
 from __future__ import annotations
@@ -11,28 +12,60 @@ from .errors import LoweringError
 
 if TYPE_CHECKING:
     from .ir.tensor import Tensor
+    from .runtime.cuda_kernel import CudaKernel
     from .runtime.kernel import Kernel
     from .schedule.schedule import Schedule
 
 TARGETS = ("cpu", "cuda", "auto")
 
 
-def resolve_target(target: str) -> str:
-    """The target `target` names: ``"auto"`` is the CPU until the CUDA target exists."""
-    name = target.split()[0] if isinstance(target, str) and target.strip() else target
-    if name == "cuda":
-        raise LoweringError(
-            f"target {target!r}: the CUDA target is not available yet; build with target='cpu'"
-        )
-    if name not in TARGETS:
+def resolve_target(target: str) -> tuple[str, str | None]:
+    """``(name, arch)`` for a target string: ``"cpu"``, ``"cuda"``, ``"cuda -arch=sm_80"``, or
+    ``"auto"`` (CUDA when a GPU and driver are usable here, else the CPU). `arch` is None
+    unless given."""
+    words = target.split() if isinstance(target, str) else []
+    if not words or words[0] not in TARGETS:
         raise LoweringError(f"unknown target {target!r}; use 'cpu', 'cuda' or 'auto'")
-    return "cpu"
+    name, options = words[0], words[1:]
+    arch = None
+    for option in options:
+        if name == "cuda" and option.startswith("-arch="):
+            arch = option.removeprefix("-arch=")
+            continue
+        raise LoweringError(
+            f"target {target!r}: unknown option {option!r}; the cuda target takes -arch=sm_XY"
+        )
+    if name == "auto":
+        from .platform_info import auto_target
+
+        name = auto_target()
+    return name, arch
 
 
-def build(s: Schedule, args: list[Tensor], target: str = "cpu", name: str = "main") -> Kernel:
+def build(
+    s: Schedule, args: list[Tensor], target: str = "cpu", name: str = "main"
+) -> Kernel | CudaKernel:
     """Compile schedule `s` into a kernel over the buffers of `args` (in order)."""
-    resolve_target(target)  # every target that resolves is the CPU, for now
+    target_name, arch = resolve_target(target)
     from .driver import lower
-    from .runtime.kernel import Kernel
 
-    return Kernel.for_cpu(lower(s, args, name))
+    if target_name == "cpu":
+        from .runtime.kernel import Kernel
+
+        return Kernel.for_cpu(lower(s, args, name))
+    from .codegen.nvptx_compile import check_arch, compile_cuda
+    from .runtime.cuda_kernel import CudaKernel
+
+    arch = check_arch(arch) if arch is not None else _default_arch()
+    func = lower(s, args, name)
+    return CudaKernel(func, compile_cuda(func, arch), f"cuda -arch={arch}")
+
+
+def _default_arch() -> str:
+    """The GPU's own architecture when one is usable here, else sm_90 (Hopper)."""
+    from .codegen.nvptx_compile import DEFAULT_ARCH
+    from .platform_info import cuda_available, cuda_devices
+
+    if cuda_available():
+        return cuda_devices()[0].arch
+    return DEFAULT_ARCH

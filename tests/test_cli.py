@@ -228,6 +228,6 @@ def test_demo_steps_are_the_tutorials():
     assert [step.packed for step in STEPS] == [False] * 4 + [True] * 3
 
 
-def test_demo_cuda_target_says_it_is_not_available(capsys):
+def test_demo_cuda_target_says_its_cpu_schedules_need_binding(capsys):
     assert cli.main(["demo", "--quiet", "--target", "cuda"]) == 2
-    assert "the CUDA target is not available yet" in capsys.readouterr().err
+    assert "bind its loops to blockIdx/threadIdx" in capsys.readouterr().err

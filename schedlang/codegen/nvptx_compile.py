@@ -107,9 +107,7 @@ def _ptx(text: str, kernels: list[str], tm: llvm.TargetMachine) -> str:
         builder = llvm.create_pass_builder(tm, options)
         builder.getModulePassManager().run(module, builder)
         unresolved = [
-            f.name
-            for f in module.functions
-            if f.is_declaration and not f.name.startswith("llvm.")
+            f.name for f in module.functions if f.is_declaration and not f.name.startswith("llvm.")
         ]
         if unresolved:
             raise InternalError(f"the kernels call the undefined functions {unresolved}")

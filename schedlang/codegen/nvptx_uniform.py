@@ -8,8 +8,9 @@ is wrapped in loops bound to each thread tag it is uniform in, of extent 1: the 
 turns those into ``if threadIdx.t < 1``. Stores to local memory stay with every thread, since
 each thread has its own copy, which later per-thread code may read.
 
-Whole uniform statements are wrapped where they can be (no barrier, no thread loop and no local
-store inside), so a serial accumulation loop costs one branch rather than one per store.
+Whole uniform statements, and runs of them, are wrapped where they can be (no barrier, no thread
+loop and no local store inside), so a serial accumulation loop costs one branch rather than one
+per store.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.expr import Var, const
-from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store
+from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, seq
 from ..loopir.visit import walk_stmt
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -39,13 +40,29 @@ def _guard(s: Stmt, bound: frozenset[str], tags: tuple[str, ...]) -> Stmt:
     if _wrappable(s):
         return _one_thread(s, missing)
     if isinstance(s, Seq):
-        return Seq(tuple(_guard(child, bound, tags) for child in s.stmts))
+        return _guard_seq(s, bound, tags, missing)
     if isinstance(s, (For, Let, Allocate)):
         return replace(s, body=_guard(s.body, bound, tags))
     if isinstance(s, If):
         otherwise = None if s.otherwise is None else _guard(s.otherwise, bound, tags)
         return If(s.cond, _guard(s.then, bound, tags), otherwise)
     return s  # local stores, barriers
+
+
+def _guard_seq(s: Seq, bound: frozenset[str], tags: tuple[str, ...], missing: list[str]) -> Stmt:
+    """Each run of consecutive wrappable statements wrapped once, the others recursed into."""
+    out: list[Stmt] = []
+    run: list[Stmt] = []
+    for child in (*s.stmts, None):
+        if child is not None and _wrappable(child):
+            run.append(child)
+            continue
+        if run:
+            out.append(_one_thread(seq(*run), missing))
+            run = []
+        if child is not None:
+            out.append(_guard(child, bound, tags))
+    return seq(*out)
 
 
 def _is_thread_loop(s: Stmt) -> bool:

@@ -57,8 +57,19 @@ def check_arguments(
         )
     for buffer, array in zip(params, arrays):
         _check_array(buffer, array)
+    values = size_values(func, arrays, sizes)
+    arrays = [_layout(buffer, array, out) for buffer, array, out in zip(params, arrays, written)]
+    _check_overlap(params, arrays, written)
+    buffers = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))
+    size_array = (ctypes.c_int64 * max(1, len(values)))(*values)
+    return Call(buffers, size_array, tuple(arrays))
+
+
+def size_values(func: LoweredFunc, shaped: Sequence[object], sizes: Mapping[str, int]) -> list[int]:
+    """The value of each of `func.sizes`, read off the shapes of `shaped` (one object with a
+    ``.shape`` per parameter) or given by name in `sizes`; ValueError/TypeError otherwise."""
     given = _named_sizes(func, sizes)
-    bound = _bind_sizes(list(params), dict(zip(params, arrays)), given, _pass_by_name)
+    bound = _bind_sizes(list(func.params), dict(zip(func.params, shaped)), given, _pass_by_name)
     values = []
     for v in func.sizes:
         if v not in bound:
@@ -67,11 +78,7 @@ def check_arguments(
                 f"pass it by name: {_pass_by_name(v.name)}"
             )
         values.append(int(bound[v]))
-    arrays = [_layout(buffer, array, out) for buffer, array, out in zip(params, arrays, written)]
-    _check_overlap(params, arrays, written)
-    buffers = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))
-    size_array = (ctypes.c_int64 * max(1, len(values)))(*values)
-    return Call(buffers, size_array, tuple(arrays))
+    return values
 
 
 def _pass_by_name(name: str) -> str:

@@ -1,0 +1,171 @@
+"""The arguments of a CUDA kernel: checked, then placed in GPU memory.
+
+Three kinds of array are accepted. A `DeviceArray` on the GPU and any object exporting
+``__cuda_array_interface__`` (torch and cupy tensors) are passed by pointer, without copies;
+they must be C-contiguous, in the memory of the device kernels run on. A numpy array (or a
+`DeviceArray` on the cpu) is copied to the GPU before the launch and, when the kernel writes
+it, back afterwards, so its layout does not matter. As on the CPU, dtypes, ranks and the sizes
+the shapes imply are checked first, and no output may overlap another argument: the kernels
+declare their buffers ``noalias``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..loopir.nodes import Buffer, LoweredFunc
+from . import cuda_driver
+from .arguments import size_values
+from .device_array import DeviceArray
+
+
+@dataclass(frozen=True)
+class _View:
+    """One argument as the checks see it: on the GPU (`ptr`) or on the host (`host`)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    ptr: int
+    host: np.ndarray | None
+    readonly: bool
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+@dataclass
+class Placed:
+    """Arguments ready for a launch: a device pointer per parameter and the sizes' values."""
+
+    pointers: list[int]
+    sizes: list[int]
+    copies_back: list[tuple[DeviceArray, np.ndarray]] = field(default_factory=list)
+    keep: list[object] = field(default_factory=list)  # alive until the kernels are done
+
+    def finish(self) -> None:
+        """Copy outputs that came as host arrays back into them."""
+        for device, host in self.copies_back:
+            if host.flags.c_contiguous:
+                device.copy_to_host(host)
+            else:
+                staging = np.empty(host.shape, host.dtype)
+                device.copy_to_host(staging)
+                host[...] = staging
+
+
+def place_arguments(
+    func: LoweredFunc, written: Sequence[bool], arrays: Sequence[object], sizes: Mapping[str, int]
+) -> Placed:
+    """Check `arrays` for `func` (ValueError/TypeError) and give each a device pointer."""
+    params = func.params
+    if len(arrays) != len(params):
+        names = ", ".join(b.name for b in params)
+        raise TypeError(
+            f"kernel '{func.name}' takes {len(params)} arrays ({names}), got {len(arrays)}"
+        )
+    views = [_view(buffer, array) for buffer, array in zip(params, arrays)]
+    for buffer, view, out in zip(params, views, written):
+        _check_type(buffer, view)
+        if out and view.readonly:
+            raise ValueError(f"argument '{buffer.name}' is an output but its array is read-only")
+    values = size_values(func, views, sizes)
+    _check_overlap(params, views, written)
+    placed = Placed([], values, keep=list(arrays))
+    for view, out in zip(views, written):
+        if view.host is None:
+            placed.pointers.append(view.ptr)
+            continue
+        copy = DeviceArray(view.shape, view.dtype, "cuda")
+        copy.copy_from_host(view.host)
+        placed.keep.append(copy)
+        placed.pointers.append(copy.ptr)
+        if out:
+            placed.copies_back.append((copy, view.host))
+    return placed
+
+
+def _view(buffer: Buffer, array: object) -> _View:
+    if isinstance(array, DeviceArray) and array.device == "cpu":
+        array = array.numpy()
+    if isinstance(array, np.ndarray):
+        return _View(array.shape, array.dtype, 0, array, not array.flags.writeable)
+    if isinstance(array, DeviceArray):
+        return _View(array.shape, array.dtype, array.ptr, None, False)
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is None:
+        raise TypeError(
+            f"argument '{buffer.name}' must be a numpy array, an sl.array(..., device='cuda') "
+            f"or a GPU tensor with __cuda_array_interface__, got {type(array).__name__}"
+        )
+    shape = tuple(int(n) for n in interface["shape"])
+    dtype = np.dtype(interface["typestr"])
+    ptr, readonly = interface["data"]
+    strides = interface.get("strides")
+    if strides is not None and not _c_contiguous(shape, tuple(strides), dtype.itemsize):
+        raise ValueError(
+            f"argument '{buffer.name}' is not C-contiguous on the GPU (strides {tuple(strides)} "
+            f"bytes for shape {shape}); pass a contiguous copy (tensor.contiguous())"
+        )
+    if ptr:
+        _check_device(buffer, int(ptr))
+    return _View(shape, dtype, int(ptr), None, bool(readonly))
+
+
+def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    expected = itemsize
+    for n, stride in zip(reversed(shape), reversed(strides)):
+        if n > 1 and stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _check_device(buffer: Buffer, ptr: int) -> None:
+    cuda = cuda_driver.driver()
+    ordinal = cuda.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    status, value = cuda.cuPointerGetAttribute(ordinal, ptr)
+    device = cuda_driver.device()
+    if status != cuda.CUresult.CUDA_SUCCESS or int(value) != device.ordinal:
+        raise ValueError(
+            f"argument '{buffer.name}' is not in the memory of GPU {device.ordinal} "
+            f"({device.name}), where the kernel runs; move it there first"
+        )
+
+
+def _check_type(buffer: Buffer, view: _View) -> None:
+    expected = dt.to_numpy(buffer.dtype)
+    if view.dtype != expected:
+        raise TypeError(
+            f"argument '{buffer.name}' must have dtype {buffer.dtype}, got {view.dtype}: "
+            f"convert it with .astype({expected.name!r})"
+        )
+    if len(view.shape) != len(buffer.shape):
+        raise ValueError(
+            f"argument '{buffer.name}' must have {len(buffer.shape)} dimension(s), "
+            f"got an array of shape {view.shape}"
+        )
+
+
+def _check_overlap(params: Sequence[Buffer], views: list[_View], written: Sequence[bool]) -> None:
+    for k, (buffer, view, out) in enumerate(zip(params, views, written)):
+        if not out:
+            continue
+        for j, (other, other_view) in enumerate(zip(params, views)):
+            if j != k and _overlap(view, other_view):
+                raise ValueError(
+                    f"argument '{buffer.name}' is an output that overlaps '{other.name}' in "
+                    "memory; pass separate arrays (e.g. a copy)"
+                )
+
+
+def _overlap(a: _View, b: _View) -> bool:
+    if a.host is not None and b.host is not None:
+        return bool(np.may_share_memory(a.host, b.host))
+    if a.host is not None or b.host is not None or not a.nbytes or not b.nbytes:
+        return False
+    return a.ptr < b.ptr + b.nbytes and b.ptr < a.ptr + a.nbytes

@@ -1,0 +1,128 @@
+"""The CUDA driver through cuda-python: imported on first use, one device, its primary context.
+
+``cuda.bindings.driver`` takes most of a second to import and needs the driver library only
+when first called, so nothing here runs before a CUDA kernel is called or a device array made.
+Every call goes through `check`, which turns an error code into a `LaunchError` carrying the
+driver's own name and description of it. The device is the first one CUDA shows (set
+``CUDA_VISIBLE_DEVICES`` to choose); its primary context is the one torch and cupy use too, so
+their tensors can be passed without copies.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError
+
+_lock = threading.Lock()
+_modules: dict[str, Any] = {}
+
+
+@functools.cache
+def driver() -> Any:
+    """The `cuda.bindings.driver` module."""
+    try:
+        from cuda.bindings import driver as cuda
+    except Exception as exc:  # not installed, or a broken installation
+        raise LaunchError(
+            f"the cuda target needs cuda-python, which does not import: {exc}"
+        ) from exc
+    return cuda
+
+
+def describe(error: Any) -> str:
+    """``CUDA_ERROR_X (the driver's sentence)`` for an error code."""
+    cuda = driver()
+    name = getattr(error, "name", str(error))
+    status, text = cuda.cuGetErrorString(error)
+    if status == cuda.CUresult.CUDA_SUCCESS and text:
+        return f"{name} ({text.decode(errors='replace')})"
+    return name
+
+
+def check(result: tuple, what: str) -> Any:
+    """The value of a cuda-python result ``(CUresult, value...)``; `what` went wrong otherwise."""
+    error, *values = result
+    if error != driver().CUresult.CUDA_SUCCESS:
+        raise LaunchError(f"{what}: {describe(error)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+@dataclass(frozen=True)
+class Device:
+    """The GPU kernels run on, with the limits checked before each launch."""
+
+    ordinal: int
+    handle: Any
+    context: Any
+    name: str
+    arch: str
+    max_threads: int
+    max_block: tuple[int, int, int]
+    max_grid: tuple[int, int, int]
+    max_shared: int
+
+
+def device() -> Device:
+    """The device, initialised on first use; its context is made current in this thread."""
+    found = _device()
+    check(driver().cuCtxSetCurrent(found.context), "cuCtxSetCurrent")
+    return found
+
+
+@functools.cache
+def _device() -> Device:
+    cuda = driver()
+    try:
+        status = cuda.cuInit(0)
+    except Exception as exc:  # DynamicLibNotFoundError: no libcuda on this machine
+        raise LaunchError(
+            f"no CUDA driver on this machine ({exc}); build with target='cpu'"
+        ) from exc
+    check(status, "cuInit (is there a GPU?)")
+    handle = check(cuda.cuDeviceGet(0), "cuDeviceGet")
+    context = check(cuda.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain")
+    check(cuda.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    raw = check(cuda.cuDeviceGetName(256, handle), "cuDeviceGetName")
+    attr = cuda.CUdevice_attribute
+
+    def get(name: str) -> int:
+        value = cuda.cuDeviceGetAttribute(getattr(attr, f"CU_DEVICE_ATTRIBUTE_{name}"), handle)
+        return int(check(value, f"cuDeviceGetAttribute({name})"))
+
+    return Device(
+        ordinal=0,
+        handle=handle,
+        context=context,
+        name=raw.split(b"\0", 1)[0].decode(errors="replace"),
+        arch=f"sm_{get('COMPUTE_CAPABILITY_MAJOR')}{get('COMPUTE_CAPABILITY_MINOR')}",
+        max_threads=get("MAX_THREADS_PER_BLOCK"),
+        max_block=(get("MAX_BLOCK_DIM_X"), get("MAX_BLOCK_DIM_Y"), get("MAX_BLOCK_DIM_Z")),
+        max_grid=(get("MAX_GRID_DIM_X"), get("MAX_GRID_DIM_Y"), get("MAX_GRID_DIM_Z")),
+        max_shared=get("MAX_SHARED_MEMORY_PER_BLOCK"),
+    )
+
+
+def load_module(ptx: str, what: str) -> Any:
+    """The module of `ptx`, loaded once per process (the driver compiles PTX on load)."""
+    key = hashlib.sha256(ptx.encode()).hexdigest()
+    with _lock:
+        module = _modules.get(key)
+        if module is None:
+            image = np.frombuffer(ptx.encode() + b"\0", np.uint8)
+            loaded = driver().cuModuleLoadData(image.ctypes.data)
+            module = check(loaded, f"loading the PTX of {what}")
+            _modules[key] = module
+    return module
+
+
+def function(module: Any, name: str) -> Any:
+    return check(driver().cuModuleGetFunction(module, name.encode()), f"finding kernel {name}")

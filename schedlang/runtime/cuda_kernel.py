@@ -1,0 +1,142 @@
+"""`CudaKernel`: a schedule compiled to PTX, called like the CPU `Kernel`.
+
+Building needs no GPU: the PTX is generated (and can be read, or checked with ptxas) on any
+machine. The GPU is touched on the first call, which loads the module (cached per process by
+the PTX's hash). A call checks and places its arguments, launches the kernels on the default
+stream, waits for them, and copies host outputs back; an error the driver reports while they
+run is a `LaunchError` naming the kernel.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from ..codegen.nvptx_compile import CompiledCuda
+from ..errors import LaunchError
+from ..loopir.nodes import LoweredFunc
+from ..platform_info import cuda_available
+from . import cuda_driver
+from .arguments import written_params
+from .cuda_arguments import Placed, place_arguments
+from .cuda_launch import LaunchConfig, describe_grid, launch_all
+
+
+class CudaKernel:
+    """A lowered function compiled for a CUDA GPU.
+
+    ``kernel(*arrays, **sizes)`` takes numpy arrays (copied in and out), ``sl.array`` device
+    arrays and GPU tensors (``__cuda_array_interface__``, passed in place), in `args` order.
+    """
+
+    def __init__(self, lowered: LoweredFunc, compiled: CompiledCuda, target: str) -> None:
+        self.lowered = lowered
+        self.target = target
+        self._compiled = compiled
+        self._written = written_params(lowered)
+        self._functions: list[Any] | None = None
+
+    def __call__(self, *arrays: object, **sizes: int) -> None:
+        placed = self._place(arrays, sizes)
+        self._launch(placed)
+        self._wait("running")
+        placed.finish()
+
+    def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
+        """Median seconds per call over `repeat` calls after `warmup`, measured with CUDA
+        events around the launches (arguments are placed once, outside the measurement)."""
+        if repeat < 1 or warmup < 0:
+            raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
+        placed = self._place(arrays, sizes)
+        cuda = cuda_driver.driver()
+        for _ in range(warmup):
+            self._launch(placed)
+        start = cuda_driver.check(cuda.cuEventCreate(0), "cuEventCreate")
+        end = cuda_driver.check(cuda.cuEventCreate(0), "cuEventCreate")
+        samples = []
+        try:
+            for _ in range(repeat):
+                cuda_driver.check(cuda.cuEventRecord(start, 0), "cuEventRecord")
+                self._launch(placed)
+                cuda_driver.check(cuda.cuEventRecord(end, 0), "cuEventRecord")
+                cuda_driver.check(cuda.cuEventSynchronize(end), f"timing '{self.lowered.name}'")
+                ms = cuda_driver.check(cuda.cuEventElapsedTime(start, end), "cuEventElapsedTime")
+                samples.append(float(ms) / 1e3)
+        finally:
+            cuda.cuEventDestroy(start)
+            cuda.cuEventDestroy(end)
+        self._wait("running")
+        placed.finish()
+        return statistics.median(samples)
+
+    def _place(self, arrays: tuple[object, ...], sizes: dict[str, int]) -> Placed:
+        return place_arguments(self.lowered, self._written, arrays, sizes)
+
+    def _launch(self, placed: Placed) -> None:
+        device = cuda_driver.device()
+        functions = self._load(device)
+        temps = launch_all(
+            self.lowered.name,
+            self._compiled.plan,
+            functions,
+            placed.pointers,
+            placed.sizes,
+            device,
+        )
+        placed.keep.extend(temps)
+
+    def _load(self, device: cuda_driver.Device) -> list[Any]:
+        if self._functions is None:
+            arch = self._compiled.arch
+            what = f"kernel '{self.lowered.name}' (built for {arch}, running on {device.name})"
+            try:
+                module = cuda_driver.load_module(self.ptx, what)
+            except LaunchError as error:
+                if arch.rstrip("af") != device.arch:
+                    hint = f"; build with target='cuda -arch={device.arch}'"
+                    raise LaunchError(f"{error}{hint}") from error
+                raise
+            kernels = self._compiled.plan.kernels
+            self._functions = [cuda_driver.function(module, k.name) for k in kernels]
+        return self._functions
+
+    def _wait(self, doing: str) -> None:
+        synced = cuda_driver.driver().cuStreamSynchronize(0)
+        cuda_driver.check(synced, f"kernel '{self.lowered.name}' failed while {doing}")
+
+    @property
+    def ptx(self) -> str:
+        """The PTX of all kernels (one module)."""
+        return self._compiled.ptx
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR generated for the kernels, before libdevice and optimisation."""
+        return self._compiled.llvm_ir
+
+    @property
+    def launch_config(self) -> tuple[LaunchConfig, ...]:
+        """Per kernel, in launch order: grid, block, static shared bytes, and registers per
+        thread where a GPU is present (loading the module asks the driver)."""
+        registers: list[int | None] = [None] * len(self._compiled.plan.kernels)
+        if self._functions is None and cuda_available():
+            self._load(cuda_driver.device())
+        if self._functions is not None:
+            cuda = cuda_driver.driver()
+            attribute = cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS
+            registers = [
+                int(cuda_driver.check(cuda.cuFuncGetAttribute(attribute, f), "cuFuncGetAttribute"))
+                for f in self._functions
+            ]
+        return tuple(
+            LaunchConfig(k.name, describe_grid(k), k.block, k.shared_bytes, r)
+            for k, r in zip(self._compiled.plan.kernels, registers)
+        )
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{b.name}: {b.dtype}[{len(b.shape)}d]" for b in self.lowered.params)
+        return f"<CudaKernel {self.lowered.name}({params}) target={self.target}>"
+
+    def _repr_markdown_(self) -> str:
+        head = f"**Kernel** `{self.lowered.name}` for `{self.target}`"
+        return f"{head}\n\n```python\n{self.lowered}\n```"

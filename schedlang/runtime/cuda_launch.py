@@ -1,0 +1,121 @@
+"""Launching the kernels of a `DevicePlan`, in order, on the default stream.
+
+A call evaluates each kernel's grid from the sizes, allocates the plan's temporary global
+buffers, and launches every kernel with the same parameter list (buffers, temporaries, sizes)
+on CUDA's legacy default stream, which runs them one after another and waits for work that
+torch or cupy queued on theirs. A kernel whose grid is empty (a size of zero) is skipped. The
+block shape and static shared memory are checked against the device before anything launches,
+so an impossible schedule is a `LaunchError` that says what to change rather than the driver's
+``CUDA_ERROR_INVALID_VALUE``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..codegen.nvptx_plan import DevicePlan, KernelPlan
+from ..errors import LaunchError
+from ..ir.evaluate import _size_value
+from ..ir.printer import expr_str
+from .cuda_driver import Device, check, driver
+from .device_array import DeviceArray
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How one kernel launches: `grid` as expressions of the sizes, the rest constants;
+    `registers` per thread once the module is loaded on a GPU (None before)."""
+
+    kernel: str
+    grid: tuple[str, str, str]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    registers: int | None
+
+
+def grid_of(kernel: KernelPlan, plan: DevicePlan, sizes: Sequence[int]) -> tuple[int, int, int]:
+    """`kernel`'s grid for the size values `sizes` (in `plan.func.sizes` order)."""
+    bound = dict(zip(plan.func.sizes, sizes))
+    x, y, z = (int(_size_value(e, bound)) for e in kernel.grid)
+    return x, y, z
+
+
+def check_launch(
+    kernel: KernelPlan, function: str, grid: tuple[int, int, int], device: Device
+) -> None:
+    """A LaunchError when `device` cannot run `kernel` with `grid`, naming the limit."""
+    threads = kernel.block[0] * kernel.block[1] * kernel.block[2]
+    if threads > device.max_threads:
+        raise LaunchError(
+            f"kernel '{function}' needs {threads} threads per block {kernel.block}, but "
+            f"{device.name} runs at most {device.max_threads}; split the loops bound to "
+            "threadIdx by smaller factors"
+        )
+    for axis, n, limit in zip("xyz", kernel.block, device.max_block):
+        if n > limit:
+            raise LaunchError(
+                f"kernel '{function}' has {n} threads along threadIdx.{axis}, but {device.name} "
+                f"allows at most {limit}; bind a smaller loop to it"
+            )
+    if kernel.shared_bytes > device.max_shared:
+        raise LaunchError(
+            f"kernel '{function}' needs {kernel.shared_bytes} bytes of shared memory per block, "
+            f"but {device.name} gives a block at most {device.max_shared}; use smaller tiles"
+        )
+    for axis, n, limit in zip("xyz", grid, device.max_grid):
+        if n > limit:
+            raise LaunchError(
+                f"kernel '{function}' has {n} blocks along blockIdx.{axis}, but {device.name} "
+                f"allows at most {limit}; bind the larger loop to blockIdx.x"
+            )
+
+
+def launch_all(
+    name: str,
+    plan: DevicePlan,
+    functions: Sequence[Any],
+    pointers: Sequence[int],
+    sizes: Sequence[int],
+    device: Device,
+    stream: int = 0,
+) -> list[DeviceArray]:
+    """Launch every kernel of `plan`; returns the temporaries, to keep until they finish."""
+    grids = [grid_of(kernel, plan, sizes) for kernel in plan.kernels]
+    for kernel, grid in zip(plan.kernels, grids):
+        check_launch(kernel, f"{name}/{kernel.name}", grid, device)
+    temps = [DeviceArray((_temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
+    values: list[ctypes._SimpleCData] = [ctypes.c_void_p(p) for p in pointers]
+    values += [ctypes.c_void_p(t.ptr) for t in temps]
+    values += [ctypes.c_int64(n) for n in sizes]
+    addresses = (ctypes.c_void_p * max(1, len(values)))(*(ctypes.addressof(v) for v in values))
+    cuda = driver()
+    for kernel, function, grid in zip(plan.kernels, functions, grids):
+        if min(grid) <= 0:
+            continue
+        launched = cuda.cuLaunchKernel(
+            function, *grid, *kernel.block, 0, stream, ctypes.addressof(addresses), 0
+        )
+        check(
+            launched, f"launching kernel '{name}/{kernel.name}' (grid {grid}, block {kernel.block})"
+        )
+    return temps
+
+
+def _temp_count(buffer, plan: DevicePlan, sizes: Sequence[int]) -> int:
+    bound = dict(zip(plan.func.sizes, sizes))
+    shape = [max(0, int(_size_value(e, bound))) for e in buffer.shape]
+    if buffer.strides is None:
+        count = 1
+        for n in shape:
+            count *= n
+        return count
+    strides = [int(_size_value(e, bound)) for e in buffer.strides]
+    return max((n * s for n, s in zip(shape, strides)), default=1)
+
+
+def describe_grid(kernel: KernelPlan) -> tuple[str, str, str]:
+    x, y, z = (expr_str(e) for e in kernel.grid)
+    return x, y, z

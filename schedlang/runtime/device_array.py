@@ -1,0 +1,119 @@
+"""`DeviceArray`: an array that stays where kernels run, and `sl.array` / `sl.empty` to make one.
+
+Calling a CUDA kernel on numpy arrays copies every argument to the GPU and the outputs back,
+which costs more than most kernels. Arrays made with ``device="cuda"`` live in GPU memory
+(``cuMemAlloc``, freed when the array is collected) and are passed as they are; ``.numpy()``
+copies one back. They export ``__cuda_array_interface__`` (version 3), so cupy, numba and
+torch can read them without copies too. ``device="cpu"`` keeps a numpy array with the same
+interface, so code can switch devices with one argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..ir import dtype as dt
+from . import cuda_driver
+
+DEVICES = ("cuda", "cpu")
+
+
+class DeviceArray:
+    """A C-contiguous array in the memory of `device` (``"cuda"`` or ``"cpu"``)."""
+
+    def __init__(self, shape: Sequence[int], dtype: str | np.dtype, device: str = "cuda") -> None:
+        self._host: np.ndarray | None = None
+        self.ptr = 0
+        if device not in DEVICES:
+            raise ValueError(f"unknown device {device!r}; use 'cuda' or 'cpu'")
+        self.shape = tuple(int(n) for n in shape)
+        if any(n < 0 for n in self.shape):
+            raise ValueError(f"a shape has no negative extents, got {self.shape}")
+        self.dtype = dt.to_numpy(dt.canonical(dtype))
+        self.device = device
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        if device == "cpu":
+            self._host = np.empty(self.shape, self.dtype)
+            self.ptr = self._host.ctypes.data
+        else:
+            cuda = cuda_driver.driver()
+            cuda_driver.device()
+            allocated = cuda.cuMemAlloc(max(self.nbytes, 1))
+            what = f"allocating {self.nbytes} bytes on the GPU"
+            self.ptr = int(cuda_driver.check(allocated, what))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def numpy(self) -> np.ndarray:
+        """A host copy (for ``device="cpu"``, the array itself)."""
+        if self._host is not None:
+            return self._host
+        out = np.empty(self.shape, self.dtype)
+        self.copy_to_host(out)
+        return out
+
+    def copy_from_host(self, source: np.ndarray) -> None:
+        """Overwrite the contents with `source` (same shape and dtype, any layout)."""
+        source = np.ascontiguousarray(source, dtype=self.dtype).reshape(self.shape)
+        if self._host is not None:
+            self._host[...] = source
+        elif self.nbytes:
+            copied = cuda_driver.driver().cuMemcpyHtoD(self.ptr, source.ctypes.data, self.nbytes)
+            cuda_driver.check(copied, "copying an array to the GPU")
+
+    def copy_to_host(self, target: np.ndarray) -> None:
+        """Write the contents into the C-contiguous array `target`."""
+        if self._host is not None:
+            target[...] = self._host
+        elif self.nbytes:
+            copied = cuda_driver.driver().cuMemcpyDtoH(target.ctypes.data, self.ptr, self.nbytes)
+            cuda_driver.check(copied, "copying an array from the GPU")
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self.device != "cuda":
+            raise AttributeError("a DeviceArray on the cpu has no __cuda_array_interface__")
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self.ptr, False),
+            "strides": None,
+            "version": 3,
+        }
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        host = self.numpy()
+        return host if dtype is None else host.astype(dtype)
+
+    def __del__(self) -> None:
+        if self._host is None and self.ptr:
+            try:
+                cuda_driver.driver().cuMemFree(self.ptr)
+            except Exception:  # the interpreter is shutting down, the driver is gone
+                pass
+            self.ptr = 0
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device!r})"
+
+
+def array(data: object, device: str = "cuda") -> DeviceArray:
+    """`data` (anything numpy converts) copied to `device`."""
+    host = np.asarray(data)
+    out = DeviceArray(host.shape, host.dtype, device)
+    out.copy_from_host(host)
+    return out
+
+
+def empty(shape: Sequence[int] | int, dtype: str = "float32", device: str = "cuda") -> DeviceArray:
+    """An uninitialised array of `shape` and `dtype` on `device`."""
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    return DeviceArray(dims, dtype, device)

@@ -1,0 +1,146 @@
+"""GPU schedules the CUDA tests build: each returns ``(schedule, inputs, outputs)``.
+
+The shared-memory GEMM and the TE recipes come from the SIMT-interpreter tests, so the same
+schedules are checked by the interpreter, as PTX by ptxas, and on a GPU.
+"""
+
+from __future__ import annotations
+
+import schedlang as sl
+from tests.schedule.test_gpu_schedules import bind, gemm_shared_local, matmul, te_gpu_gemm
+
+
+def vector_add(n=None, factor: int = 64):
+    n = sl.var("n") if n is None else n
+    a = sl.placeholder((n,), name="A")
+    b = sl.placeholder((n,), name="B")
+    c = sl.compute((n,), lambda i: a[i] + b[i], name="C")
+    s = sl.create_schedule(c)
+    xo, xi = s[c].split(c.op.axis[0], factor=factor)
+    bind(s, c, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    return s, [a, b], [c]
+
+
+def row_sum_rfactor(m=5, n=37, factor: int = 8):
+    """Partial sums per thread in shared memory, combined by one thread of each block."""
+    a = sl.placeholder((m, n), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    r = sl.compute((m,), lambda i: sl.sum(a[i, k], axis=k), name="R")
+    s = sl.create_schedule(r)
+    _, ki = s[r].split(k, factor=factor)
+    rf = s.rfactor(r, ki)
+    bind(s, r, (s[r].op.axis[0], "blockIdx.x"))
+    s[rf].compute_at(s[r], s[r].op.axis[0])
+    bind(s, rf, (s[rf].op.axis[0], "threadIdx.x"))
+    return s, [a], [r]
+
+
+def gemm_shared(m=None, n=None, k=11):
+    """Shared tiles of A and B refilled per k step, a local accumulator per thread."""
+    a, b, c = matmul(sl.var("m") if m is None else m, sl.var("n") if n is None else n, k)
+    s = sl.create_schedule(c)
+    gemm_shared_local(s, a, b, c, tile=8, threads=4, kf=4)
+    return s, [a, b], [c]
+
+
+def gemm_registers(size: int = 64):
+    """32x32 block tiles, 8x8 threads each computing 4x4 outputs in registers (unrolled)."""
+    a, b, c = matmul(size, size, size)
+    s = sl.create_schedule(c)
+    _, _, cl = gemm_shared_local(s, a, b, c, tile=32, threads=8, kf=8)
+    s[cl].unroll(s[cl].op.axis[0])
+    s[cl].unroll(s[cl].op.axis[1])
+    return s, [a, b], [c]
+
+
+def te_gemm(m=37, n=29, k=13):
+    a, b, c = matmul(m, n, k)
+    s = sl.create_schedule(c)
+    te_gpu_gemm(s, a, b, c)
+    return s, [a, b], [c]
+
+
+def transpose(m=13, n=6):
+    a = sl.placeholder((m, n), name="A")
+    t = sl.compute((n, m), lambda i, j: a[j, i], name="T")
+    s = sl.create_schedule(t)
+    aa = s.cache_read(a, "shared", [t])
+    by, bx, ty, tx = s[t].tile(t.op.axis[0], t.op.axis[1], 4, 4)
+    bind(s, t, (by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"), (tx, "threadIdx.x"))
+    s[aa].compute_at(s[t], bx)
+    ay, ax = s[aa].op.axis
+    bind(s, aa, (ay, "threadIdx.y"), (ax, "threadIdx.x"))
+    return s, [a], [t]
+
+
+def blur(n=19):
+    a = sl.placeholder((n,), name="A")
+    b = sl.compute((n - 1,), lambda i: a[i] + a[i + 1], name="B")
+    c = sl.compute((n - 2,), lambda i: b[i] + b[i + 1], name="C")
+    s = sl.create_schedule(c)
+    bo, bi = s[c].split(c.op.axis[0], factor=4)
+    bind(s, c, (bo, "blockIdx.x"), (bi, "threadIdx.x"))
+    s[b].compute_at(s[c], bo)
+    s[b].set_scope("shared")
+    _, tx = s[b].split(b.op.axis[0], factor=4)
+    bind(s, b, (tx, "threadIdx.x"))
+    return s, [a], [c]
+
+
+def two_kernels(n=None):
+    """A producer computed at the root: two kernels, the first writing a global temporary."""
+    n = sl.var("n") if n is None else n
+    a = sl.placeholder((n,), name="A")
+    b = sl.compute((n,), lambda i: a[i] * 2.0, name="B")
+    c = sl.compute((n,), lambda i: b[n - 1 - i] + 1.0, name="C")
+    s = sl.create_schedule(c)
+    for t in (b, c):
+        xo, xi = s[t].split(t.op.axis[0], factor=32)
+        bind(s, t, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    return s, [a], [c]
+
+
+UNARY = (
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sigmoid",
+    "erf",
+    "abs",
+    "floor",
+    "ceil",
+    "round",
+    "sin",
+    "cos",
+)
+
+
+def math(name: str, dtype: str = "float32", n: int = 100):
+    """``C = f(A)`` (``pow(A, 1.5)`` and ``fma(A, A, A)`` for the binary and ternary ones)."""
+    a = sl.placeholder((n,), dtype=dtype, name="A")
+    if name == "pow":
+        c = sl.compute((n,), lambda i: sl.pow(a[i], sl.const(1.5, dtype)), name="C")
+    elif name == "fma":
+        c = sl.compute((n,), lambda i: sl.fma(a[i], a[i], a[i]), name="C")
+    else:
+        c = sl.compute((n,), lambda i: getattr(sl, name)(a[i]), name="C")
+    s = sl.create_schedule(c)
+    xo, xi = s[c].split(c.op.axis[0], factor=32)
+    bind(s, c, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    return s, [a], [c]
+
+
+SCHEDULES = {
+    "vector_add": vector_add,
+    "row_sum_rfactor": row_sum_rfactor,
+    "gemm_shared": gemm_shared,
+    "gemm_registers": gemm_registers,
+    "te_gemm": te_gemm,
+    "transpose": transpose,
+    "blur": blur,
+    "two_kernels": two_kernels,
+}

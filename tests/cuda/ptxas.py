@@ -1,0 +1,55 @@
+"""Running NVIDIA's ptxas on generated PTX: the offline check that the PTX is valid."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    """What ``ptxas -v`` says about each kernel, summed over the kernels of a module."""
+
+    stack_bytes: int
+    spill_bytes: int
+    shared_bytes: int
+    registers: int
+    log: str
+
+
+def assemble(ptx: str, arch: str = "sm_90") -> PtxasReport:
+    """Assemble `ptx` for `arch` (the test is skipped where ptxas is missing); fails the test
+    with ptxas's messages when it rejects the PTX."""
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas is not on PATH (install a CUDA toolkit or nvidia-cuda-nvcc)")
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "kernel.ptx"
+        source.write_text(ptx)
+        done = subprocess.run(
+            [ptxas, f"-arch={arch}", "-v", str(source), "-o", str(Path(folder) / "kernel.cubin")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, f"ptxas rejected the PTX:\n{log}\n{ptx}"
+    return PtxasReport(
+        stack_bytes=_total(r"(\d+) bytes stack frame", log),
+        spill_bytes=_total(r"(\d+) bytes spill stores", log)
+        + _total(r"(\d+) bytes spill loads", log),
+        shared_bytes=_total(r"(\d+) bytes smem", log),
+        registers=max((int(n) for n in re.findall(r"Used (\d+) registers", log)), default=0),
+        log=log,
+    )
+
+
+def _total(pattern: str, log: str) -> int:
+    return sum(int(n) for n in re.findall(pattern, log))

@@ -1,0 +1,107 @@
+"""The CUDA target without a GPU: every GPU-style schedule builds to PTX that ptxas accepts,
+with the barriers, shared memory and registers its loop nest asks for."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import schedlang as sl
+from schedlang.loopir.nodes import Allocate, Barrier
+from schedlang.loopir.visit import walk_stmt
+
+from .kernels import SCHEDULES, UNARY, gemm_registers, math
+from .ptxas import assemble
+
+
+def build(make, *args, target: str = "cuda"):
+    s, inputs, outputs = make(*args)
+    return sl.build(s, inputs + outputs, target=target)
+
+
+def shared_declarations(ptx: str) -> dict[str, int]:
+    """``.shared`` arrays of the PTX: name -> bytes."""
+    found = re.findall(r"\.shared \.align \d+ \.b8 (\S+)\[(\d+)\]", ptx)
+    return {name: int(size) for name, size in found}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_schedule_assembles_with_its_barriers_and_shared_memory(name):
+    kernel = build(SCHEDULES[name])
+    report = assemble(kernel.ptx)
+    body = kernel.lowered.body
+    barriers = sum(isinstance(s, Barrier) for s in walk_stmt(body))
+    shared = [s.buffer for s in walk_stmt(body) if isinstance(s, Allocate)]
+    shared = [b for b in shared if b.scope == "shared"]
+    assert ".target sm_90" in kernel.ptx and ".version 8.0" in kernel.ptx
+    assert (barriers > 0) == ("bar.sync" in kernel.ptx)
+    assert ("st.shared" in kernel.ptx) == bool(shared)
+    assert ("ld.shared" in kernel.ptx) == bool(shared)
+    expected = sorted(sl_bytes(b) for b in shared)
+    assert sorted(shared_declarations(kernel.ptx).values()) == expected
+    assert report.shared_bytes == sum(expected)
+    assert report.spill_bytes == 0
+
+
+def sl_bytes(buffer) -> int:
+    count = 1
+    for n in buffer.shape:
+        count *= int(n)
+    return count * 4
+
+
+def test_kernels_take_global_pointers_and_every_size():
+    kernel = build(SCHEDULES["vector_add"])
+    entry = kernel.ptx[kernel.ptx.index(".entry") :]
+    assert entry.count(".ptr .global") == 3  # A, B, C
+    assert ".maxntid 64, 1, 1" in kernel.ptx
+    assert "ld.global" in kernel.ptx and "st.global" in kernel.ptx
+    (config,) = kernel.launch_config
+    assert config.grid == ("(n - 1) // 64 + 1", "1", "1")
+    assert config.block == (64, 1, 1) and config.shared_bytes == 0
+
+
+def test_register_tiles_stay_in_registers():
+    kernel = build(gemm_registers)
+    report = assemble(kernel.ptx)
+    assert report.stack_bytes == 0 and report.spill_bytes == 0
+    assert report.shared_bytes == 2 * 32 * 8 * 4
+    assert "ld.local" not in kernel.ptx and "st.local" not in kernel.ptx
+
+
+def test_a_temporary_between_two_kernels():
+    kernel = build(SCHEDULES["two_kernels"])
+    assert [c.kernel for c in kernel.launch_config] == ["main_kernel0", "main_kernel1"]
+    assert kernel.ptx.count(".entry") == 2
+    assemble(kernel.ptx)
+
+
+def test_uniform_stores_run_on_one_thread():
+    """The combining loop of the rfactor recipe runs outside the thread loop: one thread
+    of each block does it (its other threads would add the partial sums again)."""
+    kernel = build(SCHEDULES["row_sum_rfactor"])
+    assert re.search(r"setp\.ne\.[bsu]32\s+%p\d+, %r\d+, 0;", kernel.ptx)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", [*UNARY, "pow", "fma"])
+def test_math_functions_assemble_with_libdevice_linked_in(name, dtype):
+    kernel = build(math, name, dtype)
+    assemble(kernel.ptx)
+    assert ".extern" not in kernel.ptx
+    assert len(kernel.ptx) < 40_000  # the unused rest of libdevice is gone
+
+
+def test_no_fast_math():
+    kernel = build(math, "sqrt")
+    assert "sqrt.rn.f32" in kernel.ptx
+    assert ".approx" not in build(SCHEDULES["vector_add"]).ptx
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_arch_option(arch):
+    kernel = build(SCHEDULES["transpose"], target=f"cuda -arch={arch}")
+    assert f".target {arch}" in kernel.ptx
+    assert kernel.target == f"cuda -arch={arch}"
+    assemble(kernel.ptx, arch)
