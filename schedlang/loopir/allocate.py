@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..ir.visit import walk
 from .nodes import Allocate, Buffer, For, If, Let, Load, Seq, Stmt, Store
+from .visit import walk_stmt
 
 
 def _uses(stmt: Stmt, buffer: Buffer) -> bool:
@@ -34,14 +35,22 @@ def _expr_uses(e, buffer: Buffer) -> bool:
     return any(isinstance(n, Load) and n.buffer is buffer for n in walk(e))
 
 
+def _above_kernel(loop: For) -> bool:
+    """A block loop, or a loop around block loops (each of its iterations launches a grid)."""
+    return any(
+        isinstance(s, For) and (s.thread or "").startswith("blockIdx") for s in walk_stmt(loop)
+    )
+
+
 def insert_allocations(stmt: Stmt, buffers: list[Buffer]) -> Stmt:
     """Wrap the smallest subtree holding every use of each buffer in an `Allocate`.
 
     Expects the buffers' producers and consumers to be siblings under the loop the producer is
     computed at (as placement guarantees); an allocation inside a loop is private to each
     iteration, which is what makes a producer computed inside a parallel loop race-free. A
-    "shared" buffer belongs to a GPU block: it is allocated inside block loops only, never
-    inside a serial loop, so one buffer is refilled across iterations (as on hardware).
+    "shared" buffer belongs to a GPU block: it is allocated just inside the block loops, never
+    inside a loop of the block's code, so one buffer is refilled across iterations (as on
+    hardware), and never around a grid, which gets fresh shared memory.
     """
     for buffer in buffers:
         stmt = _place(stmt, buffer)
@@ -49,8 +58,7 @@ def insert_allocations(stmt: Stmt, buffers: list[Buffer]) -> Stmt:
 
 
 def _place(stmt: Stmt, buffer: Buffer) -> Stmt:
-    block_level = not isinstance(stmt, For) or (stmt.thread or "").startswith("blockIdx")
-    if buffer.scope == "shared" and not block_level:
+    if buffer.scope == "shared" and isinstance(stmt, For) and not _above_kernel(stmt):
         return Allocate(buffer, stmt)
     if isinstance(stmt, For):
         return For(

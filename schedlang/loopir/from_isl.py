@@ -347,7 +347,8 @@ class _Translator:
     def _single_thread(self, leaf: _Leaf, stmt: Stmt) -> Stmt:
         """A statement instance runs on one thread. isl emits no loop for a thread dimension
         with one value, and a statement with no loop of a tag its kernel uses would run on
-        every thread of that tag; both are wrapped in a loop of the tag guarded to one thread."""
+        every thread of that tag; both are wrapped in a loop of the tag guarded to one thread,
+        except stores to "local" buffers, which every thread needs its own copy of."""
         present = set()
         for dim, entry in enumerate(leaf.placed.template):
             if entry[0] != "dim":
@@ -363,6 +364,8 @@ class _Translator:
             var = Var(self._unique(entry[1].name), "int32", "loop")
             loop = self._bound(entry[1], var, const(0), value, stmt)  # checks the extent
             stmt = replace(loop, body=If(Compare("==", var, value), stmt))
+        if self.buffers[leaf.placed.stmt.stage.op].scope == "local":
+            return stmt  # every thread keeps its own copy: each computes it (as in TE)
         for tag, extent in sorted(leaf.placed.kernel_threads.items()):
             if tag not in present:
                 var = Var(self._unique(tag.replace("threadIdx.", "t")), "int32", "loop")

@@ -63,6 +63,7 @@ def check_legality(schedule: Schedule, placement: Placement, params: Params) -> 
         _check_pair(schedule, dep, src, dst, cross_thread, problems)
 
     deps.foreach_map(check)
+    _check_reductions(schedule, placement, params, cross_thread, problems)
     for stage in schedule.stages:
         attached = [p for p in placement.placed.get(stage.name, []) if p.prefix_len > 0]
         if attached:
@@ -70,6 +71,28 @@ def check_legality(schedule: Schedule, placement: Placement, params: Params) -> 
     if problems:
         raise LegalityError(problems[0])
     return cross_thread
+
+
+def _check_reductions(schedule, placement: Placement, params: Params, cross_thread, problems):
+    """Any two updates of one element conflict, not only the ones dataflow links: once the
+    updates are reordered, two that were far apart may run at the same time."""
+    for p in placement.all():
+        if p.stmt.role != "update" or problems:
+            continue
+        write = isl.Map.from_pw_multi_aff(p.store_index).intersect_domain(p.domain)
+        pairs = write.apply_range(write.reverse()).intersect_params(params.context)
+        pairs = pairs.subtract(isl.Map.identity(pairs.get_space()))
+        if p.prefix_len:  # a stage computed at a loop has a buffer per instance of the loop
+            n = p.domain.dim(isl.dim_type.set)
+            xs = [f"x{d}" for d in range(n)]
+            ys = [f"y{d}" for d in range(n)]
+            same = " and ".join(f"{xs[d]} = {ys[d]}" for d in range(p.prefix_len))
+            name = p.stmt.name
+            pairs = pairs.intersect(
+                isl.Map(f"{{ {name}[{', '.join(xs)}] -> {name}[{', '.join(ys)}] : {same} }}")
+            )
+        if not pairs.is_empty():
+            _check_pair(schedule, pairs, p, p, cross_thread, problems)
 
 
 def _check_attached(schedule, placed: list[Placed], params: Params, cross_thread, problems):

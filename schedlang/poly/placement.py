@@ -220,6 +220,10 @@ class Placement:
         base = holder
         prefix_axes = [entry[1] for entry in base.template[: position + 1] if entry[0] == "dim"]
         scope = self.scope(producer)
+        if scope == "local":
+            self._check_local_threads(producer)
+        if scope == "shared":
+            self._check_inside_blocks(producer, holder.template[position + 1 :])
         relaxed, expanded = self._relaxed(producer, scope, prefix_axes)
         footprint = None
         prefix_maps = {}
@@ -381,6 +385,46 @@ class Placement:
         threads = [k for k, t in enumerate(tags) if t is not None and t.startswith("threadIdx")]
         return sorted(threads + virtual), []
 
+    def _check_inside_blocks(self, producer: Stage, inner: list) -> None:
+        """A "shared" buffer belongs to a block: it must be computed inside the block loops."""
+        for kind, value in inner:
+            tag = self._tag(value) if kind == "dim" else None
+            if tag is not None and tag.startswith("blockIdx"):
+                loc = producer.attach.loc
+                call = f"compute_at(s[{producer.attach.target}], {producer.attach.axis.name})"
+                raise PlacementError(
+                    message(
+                        producer.name,
+                        call,
+                        loc,
+                        f"'{producer.name}' has scope 'shared' (one copy per block) but is "
+                        f"computed outside loop '{value.name}' of '{value.stage}', bound to "
+                        f"{tag}; compute it at or inside the block loops",
+                    )
+                )
+
+    def _check_local_threads(self, producer: Stage) -> None:
+        """A "local" buffer is one copy per thread: each thread must compute all of its own
+        copy, so the stage's loops cannot be spread over threads."""
+        for axis, tag in producer.binds.items():
+            if tag.startswith("threadIdx"):
+                record = next(
+                    r
+                    for r in reversed(self.schedule.records)
+                    if isinstance(r, rec.Bind) and r.axis == axis
+                )
+                raise BindError(
+                    message(
+                        producer.name,
+                        f"bind({axis.name}, {tag})",
+                        record.loc,
+                        f"'{producer.name}' has scope 'local' (a copy per thread), so each thread "
+                        "must compute its whole copy; spreading its loop over threads leaves "
+                        "the rest of every copy unset. Make it 'shared' to split its work "
+                        "between threads, or do not bind its loops",
+                    )
+                )
+
     def _lead_extent(self, producer: Stage, axis: Axis) -> int:
         """The extent of virtual-thread loop `axis`, by which `producer`'s buffer is expanded."""
         extent = self.extents[axis.stage].get(axis)
@@ -506,9 +550,43 @@ class Placement:
             to_sched = isl.Map(f"{{ [{', '.join(vs)}] -> [{', '.join(outs)}] }}")
             p.sched = p.loops.apply_range(to_sched).intersect_domain(p.domain)
 
+    def _check_block_order(self, p: Placed) -> None:
+        """Blocks are outside threads, one loop per block index: a block loop inside a thread
+        loop or another block loop of its tag (around one statement) has no launch."""
+        inner_of: Axis | None = None
+        blocks: dict[str, Axis] = {}
+        for kind, value in p.template:
+            tag = self._tag(value) if kind == "dim" else None
+            if tag is None:
+                continue
+            if not tag.startswith("blockIdx"):
+                inner_of = inner_of or value
+                continue
+            if tag in blocks:
+                inner_of = blocks[tag]
+            blocks[tag] = value
+            if inner_of is not None:
+                record = next(
+                    r
+                    for r in reversed(self.schedule.records)
+                    if isinstance(r, rec.Bind) and r.axis == value
+                )
+                raise BindError(
+                    message(
+                        value.stage,
+                        f"bind({value.name}, {tag})",
+                        record.loc,
+                        f"loop '{value.name}' is bound to {tag} but runs inside loop "
+                        f"'{inner_of.name}' of '{inner_of.stage}', bound to "
+                        f"{self._tag(inner_of)}; block loops must be outside thread loops, "
+                        "and a grid has one loop per block index: reorder or unbind them",
+                    )
+                )
+
     def _thread_split(self, p: Placed, template: list):
         """(other entries, their isl outputs, {tag: (entry, output)}, [(entry, output)] of
         virtual threads) of a template."""
+        self._check_block_order(p)
         entries, outs, threads, virtual = [], [], {}, []
         k = 0
         for kind, value in template:
@@ -527,28 +605,12 @@ class Placement:
                 outs.append(out)
                 continue
             if tag in threads and tag not in p.shared_tags:
-                self._same_tag_error(p, threads[tag][0][1], value, tag)
+                raise InternalError(f"{p.stmt.name} has two loops bound to {tag}")
             threads[tag] = ((kind, value), out)
         n = p.loops.dim(isl.dim_type.out)
         if k != n:
             raise InternalError(f"template of {p.stmt.name} has {k} loops, its map {n}")
         return entries, outs, threads, virtual
-
-    def _same_tag_error(self, p: Placed, outer: Axis, inner: Axis, tag: str) -> None:
-        stage = self.schedule[inner.stage]
-        records = reversed(self.schedule.records)
-        record = next(r for r in records if isinstance(r, rec.Bind) and r.axis == inner)
-        raise PlacementError(
-            message(
-                stage.name,
-                f"bind({inner.name}, {tag})",
-                record.loc,
-                f"'{stage.name}' is computed inside loop '{outer.name}' of '{outer.stage}', "
-                f"which is already bound to {tag}; a thread has one {tag}. Only a shared-scope "
-                "stage may bind its own loops to the thread indices around it (to split the "
-                "work of filling the buffer)",
-            )
-        )
 
     def all(self) -> list[Placed]:
         return [p for group in self.placed.values() for p in group]

@@ -95,7 +95,7 @@ def test_local_stage_cannot_rebind_its_threads():
     s[c].bind(tx, sl.thread_axis("threadIdx.x"))
     s[b].compute_at(s[c], tx)
     s[b].bind(b.op.axis[0], sl.thread_axis("threadIdx.x"))
-    with pytest.raises(PlacementError, match="already bound to threadIdx.x; a thread has one"):
+    with pytest.raises(sl.ScheduleError, match="scope 'local' \\(a copy per thread\\)"):
         sl.lower(s, [a, c])
 
 
@@ -121,3 +121,38 @@ def test_attached_reduction_carried_by_parallel_loop():
     s[r].parallel(k)
     with pytest.raises(sl.ScheduleError, match=r"parallel\(k\).*both update the same element"):
         sl.lower(s, [a, out])
+
+
+def test_local_stage_cannot_spread_over_threads():
+    a = sl.placeholder((16,), name="A")
+    b = sl.compute((16,), lambda i: a[i] * 2.0, name="B")
+    c = sl.compute((16,), lambda i: b[i] + 1.0, name="C")
+    s = sl.create_schedule(c)
+    bx, tx = s[c].split(c.op.axis[0], factor=4)
+    s[c].bind(bx, sl.thread_axis("blockIdx.x"))
+    s[b].compute_at(s[c], bx)
+    s[b].set_scope("local")
+    s[b].bind(b.op.axis[0], sl.thread_axis("threadIdx.x"))
+    with pytest.raises(sl.ScheduleError, match="scope 'local' \\(a copy per thread\\)"):
+        sl.lower(s, [a, c])
+
+
+def test_block_loop_inside_thread_loop():
+    a = sl.placeholder((4, 4), name="A")
+    b = sl.compute((4, 4), lambda i, j: a[i, j] * 2.0, name="B")
+    s = sl.create_schedule(b)
+    s[b].bind(b.op.axis[0], sl.thread_axis("threadIdx.x"))
+    s[b].bind(b.op.axis[1], sl.thread_axis("blockIdx.x"))
+    with pytest.raises(sl.ScheduleError, match="block loops must be outside thread loops"):
+        sl.lower(s, [a, b])
+
+
+def test_shared_stage_outside_the_block_loops():
+    a = sl.placeholder((4, 4), name="A")
+    b = sl.compute((4, 4), lambda i, j: a[i, j] * 2.0, name="B")
+    s = sl.create_schedule(b)
+    aa = s.cache_read(a, "shared", [b])
+    s[b].bind(b.op.axis[1], sl.thread_axis("blockIdx.x"))
+    s[aa].compute_at(s[b], b.op.axis[0])
+    with pytest.raises(sl.ScheduleError, match="one copy per block.*outside loop 'j'"):
+        sl.lower(s, [a, b])

@@ -172,3 +172,49 @@ def test_random_rfactor_schedule(data, shape):
         check(s, [a], [r])
     except sl.ScheduleError:
         pass
+
+
+def random_binds(data, s, tensor):
+    """Bind one or two leaves of `tensor`'s stage to blocks, threads or a virtual thread."""
+    stage = s[tensor]
+    tags = ["blockIdx.x", "threadIdx.x", "threadIdx.y", "vthread"]
+    for _ in range(data.draw(st.integers(1, 2))):
+        free = [x for x in stage.leaves if x not in stage.annotations and x not in stage.binds]
+        if not free:
+            return
+        leaf = data.draw(st.sampled_from(free))
+        stage.bind(leaf, sl.thread_axis(data.draw(st.sampled_from(tags))))
+
+
+@SETTINGS
+@given(data=st.data(), shape=st.tuples(st.integers(1, 7), st.integers(1, 7), st.integers(1, 7)))
+def test_random_gpu_matmul_schedule(data, shape):
+    """Blocks, threads, virtual threads, shared and local caches, cross-thread reductions:
+    run by the SIMT interpreter, which also reports races and divergent barriers."""
+    m, n, k_extent = shape
+    a = sl.placeholder((m, k_extent), name="A")
+    b = sl.placeholder((k_extent, n), name="B")
+    k = sl.reduce_axis((0, k_extent), name="k")
+    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    s = sl.create_schedule(c)
+    try:
+        readers = [c]
+        if data.draw(st.booleans()):
+            readers = [s.cache_write(c, "local")]
+        stage = s[c]
+        for _ in range(data.draw(st.integers(0, 2))):
+            leaf = data.draw(st.sampled_from(stage.leaves))
+            stage.split(leaf, factor=data.draw(st.integers(1, 4)))
+        random_binds(data, s, c)
+        if readers[0] is not c:
+            s[readers[0]].compute_at(stage, data.draw(st.sampled_from(stage.leaves)))
+        for source in (a, b):
+            if data.draw(st.booleans()):
+                cached = s.cache_read(source, data.draw(st.sampled_from(SCOPES[1:])), readers)
+                reader = s[readers[0]]
+                s[cached].compute_at(reader, data.draw(st.sampled_from(reader.leaves)))
+                if data.draw(st.booleans()):
+                    random_binds(data, s, cached)
+        check(s, [a, b], [c])
+    except sl.ScheduleError:
+        pass
