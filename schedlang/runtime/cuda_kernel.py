@@ -19,7 +19,7 @@ from ..platform_info import cuda_available
 from . import cuda_driver
 from .arguments import written_params
 from .cuda_arguments import Placed, place_arguments
-from .cuda_launch import LaunchConfig, describe_grid, launch_all
+from .cuda_launch import LaunchConfig, check_block, describe_grid, launch_all
 
 
 class CudaKernel:
@@ -87,6 +87,8 @@ class CudaKernel:
 
     def _load(self, device: cuda_driver.Device) -> list[Any]:
         if self._functions is None:
+            for kernel in self._compiled.plan.kernels:
+                check_block(kernel, f"{self.lowered.name}/{kernel.name}", device)
             arch = self._compiled.arch
             what = f"kernel '{self.lowered.name}' (built for {arch}, running on {device.name})"
             try:

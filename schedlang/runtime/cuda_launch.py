@@ -6,7 +6,7 @@ on CUDA's legacy default stream, which runs them one after another and waits for
 torch or cupy queued on theirs. A kernel whose grid is empty (a size of zero) is skipped. The
 block shape and static shared memory are checked against the device before anything launches,
 so an impossible schedule is a `LaunchError` that says what to change rather than the driver's
-``CUDA_ERROR_INVALID_VALUE``.
+``CUDA_ERROR_INVALID_VALUE`` (`check_block` runs before the module is even loaded).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ def grid_of(kernel: KernelPlan, plan: DevicePlan, sizes: Sequence[int]) -> tuple
     return x, y, z
 
 
-def check_launch(
-    kernel: KernelPlan, function: str, grid: tuple[int, int, int], device: Device
-) -> None:
-    """A LaunchError when `device` cannot run `kernel` with `grid`, naming the limit."""
+def check_block(kernel: KernelPlan, function: str, device: Device) -> None:
+    """A LaunchError when `device` cannot run a block of `kernel`, naming the limit. (Checked
+    before the module is loaded: the driver's compiler rejects too much shared memory with a
+    message about PTX.)"""
     threads = kernel.block[0] * kernel.block[1] * kernel.block[2]
     if threads > device.max_threads:
         raise LaunchError(
@@ -65,6 +65,9 @@ def check_launch(
             f"kernel '{function}' needs {kernel.shared_bytes} bytes of shared memory per block, "
             f"but {device.name} gives a block at most {device.max_shared}; use smaller tiles"
         )
+
+
+def check_grid(function: str, grid: tuple[int, int, int], device: Device) -> None:
     for axis, n, limit in zip("xyz", grid, device.max_grid):
         if n > limit:
             raise LaunchError(
@@ -85,7 +88,7 @@ def launch_all(
     """Launch every kernel of `plan`; returns the temporaries, to keep until they finish."""
     grids = [grid_of(kernel, plan, sizes) for kernel in plan.kernels]
     for kernel, grid in zip(plan.kernels, grids):
-        check_launch(kernel, f"{name}/{kernel.name}", grid, device)
+        check_grid(f"{name}/{kernel.name}", grid, device)
     temps = [DeviceArray((_temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
     values: list[ctypes._SimpleCData] = [ctypes.c_void_p(p) for p in pointers]
     values += [ctypes.c_void_p(t.ptr) for t in temps]

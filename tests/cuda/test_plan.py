@@ -12,7 +12,7 @@ from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
 from schedlang.platform_info import cuda_available
 from schedlang.runtime.cuda_driver import Device
-from schedlang.runtime.cuda_launch import check_launch, grid_of
+from schedlang.runtime.cuda_launch import check_block, check_grid, grid_of
 from tests.loopir.nests import load, loop_var, store
 from tests.schedule.test_gpu_schedules import bind, row_reduce
 
@@ -227,7 +227,8 @@ def test_launch_limits_are_checked_before_launching(block, shared, grid, message
         kernel.name, kernel.body, kernel.grid, block, kernel.grid_loops, shared
     )
     with pytest.raises(sl.LaunchError, match=message):
-        check_launch(oversized, "main/main_kernel0", grid, HOPPER)
+        check_block(oversized, "main/main_kernel0", HOPPER)
+        check_grid("main/main_kernel0", grid, HOPPER)
 
 
 def test_host_arrays_are_checked_before_the_gpu_is_touched():

@@ -1,0 +1,176 @@
+"""The CUDA target on a GPU: every schedule against the numpy reference, on NaN-poisoned
+outputs, with odd and symbolic sizes, through numpy arrays, sl.array device arrays and torch
+tensors; launch errors and argument checks. Skipped where no GPU and driver are usable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from tests.schedule.util import random_inputs
+
+from . import kernels
+from .kernels import UNARY, math
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
+
+CASES = [
+    ("vector_add", (), {"n": 1}),
+    ("vector_add", (), {"n": 100_003}),
+    ("row_sum_rfactor", (), {}),
+    ("row_sum_rfactor", (33, 1000, 64), {}),
+    ("gemm_shared", (), {"m": 13, "n": 10}),
+    ("gemm_shared", (), {"m": 1, "n": 5}),
+    ("gemm_shared", (), {"m": 67, "n": 130}),
+    ("gemm_registers", (), {}),
+    ("gemm_registers", (128,), {}),
+    ("te_gemm", (), {}),
+    ("te_gemm", (32, 32, 16), {}),
+    ("transpose", (), {}),
+    ("transpose", (64, 65), {}),
+    ("blur", (), {}),
+    ("blur", (1001,), {}),
+    ("two_kernels", (), {"n": 999}),
+]
+
+
+def build(make, *args, target: str = "cuda"):
+    s, inputs, outputs = make(*args)
+    return sl.build(s, inputs + outputs, target=target), inputs, outputs
+
+
+def expected(inputs, outputs, sizes, seed=7):
+    values = random_inputs(inputs, sizes, seed)
+    return [values[p] for p in inputs], [sl.evaluate(t, values) for t in outputs]
+
+
+def poisoned(wants):
+    return [np.full(w.shape, np.nan, w.dtype) for w in wants]
+
+
+@pytest.mark.parametrize(("name", "args", "sizes"), CASES, ids=lambda v: str(v))
+def test_schedule_matches_the_reference_with_numpy_arrays(name, args, sizes):
+    kernel, inputs, outputs = build(kernels.SCHEDULES[name], *args)
+    arrays, wants = expected(inputs, outputs, sizes)
+    results = poisoned(wants)
+    kernel(*arrays, *results)
+    for got, want in zip(results, wants):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["gemm_shared", "two_kernels", "row_sum_rfactor"])
+def test_device_arrays_stay_on_the_gpu(name):
+    kernel, inputs, outputs = build(kernels.SCHEDULES[name])
+    arrays, wants = expected(inputs, outputs, {"m": 29, "n": 31})
+    device_in = [sl.array(a) for a in arrays]
+    device_out = [sl.array(r) for r in poisoned(wants)]
+    assert all(isinstance(d, sl.DeviceArray) and d.device == "cuda" for d in device_in)
+    kernel(*device_in, *device_out)
+    for got, want in zip(device_out, wants):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_torch_tensors_are_used_in_place():
+    torch = pytest.importorskip("torch")
+    kernel, inputs, outputs = build(kernels.gemm_shared)
+    arrays, (want,) = expected(inputs, outputs, {"m": 45, "n": 19})
+    a, b = (torch.from_numpy(x).cuda() for x in arrays)
+    c = torch.full(want.shape, float("nan"), device="cuda")
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(c.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="argument 'C' is not C-contiguous on the GPU"):
+        kernel(a, b, torch.empty(want.shape[::-1], device="cuda").T)
+    with pytest.raises(TypeError, match="argument 'A' must be a numpy array, an sl.array"):
+        kernel(a.cpu(), b, c)
+    with pytest.raises(TypeError, match="argument 'B' must have dtype float32, got float64"):
+        kernel(a, b.double(), c)
+
+
+def test_device_arrays_export_the_cuda_array_interface():
+    torch = pytest.importorskip("torch")
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    tensor = torch.as_tensor(sl.array(data), device="cuda")
+    np.testing.assert_array_equal(tensor.cpu().numpy(), data)
+    assert sl.empty((2, 5), "int32").numpy().shape == (2, 5)
+
+
+def test_outputs_of_any_layout_are_copied_back():
+    kernel, inputs, outputs = build(kernels.transpose)
+    arrays, (want,) = expected(inputs, outputs, {})
+    storage = np.full((want.shape[1], want.shape[0]), np.nan, np.float32)
+    kernel(np.asfortranarray(arrays[0]), storage.T)
+    np.testing.assert_allclose(storage.T, want, rtol=1e-6)
+
+
+def test_an_empty_grid_launches_nothing():
+    kernel, _, _ = build(kernels.vector_add)
+    out = np.empty(0, np.float32)
+    kernel(np.empty(0, np.float32), np.empty(0, np.float32), out)
+    assert out.shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", [*UNARY, "pow", "fma"])
+def test_math_matches_numpy(name, dtype):
+    kernel, (a,), (c,) = build(math, name, dtype)
+    x = np.random.default_rng(3).uniform(0.1, 3.0, 100).astype(dtype)
+    x[:4] = [0.5, 1.5, 2.5, 1.0]  # ties for round
+    want = sl.evaluate(c, {a: x})
+    got = np.full_like(x, np.nan)
+    kernel(x, got)
+    single = dtype == "float32"
+    np.testing.assert_allclose(
+        got, want, rtol=2e-6 if single else 1e-12, atol=1e-6 if single else 1e-14
+    )
+
+
+def test_timing_and_launch_config():
+    kernel, inputs, outputs = build(kernels.gemm_registers, 128)
+    arrays, wants = expected(inputs, outputs, {})
+    results = poisoned(wants)
+    seconds = kernel.time(*arrays, *results, repeat=5, warmup=2)
+    assert 0 < seconds < 1
+    np.testing.assert_allclose(results[0], wants[0], rtol=1e-4, atol=1e-4)
+    (config,) = kernel.launch_config
+    assert config.block == (8, 8, 1) and config.grid == ("4", "4", "1")
+    assert config.shared_bytes == 2048 and 0 < config.registers <= 255
+
+
+def test_auto_picks_cuda():
+    kernel, _, _ = build(kernels.vector_add, target="auto")
+    assert kernel.target.startswith("cuda -arch=sm_")
+
+
+def test_too_many_threads_is_a_launch_error():
+    kernel, _, _ = build(kernels.vector_add, None, 2048)
+    x = np.ones(4096, np.float32)
+    with pytest.raises(sl.LaunchError, match="needs 2048 threads per block"):
+        kernel(x, x.copy(), np.empty_like(x))
+
+
+def test_too_much_shared_memory_is_a_launch_error():
+    n = 1 << 16
+    a = sl.placeholder((n,), name="A")
+    b = sl.compute((n,), lambda i: a[i] * 2.0, name="B")
+    c = sl.compute((n,), lambda i: b[i] + 1.0, name="C")
+    s = sl.create_schedule(c)
+    bo, bi = s[c].split(c.op.axis[0], factor=16384)
+    _, tx = s[c].split(bi, factor=256)
+    kernels.bind(s, c, (bo, "blockIdx.x"), (tx, "threadIdx.x"))
+    s[b].compute_at(s[c], bo)
+    s[b].set_scope("shared")
+    _, btx = s[b].split(b.op.axis[0], factor=256)
+    kernels.bind(s, b, (btx, "threadIdx.x"))
+    kernel = sl.build(s, [a, c], target="cuda")
+    x = np.ones(n, np.float32)
+    with pytest.raises(sl.LaunchError, match="needs 65536 bytes of shared memory per block"):
+        kernel(x, np.empty_like(x))
+
+
+def test_ptx_for_a_newer_gpu_is_a_launch_error_that_names_the_kernel():
+    kernel, _, _ = build(kernels.vector_add, target="cuda -arch=sm_120")
+    x = np.ones(8, np.float32)
+    with pytest.raises(sl.LaunchError, match=r"loading the PTX of kernel 'main'.*-arch=sm_"):
+        kernel(x, x.copy(), np.empty_like(x))
