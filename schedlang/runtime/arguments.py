@@ -2,9 +2,9 @@
 
 Compiled code trusts its arguments completely (a wrong shape is a wild write), so everything is
 checked here, in `args` order and with messages naming the parameter: the count, that each is a
-numpy array of the parameter's dtype and rank, that shapes agree with each other through the
-symbolic sizes, that outputs are C-contiguous and writable, and that no output overlaps another
-argument (the generated code assumes its buffers do not alias).
+numpy array (or an ``sl.array`` on the cpu) of the parameter's dtype and rank, that shapes agree
+with each other through the symbolic sizes, that outputs are C-contiguous and writable, and that
+no output overlaps another argument (the generated code assumes its buffers do not alias).
 
 The generated code indexes every buffer as a dense row-major array. An input with any other
 layout (a slice with a step, a transpose, a broadcast) is copied to a C-contiguous temporary for
@@ -25,6 +25,7 @@ from ..ir.evaluate import _bind_sizes
 from ..ir.expr import Var
 from ..loopir.nodes import LoweredFunc, Store
 from ..loopir.visit import walk_stmt
+from .device_array import DeviceArray
 
 
 def written_params(func: LoweredFunc) -> tuple[bool, ...]:
@@ -55,6 +56,7 @@ def check_arguments(
         raise TypeError(
             f"kernel '{func.name}' takes {len(params)} arrays ({names}), got {len(arrays)}"
         )
+    arrays = [_on_host(buffer, array) for buffer, array in zip(params, arrays)]
     for buffer, array in zip(params, arrays):
         _check_array(buffer, array)
     values = size_values(func, arrays, sizes)
@@ -98,6 +100,18 @@ def _layout(buffer, array: np.ndarray, out: bool) -> np.ndarray:
     if not array.flags.writeable:
         raise ValueError(f"argument '{buffer.name}' is an output but its array is read-only")
     return array
+
+
+def _on_host(buffer, array: object) -> object:
+    """The numpy array behind an ``sl.array(..., device="cpu")``; GPU arrays are refused."""
+    if not isinstance(array, DeviceArray):
+        return array
+    if array.device != "cpu":
+        raise TypeError(
+            f"argument '{buffer.name}' is in GPU memory, but this kernel runs on the cpu; pass "
+            f"{buffer.name}.numpy() or build the kernel with target='cuda'"
+        )
+    return array.numpy()
 
 
 def _check_array(buffer, array: object) -> None:

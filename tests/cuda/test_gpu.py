@@ -96,6 +96,15 @@ def test_device_arrays_export_the_cuda_array_interface():
     assert sl.empty((2, 5), "int32").numpy().shape == (2, 5)
 
 
+def test_gpu_arrays_are_refused_by_cpu_kernels():
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    c = sl.compute((n,), lambda i: a[i] * 3.0, name="C")
+    kernel = sl.build(sl.create_schedule(c), [a, c], target="cpu")
+    with pytest.raises(TypeError, match="argument 'A' is in GPU memory, but this kernel runs on"):
+        kernel(sl.array(np.ones(4, np.float32)), np.empty(4, np.float32))
+
+
 def test_outputs_of_any_layout_are_copied_back():
     kernel, inputs, outputs = build(kernels.transpose)
     arrays, (want,) = expected(inputs, outputs, {})

@@ -269,3 +269,14 @@ def test_cpu_device_arrays():
     assert sl.empty((4,), "float16", device="cpu").numpy().dtype == np.float16
     with pytest.raises(ValueError, match="unknown device 'tpu'"):
         sl.empty(3, device="tpu")
+
+
+def test_cpu_kernels_take_cpu_device_arrays():
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    c = sl.compute((n,), lambda i: a[i] * 3.0, name="C")
+    kernel = sl.build(sl.create_schedule(c), [a, c], target="cpu")
+    x = sl.array(np.arange(5, dtype=np.float32), device="cpu")
+    out = sl.empty((5,), "float32", device="cpu")
+    kernel(x, out)
+    np.testing.assert_array_equal(out.numpy(), np.arange(5, dtype=np.float32) * 3.0)
