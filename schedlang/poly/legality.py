@@ -7,8 +7,9 @@ may be reordered among themselves), and no dependence may be
 carried by a loop whose iterations run at the same time (parallel, vectorized, bound to blocks,
 threads or virtual threads), except a reduction over a loop bound to ``threadIdx.*``, which the
 CUDA backend combines across threads. Statements computed at another stage's loop are correct by
-construction of their footprint; for them only their own reduction is checked, within one
-instance of the loops they are computed in.
+construction of their footprint (their init runs before their updates by construction too); for
+them only their own reduction is checked, within one instance of the loops they are computed in.
+Every two updates of one element are checked for concurrency, not only those dataflow links.
 """
 
 from __future__ import annotations
@@ -64,10 +65,6 @@ def check_legality(schedule: Schedule, placement: Placement, params: Params) -> 
 
     deps.foreach_map(check)
     _check_reductions(schedule, placement, params, cross_thread, problems)
-    for stage in schedule.stages:
-        attached = [p for p in placement.placed.get(stage.name, []) if p.prefix_len > 0]
-        if attached:
-            _check_attached(schedule, attached, params, cross_thread, problems)
     if problems:
         raise LegalityError(problems[0])
     return cross_thread
@@ -93,40 +90,6 @@ def _check_reductions(schedule, placement: Placement, params: Params, cross_thre
             )
         if not pairs.is_empty():
             _check_pair(schedule, pairs, p, p, cross_thread, problems)
-
-
-def _check_attached(schedule, placed: list[Placed], params: Params, cross_thread, problems):
-    """A stage computed at another's loop is correct by construction of its footprint; what is
-    left to check is its own reduction: the order and concurrency of its own loops."""
-    width = max(p.domain.dim(isl.dim_type.set) for p in placed)
-    reads = writes = original = None
-    for p in placed:
-        n = p.domain.dim(isl.dim_type.set)
-        k = p.prefix_len
-        xs = [f"x{d}" for d in range(n)]
-        role = "1" if p.stmt.role == "update" else "0"
-        outs = xs[:k] + [role] + xs[k:] + ["0"] * (width - n)
-        seq = isl.Map(f"{{ {p.stmt.name}[{', '.join(xs)}] -> [{', '.join(outs)}] }}")
-        seq = isl.UnionMap.from_map(seq.intersect_domain(p.domain))
-        original = seq if original is None else original.union(seq)
-        write = isl.Map.from_pw_multi_aff(p.store_index).set_tuple_name(isl.dim_type.out, "buf")
-        w = isl.UnionMap.from_map(write.intersect_domain(p.domain))
-        writes = w if writes is None else writes.union(w)
-        if p.stmt.role == "update":
-            reads = w if reads is None else reads.union(w)
-    if reads is None:
-        return
-    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-    flow = info.set_schedule_map(original).compute_flow()
-    deps = flow.get_must_dependence().intersect_params(params.context)
-    by_name = {p.stmt.name: p for p in placed}
-
-    def check(dep: isl.Map) -> None:
-        src = by_name[dep.get_tuple_name(isl.dim_type.in_)]
-        dst = by_name[dep.get_tuple_name(isl.dim_type.out)]
-        _check_pair(schedule, dep, src, dst, cross_thread, problems)
-
-    deps.foreach_map(check)
 
 
 def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
