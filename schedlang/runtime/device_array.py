@@ -5,7 +5,8 @@ which costs more than most kernels. Arrays made with ``device="cuda"`` live in G
 (``cuMemAlloc``, freed when the array is collected) and are passed as they are; ``.numpy()``
 copies one back. They export ``__cuda_array_interface__`` (version 3), so cupy, numba and
 torch can read them without copies too. ``device="cpu"`` keeps a numpy array with the same
-interface, so code can switch devices with one argument.
+interface, so code can switch devices with one argument. Both export ``__dlpack__``
+(``torch.from_dlpack``, ``numpy.from_dlpack``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ir import dtype as dt
-from . import cuda_driver
+from . import cuda_driver, dlpack
 
 DEVICES = ("cuda", "cpu")
 
@@ -88,6 +89,15 @@ class DeviceArray:
             "strides": None,
             "version": 3,
         }
+
+    def __dlpack__(self, stream: object = None, **options: object) -> object:
+        """A DLPack capsule over this memory (no copy). Kernels and copies finish before they
+        return, so there is no pending work for a consumer's `stream` to wait for."""
+        del stream, options
+        return dlpack.export(self, self.ptr, self.shape, self.dtype, self.__dlpack_device__())
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (dlpack.KDL_CUDA, 0) if self.device == "cuda" else (dlpack.KDL_CPU, 0)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         host = self.numpy()

@@ -93,6 +93,11 @@ def test_device_arrays_export_the_cuda_array_interface():
     data = np.arange(12, dtype=np.float32).reshape(3, 4)
     tensor = torch.as_tensor(sl.array(data), device="cuda")
     np.testing.assert_array_equal(tensor.cpu().numpy(), data)
+    device = sl.array(data)
+    shared = torch.from_dlpack(device)
+    assert shared.is_cuda and shared.data_ptr() == device.ptr
+    del device
+    np.testing.assert_array_equal(shared.cpu().numpy(), data)
     assert sl.empty((2, 5), "int32").numpy().shape == (2, 5)
 
 

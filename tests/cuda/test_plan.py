@@ -11,6 +11,7 @@ from schedlang.codegen.nvptx_plan import plan_kernels
 from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
 from schedlang.platform_info import cuda_available
+from schedlang.runtime import dlpack
 from schedlang.runtime.cuda_driver import Device
 from schedlang.runtime.cuda_launch import check_block, check_grid, grid_of
 from tests.loopir.nests import load, loop_var, store
@@ -269,6 +270,24 @@ def test_cpu_device_arrays():
     assert sl.empty((4,), "float16", device="cpu").numpy().dtype == np.float16
     with pytest.raises(ValueError, match="unknown device 'tpu'"):
         sl.empty(3, device="tpu")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint32", "bool"])
+def test_cpu_device_arrays_export_dlpack(dtype):
+    data = (np.arange(12) % 3).astype(dtype).reshape(3, 4)
+    host = sl.array(data, device="cpu")
+    view = np.from_dlpack(host)
+    np.testing.assert_array_equal(view, data)
+    host.numpy()[0, 0] = 1
+    assert view[0, 0] == 1  # the same memory, not a copy
+    del host
+    np.testing.assert_array_equal(view[1:], data[1:])  # the view keeps the memory alive
+    exports = len(dlpack._alive)
+    del view
+    assert len(dlpack._alive) == exports - 1  # the consumer's deleter released it
+    unused = sl.array(data, device="cpu").__dlpack__()
+    del unused
+    assert len(dlpack._alive) == exports - 1  # so did the capsule nobody consumed
 
 
 def test_cpu_kernels_take_cpu_device_arrays():
