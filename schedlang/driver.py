@@ -12,6 +12,7 @@ from .ir.expr import Const, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
 from .loopir.barriers import insert_barriers
+from .loopir.divmod import simplify_divisions
 from .loopir.from_isl import generate, param_expr
 from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.simplify import simplify
@@ -52,6 +53,7 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     body = insert_barriers(body)
     body = unroll_loops(body)
     body = simplify(body)
+    body = simplify_divisions(body)
     _dump("simplified", body)
     sizes = tuple(params.vars.values())
     return LoweredFunc(name, tuple(params_bufs), sizes, body)

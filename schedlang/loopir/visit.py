@@ -101,7 +101,7 @@ def transform_stmt(s: Stmt, stmt_fn: StmtFn | None = None, expr_fn: ExprFn | Non
         return e if expr_fn is None else transform_expr(e, expr_fn)
 
     def go(node: Stmt) -> Stmt:
-        new = _rebuild(node, ex, go)
+        new = rebuild_stmt(node, ex, go)
         if stmt_fn is None:
             return new
         replaced = stmt_fn(new)
@@ -110,7 +110,9 @@ def transform_stmt(s: Stmt, stmt_fn: StmtFn | None = None, expr_fn: ExprFn | Non
     return go(s)
 
 
-def _rebuild(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]) -> Stmt:
+def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]) -> Stmt:
+    """`s` with its expressions mapped by `ex` and its sub-statements by `go` (shared when
+    nothing changed); for passes that carry context down the tree."""
     if isinstance(s, Store):
         indices = tuple(ex(i) for i in s.indices)
         value = ex(s.value)

@@ -1,0 +1,114 @@
+"""Floor division and modulo by a constant that the loop bounds make trivial.
+
+Packed layouts and fused loops index with ``(32 * jo + ji) // 32`` and ``% 32``; with ``ji`` a
+loop variable in ``[0, 32)`` these are ``jo`` and ``ji``. LLVM cannot see that (it does not know
+the loop bounds when it vectorizes), so the index stays a division per lane and contiguous
+accesses become gathers. This pass rewrites them using the constant bounds of the loops around.
+"""
+
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir.expr import Binary, Const, Expr, Unary, Var
+from .nodes import For, Let, Stmt
+from .visit import rebuild_stmt, transform_expr
+
+Range = tuple[int, int]  # inclusive
+
+
+def simplify_divisions(stmt: Stmt) -> Stmt:
+    """`stmt` with ``e // d`` and ``e % d`` (d a positive constant) rewritten where ``e`` is
+    ``d * q + r`` with ``r`` provably in ``[0, d)`` given the constant bounds of the loops
+    around: then ``e // d = q`` and ``e % d = r``. Exact for floor semantics; everything else
+    is left as it is."""
+    return _visit(stmt, {})
+
+
+def _visit(s: Stmt, ranges: dict[Var, Range]) -> Stmt:
+    inner = ranges
+    if isinstance(s, For) and isinstance(s.min, Const) and isinstance(s.extent, Const):
+        low, count = int(s.min.value), int(s.extent.value)
+        if count > 0:
+            inner = {**ranges, s.var: (low, low + count - 1)}
+    elif isinstance(s, Let):
+        found = _range(s.value, ranges)
+        if found is not None:
+            inner = {**ranges, s.var: found}
+
+    def ex(e: Expr) -> Expr:
+        return transform_expr(e, lambda node: _fold(node, inner))
+
+    return rebuild_stmt(s, ex, lambda child: _visit(child, inner))
+
+
+def _fold(e: Expr, ranges: dict[Var, Range]) -> Expr | None:
+    if not (isinstance(e, Binary) and e.op in ("//", "%") and dt.is_int(e.dtype)):
+        return None
+    if not (isinstance(e.b, Const) and int(e.b.value) > 0):
+        return None
+    d = int(e.b.value)
+    terms = _linear(e.a, 1)
+    if terms is None:
+        return None
+    quotient: list[tuple[Expr | None, int]] = []
+    remainder: list[tuple[Expr | None, int]] = []
+    for term, k in terms:
+        if k // d:
+            quotient.append((term, k // d))
+        if k % d:
+            remainder.append((term, k % d))
+    low = high = 0
+    for term, k in remainder:
+        span = (1, 1) if term is None else _range(term, ranges)
+        if span is None:
+            return None
+        low, high = low + k * span[0], high + k * span[1]
+    if low < 0 or high >= d:
+        return None
+    return _sum(quotient if e.op == "//" else remainder, e.dtype)
+
+
+def _linear(e: Expr, sign: int) -> list[tuple[Expr | None, int]] | None:
+    """``e`` as ``[(term, coefficient)]`` (None for the constant term), or None."""
+    if isinstance(e, Const):
+        return [(None, sign * int(e.value))]
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        left, right = _linear(e.a, sign), _linear(e.b, sign if e.op == "+" else -sign)
+        return None if left is None or right is None else left + right
+    if isinstance(e, Unary) and e.op == "-":
+        return _linear(e.a, -sign)
+    if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
+        return _linear(e.b, sign * int(e.a.value))
+    if isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
+        return _linear(e.a, sign * int(e.b.value))
+    if isinstance(e, Var):
+        return [(e, sign)]
+    return None
+
+
+def _range(e: Expr, ranges: dict[Var, Range]) -> Range | None:
+    terms = _linear(e, 1)
+    if terms is None:
+        return None
+    low = high = 0
+    for term, k in terms:
+        span = (1, 1) if term is None else ranges.get(term)
+        if span is None:
+            return None
+        a, b = k * span[0], k * span[1]
+        low, high = low + min(a, b), high + max(a, b)
+    return low, high
+
+
+def _sum(terms: list[tuple[Expr | None, int]], dtype: str) -> Expr:
+    result: Expr | None = None
+    constant = 0
+    for term, k in terms:
+        if term is None:
+            constant += k
+            continue
+        part = term if k == 1 else Binary("*", Const(k, dtype), term, dtype)
+        result = part if result is None else Binary("+", result, part, dtype)
+    if result is None:
+        return Const(constant, dtype)
+    return result if constant == 0 else Binary("+", result, Const(constant, dtype), dtype)
