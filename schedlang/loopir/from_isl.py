@@ -74,10 +74,14 @@ def _thread_values(schedule: Schedule, p: Placed, iter_to_dom, build) -> dict[in
         if entry[0] == "dim"
         and schedule[entry[1].stage].binds.get(entry[1], "").startswith("threadIdx")
     ]
-    if not dims:
-        return {}
-    values = isl.PwMultiAff.from_map(p.sched).pullback_pw_multi_aff(iter_to_dom)
-    return {d: build.expr_from_pw_aff(values.get_pw_aff(d)) for d in dims}
+    n = p.sched.dim(isl.dim_type.out)
+    found = {}
+    for d in dims:  # one dimension at a time: the map of all of them is costly to convert
+        only = p.sched.project_out(isl.dim_type.out, d + 1, n - d - 1)
+        only = only.project_out(isl.dim_type.out, 0, d)
+        value = isl.PwMultiAff.from_map(only).pullback_pw_multi_aff(iter_to_dom)
+        found[d] = build.expr_from_pw_aff(value.get_pw_aff(0))
+    return found
 
 
 def generate(

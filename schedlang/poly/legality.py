@@ -76,6 +76,8 @@ def _check_reductions(schedule, placement: Placement, params: Params, cross_thre
     for p in placement.all():
         if p.stmt.role != "update" or problems:
             continue
+        if not any(_kind_of(schedule, entry) for entry in p.template):
+            continue  # no loop runs its iterations at the same time
         write = isl.Map.from_pw_multi_aff(p.store_index).intersect_domain(p.domain)
         pairs = write.apply_range(write.reverse()).intersect_params(params.context)
         pairs = pairs.subtract(isl.Map.identity(pairs.get_space()))
