@@ -18,6 +18,7 @@ from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.simplify import simplify
 from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
+from .loopir.vector_inner import sink_vector_loops
 from .poly.bounds import check_bounds
 from .poly.legality import check_legality
 from .poly.placement import Placement
@@ -51,6 +52,7 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     body = lower_thread_reductions(body, reductions)
     body = insert_allocations(body, local)
     body = insert_barriers(body)
+    body = sink_vector_loops(body)
     body = unroll_loops(body)
     body = simplify(body)
     body = simplify_divisions(body)

@@ -18,14 +18,13 @@ interpreter combines lanes).
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 from ..ir.expr import Compare, Expr, const, logical
 from ..ir.reduce import max as max_reducer
 from ..ir.visit import substitute
 from .from_isl import CrossThread
-from .nodes import Allocate, Buffer, For, If, Load, Seq, Stmt, Store, ThreadAllReduce, seq
-from .visit import stmt_children
+from .nodes import Allocate, Buffer, For, If, Load, Stmt, Store, ThreadAllReduce, seq
+from .visit import stmt_children, with_children
 
 
 def lower_thread_reductions(body: Stmt, reductions: dict[Store, CrossThread]) -> Stmt:
@@ -44,17 +43,9 @@ def lower_thread_reductions(body: Stmt, reductions: dict[Store, CrossThread]) ->
             return _collective(s, found[0], reductions[found[0]], next(counter)) if found else s
         kids = stmt_children(s)
         new = tuple(visit(k) for k in kids)
-        return s if all(a is b for a, b in zip(new, kids)) else _with_children(s, new)
+        return s if all(a is b for a, b in zip(new, kids)) else with_children(s, new)
 
     return visit(body)
-
-
-def _with_children(s: Stmt, kids: tuple[Stmt, ...]) -> Stmt:
-    if isinstance(s, Seq):
-        return Seq(kids)
-    if isinstance(s, If):
-        return If(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
-    return replace(s, body=kids[0])
 
 
 def _is_thread_loop(s: For) -> bool:
@@ -114,7 +105,7 @@ def _replace_store(region: Stmt, store: Store, fn) -> Stmt:
             return fn(s)
         kids = stmt_children(s)
         new = tuple(visit(k) for k in kids)
-        rebuilt = s if all(a is b for a, b in zip(new, kids)) else _with_children(s, new)
+        rebuilt = s if all(a is b for a, b in zip(new, kids)) else with_children(s, new)
         replaced = fn(rebuilt)
         return rebuilt if replaced is None else replaced
 

@@ -64,6 +64,21 @@ def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
     return ()
 
 
+def with_children(s: Stmt, kids: tuple[Stmt, ...]) -> Stmt:
+    """`s` with its sub-statements (in `stmt_children` order) replaced by `kids`."""
+    if isinstance(s, Seq):
+        return Seq(kids)
+    if isinstance(s, If):
+        return If(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
+    if isinstance(s, For):
+        return For(s.var, s.min, s.extent, s.kind, kids[0], s.thread)
+    if isinstance(s, Let):
+        return Let(s.var, s.value, kids[0])
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, kids[0])
+    return s
+
+
 def walk_stmt(s: Stmt) -> Iterator[Stmt]:
     """Every statement of `s`, parents before children, in program order."""
     stack = [s]
