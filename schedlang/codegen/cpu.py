@@ -4,7 +4,8 @@ Memory is one address space. ``local`` buffers of constant size live on the stac
 function that allocates them (up to `STACK_LIMIT` bytes); other constant-size buffers are
 allocated once per function call (a parallel task is a function, so a buffer allocated inside a
 parallel loop is private to each task) and dynamic ones where their `Allocate` is, all with
-``malloc``. Barriers are no-ops: one thread runs a block. Loops bound to GPU indices are an error.
+``malloc``. Barriers are no-ops: one thread runs a block. Loops bound to GPU indices and
+cross-thread reductions are errors.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from llvmlite import ir
 
 from ..errors import LoweringError
 from ..ir import dtype as dt
-from ..loopir.nodes import Allocate, Buffer, For
+from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
 from .control import if_then
 from .cpu_parallel import parallel_loop
 from .intrinsics import function
@@ -73,6 +74,14 @@ class CpuTarget(Target):
 
     def barrier(self, em: StmtEmitter) -> None:
         del em  # one thread runs each block: nothing to wait for
+
+    def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
+        tags = ", ".join(stmt.tags)
+        raise LoweringError(
+            f"a reduction across {tags} (from a reduce axis bound to {tags}) combines the "
+            "threads of a GPU block; the cpu target has no threads, so build it with "
+            "target='cuda' or leave the reduce axis unbound"
+        )
 
     def external_math(self, name: str, dtype: str) -> str:
         return name if dtype == "float64" else f"{name}f"

@@ -2,8 +2,8 @@
 
 Serial loops (and ``unrolled`` ones the loop IR left, and ``vthread`` loops, which one thread
 runs in turn) become counted loops over an i64 index; ``vectorized`` loops go to `llvm_vector`;
-``parallel`` and ``bound`` loops, allocations and barriers to the target. A parallel loop nested
-in another runs serially: the outer one already occupies the threads.
+``parallel`` and ``bound`` loops, allocations, barriers and block collectives to the target. A
+parallel loop nested in another runs serially: the outer one already occupies the threads.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from llvmlite import ir
 
 from ..errors import InternalError
 from ..ir import dtype as dt
-from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store
+from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, ThreadAllReduce
 from .control import for_range, if_else, if_then
 from .llvm_expr import ExprEmitter
 from .llvm_function import FunctionScope
@@ -51,6 +51,8 @@ class StmtEmitter(ExprEmitter):
             self.target.allocate(self, s)
         elif isinstance(s, Barrier):
             self.target.barrier(self)
+        elif isinstance(s, ThreadAllReduce):
+            self.target.thread_allreduce(self, s)
         else:
             raise InternalError(f"code generation cannot translate a {type(s).__name__}")
 

@@ -7,23 +7,31 @@ are global (address space 1), shared buffers are module-level ``addrspace(3)`` a
 promotes to registers when every index is known after unrolling. A loop bound to a hardware
 index reads it from its special register and runs its body where the index is below the loop's
 extent; the guard is left out where the launch shape already guarantees it. Barriers are
-``bar.sync 0``. Math that the NVPTX backend cannot lower itself calls libdevice.
+``bar.sync 0``; block collectives (cross-thread reductions) are `nvptx_allreduce`'s. Math that
+the NVPTX backend cannot lower itself calls libdevice.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from llvmlite import ir
-
 from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Const
-from ..loopir.nodes import Allocate, For
+from ..loopir.nodes import Allocate, For, ThreadAllReduce
 from . import libdevice
 from .control import if_then
-from .intrinsics import function
-from .llvm_types import I32, I64, PTR, storage_type
+from .llvm_types import I64, storage_type
+from .nvptx_allreduce import emit_allreduce
+from .nvptx_llvm import (
+    GLOBAL,
+    LOCAL,
+    SHARED,
+    barrier,
+    is_index_tag,
+    shared_array,
+    special_register,
+)
 from .nvptx_plan import KernelPlan
 from .storage import constant_count
 from .target import Target
@@ -31,10 +39,7 @@ from .target import Target
 if TYPE_CHECKING:
     from .llvm_stmt import StmtEmitter
 
-GLOBAL, SHARED, LOCAL = 1, 3, 5
-SHARED_ALIGN = 16
 _NATIVE_MATH = ("sqrt", "abs", "floor", "ceil", "round")
-_REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid"}
 
 
 class NvptxTarget(Target):
@@ -60,14 +65,7 @@ class NvptxTarget(Target):
             raise LoweringError(f"buffer '{buffer.name}' cannot be allocated inside a kernel")
         element = storage_type(buffer.dtype)
         if buffer.scope == "shared":
-            array_t = ir.ArrayType(element, max(count, 1))
-            name = _fresh_name(em.b.module, f"{buffer.name}.shared")
-            memory = ir.GlobalVariable(em.b.module, array_t, name, addrspace=SHARED)
-            memory.linkage = "internal"
-            memory.initializer = ir.Constant(array_t, ir.Undefined)
-            memory.align = SHARED_ALIGN
-            with em.scope.at_entry() as entry:
-                ptr = entry.addrspacecast(memory, PTR)
+            ptr = shared_array(em.scope, element, count, f"{buffer.name}.shared")
         else:
             ptr = em.scope.alloca(element, max(count, 1), align=max(dt.itemsize(buffer.dtype), 8))
         em.buffers[buffer] = ptr
@@ -83,12 +81,9 @@ class NvptxTarget(Target):
     def bound_loop(self, em: StmtEmitter, loop: For) -> None:
         b = em.b
         tag = loop.thread or ""
-        family, _, axis = tag.partition(".")
-        if family not in _REGISTERS or axis not in ("x", "y", "z"):
+        if not is_index_tag(tag):
             raise LoweringError(f"loop {loop.var.name} is bound to the unknown index {tag!r}")
-        special = f"llvm.nvvm.read.ptx.sreg.{_REGISTERS[family]}.{axis}"
-        register = function(b.module, special, I32, [])
-        index = b.zext(b.call(register, []), I64)
+        index = b.zext(special_register(b, tag), I64)
         if not (isinstance(loop.min, Const) and int(loop.min.value) == 0):
             index = b.add(em.index(loop.min), index, flags=("nsw",))
         em.bind(loop.var, index, index=True)
@@ -109,7 +104,10 @@ class NvptxTarget(Target):
         return int(loop.extent.value) == self.kernel.block_size(loop.thread)
 
     def barrier(self, em: StmtEmitter) -> None:
-        em.b.call(function(em.b.module, "llvm.nvvm.barrier0", ir.VoidType(), []), [])
+        barrier(em.b)
+
+    def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
+        emit_allreduce(em, stmt, self.kernel.block)
 
     def native_math(self, name: str) -> bool:
         return name in _NATIVE_MATH
@@ -123,11 +121,3 @@ class NvptxTarget(Target):
                 "nvidia-cuda-nvcc wheel, or set SCHEDLANG_LIBDEVICE to the file"
             )
         return f"__nv_{name}" if dtype == "float64" else f"__nv_{name}f"
-
-
-def _fresh_name(module: ir.Module, prefix: str) -> str:
-    name, k = prefix, 0
-    while name in module.globals:
-        k += 1
-        name = f"{prefix}{k}"
-    return name

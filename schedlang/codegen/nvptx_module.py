@@ -16,7 +16,8 @@ from ..platform_info import NVPTX_TRIPLE
 from .llvm_function import FunctionScope
 from .llvm_stmt import StmtEmitter
 from .llvm_types import I32, I64, PTR
-from .nvptx import GLOBAL, NvptxTarget
+from .nvptx import NvptxTarget
+from .nvptx_llvm import GLOBAL
 from .nvptx_plan import DevicePlan, KernelPlan
 
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)

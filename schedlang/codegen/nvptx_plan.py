@@ -11,8 +11,9 @@ global memory is passed to it, together with every symbolic size.
 
 A kernel's grid is given by its outermost ``blockIdx`` loops (their extents, functions of the
 sizes, are evaluated at launch) and its block by the largest constant extent of the loops of
-each ``threadIdx`` tag (`loopir.barriers` assumes the same). Stores that every thread would run
-alike are narrowed to one thread by `nvptx_uniform`.
+each ``threadIdx`` tag (`loopir.barriers` assumes the same); its static shared memory counts
+the scratch of its block collectives too (`nvptx_allreduce`). Stores that every thread would
+run alike are narrowed to one thread by `nvptx_uniform`.
 """
 
 from __future__ import annotations
@@ -24,15 +25,28 @@ from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Const, Expr, Var, const
 from ..ir.printer import expr_str
-from ..loopir.nodes import Allocate, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from ..loopir.nodes import (
+    Allocate,
+    Barrier,
+    Buffer,
+    For,
+    If,
+    Let,
+    LoweredFunc,
+    Seq,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+)
 from ..loopir.printer import stmt_head
 from ..loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
+from .nvptx_allreduce import scratch_bytes
 from .nvptx_uniform import guard_uniform_stores
 from .storage import constant_count
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-_KNOWN = (Seq, Store, For, If, Let, Allocate, Barrier)
+_KNOWN = (Seq, Store, For, If, Let, Allocate, Barrier, ThreadAllReduce)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +101,7 @@ def _check_statements(func: LoweredFunc) -> None:
         if not isinstance(s, _KNOWN):
             raise LoweringError(
                 f"kernel '{func.name}': the cuda target cannot lower '{stmt_head(s)}' "
-                f"({type(s).__name__}) yet; cross-thread reductions are not lowered yet"
+                f"({type(s).__name__})"
             )
 
 
@@ -130,7 +144,8 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     block = _block(func, body)
     grid, grid_loops = _grid(func, body)
     guarded = guard_uniform_stores(body, block)
-    return KernelPlan(name, guarded, grid, block, grid_loops, _shared_bytes(func, body))
+    shared = _shared_bytes(func, body, block)
+    return KernelPlan(name, guarded, grid, block, grid_loops, shared)
 
 
 def _block(func: LoweredFunc, body: Stmt) -> tuple[int, int, int]:
@@ -202,9 +217,12 @@ def _block_loops(
         _block_loops(func, child, lets, inside, found)
 
 
-def _shared_bytes(func: LoweredFunc, body: Stmt) -> int:
+def _shared_bytes(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]) -> int:
+    """Static shared memory: the shared buffers and the scratch of the block collectives."""
     total = 0
     for s in walk_stmt(body):
+        if isinstance(s, ThreadAllReduce):
+            total += scratch_bytes(s, block)
         if not isinstance(s, Allocate):
             continue
         if s.buffer.scope == "global":

@@ -8,9 +8,9 @@ is wrapped in loops bound to each thread tag it is uniform in, of extent 1: the 
 turns those into ``if threadIdx.t < 1``. Stores to local memory stay with every thread, since
 each thread has its own copy, which later per-thread code may read.
 
-Whole uniform statements, and runs of them, are wrapped where they can be (no barrier, no thread
-loop and no local store inside), so a serial accumulation loop costs one branch rather than one
-per store.
+Whole uniform statements, and runs of them, are wrapped where they can be (no barrier or block
+collective, which every thread must reach, no thread loop and no local store inside), so a
+serial accumulation loop costs one branch rather than one per store.
 """
 
 from __future__ import annotations
@@ -18,7 +18,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.expr import Var, const
-from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, seq
+from ..loopir.nodes import (
+    Allocate,
+    Barrier,
+    For,
+    If,
+    Let,
+    Seq,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+    seq,
+)
 from ..loopir.visit import walk_stmt
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -46,7 +57,7 @@ def _guard(s: Stmt, bound: frozenset[str], tags: tuple[str, ...]) -> Stmt:
     if isinstance(s, If):
         otherwise = None if s.otherwise is None else _guard(s.otherwise, bound, tags)
         return If(s.cond, _guard(s.then, bound, tags), otherwise)
-    return s  # local stores, barriers
+    return s  # local stores, barriers, collectives
 
 
 def _guard_seq(s: Seq, bound: frozenset[str], tags: tuple[str, ...], missing: list[str]) -> Stmt:
@@ -72,7 +83,7 @@ def _is_thread_loop(s: Stmt) -> bool:
 def _wrappable(s: Stmt) -> bool:
     shared_store = False
     for node in walk_stmt(s):
-        if isinstance(node, Barrier) or _is_thread_loop(node):
+        if isinstance(node, (Barrier, ThreadAllReduce)) or _is_thread_loop(node):
             return False
         if isinstance(node, Store):
             if node.buffer.scope == "local":

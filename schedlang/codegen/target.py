@@ -3,7 +3,8 @@
 `llvm_stmt.StmtEmitter` translates everything that means the same on every target. The rest
 differs between a CPU and a GPU and is a method here: where memory of each scope lives and how an
 `Allocate` obtains it, how a ``parallel`` loop runs, what a loop bound to ``threadIdx.x`` is, what
-a barrier is, and which function implements a math call LLVM has no intrinsic for.
+a barrier and a block collective are, and which function implements a math call LLVM has no
+intrinsic for.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..loopir.nodes import Allocate, For
+    from ..loopir.nodes import Allocate, For, ThreadAllReduce
     from .llvm_stmt import StmtEmitter
 
 
@@ -45,6 +46,10 @@ class Target(ABC):
     @abstractmethod
     def barrier(self, em: StmtEmitter) -> None:
         """Emit a barrier among the threads of a block."""
+
+    @abstractmethod
+    def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
+        """Emit the block collective `stmt` (see its docstring), which every thread reaches."""
 
     @abstractmethod
     def external_math(self, name: str, dtype: str) -> str:

@@ -100,6 +100,57 @@ def two_kernels(n=None):
     return s, [a], [c]
 
 
+def row_reduce(m=7, n=37, threads=16, rows=4, reducer="sum", dtype="float32"):
+    """TE's reduction recipe: partial results per thread (rfactor) combined across the
+    `threads` threads of threadIdx.x (a block collective), `rows` rows per block on threadIdx.y.
+    `reducer` is ``sum``, ``max`` or ``absmax`` (a custom one)."""
+    a = sl.placeholder((m, n), dtype=dtype, name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    combine = ABSMAX if reducer == "absmax" else getattr(sl, reducer)
+    b = sl.compute((m,), lambda i: combine(a[i, k], axis=k), name="B")
+    s = sl.create_schedule(b)
+    _, ki = s[b].split(k, factor=threads)
+    rf = s.rfactor(b, ki)
+    xo, xi = s[b].split(s[b].op.axis[0], factor=rows)
+    bind(s, b, (xo, "blockIdx.x"), (xi, "threadIdx.y"), (s[b].op.reduce_axis[0], "threadIdx.x"))
+    s[rf].compute_at(s[b], s[b].op.reduce_axis[0])
+    return s, [a], [b]
+
+
+def column_reduce(m=6, n=37, threads=8, rows=4):
+    """A reduce axis bound straight to threadIdx.y with rows on threadIdx.x: each group of
+    threads is strided in the block (no warp holds one), one collective per k.outer step;
+    `n` None is the symbolic size n."""
+    n = sl.var("n") if n is None else n
+    a = sl.placeholder((m, n), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    b = sl.compute((m,), lambda i: sl.sum(a[i, k], axis=k), name="B")
+    s = sl.create_schedule(b)
+    io, ii = s[b].split(b.op.axis[0], factor=rows)
+    _, ki = s[b].split(k, factor=threads)
+    bind(s, b, (io, "blockIdx.x"), (ii, "threadIdx.x"), (ki, "threadIdx.y"))
+    return s, [a], [b]
+
+
+ABSMAX = sl.comm_reducer(lambda x, y: sl.maximum(sl.abs(x), sl.abs(y)), lambda t: 0, "absmax")
+
+# name: (schedule, arguments, the form `nvptx_allreduce.layout` gives its collective)
+REDUCTIONS = {
+    "warp": (row_reduce, (), "warp"),
+    "warp_max": (row_reduce, (7, 37, 16, 4, "max"), "warp"),
+    "warp_absmax": (row_reduce, (4, 19, 4, 2, "absmax"), "warp"),
+    "warp_one": (row_reduce, (1, 1, 32, 1), "warp"),
+    "warp_float64": (row_reduce, (5, 70, 8, 4, "sum", "float64"), "warp"),
+    "warp_int32_max": (row_reduce, (5, 70, 8, 4, "max", "int32"), "warp"),
+    "warp_partial_group": (row_reduce, (9, 23, 5, 4), "warp"),
+    "warps": (row_reduce, (33, 1000, 128, 2), "warps"),
+    "warps_max": (row_reduce, (3, 300, 64, 1, "max"), "warps"),
+    "shared_rows": (row_reduce, (9, 100, 24, 4), "shared"),
+    "shared_strided": (column_reduce, (), "shared"),
+    "shared_symbolic": (column_reduce, (5, None), "shared"),
+}
+
+
 UNARY = (
     "exp",
     "exp2",

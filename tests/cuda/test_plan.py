@@ -15,7 +15,7 @@ from schedlang.runtime import dlpack
 from schedlang.runtime.cuda_driver import Device
 from schedlang.runtime.cuda_launch import check_block, check_grid, grid_of
 from tests.loopir.nests import load, loop_var, store
-from tests.schedule.test_gpu_schedules import bind, row_reduce
+from tests.schedule.test_gpu_schedules import bind
 
 from .kernels import gemm_shared, math, two_kernels, vector_add
 
@@ -145,15 +145,6 @@ def test_symbolic_thread_extents_are_an_error():
     func = LoweredFunc("k", (x,), (n,), body)
     with pytest.raises(sl.LoweringError, match="symbolic extent n; a block has a fixed number"):
         plan_kernels(func)
-
-
-def test_cross_thread_reductions_are_not_lowered_yet():
-    a, b = row_reduce(7, 37)
-    s = sl.create_schedule(b)
-    _, ki = s[b].split(b.op.reduce_axis[0], factor=8)
-    bind(s, b, (b.op.axis[0], "blockIdx.x"), (ki, "threadIdx.x"))
-    with pytest.raises(sl.LoweringError, match="cross-thread reductions are not lowered yet"):
-        sl.build(s, [a, b], target="cuda")
 
 
 @pytest.mark.parametrize(
