@@ -13,6 +13,7 @@ from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
 from .loopir.barriers import insert_barriers
 from .loopir.divmod import simplify_divisions
+from .loopir.double_buffer import double_buffer
 from .loopir.from_isl import generate, param_expr
 from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.simplify import simplify
@@ -25,6 +26,7 @@ from .poly.placement import Placement
 from .poly.space import Params
 from .poly.statements import build_statements, inline_bodies
 from .schedule import records as rec
+from .schedule.errors import ScopeError, message
 from .schedule.schedule import Schedule
 
 
@@ -51,6 +53,7 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     _dump("generated", body)
     body = lower_thread_reductions(body, reductions)
     body = insert_allocations(body, local)
+    body = double_buffer(body, _doubled(s, buffers))
     body = insert_barriers(body)
     body = sink_vector_loops(body)
     body = unroll_loops(body)
@@ -105,6 +108,30 @@ def _buffers(s: Schedule, args: list[Tensor], placement: Placement, params: Para
         buffers[op] = buffer
         local.append(buffer)
     return buffers, [buffers[op] for op in arg_ops], local
+
+
+def _doubled(s: Schedule, buffers: dict) -> list[Buffer]:
+    """The buffers of the stages that asked for double_buffer(), which must be refilled in a
+    loop of their consumer."""
+    found = []
+    for stage in s.stages:
+        if not stage.double_buffered:
+            continue
+        if not isinstance(stage.attach, rec.ComputeAt):
+            record = next(
+                r for r in s.records if isinstance(r, rec.DoubleBuffer) and r.stage == stage.name
+            )
+            raise ScopeError(
+                message(
+                    stage.name,
+                    "double_buffer()",
+                    record.loc,
+                    f"'{stage.name}' is not computed at a loop of its consumer, so nothing "
+                    "refills it; compute_at the loop whose iterations consume it",
+                )
+            )
+        found.append(buffers[stage.op])
+    return found
 
 
 def _strides(align: dict[int, tuple[int, int]], shape: tuple) -> tuple | None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, fields, replace
 from ..errors import InternalError, LoweringError
 from ..ir.expr import Binary, Compare, Const, Expr, Var
 from ..ir.printer import expr_str
+from .divmod import linear_terms
 from .nodes import (
     Allocate,
     Barrier,
@@ -412,8 +413,38 @@ def _conflict(pending: _Accesses, later: _Accesses) -> tuple[_Access, _Access] |
                 continue  # one store writes an element's one value, whichever thread runs
             if a.threads and b.threads and _own_elements(a, b):
                 continue
+            if _other_copy(a, b):
+                continue
             return a, b
     return None
+
+
+def _other_copy(a: _Access, b: _Access) -> bool:
+    """Do `a` and `b` index different copies of a double buffer? True if some dimension is
+    ``x % m`` at one and ``y % m`` at the other with ``x - y`` a constant that ``m`` does not
+    divide (``(ko + 1) % 2`` against ``ko % 2``), over variables that did not change between
+    and are the same for every thread."""
+    stale = a.stale | b.stale
+    for x, y in zip(a.indices, b.indices):
+        if not (_is_mod(x) and _is_mod(y) and _same(x.b, y.b)) or _mentions(x, stale):
+            continue
+        if not (_uniform(x) and _uniform(y)):
+            continue  # a copy that depends on the thread could be another thread's
+        difference = linear_terms(Binary("-", x.a, y.a, x.dtype), 1)
+        if difference is None or not isinstance(x.b, Const):
+            continue
+        constant = sum(k for term, k in difference if term is None)
+        rest: dict[str, int] = {}
+        for term, k in difference:
+            if term is not None:
+                rest[expr_str(term)] = rest.get(expr_str(term), 0) + k
+        if not any(rest.values()) and constant % int(x.b.value):
+            return True
+    return False
+
+
+def _is_mod(e: Expr) -> bool:
+    return isinstance(e, Binary) and e.op == "%"
 
 
 def _own_elements(a: _Access, b: _Access) -> bool:

@@ -47,7 +47,7 @@ def _fold(e: Expr, ranges: dict[Var, Range]) -> Expr | None:
     if not (isinstance(e.b, Const) and int(e.b.value) > 0):
         return None
     d = int(e.b.value)
-    terms = _linear(e.a, 1)
+    terms = linear_terms(e.a, 1)
     if terms is None:
         return None
     quotient: list[tuple[Expr | None, int]] = []
@@ -68,26 +68,26 @@ def _fold(e: Expr, ranges: dict[Var, Range]) -> Expr | None:
     return _sum(quotient if e.op == "//" else remainder, e.dtype)
 
 
-def _linear(e: Expr, sign: int) -> list[tuple[Expr | None, int]] | None:
+def linear_terms(e: Expr, sign: int) -> list[tuple[Expr | None, int]] | None:
     """``e`` as ``[(term, coefficient)]`` (None for the constant term), or None."""
     if isinstance(e, Const):
         return [(None, sign * int(e.value))]
     if isinstance(e, Binary) and e.op in ("+", "-"):
-        left, right = _linear(e.a, sign), _linear(e.b, sign if e.op == "+" else -sign)
+        left, right = linear_terms(e.a, sign), linear_terms(e.b, sign if e.op == "+" else -sign)
         return None if left is None or right is None else left + right
     if isinstance(e, Unary) and e.op == "-":
-        return _linear(e.a, -sign)
+        return linear_terms(e.a, -sign)
     if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
-        return _linear(e.b, sign * int(e.a.value))
+        return linear_terms(e.b, sign * int(e.a.value))
     if isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
-        return _linear(e.a, sign * int(e.b.value))
+        return linear_terms(e.a, sign * int(e.b.value))
     if isinstance(e, Var):
         return [(e, sign)]
     return None
 
 
 def _range(e: Expr, ranges: dict[Var, Range]) -> Range | None:
-    terms = _linear(e, 1)
+    terms = linear_terms(e, 1)
     if terms is None:
         return None
     low = high = 0

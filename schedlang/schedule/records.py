@@ -115,6 +115,12 @@ class SetScope:
 
 
 @dataclass(frozen=True, slots=True)
+class DoubleBuffer:
+    stage: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class StorageAlign:
     """The stride of the buffer dimension of root axis `axis` is ``factor * k + offset``."""
 
@@ -138,5 +144,6 @@ Record = (
     | CacheWrite
     | RFactor
     | SetScope
+    | DoubleBuffer
     | StorageAlign
 )

@@ -194,6 +194,8 @@ def apply_record(s: Schedule, r: object) -> None:
         s.cache_write(stage, r.scope)
     elif isinstance(r, rec.RFactor):
         s.rfactor(stage, r.axis, r.factor_axis)
+    elif isinstance(r, rec.DoubleBuffer):
+        stage.double_buffer()
     elif isinstance(r, rec.SetScope):
         stage.set_scope(r.scope)
     elif isinstance(r, rec.StorageAlign):

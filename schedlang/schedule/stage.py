@@ -46,6 +46,7 @@ class Stage:
         self.name = name
         self.scope: str | None = None  # None: "global", or inferred from where it is computed
         self.align: dict[int, tuple[int, int]] = {}  # buffer dimension -> (factor, offset)
+        self.double_buffered = False
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
         self._adopt(op)
 
@@ -438,6 +439,18 @@ class Stage:
             )
         self.scope = scope
         self._record(rec.SetScope(self.name, scope, loc))
+
+    def double_buffer(self) -> None:
+        """Keep two copies of this stage's buffer, so the loop it is computed in fills the
+        next iteration's copy while the current one is read (one barrier per iteration instead
+        of two on a GPU; TE's ``double_buffer``)."""
+        loc = user_location()
+        call = "double_buffer()"
+        self._require_compute(call, loc)
+        if self.op in self.schedule.output_ops:
+            self._fail(ScopeError, call, loc, f"'{self.name}' is an output: it is not staged")
+        self.double_buffered = True
+        self._record(rec.DoubleBuffer(self.name, loc))
 
     def storage_align(self, axis: object, factor: int, offset: int) -> None:
         """Pad the buffer so that the stride of `axis`'s dimension is ``factor * k + offset``

@@ -70,6 +70,8 @@ def _line(r, st: str, ref) -> str:
     if isinstance(r, rec.RFactor):
         args = f"{_ident(r.stage)}, {ref(r.axis)}, factor_axis={r.factor_axis}"
         return f"{_ident(r.factored)} = s.rfactor({args})"
+    if isinstance(r, rec.DoubleBuffer):
+        return f"{st}.double_buffer()"
     if isinstance(r, rec.SetScope):
         return f'{st}.set_scope("{r.scope}")'
     if isinstance(r, rec.StorageAlign):

@@ -7,6 +7,8 @@ per-thread registers, on sizes that do not divide the tiles.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import schedlang as sl
@@ -230,3 +232,28 @@ def test_cross_thread_custom_reducer():
     ko, ki = s[b].split(k, factor=4)
     bind(s, b, (b.op.axis[0], "blockIdx.x"), (ki, "threadIdx.x"))
     check(s, [a], [b])
+
+
+@pytest.mark.parametrize("sizes", [(8, 8, 6), (9, 7, 10), (1, 5, 1), (16, 16, 16)], ids=str)
+def test_double_buffered_shared_tiles(sizes):
+    """The next k step's tiles are filled while the current ones are read: two copies, one
+    barrier per iteration (plus one after the first fill)."""
+    a, b, c = matmul(*sizes)
+    s = sl.create_schedule(c)
+    aa, bb, _ = gemm_shared_local(s, a, b, c)
+    s[aa].double_buffer()
+    s[bb].double_buffer()
+    text = str(check(s, [a, b], [c]))
+    if sizes[2] > 3:  # more than one k step
+        assert "allocate A.shared: float32[2, 4, 3] in shared" in text
+        assert text.count("barrier()") == 2
+        assert re.search(r"A\.shared\[k\.outer( % 2)?, ", text)  # % 2 is dropped for 2 steps
+
+
+def test_double_buffer_needs_a_refill_loop():
+    a, b, c = matmul(8, 8, 8)
+    s = sl.create_schedule(c)
+    aa = s.cache_read(a, "shared", [c])
+    s[aa].double_buffer()
+    with pytest.raises(sl.ScheduleError, match=r"double_buffer\(\) at .*nothing refills it"):
+        sl.lower(s, [a, b, c])

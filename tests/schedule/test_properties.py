@@ -210,11 +210,14 @@ def test_random_gpu_matmul_schedule(data, shape):
             s[readers[0]].compute_at(stage, data.draw(st.sampled_from(stage.leaves)))
         for source in (a, b):
             if data.draw(st.booleans()):
-                cached = s.cache_read(source, data.draw(st.sampled_from(SCOPES[1:])), readers)
+                scope = data.draw(st.sampled_from(SCOPES[1:]))
+                cached = s.cache_read(source, scope, readers)
                 reader = s[readers[0]]
                 s[cached].compute_at(reader, data.draw(st.sampled_from(reader.leaves)))
                 if data.draw(st.booleans()):
                     random_binds(data, s, cached)
+                if scope == "shared" and data.draw(st.booleans()):
+                    s[cached].double_buffer()
         check(s, [a, b], [c])
     except sl.ScheduleError:
         pass
