@@ -1,11 +1,12 @@
-"""``schedlang demo``: one matmul, the steps of TE's opt_gemm tutorial as schedules.
+"""``schedlang demo``: one matmul, the steps of TE's tutorials as schedules.
 
-Each schedule is built with `sl.build` (lowered through the polyhedral layer, compiled by the CPU
-JIT), checked against the numpy reference of the unscheduled algorithm on a NaN-filled output,
-and timed; the table gives GFLOP/s and the speed-up over the naive schedule, with numpy's own
-matmul as a yardstick. The symbolic sizes M, N, K are read off the arrays, so one kernel runs any
-size. `STEPS` and `matmul` are shared with ``benchmarks/cpu_gemm.py``, which builds them at
-constant sizes.
+On the cpu, the steps of the opt_gemm tutorial: each schedule is built with `sl.build` (lowered
+through the polyhedral layer, compiled by the CPU JIT), checked against the numpy reference of
+the unscheduled algorithm on a NaN-filled output, and timed; the table gives GFLOP/s and the
+speed-up over the naive schedule, with numpy's own matmul as a yardstick. The symbolic sizes M,
+N, K are read off the arrays, so one kernel runs any size. `STEPS` and `matmul` are shared with
+``benchmarks/cpu_gemm.py``, which builds them at constant sizes. On a GPU, the steps of TE's GPU
+tutorials instead (`demo_cuda`), with torch's matmul as the yardstick.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from . import (
     var,
 )
 from . import sum as sl_sum
+from .errors import LoweringError
 from .ir.tensor import Tensor
+from .runtime.arrays import aligned_copy, aligned_empty
 from .schedule.schedule import Schedule
 
 BN = 32  # the tutorial's block size, also the length of packedB's rows
@@ -142,45 +145,76 @@ STEPS: list[Step] = [
 
 
 def run(size: int = 512, target: str = "auto", show_loops: bool = True) -> bool:
-    """Build, check and time every step at `size`^3; print a table. True if all match."""
+    """Build, check and time every step at `size`^3 for `target` (``auto``: cuda when a GPU is
+    usable here, else cpu); print a table. True if all match the reference."""
     from .build import resolve_target
-    from .runtime.arrays import aligned_copy, aligned_empty
 
-    resolve_target(target)  # raises for a target that is not available here
+    name, _ = resolve_target(target)
+    where = _gpu_name() if name == "cuda" else "the cpu"
     rng = np.random.default_rng(0)
     a_np = aligned_copy(rng.standard_normal((size, size), dtype=np.float32))
     b_np = aligned_copy(rng.standard_normal((size, size), dtype=np.float32))
     a, b, c, _ = matmul(var("M"), var("N"), var("K"), packed=False)
     expected = reference(c, {a: a_np, b: b_np})
-    flops = 2.0 * size**3
-    rows, ok, naive = [], True, None
+    if name == "cuda":
+        from .demo_cuda import run_cuda
+
+        rows = run_cuda(size, a_np, b_np, expected, show_loops)
+    else:
+        rows = _run_cpu(a_np, b_np, expected, show_loops)
+    _print_table(f"matmul {size}x{size}x{size} float32, compiled for {where}", rows, size)
+    return all(good != "NO" for _, _, good in rows)
+
+
+def _gpu_name() -> str:
+    """The GPU the cuda steps run on; a LoweringError that says why when none is usable."""
+    from .platform_info import cuda_available, cuda_devices, probe_cuda
+
+    if not cuda_available():
+        raise LoweringError(
+            f"the cuda demo needs a usable GPU, and here there is {probe_cuda().detail}; "
+            "run it with --target cpu (or auto, which picks the cpu here)"
+        )
+    device = cuda_devices()[0]
+    return f"cuda on {device.name} ({device.arch})"
+
+
+def _run_cpu(
+    a_np: np.ndarray, b_np: np.ndarray, expected: np.ndarray, show_loops: bool
+) -> list[tuple[str, float, str]]:
+    """``(name, seconds, matches)`` per step of `STEPS` and for numpy's matmul."""
+    rows = []
+    size = a_np.shape[0]
     for step in STEPS:
         a, b, c, packed_b = matmul(var("M"), var("N"), var("K"), packed=step.packed)
         s = create_schedule(c)
         step.schedule(s, c, packed_b)
-        kernel = build(s, [a, b, c], target=target)
+        kernel = build(s, [a, b, c], target="cpu")
         if show_loops:
             print(f"# {step.name}\n{kernel.lowered}\n")
         out = aligned_empty((size, size))
         out[...] = np.nan
         kernel(a_np, b_np, out)
         good = bool(np.allclose(out, expected, rtol=1e-3, atol=1e-3))
-        ok &= good
         seconds = _median_seconds(lambda k=kernel, o=out: k(a_np, b_np, o))
-        naive = seconds if naive is None else naive
         rows.append((step.name, seconds, "yes" if good else "NO"))
     numpy_seconds = _median_seconds(lambda: np.matmul(a_np, b_np))
     rows.append(("numpy matmul (yardstick)", numpy_seconds, "-"))
+    return rows
+
+
+def _print_table(title: str, rows: list[tuple[str, float, str]], size: int) -> None:
+    flops = 2.0 * size**3
+    naive = rows[0][1]
     header = ("schedule", "ms", "GFLOP/s", "vs naive", "matches reference")
     table = [header] + [
-        (name, f"{t * 1e3:.2f}", f"{flops / t / 1e9:.1f}", f"{naive / t:.1f}x", good)
+        (name, f"{t * 1e3:.3f}", f"{flops / t / 1e9:.1f}", f"{naive / t:.1f}x", good)
         for name, t, good in rows
     ]
     widths = [max(len(r[k]) for r in table) for k in range(len(header))]
-    print(f"matmul {size}x{size}x{size} float32, compiled for the cpu")
+    print(title)
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-    return ok
 
 
 def _median_seconds(fn: Callable[[], object], budget: float = 1.0, most: int = 7) -> float:

@@ -19,8 +19,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from schedlang import cli, platform_info
-from schedlang.demo import STEPS
+from schedlang import build, cli, create_schedule, platform_info
+from schedlang.demo import STEPS, matmul
+from schedlang.demo_cuda import GPU_STEPS
 from schedlang.platform_info import Probe
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -228,6 +229,50 @@ def test_demo_steps_are_the_tutorials():
     assert [step.packed for step in STEPS] == [False] * 4 + [True] * 3
 
 
-def test_demo_cuda_target_says_its_cpu_schedules_need_binding(capsys):
+def test_demo_gpu_steps_are_the_tutorials():
+    names = [step.name for step in GPU_STEPS]
+    assert names[0].startswith("naive") and names[1].startswith("+ shared tiles")
+    assert names[2].startswith("+ register tiles") and names[3].startswith("+ virtual threads")
+
+
+@pytest.mark.parametrize("size", [256, 37])
+def test_demo_gpu_steps_build_to_ptx_that_ptxas_accepts(size):
+    """The cuda demo's schedules, without a GPU: each lowers, compiles and assembles; where
+    the tiles divide the size, the register tiles stay in registers."""
+    from tests.cuda.ptxas import assemble
+
+    for step in GPU_STEPS:
+        a, b, c, _ = matmul(size, size, size, packed=False)
+        s = create_schedule(c)
+        step.schedule(s, a, b, c)
+        report = assemble(build(s, [a, b, c], target="cuda").ptx)
+        if size % 64 == 0:
+            assert report.spill_bytes == 0 and report.stack_bytes == 0, step.name
+
+
+def test_demo_cuda_target_without_a_gpu_says_what_to_do(capsys, monkeypatch):
+    monkeypatch.setattr(platform_info, "cuda_available", lambda: False)
     assert cli.main(["demo", "--quiet", "--target", "cuda"]) == 2
-    assert "bind its loops to blockIdx/threadIdx" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the cuda demo needs a usable GPU" in err and "--target cpu" in err
+
+
+def test_demo_auto_runs_the_cpu_steps_without_a_gpu(capsys, monkeypatch):
+    monkeypatch.setattr(platform_info, "cuda_available", lambda: False)
+    assert cli.main(["demo", "--quiet", "--size", "16", "--target", "auto"]) == 0
+    assert "compiled for the cpu" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_demo_cuda_checks_and_times_every_gpu_step(capsys):
+    if not platform_info.cuda_available():
+        pytest.skip(f"no usable CUDA GPU here: {platform_info.probe_cuda().detail}")
+    assert cli.main(["demo", "--quiet", "--size", "256", "--target", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"matmul 256x256x256 float32, compiled for cuda on .+ \(sm_\d+\)", out)
+    rows = [line for line in out.splitlines() if line.endswith(" yes")]
+    assert [row.split("  ")[0] for row in rows] == [step.name for step in GPU_STEPS]
+    assert "torch matmul (cuBLAS, TF32 off; yardstick)" in out
+    print(out)  # the timings, for the log of a GPU run
+    assert cli.main(["demo", "--quiet", "--size", "40", "--target", "auto"]) == 0
+    assert "compiled for cuda on" in capsys.readouterr().out

@@ -60,6 +60,15 @@ def te_gemm(m=37, n=29, k=13):
     return s, [a, b], [c]
 
 
+def te_gemm_64(size=512):
+    """TE's recipe at its own tile sizes: 64x64 block tiles, 8x8 threads, 2x2 virtual
+    threads, each thread 8x8 outputs, k in steps of 8."""
+    a, b, c = matmul(size, size, size)
+    s = sl.create_schedule(c)
+    te_gpu_gemm(s, a, b, c, num_thread=8, scale=4, vt=2, kf=8)
+    return s, [a, b], [c]
+
+
 def transpose(m=13, n=6):
     a = sl.placeholder((m, n), name="A")
     t = sl.compute((n, m), lambda i, j: a[j, i], name="T")
@@ -191,6 +200,7 @@ SCHEDULES = {
     "gemm_shared": gemm_shared,
     "gemm_registers": gemm_registers,
     "te_gemm": te_gemm,
+    "te_gemm_64": te_gemm_64,
     "transpose": transpose,
     "blur": blur,
     "two_kernels": two_kernels,
