@@ -57,8 +57,21 @@ def build(
     from .runtime.cuda_kernel import CudaKernel
 
     arch = check_arch(arch) if arch is not None else _default_arch()
-    func = lower(s, args, name)
+    func = _registers(lower(s, args, name))
     return CudaKernel(func, compile_cuda(func, arch), f"cuda -arch={arch}")
+
+
+def _registers(func):
+    """Local buffers in registers: their index loops unrolled (`loopir.registers`)."""
+    from dataclasses import replace
+
+    from .loopir.divmod import simplify_divisions
+    from .loopir.registers import mark_register_loops
+    from .loopir.simplify import simplify
+    from .loopir.unroll import unroll_loops
+
+    body = simplify_divisions(simplify(unroll_loops(mark_register_loops(func.body))))
+    return replace(func, body=body)
 
 
 def _default_arch() -> str:
