@@ -2,7 +2,9 @@
 
 Three kinds of array are accepted. A `DeviceArray` on the GPU and any object exporting
 ``__cuda_array_interface__`` (torch and cupy tensors) are passed by pointer, without copies;
-they must be C-contiguous, in the memory of the device kernels run on. A numpy array (or a
+they must be C-contiguous, in the memory of the device kernels run on, and start at a multiple
+of `ALIGN` bytes (the kernels may move 16 bytes at a time; allocations always do, views at an
+offset into a larger tensor may not). A numpy array (or a
 `DeviceArray` on the cpu) is copied to the GPU before the launch and, when the kernel writes
 it, back afterwards, so its layout does not matter. As on the CPU, dtypes, ranks and the sizes
 the shapes imply are checked first, and no output may overlap another argument: the kernels
@@ -21,6 +23,8 @@ from ..loopir.nodes import Buffer, LoweredFunc
 from . import cuda_driver
 from .arguments import size_values
 from .device_array import DeviceArray
+
+ALIGN = 16  # nvptx_module.BUFFER_ALIGN: the alignment the kernels assume of every buffer
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,12 @@ def _view(buffer: Buffer, array: object) -> _View:
         raise ValueError(
             f"argument '{buffer.name}' is not C-contiguous on the GPU (strides {tuple(strides)} "
             f"bytes for shape {shape}); pass a contiguous copy (tensor.contiguous())"
+        )
+    if int(ptr) % ALIGN:
+        raise ValueError(
+            f"argument '{buffer.name}' starts at a GPU address that is not a multiple of {ALIGN} "
+            "bytes (a view at an offset into a larger tensor), and the kernels read and write "
+            f"{ALIGN} bytes at a time; pass a tensor of its own (tensor.clone())"
         )
     if ptr:
         _check_device(buffer, int(ptr))

@@ -93,6 +93,9 @@ def test_torch_tensors_are_used_in_place():
         kernel(a.cpu(), b, c)
     with pytest.raises(TypeError, match="argument 'B' must have dtype float32, got float64"):
         kernel(a, b.double(), c)
+    shifted = torch.cat([torch.zeros(1, device="cuda"), a.flatten()])[1:].view(a.shape)
+    with pytest.raises(ValueError, match="argument 'A' starts at a GPU address that is not a mul"):
+        kernel(shifted, b, c)
 
 
 def test_device_arrays_export_the_cuda_array_interface():

@@ -105,3 +105,27 @@ def test_arch_option(arch):
     assert f".target {arch}" in kernel.ptx
     assert kernel.target == f"cuda -arch={arch}"
     assemble(kernel.ptx, arch)
+
+
+def test_contiguous_vector_accesses_are_16_bytes_wide():
+    """A vectorized loop of 4 floats inside the thread loops, at offsets that are multiples of
+    4: one ld.global.v4 and one st.global.v4 per thread (kernel buffers are 16-byte aligned)."""
+    a = sl.placeholder((512, 512), name="A")
+    c = sl.compute((512, 512), lambda i, j: a[i, j] * 2.0, name="C")
+    s = sl.create_schedule(c)
+    by, bx, ty, tx = s[c].tile(c.op.axis[0], c.op.axis[1], 8, 64)
+    tx, lanes = s[c].split(tx, factor=4)
+    for axis, tag in (
+        (by, "blockIdx.y"),
+        (bx, "blockIdx.x"),
+        (ty, "threadIdx.y"),
+        (tx, "threadIdx.x"),
+    ):
+        s[c].bind(axis, sl.thread_axis(tag))
+    s[c].vectorize(lanes)
+    ptx = sl.build(s, [a, c], target="cuda").ptx
+    assemble(ptx)
+    assert re.findall(r"(ld\.global\S*|st\.global\S*)", ptx) == [
+        "ld.global.nc.v4.b32",
+        "st.global.v4.b32",
+    ]
