@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from ..ir.expr import Const, Expr, Var
-from ..loopir.nodes import Allocate, Buffer, For, Let, LoweredFunc, Stmt, Store
+from ..loopir.nodes import Allocate, Buffer, For, Let, LoweredFunc, Stmt, Store, ThreadAllReduce
 from ..loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
 
 
@@ -50,6 +50,11 @@ def fingerprint(func: LoweredFunc, target_key: str) -> str:
         tokens.append(_stmt_token(s, buffer, ident))
         for e in stmt_exprs(s):
             expr(e)
+        if isinstance(s, ThreadAllReduce):  # its combiners are code too
+            for comb, source, result in zip(s.combiners, s.sources, s.results):
+                tokens.append(f"{buffer(source)}->{buffer(result)}:{s.tags}")
+                for e in (comb.lhs, comb.rhs, comb.result, comb.identity):
+                    expr(e)
     return hashlib.sha256("\n".join(tokens).encode()).hexdigest()
 
 

@@ -53,6 +53,17 @@ def gemm_registers(size: int = 64):
     return s, [a, b], [c]
 
 
+def gemm_double_buffered(m=None, n=None, k=23):
+    """The shared/local GEMM with both tiles double-buffered (the next k step's tile is filled
+    while the current one is read)."""
+    a, b, c = matmul(sl.var("m") if m is None else m, sl.var("n") if n is None else n, k)
+    s = sl.create_schedule(c)
+    aa, bb, _ = gemm_shared_local(s, a, b, c, tile=8, threads=4, kf=4)
+    s[aa].double_buffer()
+    s[bb].double_buffer()
+    return s, [a, b], [c]
+
+
 def te_gemm(m=37, n=29, k=13):
     a, b, c = matmul(m, n, k)
     s = sl.create_schedule(c)
@@ -199,6 +210,7 @@ SCHEDULES = {
     "row_sum_rfactor": row_sum_rfactor,
     "gemm_shared": gemm_shared,
     "gemm_registers": gemm_registers,
+    "gemm_double_buffered": gemm_double_buffered,
     "te_gemm": te_gemm,
     "te_gemm_64": te_gemm_64,
     "transpose": transpose,
