@@ -24,6 +24,8 @@ CASES = [
     ("gemm_shared", (), {"m": 1, "n": 5}),
     ("gemm_shared", (), {"m": 67, "n": 130}),
     ("gemm_registers", (), {}),
+    ("gemm_double_buffered", (), {"m": 13, "n": 10}),
+    ("gemm_double_buffered", (), {"m": 67, "n": 130}),
     ("gemm_registers", (128,), {}),
     ("te_gemm", (), {}),
     ("te_gemm", (32, 32, 16), {}),
