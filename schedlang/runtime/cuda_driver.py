@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LaunchError
+from . import cubin_cache
 
 _lock = threading.Lock()
 _modules: dict[str, Any] = {}
@@ -112,16 +113,27 @@ def _device() -> Device:
 
 
 def load_module(ptx: str, what: str) -> Any:
-    """The module of `ptx`, loaded once per process (the driver compiles PTX on load)."""
+    """The module of `ptx`, loaded once per process (the driver compiles PTX on load), from a
+    cubin on disk when ``SCHEDLANG_CACHE_DIR`` holds one (`cubin_cache`)."""
     key = hashlib.sha256(ptx.encode()).hexdigest()
     with _lock:
         module = _modules.get(key)
         if module is None:
-            image = np.frombuffer(ptx.encode() + b"\0", np.uint8)
-            loaded = driver().cuModuleLoadData(image.ctypes.data)
-            module = check(loaded, f"loading the PTX of {what}")
+            module = check(_load(ptx, what), f"loading the PTX of {what}")
             _modules[key] = module
     return module
+
+
+def _load(ptx: str, what: str) -> tuple:
+    cuda = driver()
+    path = cubin_cache.path_for(ptx, device().arch)
+    if path is None:
+        image = np.frombuffer(ptx.encode() + b"\0", np.uint8)
+        return cuda.cuModuleLoadData(image.ctypes.data)
+    if not path.is_file():
+        cubin_cache.store(path, cubin_cache.compile_ptx(cuda, check, ptx, what))
+    image = np.frombuffer(path.read_bytes(), np.uint8)
+    return cuda.cuModuleLoadData(image.ctypes.data)
 
 
 def function(module: Any, name: str) -> Any:
