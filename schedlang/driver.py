@@ -118,9 +118,7 @@ def _doubled(s: Schedule, buffers: dict) -> list[Buffer]:
         if not stage.double_buffered:
             continue
         if not isinstance(stage.attach, rec.ComputeAt):
-            record = next(
-                r for r in s.records if isinstance(r, rec.DoubleBuffer) and r.stage == stage.name
-            )
+            record = s.record_for(rec.DoubleBuffer, stage=stage.name)
             raise ScopeError(
                 message(
                     stage.name,

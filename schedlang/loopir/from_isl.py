@@ -208,11 +208,7 @@ class _Translator:
         full = self.extents[axis.stage].get(axis)
         if full is None:
             word = {"unrolled": "unroll", "vectorized": "vectorize"}[kind]
-            record = next(
-                r
-                for r in reversed(self.schedule.records)
-                if isinstance(r, rec.Annotate) and r.axis == axis
-            )
+            record = self.schedule.record_for(rec.Annotate, axis)
             raise AnnotationError(
                 message(
                     axis.stage,
@@ -243,7 +239,7 @@ class _Translator:
                 message(
                     stage.name,
                     f"bind({axis.name}, {stage.binds[axis]})",
-                    _bind_loc(self.schedule, axis),
+                    self.schedule.record_for(rec.Bind, axis).loc,
                     f"only every {step}th value of '{axis.name}' has work here (the loops "
                     "outside it select a strided subset), so it cannot be a thread index; "
                     "bind a loop that covers its range densely, or reorder the loops",
@@ -390,7 +386,7 @@ class _Translator:
                     message(
                         stage.name,
                         f"bind({axis.name}, {tag})",
-                        _bind_loc(self.schedule, axis),
+                        self.schedule.record_for(rec.Bind, axis).loc,
                         f"'{axis.name}' has a symbolic extent, but a thread index needs a "
                         "constant one (the block size); split it by a constant factor and bind "
                         "the inner loop",
@@ -412,13 +408,6 @@ class _Translator:
             k += 1
         self.used_names.add(unique)
         return unique
-
-
-def _bind_loc(schedule: Schedule, axis: Axis) -> str:
-    for r in reversed(schedule.records):
-        if isinstance(r, rec.Bind) and r.axis == axis:
-            return r.loc
-    return ""
 
 
 def _is_zero(e: Expr) -> bool:

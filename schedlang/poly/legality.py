@@ -101,18 +101,11 @@ def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
     axis = entry[1]
     stage = schedule[axis.stage]
     if axis in stage.binds:
-        return stage.binds[axis], _record(schedule, axis, rec.Bind)
+        return stage.binds[axis], schedule.record_for(rec.Bind, axis)
     kind = stage.annotations.get(axis)
     if kind in _CONCURRENT:
-        return kind, _record(schedule, axis, rec.Annotate)
+        return kind, schedule.record_for(rec.Annotate, axis)
     return None
-
-
-def _record(schedule: Schedule, axis, cls):
-    for r in reversed(schedule.records):
-        if isinstance(r, cls) and r.axis == axis:
-            return r
-    raise InternalError(f"no record for {axis}")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -408,11 +408,7 @@ class Placement:
         copy, so the stage's loops cannot be spread over threads."""
         for axis, tag in producer.binds.items():
             if tag.startswith("threadIdx"):
-                record = next(
-                    r
-                    for r in reversed(self.schedule.records)
-                    if isinstance(r, rec.Bind) and r.axis == axis
-                )
+                record = self.schedule.record_for(rec.Bind, axis)
                 raise BindError(
                     message(
                         producer.name,
@@ -429,11 +425,7 @@ class Placement:
         """The extent of virtual-thread loop `axis`, by which `producer`'s buffer is expanded."""
         extent = self.extents[axis.stage].get(axis)
         if extent is None:
-            record = next(
-                r
-                for r in reversed(self.schedule.records)
-                if isinstance(r, rec.Bind) and r.axis == axis
-            )
+            record = self.schedule.record_for(rec.Bind, axis)
             raise BindError(
                 message(
                     axis.stage,
@@ -566,11 +558,7 @@ class Placement:
                 inner_of = blocks[tag]
             blocks[tag] = value
             if inner_of is not None:
-                record = next(
-                    r
-                    for r in reversed(self.schedule.records)
-                    if isinstance(r, rec.Bind) and r.axis == value
-                )
+                record = self.schedule.record_for(rec.Bind, value)
                 raise BindError(
                     message(
                         value.stage,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..errors import ScheduleError, user_location
+from ..errors import InternalError, ScheduleError, user_location
 from ..ir.graph import post_order
 from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
@@ -75,6 +75,18 @@ class Schedule:
         from .rfactor import rfactor
 
         return rfactor(self, tensor, axis, factor_axis, user_location())
+
+    def record_for(self, cls: type, axis: Axis | None = None, stage: str | None = None):
+        """The latest record of primitive `cls` on `axis` (or on `stage`): where an error
+        found at lowering points the user."""
+        for r in reversed(self.records):
+            if not isinstance(r, cls):
+                continue
+            if (axis is None or getattr(r, "axis", None) == axis) and (
+                stage is None or r.stage == stage
+            ):
+                return r
+        raise InternalError(f"no {cls.__name__} record for {axis or stage}")
 
     def unique_name(self, name: str) -> str:
         candidate, k = name, 1
