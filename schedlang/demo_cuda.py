@@ -84,32 +84,37 @@ def _register_tiles(s: Schedule, a: Tensor, b: Tensor, c: Tensor) -> None:
         _bind(s, cache, (fy, "threadIdx.y"), (fx, "threadIdx.x"))
 
 
-def _virtual_threads(s: Schedule, a: Tensor, b: Tensor, c: Tensor) -> None:
-    num_thread, vthreads, block = 8, 2, 64
+def te_gpu_gemm(
+    s: Schedule, a: Tensor, b: Tensor, c: Tensor, num_thread=8, scale=4, vt=2, kf=8
+) -> None:
+    """TE's ``cuda_gemm_square`` recipe: blocks of ``scale * num_thread * vt`` squared, shared
+    tiles of A and B per `kf` steps of k, operands staged again in registers, `vt` x `vt`
+    virtual threads per thread, each of ``scale`` x ``scale`` outputs."""
     aa = s.cache_read(a, "shared", [c])
     bb = s.cache_read(b, "shared", [c])
     al = s.cache_read(aa, "local", [c])
     bl = s.cache_read(bb, "local", [c])
     cc = s.cache_write(c, "local")
+    block = scale * num_thread * vt
     by, yi = s[c].split(c.op.axis[0], factor=block)
     bx, xi = s[c].split(c.op.axis[1], factor=block)
     s[c].reorder(by, bx, yi, xi)
-    tyz, yi = s[c].split(yi, nparts=vthreads)
+    tyz, yi = s[c].split(yi, nparts=vt)
     ty, yi = s[c].split(yi, nparts=num_thread)
-    txz, xi = s[c].split(xi, nparts=vthreads)
+    txz, xi = s[c].split(xi, nparts=vt)
     tx, xi = s[c].split(xi, nparts=num_thread)
     _bind(s, c, (by, "blockIdx.y"), (bx, "blockIdx.x"), (tyz, "vthread"), (txz, "vthread"))
     _bind(s, c, (ty, "threadIdx.y"), (tx, "threadIdx.x"))
     s[c].reorder(tyz, txz, ty, tx, yi, xi)
     s[cc].compute_at(s[c], tx)
-    ko, ki = s[cc].split(s[cc].op.reduce_axis[0], factor=8)
+    ko, ki = s[cc].split(s[cc].op.reduce_axis[0], factor=kf)
     kt, ki = s[cc].split(ki, factor=1)
     s[cc].reorder(ko, kt, ki, *s[cc].op.axis)
+    s[aa].compute_at(s[cc], ko)
+    s[bb].compute_at(s[cc], ko)
     s[cc].unroll(kt)
-    for cache in (aa, bb):
-        s[cache].compute_at(s[cc], ko)
-    for cache in (al, bl):
-        s[cache].compute_at(s[cc], kt)
+    s[al].compute_at(s[cc], kt)
+    s[bl].compute_at(s[cc], kt)
     for cache in (aa, bb):
         fy, rest = s[cache].split(s[cache].op.axis[0], nparts=num_thread)
         _, rest = s[cache].split(s[cache].op.axis[1], factor=num_thread * 4)
@@ -121,7 +126,7 @@ GPU_STEPS: list[GpuStep] = [
     GpuStep("naive (16x16 threads)", _naive),
     GpuStep("+ shared tiles (16x16, k by 16)", _shared_tiles),
     GpuStep("+ register tiles (4x4 per thread)", _register_tiles),
-    GpuStep("+ virtual threads (TE's recipe)", _virtual_threads),
+    GpuStep("+ virtual threads (TE's recipe)", te_gpu_gemm),
 ]
 
 

@@ -7,7 +7,8 @@ schedules are checked by the interpreter, as PTX by ptxas, and on a GPU.
 from __future__ import annotations
 
 import schedlang as sl
-from tests.schedule.test_gpu_schedules import bind, gemm_shared_local, matmul, te_gpu_gemm
+from schedlang.demo_cuda import te_gpu_gemm
+from tests.schedule.test_gpu_schedules import bind, gemm_shared_local, matmul
 
 
 def vector_add(n=None, factor: int = 64):
@@ -67,7 +68,7 @@ def gemm_double_buffered(m=None, n=None, k=23):
 def te_gemm(m=37, n=29, k=13):
     a, b, c = matmul(m, n, k)
     s = sl.create_schedule(c)
-    te_gpu_gemm(s, a, b, c)
+    te_gpu_gemm(s, a, b, c, num_thread=4, scale=2, vt=2, kf=4)
     return s, [a, b], [c]
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import schedlang as sl
+from schedlang.demo_cuda import te_gpu_gemm
 from schedlang.ir.expr import Var, const
 from schedlang.loopir.nodes import Buffer, For, Load, Store
 from schedlang.loopir.registers import MAX_COPIES, mark_register_loops
-from tests.schedule.test_gpu_schedules import gemm_shared_local, matmul, te_gpu_gemm
+from tests.schedule.test_gpu_schedules import gemm_shared_local, matmul
 
 from .ptxas import assemble
 
@@ -35,7 +36,8 @@ def test_copies_are_bounded():
 
 def test_gemm_register_tiles_do_not_spill():
     """The shared/local GEMM and TE's recipe, with no unroll in their schedules."""
-    for make in (gemm_shared_local, te_gpu_gemm):
+    small_te = lambda *t: te_gpu_gemm(*t, num_thread=4, scale=2, vt=2, kf=4)  # noqa: E731
+    for make in (gemm_shared_local, small_te):
         a, b, c = matmul(64, 64, 64)
         s = sl.create_schedule(c)
         make(s, a, b, c)

@@ -12,6 +12,7 @@ import re
 import pytest
 
 import schedlang as sl
+from schedlang.demo_cuda import te_gpu_gemm
 
 from .util import check
 
@@ -139,46 +140,11 @@ def test_blur_producer_in_shared_per_block():
     assert "allocate B: float32[5] in shared" in text
 
 
-def te_gpu_gemm(s, a, b, c, num_thread=4, scale=2, vt=2, kf=4):
-    """TE's GPU GEMM recipe (``cuda_gemm_square``): shared tiles, per-thread register tiles
-    read from them, a local accumulator, 2x2 virtual threads."""
-    aa = s.cache_read(a, "shared", [c])
-    bb = s.cache_read(b, "shared", [c])
-    al = s.cache_read(aa, "local", [c])
-    bl = s.cache_read(bb, "local", [c])
-    cc = s.cache_write(c, "local")
-    block = scale * num_thread * vt
-    by, yi = s[c].split(c.op.axis[0], factor=block)
-    bx, xi = s[c].split(c.op.axis[1], factor=block)
-    s[c].reorder(by, bx, yi, xi)
-    tyz, yi = s[c].split(yi, nparts=vt)
-    ty, yi = s[c].split(yi, nparts=num_thread)
-    txz, xi = s[c].split(xi, nparts=vt)
-    tx, xi = s[c].split(xi, nparts=num_thread)
-    bind(s, c, (by, "blockIdx.y"), (bx, "blockIdx.x"), (tyz, "vthread"), (txz, "vthread"))
-    bind(s, c, (ty, "threadIdx.y"), (tx, "threadIdx.x"))
-    s[c].reorder(tyz, txz, ty, tx, yi, xi)
-    s[cc].compute_at(s[c], tx)
-    ko, ki = s[cc].split(s[cc].op.reduce_axis[0], factor=kf)
-    kt, ki = s[cc].split(ki, factor=1)
-    s[cc].reorder(ko, kt, ki, *s[cc].op.axis)
-    s[aa].compute_at(s[cc], ko)
-    s[bb].compute_at(s[cc], ko)
-    s[cc].unroll(kt)
-    s[al].compute_at(s[cc], kt)
-    s[bl].compute_at(s[cc], kt)
-    for cache in (aa, bb):
-        fy, rest = s[cache].split(s[cache].op.axis[0], nparts=num_thread)
-        _, rest = s[cache].split(s[cache].op.axis[1], factor=num_thread * 4)
-        fx, rest = s[cache].split(rest, nparts=num_thread)
-        bind(s, cache, (fy, "threadIdx.y"), (fx, "threadIdx.x"))
-
-
 @pytest.mark.parametrize("sizes", [(32, 32, 16), (37, 29, 13)], ids=str)
 def test_te_gpu_gemm_with_virtual_threads(sizes):
     a, b, c = matmul(*sizes)
     s = sl.create_schedule(c)
-    te_gpu_gemm(s, a, b, c)
+    te_gpu_gemm(s, a, b, c, num_thread=4, scale=2, vt=2, kf=4)
     text = str(check(s, [a, b], [c]))
     # Shared tiles are filled once for all virtual threads; registers get a part per vthread.
     assert "allocate A.shared: float32[16, 4] in shared" in text
