@@ -81,6 +81,13 @@ def _free(n: int, dims: list[int]) -> isl.Map:
     return isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {same} }}")
 
 
+def _placement_error(producer: Stage, what: str) -> PlacementError:
+    """An error about where `producer` is computed, pointing at its compute_at."""
+    attach = producer.attach
+    call = f"compute_at(s[{attach.target}], {attach.axis.name})"
+    return PlacementError(message(producer.name, call, attach.loc, what))
+
+
 def _kind(entry: tuple) -> str:
     """What a schedule dimension is for one statement: a loop, or which constant."""
     return "dim" if entry[0] == "dim" else f"beta {entry[1]}"
@@ -366,18 +373,12 @@ class Placement:
         """
         tags = [self._tag(a) for a in prefix_axes]
         if scope == "global" and any(t is not None and t != "vthread" for t in tags):
-            loc = producer.attach.loc
-            call = f"compute_at(s[{producer.attach.target}], {producer.attach.axis.name})"
-            raise PlacementError(
-                message(
-                    producer.name,
-                    call,
-                    loc,
-                    f"'{producer.name}' has scope 'global' but is computed inside loops bound to "
-                    f"{', '.join(t for t in tags if t)}: one global buffer would be written by "
-                    "every block and thread at once; use set_scope('shared') or "
-                    "set_scope('local'), or compute it at root",
-                )
+            raise _placement_error(
+                producer,
+                f"'{producer.name}' has scope 'global' but is computed inside loops bound to "
+                f"{', '.join(t for t in tags if t)}: one global buffer would be written by "
+                "every block and thread at once; use set_scope('shared') or "
+                "set_scope('local'), or compute it at root",
             )
         virtual = [k for k, t in enumerate(tags) if t == "vthread"]
         if scope != "shared":
@@ -390,17 +391,11 @@ class Placement:
         for kind, value in inner:
             tag = self._tag(value) if kind == "dim" else None
             if tag is not None and tag.startswith("blockIdx"):
-                loc = producer.attach.loc
-                call = f"compute_at(s[{producer.attach.target}], {producer.attach.axis.name})"
-                raise PlacementError(
-                    message(
-                        producer.name,
-                        call,
-                        loc,
-                        f"'{producer.name}' has scope 'shared' (one copy per block) but is "
-                        f"computed outside loop '{value.name}' of '{value.stage}', bound to "
-                        f"{tag}; compute it at or inside the block loops",
-                    )
+                raise _placement_error(
+                    producer,
+                    f"'{producer.name}' has scope 'shared' (one copy per block) but is "
+                    f"computed outside loop '{value.name}' of '{value.stage}', bound to "
+                    f"{tag}; compute it at or inside the block loops",
                 )
 
     def _check_local_threads(self, producer: Stage) -> None:
@@ -474,17 +469,11 @@ class Placement:
                     continue
                 placed = [p for p in self.placed.get(name, []) if p.stmt is st]
                 if not placed or placed[0].template[: len(path)] != path:
-                    loc = producer.attach.loc
-                    call = f"compute_at(s[{consumer.name}], {producer.attach.axis.name})"
-                    raise PlacementError(
-                        message(
-                            producer.name,
-                            call,
-                            loc,
-                            f"'{name}' reads '{producer.name}' too, but its values exist only "
-                            f"inside the loops of '{consumer.name}'; compute it at root, inline "
-                            f"it, or compute '{name}' inside that loop too",
-                        )
+                    raise _placement_error(
+                        producer,
+                        f"'{name}' reads '{producer.name}' too, but its values exist only "
+                        f"inside the loops of '{consumer.name}'; compute it at root, inline "
+                        f"it, or compute '{name}' inside that loop too",
                     )
                 readers.extend(placed)
         return readers
