@@ -24,7 +24,7 @@ from ..ir.reduce import max as max_reducer
 from ..ir.visit import substitute
 from .from_isl import CrossThread
 from .nodes import Allocate, Buffer, For, If, Load, Stmt, Store, ThreadAllReduce, seq
-from .visit import stmt_children, with_children
+from .visit import stmt_children, transform_stmt, walk_stmt, with_children
 
 
 def lower_thread_reductions(body: Stmt, reductions: dict[Store, CrossThread]) -> Stmt:
@@ -39,7 +39,7 @@ def lower_thread_reductions(body: Stmt, reductions: dict[Store, CrossThread]) ->
 
     def visit(s: Stmt) -> Stmt:
         if isinstance(s, For) and _is_thread_loop(s):
-            found = [x for x in _walk(s) if isinstance(x, Store) and x in reductions]
+            found = [x for x in walk_stmt(s) if isinstance(x, Store) and x in reductions]
             return _collective(s, found[0], reductions[found[0]], next(counter)) if found else s
         kids = stmt_children(s)
         new = tuple(visit(k) for k in kids)
@@ -50,12 +50,6 @@ def lower_thread_reductions(body: Stmt, reductions: dict[Store, CrossThread]) ->
 
 def _is_thread_loop(s: For) -> bool:
     return s.kind == "bound" and (s.thread or "").startswith("threadIdx")
-
-
-def _walk(s: Stmt):
-    yield s
-    for kid in stmt_children(s):
-        yield from _walk(kid)
 
 
 def _collective(region: For, store: Store, info: CrossThread, n: int) -> Stmt:
@@ -75,7 +69,7 @@ def _collective(region: For, store: Store, info: CrossThread, n: int) -> Stmt:
                 return s.then
             return None
 
-        return _replace_store(region, store, fn)
+        return transform_stmt(region, fn)
 
     reset = at_store(
         seq(Store(partial, zero, comb.identity), Store(valid, zero, const(0))), keep_guards=False
@@ -97,25 +91,10 @@ def _collective(region: For, store: Store, info: CrossThread, n: int) -> Stmt:
     return nest
 
 
-def _replace_store(region: Stmt, store: Store, fn) -> Stmt:
-    """`region` rebuilt with `fn` applied bottom-up (the store is matched by identity)."""
-
-    def visit(s: Stmt) -> Stmt:
-        if s is store:
-            return fn(s)
-        kids = stmt_children(s)
-        new = tuple(visit(k) for k in kids)
-        rebuilt = s if all(a is b for a, b in zip(new, kids)) else with_children(s, new)
-        replaced = fn(rebuilt)
-        return rebuilt if replaced is None else replaced
-
-    return visit(region)
-
-
 def _thread_vars(region: Stmt, tags: tuple[str, ...]) -> list[Expr]:
     """The variable of the region's loop bound to each of `tags`."""
     found: dict[str, Expr] = {}
-    for s in _walk(region):
+    for s in walk_stmt(region):
         if isinstance(s, For) and s.thread in tags:
             found.setdefault(s.thread, s.var)
     return [found[tag] for tag in tags]

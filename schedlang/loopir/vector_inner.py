@@ -13,23 +13,19 @@ from dataclasses import replace
 
 from ..ir.expr import Var
 from .nodes import For, If, Stmt
-from .visit import stmt_children, walk_expr, with_children
+from .visit import transform_stmt, walk_expr
 
 
 def sink_vector_loops(stmt: Stmt) -> Stmt:
     """`stmt` with every vectorized loop moved inside the thread loops (and the guards that do
     not use its variable) directly below it. Same effect: thread loops with constant extents
     commute with any loop, and a guard independent of a loop's variable commutes with it."""
-    kids = stmt_children(stmt)
-    new = tuple(sink_vector_loops(k) for k in kids)
-    if any(a is not b for a, b in zip(new, kids)):
-        stmt = with_children(stmt, new)
-    if isinstance(stmt, For) and stmt.kind == "vectorized":
-        return _sink(stmt)
-    return stmt
+    return transform_stmt(stmt, _sink)
 
 
-def _sink(loop: For) -> Stmt:
+def _sink(loop: Stmt) -> Stmt | None:
+    if not (isinstance(loop, For) and loop.kind == "vectorized"):
+        return None
     body = loop.body
     bounds = (body.min, body.extent) if isinstance(body, For) else ()
     if (
