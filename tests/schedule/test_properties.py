@@ -44,6 +44,14 @@ def random_loops(data, s, stage_tensor):
         getattr(stage, kind)(leaf)
 
 
+def matmul(m: int, n: int, k_extent: int):
+    a = sl.placeholder((m, k_extent), name="A")
+    b = sl.placeholder((k_extent, n), name="B")
+    k = sl.reduce_axis((0, k_extent), name="k")
+    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return a, b, c
+
+
 def _same_kind(stage, k: int) -> bool:
     return stage.leaves[k].kind == stage.leaves[k + 1].kind
 
@@ -51,11 +59,7 @@ def _same_kind(stage, k: int) -> bool:
 @SETTINGS
 @given(data=st.data(), shape=st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9)))
 def test_random_matmul_schedule(data, shape):
-    m, n, k_extent = shape
-    a = sl.placeholder((m, k_extent), name="A")
-    b = sl.placeholder((k_extent, n), name="B")
-    k = sl.reduce_axis((0, k_extent), name="k")
-    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    a, b, c = matmul(*shape)
     s = sl.create_schedule(c)
     try:
         random_loops(data, s, c)
@@ -137,11 +141,7 @@ def random_caches(data, s, a, b, c):
 @SETTINGS
 @given(data=st.data(), shape=st.tuples(st.integers(1, 7), st.integers(1, 7), st.integers(1, 7)))
 def test_random_cached_matmul_schedule(data, shape):
-    m, n, k_extent = shape
-    a = sl.placeholder((m, k_extent), name="A")
-    b = sl.placeholder((k_extent, n), name="B")
-    k = sl.reduce_axis((0, k_extent), name="k")
-    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    a, b, c = matmul(*shape)
     s = sl.create_schedule(c)
     try:
         random_caches(data, s, a, b, c)
@@ -191,11 +191,7 @@ def random_binds(data, s, tensor):
 def test_random_gpu_matmul_schedule(data, shape):
     """Blocks, threads, virtual threads, shared and local caches, cross-thread reductions:
     run by the SIMT interpreter, which also reports races and divergent barriers."""
-    m, n, k_extent = shape
-    a = sl.placeholder((m, k_extent), name="A")
-    b = sl.placeholder((k_extent, n), name="B")
-    k = sl.reduce_axis((0, k_extent), name="k")
-    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    a, b, c = matmul(*shape)
     s = sl.create_schedule(c)
     try:
         readers = [c]
