@@ -27,6 +27,7 @@ from ..ir.printer import expr_str
 from ..loopir.nodes import Buffer, Load
 from ..loopir.visit import walk_expr
 from . import llvm_arith as arith
+from .alignment import access_align
 from .control import if_else, phi_of
 from .intrinsics import call_overloaded
 from .llvm_math import call_math
@@ -68,6 +69,7 @@ class ExprEmitter:
         self.lane: Var | None = None
         self.lanes: int | None = None
         self.mask: ir.Value | None = None
+        self.known_factors: dict[Var, int] = {}  # `alignment.factor` of vector lane variables
 
     # -- helpers --------------------------------------------------------------------------
     def splat(self, value: ir.Value, lanes: int | None) -> ir.Value:
@@ -266,6 +268,11 @@ class ExprEmitter:
             self.pointer(buffer), [offset], inbounds=True, source_etype=storage_type(buffer.dtype)
         )
 
+    def align(self, buffer: Buffer, indices: tuple[Expr, ...]) -> int:
+        """The alignment in bytes to state on an access of ``buffer[indices]``."""
+        base = self.target.buffer_align(buffer)
+        return access_align(buffer, indices, base, self.known_factors)
+
     def load(self, e: Load) -> ir.Value:
         if self.lanes is not None:
             from .llvm_vector import vector_load
@@ -275,7 +282,7 @@ class ExprEmitter:
 
     def scalar_load(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
         ptr = self.element(buffer, indices)
-        raw = self.b.load(ptr, typ=storage_type(buffer.dtype), align=dt.itemsize(buffer.dtype))
+        raw = self.b.load(ptr, typ=storage_type(buffer.dtype), align=self.align(buffer, indices))
         return from_storage(self.b, buffer.dtype, raw)
 
     # -- index mode -----------------------------------------------------------------------

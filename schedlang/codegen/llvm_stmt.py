@@ -11,7 +11,6 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..errors import InternalError
-from ..ir import dtype as dt
 from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, ThreadAllReduce
 from .control import for_range, if_else, if_then
 from .llvm_expr import ExprEmitter
@@ -63,7 +62,7 @@ class StmtEmitter(ExprEmitter):
             )
         value = to_storage(self.b, s.buffer.dtype, self.value(s.value))
         ptr = self.element(s.buffer, s.indices)
-        self.b.store(value, ptr, align=dt.itemsize(s.buffer.dtype))
+        self.b.store(value, ptr, align=self.align(s.buffer, s.indices))
 
     def loop(self, s: For) -> None:
         if s.kind in _SERIAL_KINDS or (s.kind == "parallel" and self.in_parallel):

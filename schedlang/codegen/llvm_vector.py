@@ -19,6 +19,7 @@ from llvmlite import ir
 
 from ..ir import dtype as dt
 from ..loopir.nodes import For, If, Let, Load, Seq, Stmt, Store
+from .alignment import factor
 from .control import if_else, if_then, phi_of
 from .intrinsics import intrinsic
 from .lanes import access_kind, reduction, vectorizable
@@ -42,11 +43,12 @@ def emit_vectorized(em: StmtEmitter, loop: For) -> None:
     saved = (em.lane, em.lanes, em.mask, em.lane_base)
     em.lane, em.lanes, em.mask, em.lane_base = loop.var, lanes, None, base
     em.bind(loop.var, vector, index=True)
+    em.known_factors[loop.var] = factor(loop.min, em.known_factors)  # its value at lane 0
     try:
         _stmt(em, loop.body)
     finally:
         em.lane, em.lanes, em.mask, em.lane_base = saved
-        del em.vars[loop.var]
+        del em.vars[loop.var], em.known_factors[loop.var]
 
 
 def _stmt(em: StmtEmitter, s: Stmt) -> None:
@@ -132,11 +134,12 @@ def _store(em: StmtEmitter, s: Store) -> None:
             else:
                 value = _reduce(em, s, *found)
             ptr = em.element(buffer, s.indices)
-            b.store(to_storage(b, buffer.dtype, value), ptr, align=dt.itemsize(buffer.dtype))
+            b.store(to_storage(b, buffer.dtype, value), ptr, align=em.align(buffer, s.indices))
         return
     value = to_storage(b, buffer.dtype, em.splat(em.value(s.value), em.lanes))
     align = dt.itemsize(buffer.dtype)
     if kind == "contiguous":
+        align = em.align(buffer, s.indices)
         with _lane_zero(em):
             ptr = em.element(buffer, s.indices)
         if em.mask is None:
@@ -192,6 +195,7 @@ def vector_load(em: ExprEmitter, e: Load) -> ir.Value:
         return phi_of(b, [(zero, entry), (loaded, inside)])
     vector_t = ir.VectorType(etype, em.lanes)
     if kind == "contiguous":
+        align = em.align(buffer, e.indices)
         with _lane_zero(em):
             ptr = em.element(buffer, e.indices)
         if em.mask is None:

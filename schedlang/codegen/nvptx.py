@@ -1,14 +1,15 @@
 """The NVPTX target: what `Target` means inside one CUDA kernel.
 
-Buffers are reached through generic pointers, which LLVM's address-space inference turns back
-into ``ld.global``/``ld.shared``/``ld.local`` where it can see the origin: kernel parameters
-are global (address space 1), shared buffers are module-level ``addrspace(3)`` arrays (one per
-`Allocate`, sized from its constant shape), and local buffers are stack slots, which LLVM
-promotes to registers when every index is known after unrolling. A loop bound to a hardware
-index reads it from its special register and runs its body where the index is below the loop's
-extent; the guard is left out where the launch shape already guarantees it. Barriers are
-``bar.sync 0``; block collectives (cross-thread reductions) are `nvptx_allreduce`'s. Math that
-the NVPTX backend cannot lower itself calls libdevice.
+Buffers keep their address space, so accesses become ``ld.global``/``ld.shared`` directly:
+kernel parameters are global (address space 1), shared buffers are module-level ``addrspace(3)``
+arrays (one per `Allocate`, sized from its constant shape), and local buffers are stack slots,
+which LLVM promotes to registers when every index is known after unrolling. Every buffer starts
+at a multiple of 16 bytes (`buffer_align`), so accesses state the alignment their indices prove
+and LLVM emits 8- and 16-byte loads and stores for them. A loop bound to a hardware index reads
+it from its special register and runs its body where the index is below the loop's extent; the
+guard is left out where the launch shape already guarantees it. Barriers are ``bar.sync 0``;
+block collectives (cross-thread reductions) are `nvptx_allreduce`'s. Math that the NVPTX backend
+cannot lower itself calls libdevice.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING
 from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Const
-from ..loopir.nodes import Allocate, For, ThreadAllReduce
+from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
 from . import libdevice
 from .control import if_then
 from .llvm_types import I64, storage_type
 from .nvptx_allreduce import emit_allreduce
 from .nvptx_llvm import (
+    BUFFER_ALIGN,
     GLOBAL,
     LOCAL,
     SHARED,
@@ -65,12 +67,17 @@ class NvptxTarget(Target):
             raise LoweringError(f"buffer '{buffer.name}' cannot be allocated inside a kernel")
         element = storage_type(buffer.dtype)
         if buffer.scope == "shared":
-            ptr = shared_array(em.scope, element, count, f"{buffer.name}.shared")
+            ptr = shared_array(em.b.module, element, count, f"{buffer.name}.shared")
         else:
-            ptr = em.scope.alloca(element, max(count, 1), align=max(dt.itemsize(buffer.dtype), 8))
+            ptr = em.scope.alloca(element, max(count, 1), align=BUFFER_ALIGN)
         em.buffers[buffer] = ptr
         em.stmt(stmt.body)
         del em.buffers[buffer]
+
+    def buffer_align(self, buffer: Buffer) -> int:
+        """Parameters are checked at launch, temporaries come from cuMemAlloc, shared arrays
+        and stack slots are declared so."""
+        return max(BUFFER_ALIGN, dt.itemsize(buffer.dtype))
 
     def parallel_loop(self, em: StmtEmitter, loop: For) -> None:
         raise LoweringError(

@@ -39,7 +39,7 @@ from ..loopir.nodes import ThreadAllReduce
 from .control import for_range, if_then
 from .intrinsics import function
 from .llvm_types import I32, I64, constant, from_storage, storage_type, to_storage
-from .nvptx_llvm import SHARED_ALIGN, barrier, shared_array, special_register
+from .nvptx_llvm import BUFFER_ALIGN, barrier, shared_array, special_register
 
 if TYPE_CHECKING:
     from .llvm_stmt import StmtEmitter
@@ -83,9 +83,9 @@ def scratch_bytes(stmt: ThreadAllReduce, block: tuple[int, int, int]) -> int:
 
 
 def _padded(count: int, dtype: str) -> int:
-    """`count` elements rounded up to whole `SHARED_ALIGN` units, so that the arrays of one
+    """`count` elements rounded up to whole `BUFFER_ALIGN` units, so that the arrays of one
     collective pack without the gaps ptxas would otherwise leave (and count) between them."""
-    per_unit = max(1, SHARED_ALIGN // dt.itemsize(dtype))
+    per_unit = max(1, BUFFER_ALIGN // dt.itemsize(dtype))
     return -(-count // per_unit) * per_unit
 
 
@@ -264,7 +264,7 @@ def _combine(em: StmtEmitter, comb: CommReducer, x: ir.Value, y: ir.Value) -> ir
 
 def _scratch(em: StmtEmitter, comb: CommReducer, count: int, form: str) -> ir.Value:
     padded = _padded(count, comb.dtype)
-    return shared_array(em.scope, storage_type(comb.dtype), padded, f"allreduce.{form}")
+    return shared_array(em.b.module, storage_type(comb.dtype), padded, f"allreduce.{form}")
 
 
 def _store(

@@ -8,11 +8,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .intrinsics import function
-from .llvm_function import FunctionScope
-from .llvm_types import I32, PTR
+from .llvm_types import I32
 
 GLOBAL, SHARED, LOCAL = 1, 3, 5
-SHARED_ALIGN = 16
+BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks
+SHARED_PTR = ir.PointerType(addrspace=SHARED)
 _REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid"}
 
 
@@ -34,17 +34,18 @@ def barrier(b: ir.IRBuilder) -> None:
     b.call(function(b.module, "llvm.nvvm.barrier0", ir.VoidType(), []), [])
 
 
-def shared_array(scope: FunctionScope, element: ir.Type, count: int, name: str) -> ir.Value:
-    """A new shared array of `count` elements, as a generic pointer computed once at the entry
-    of the function `scope` builds (so that it dominates every use)."""
-    module = scope.fn.module
+def shared_array(module: ir.Module, element: ir.Type, count: int, name: str) -> ir.Value:
+    """A new shared array of `count` elements, as an ``addrspace(3)`` pointer. Not cast to a
+    generic pointer: LLVM's address-space inference would recover the space, but its
+    load/store vectorizer, running before that, cannot see the array's alignment through the
+    cast, and leaves shared tiles filled and read one word at a time."""
     array_t = ir.ArrayType(element, max(count, 1))
     memory = ir.GlobalVariable(module, array_t, _fresh_name(module, name), addrspace=SHARED)
     memory.linkage = "internal"
     memory.initializer = ir.Constant(array_t, ir.Undefined)
-    memory.align = SHARED_ALIGN
-    with scope.at_entry() as entry:
-        return entry.addrspacecast(memory, PTR)
+    memory.align = BUFFER_ALIGN
+    memory.type = SHARED_PTR  # opaque, as the kernel parameters are (llvmlite types it)
+    return memory
 
 
 def _fresh_name(module: ir.Module, prefix: str) -> str:

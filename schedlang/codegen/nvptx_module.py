@@ -21,11 +21,10 @@ from .llvm_function import FunctionScope
 from .llvm_stmt import StmtEmitter
 from .llvm_types import I32, I64
 from .nvptx import NvptxTarget
-from .nvptx_llvm import GLOBAL
+from .nvptx_llvm import BUFFER_ALIGN, GLOBAL
 from .nvptx_plan import DevicePlan, KernelPlan
 
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
-BUFFER_ALIGN = 16  # runtime.cuda_arguments.ALIGN checks it at each call
 
 
 def build_module(plan: DevicePlan, arch: str, data_layout: str) -> ir.Module:

@@ -12,8 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+from ..ir import dtype as dt
+
 if TYPE_CHECKING:
-    from ..loopir.nodes import Allocate, For, ThreadAllReduce
+    from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
     from .llvm_stmt import StmtEmitter
 
 
@@ -54,6 +56,12 @@ class Target(ABC):
     @abstractmethod
     def external_math(self, name: str, dtype: str) -> str:
         """The symbol of the scalar function computing `name` (``tanh``, ``erf``) in `dtype`."""
+
+    def buffer_align(self, buffer: Buffer) -> int:
+        """Bytes to which every buffer like `buffer` is known to start aligned; accesses
+        state their alignment from it (`alignment`). Only the element size is guaranteed unless
+        the target allocates, or the runtime checks, more."""
+        return dt.itemsize(buffer.dtype)
 
     def native_math(self, name: str) -> bool:
         """Whether this target's LLVM backend lowers the intrinsic for `name` (``exp``, ...);

@@ -24,7 +24,7 @@ from . import cuda_driver
 from .arguments import size_values
 from .device_array import DeviceArray
 
-ALIGN = 16  # nvptx_module.BUFFER_ALIGN: the alignment the kernels assume of every buffer
+ALIGN = 16  # nvptx_llvm.BUFFER_ALIGN: the alignment the kernels assume of every buffer
 
 
 @dataclass(frozen=True)

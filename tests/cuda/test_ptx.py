@@ -129,3 +129,34 @@ def test_contiguous_vector_accesses_are_16_bytes_wide():
         "ld.global.nc.v4.b32",
         "st.global.v4.b32",
     ]
+
+
+def _vector_widths(ptx: str, space: str) -> set[str]:
+    return {m or "b32" for m in re.findall(rf"(?:ld|st)\.{space}(?:\.nc)?(?:\.(v\d))?\.", ptx)}
+
+
+def test_shared_tiles_are_filled_and_read_16_bytes_at_a_time():
+    """TE's recipe at its own sizes: the copy into shared memory, four consecutive floats per
+    thread, and the register operands read from the tiles become ``st.shared.v4`` and
+    ``ld.shared.v4``; no shared access is left one word wide."""
+    ptx = build(SCHEDULES["te_gemm_64"]).ptx
+    assemble(ptx)
+    assert _vector_widths(ptx, "shared") == {"v4"}
+    assert _vector_widths(ptx, "global") == {"v4"}
+
+
+def test_an_offset_that_breaks_alignment_keeps_accesses_narrow():
+    """Reading ``A[i, 4*t + 1 + lane]`` (4 lanes) starts one float past a 16-byte boundary: the
+    access must not be stated 16-byte aligned (a misaligned ld.v4 faults), so it is split."""
+    a = sl.placeholder((64, 132), name="A")
+    c = sl.compute((64, 128), lambda i, j: a[i, j + 1] * 2.0, name="C")
+    s = sl.create_schedule(c)
+    by, ty = s[c].split(c.op.axis[0], factor=8)
+    tx, lanes = s[c].split(c.op.axis[1], factor=4)
+    for axis, tag in ((by, "blockIdx.x"), (ty, "threadIdx.y"), (tx, "threadIdx.x")):
+        s[c].bind(axis, sl.thread_axis(tag))
+    s[c].vectorize(lanes)
+    ptx = sl.build(s, [a, c], target="cuda").ptx
+    assemble(ptx)
+    assert re.findall(r"ld\.global\S*", ptx) and "ld.global.nc.v4" not in ptx
+    assert re.findall(r"st\.global\S*", ptx) == ["st.global.v4.b32"]
