@@ -19,7 +19,7 @@ from ..platform_info import cuda_available
 from . import cuda_driver
 from .arguments import written_params
 from .cuda_arguments import Placed, place_arguments
-from .cuda_launch import LaunchConfig, check_block, describe_grid, launch_all
+from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
 
 
 class CudaKernel:
@@ -38,26 +38,29 @@ class CudaKernel:
 
     def __call__(self, *arrays: object, **sizes: int) -> None:
         placed = self._place(arrays, sizes)
-        self._launch(placed)
+        launch = self._prepare(placed)
+        launch.run()
         self._wait("running")
         placed.finish()
 
     def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls after `warmup`, measured with CUDA
-        events around the launches (arguments are placed once, outside the measurement)."""
+        events around the kernels alone: the arguments are placed, the grids evaluated and the
+        temporaries allocated once, before the first call."""
         if repeat < 1 or warmup < 0:
             raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
         placed = self._place(arrays, sizes)
+        launch = self._prepare(placed)
         cuda = cuda_driver.driver()
         for _ in range(warmup):
-            self._launch(placed)
+            launch.run()
         start = cuda_driver.check(cuda.cuEventCreate(0), "cuEventCreate")
         end = cuda_driver.check(cuda.cuEventCreate(0), "cuEventCreate")
         samples = []
         try:
             for _ in range(repeat):
                 cuda_driver.check(cuda.cuEventRecord(start, 0), "cuEventRecord")
-                self._launch(placed)
+                launch.run()
                 cuda_driver.check(cuda.cuEventRecord(end, 0), "cuEventRecord")
                 cuda_driver.check(cuda.cuEventSynchronize(end), f"timing '{self.lowered.name}'")
                 ms = cuda_driver.check(cuda.cuEventElapsedTime(start, end), "cuEventElapsedTime")
@@ -72,10 +75,10 @@ class CudaKernel:
     def _place(self, arrays: tuple[object, ...], sizes: dict[str, int]) -> Placed:
         return place_arguments(self.lowered, self._written, arrays, sizes)
 
-    def _launch(self, placed: Placed) -> None:
+    def _prepare(self, placed: Placed) -> Launch:
         device = cuda_driver.device()
         functions = self._load(device)
-        temps = launch_all(
+        return prepare_launch(
             self.lowered.name,
             self._compiled.plan,
             functions,
@@ -83,7 +86,6 @@ class CudaKernel:
             placed.sizes,
             device,
         )
-        placed.keep.extend(temps)
 
     def _load(self, device: cuda_driver.Device) -> list[Any]:
         if self._functions is None:

@@ -1,12 +1,15 @@
 """Launching the kernels of a `DevicePlan`, in order, on the default stream.
 
-A call evaluates each kernel's grid from the sizes, allocates the plan's temporary global
-buffers, and launches every kernel with the same parameter list (buffers, temporaries, sizes)
-on CUDA's legacy default stream, which runs them one after another and waits for work that
-torch or cupy queued on theirs. A kernel whose grid is empty (a size of zero) is skipped. The
-block shape and static shared memory are checked against the device before anything launches,
-so an impossible schedule is a `LaunchError` that says what to change rather than the driver's
-``CUDA_ERROR_INVALID_VALUE`` (`check_block` runs before the module is even loaded).
+A call is prepared once and then run: `prepare_launch` evaluates each kernel's grid from the
+sizes, checks it against the device, allocates the plan's temporary global buffers and builds
+the one parameter list (buffers, temporaries, sizes) that every kernel takes; `Launch.run` then
+only calls ``cuLaunchKernel`` for each kernel, so that `Kernel.time` can measure the kernels
+alone and run them again without host work in between. The kernels run on CUDA's legacy
+default stream, which runs them one after another and waits for work that torch or cupy queued
+on theirs. A kernel whose grid is empty (a size of zero) is skipped. The block shape and shared
+memory are checked against the device before anything launches, so an impossible schedule is a
+`LaunchError` that says what to change rather than the driver's ``CUDA_ERROR_INVALID_VALUE``
+(`check_block` runs before the module is even loaded).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from ..codegen.nvptx_plan import DevicePlan, KernelPlan
 from ..errors import LaunchError
 from ..ir.evaluate import _size_value
 from ..ir.printer import expr_str
-from .cuda_driver import Device, check, driver
+from . import cuda_driver
+from .cuda_driver import Device
 from .device_array import DeviceArray
 
 
@@ -76,35 +80,62 @@ def check_grid(function: str, grid: tuple[int, int, int], device: Device) -> Non
             )
 
 
-def launch_all(
+@dataclass(frozen=True)
+class _Step:
+    """One kernel launch of a prepared call (`what` names it in the driver's errors)."""
+
+    function: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    what: str
+
+
+class Launch:
+    """The kernels of one call, ready to run as often as wanted; holds the temporaries and the
+    parameter list, which must live until the kernels are done."""
+
+    def __init__(self, steps: list[_Step], values: list, temps: list[DeviceArray]) -> None:
+        self._steps = steps
+        self._values = values
+        self._temps = temps
+        self._addresses = (ctypes.c_void_p * max(1, len(values)))(
+            *(ctypes.addressof(v) for v in values)
+        )
+        self._params = ctypes.addressof(self._addresses)
+
+    def run(self, stream: int = 0) -> None:
+        """Queue every kernel on `stream` (nothing else: no allocation, no argument building)."""
+        cuda = cuda_driver.driver()
+        for step in self._steps:
+            launched = cuda.cuLaunchKernel(
+                step.function, *step.grid, *step.block, step.shared_bytes, stream, self._params, 0
+            )
+            cuda_driver.check(launched, step.what)
+
+
+def prepare_launch(
     name: str,
     plan: DevicePlan,
     functions: Sequence[Any],
     pointers: Sequence[int],
     sizes: Sequence[int],
     device: Device,
-    stream: int = 0,
-) -> list[DeviceArray]:
-    """Launch every kernel of `plan`; returns the temporaries, to keep until they finish."""
-    grids = [grid_of(kernel, plan, sizes) for kernel in plan.kernels]
-    for kernel, grid in zip(plan.kernels, grids):
+) -> Launch:
+    """Everything the kernels of `plan` need for one call, checked and allocated."""
+    steps = []
+    for kernel, function in zip(plan.kernels, functions):
+        grid = grid_of(kernel, plan, sizes)
         check_grid(f"{name}/{kernel.name}", grid, device)
+        if min(grid) <= 0:
+            continue
+        what = f"launching kernel '{name}/{kernel.name}' (grid {grid}, block {kernel.block})"
+        steps.append(_Step(function, grid, kernel.block, 0, what))
     temps = [DeviceArray((_temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
     values: list[ctypes._SimpleCData] = [ctypes.c_void_p(p) for p in pointers]
     values += [ctypes.c_void_p(t.ptr) for t in temps]
     values += [ctypes.c_int64(n) for n in sizes]
-    addresses = (ctypes.c_void_p * max(1, len(values)))(*(ctypes.addressof(v) for v in values))
-    cuda = driver()
-    for kernel, function, grid in zip(plan.kernels, functions, grids):
-        if min(grid) <= 0:
-            continue
-        launched = cuda.cuLaunchKernel(
-            function, *grid, *kernel.block, 0, stream, ctypes.addressof(addresses), 0
-        )
-        check(
-            launched, f"launching kernel '{name}/{kernel.name}' (grid {grid}, block {kernel.block})"
-        )
-    return temps
+    return Launch(steps, values, temps)
 
 
 def _temp_count(buffer, plan: DevicePlan, sizes: Sequence[int]) -> int:

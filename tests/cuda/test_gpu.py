@@ -164,6 +164,21 @@ def test_timing_and_launch_config():
     assert config.shared_bytes == 2048 and 0 < config.registers <= 255
 
 
+def test_timing_reruns_one_prepared_launch():
+    """time() launches the kernels of one prepared call again and again (the temporary
+    between the two kernels is allocated once); the outputs are right afterwards."""
+    kernel, inputs, outputs = build(kernels.two_kernels)
+    arrays, (want,) = expected(inputs, outputs, {"n": 100_003})
+    device_in = [sl.array(a) for a in arrays]
+    device_out = sl.array(np.full(want.shape, np.nan, want.dtype))
+    seconds = kernel.time(*device_in, device_out, repeat=20, warmup=3)
+    assert 0 < seconds < 0.1
+    np.testing.assert_allclose(device_out.numpy(), want, rtol=1e-6)
+    host_out = np.full(want.shape, np.nan, want.dtype)
+    assert 0 < kernel.time(*arrays, host_out, repeat=3, warmup=0) < 0.1
+    np.testing.assert_allclose(host_out, want, rtol=1e-6)
+
+
 def test_auto_picks_cuda():
     kernel, _, _ = build(kernels.vector_add, target="auto")
     assert kernel.target.startswith("cuda -arch=sm_")
