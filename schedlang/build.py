@@ -57,20 +57,25 @@ def build(
     from .runtime.cuda_kernel import CudaKernel
 
     arch = check_arch(arch) if arch is not None else _default_arch()
-    func = _registers(lower(s, args, name))
+    func = _gpu_passes(lower(s, args, name))
     return CudaKernel(func, compile_cuda(func, arch), f"cuda -arch={arch}")
 
 
-def _registers(func):
-    """Local buffers in registers: their index loops unrolled (`loopir.registers`)."""
+def _gpu_passes(func):
+    """Local buffers in registers: register tiles computed whole (`loopir.register_guards`), their
+    index loops unrolled (`loopir.registers`), and whole tiles free of guards
+    (`loopir.full_tiles`)."""
     from dataclasses import replace
 
     from .loopir.divmod import simplify_divisions
+    from .loopir.full_tiles import split_full_tiles
+    from .loopir.register_guards import drop_register_guards
     from .loopir.registers import mark_register_loops
     from .loopir.simplify import simplify
     from .loopir.unroll import unroll_loops
 
-    body = simplify_divisions(simplify(unroll_loops(mark_register_loops(func.body))))
+    body = mark_register_loops(drop_register_guards(func.body))
+    body = simplify(split_full_tiles(simplify_divisions(simplify(unroll_loops(body)))))
     return replace(func, body=body)
 
 
