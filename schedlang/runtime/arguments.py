@@ -2,9 +2,11 @@
 
 Compiled code trusts its arguments completely (a wrong shape is a wild write), so everything is
 checked here, in `args` order and with messages naming the parameter: the count, that each is a
-numpy array (or an ``sl.array`` on the cpu) of the parameter's dtype and rank, that shapes agree
-with each other through the symbolic sizes, that outputs are C-contiguous and writable, and that
-no output overlaps another argument (the generated code assumes its buffers do not alias).
+numpy array (or an ``sl.array`` on the cpu, or a DLPack export of host memory such as a torch
+CPU tensor, read through ``numpy.from_dlpack`` without a copy) of the parameter's dtype and
+rank, that shapes agree with each other through the symbolic sizes, that outputs are
+C-contiguous and writable, and that no output overlaps another argument (the generated code
+assumes its buffers do not alias).
 
 The generated code indexes every buffer as a dense row-major array. An input with any other
 layout (a slice with a step, a transpose, a broadcast) is copied to a C-contiguous temporary for
@@ -26,6 +28,8 @@ from ..ir.expr import Var
 from ..loopir.nodes import LoweredFunc, Store
 from ..loopir.visit import walk_stmt
 from .device_array import DeviceArray
+from .dlpack_abi import HOST_DEVICES, device_name
+from .dlpack_import import device_of
 
 
 def written_params(func: LoweredFunc) -> tuple[bool, ...]:
@@ -103,21 +107,33 @@ def _layout(buffer, array: np.ndarray, out: bool) -> np.ndarray:
 
 
 def _on_host(buffer, array: object) -> object:
-    """The numpy array behind an ``sl.array(..., device="cpu")``; GPU arrays are refused."""
-    if not isinstance(array, DeviceArray):
+    """The numpy array behind an ``sl.array(..., device="cpu")`` or a DLPack export of host
+    memory; GPU arrays are refused."""
+    if isinstance(array, DeviceArray):
+        if array.device != "cpu":
+            raise TypeError(
+                f"argument '{buffer.name}' is in GPU memory, but this kernel runs on the cpu; "
+                f"pass {buffer.name}.numpy() or build the kernel with target='cuda'"
+            )
+        return array.numpy()
+    if isinstance(array, np.ndarray):
         return array
-    if array.device != "cpu":
+    device = device_of(array)
+    if device is None:
+        return array
+    if device[0] not in HOST_DEVICES:
         raise TypeError(
-            f"argument '{buffer.name}' is in GPU memory, but this kernel runs on the cpu; pass "
-            f"{buffer.name}.numpy() or build the kernel with target='cuda'"
+            f"argument '{buffer.name}' is in {device_name(device[0])} memory, but this kernel "
+            "runs on the cpu; copy it to the host or build the kernel with target='cuda'"
         )
-    return array.numpy()
+    return np.from_dlpack(array)
 
 
 def _check_array(buffer, array: object) -> None:
     if not isinstance(array, np.ndarray):
         raise TypeError(
-            f"argument '{buffer.name}' must be a numpy array, got {type(array).__name__}"
+            f"argument '{buffer.name}' must be a numpy array (or a host array with __dlpack__), "
+            f"got {type(array).__name__}"
         )
     expected = dt.to_numpy(buffer.dtype)
     if array.dtype != expected:

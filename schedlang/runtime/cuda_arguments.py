@@ -1,14 +1,16 @@
 """The arguments of a CUDA kernel: checked, then placed in GPU memory.
 
-Three kinds of array are accepted. A `DeviceArray` on the GPU and any object exporting
-``__cuda_array_interface__`` (torch and cupy tensors) are passed by pointer, without copies;
-they must be C-contiguous, in the memory of the device kernels run on, and start at a multiple
-of `ALIGN` bytes (the kernels may move 16 bytes at a time; allocations always do, views at an
-offset into a larger tensor may not). A numpy array (or a
-`DeviceArray` on the cpu) is copied to the GPU before the launch and, when the kernel writes
-it, back afterwards, so its layout does not matter. As on the CPU, dtypes, ranks and the sizes
-the shapes imply are checked first, and no output may overlap another argument: the kernels
-declare their buffers ``noalias``.
+Four kinds of array are accepted. A `DeviceArray` on the GPU, any object exporting
+``__cuda_array_interface__`` (torch and cupy tensors) and any object exporting DLPack from GPU
+memory (JAX arrays; `dlpack_import`) are passed by pointer, without copies; they must be
+C-contiguous, in the memory of the device kernels run on, and start at a multiple of `ALIGN`
+bytes (the kernels may move 16 bytes at a time; allocations always do, views at an offset into
+a larger tensor may not). A numpy array (or a `DeviceArray` on the cpu, or a DLPack export of
+host memory) is copied to the GPU before the launch and, when the kernel writes it, back
+afterwards, so its layout does not matter. As on the CPU, dtypes, ranks and the sizes the
+shapes imply are checked first, and no output may overlap another argument: the kernels
+declare their buffers ``noalias``. A DLPack tensor is taken from its capsule only once every
+check has passed, and handed back when the kernels are done.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import numpy as np
 
 from ..ir import dtype as dt
 from ..loopir.nodes import Buffer, LoweredFunc
-from . import cuda_driver
+from . import cuda_driver, dlpack_import
 from .arguments import size_values
 from .device_array import DeviceArray
+from .dlpack_abi import HOST_DEVICES, KDL_CUDA, device_name, numpy_dtype
 
 ALIGN = 16  # nvptx_llvm.BUFFER_ALIGN: the alignment the kernels assume of every buffer
 
@@ -36,6 +39,7 @@ class _View:
     ptr: int
     host: np.ndarray | None
     readonly: bool
+    capsule: object = None  # a DLPack capsule to take if the call goes ahead
 
     @property
     def nbytes(self) -> int:
@@ -50,9 +54,11 @@ class Placed:
     sizes: list[int]
     copies_back: list[tuple[DeviceArray, np.ndarray]] = field(default_factory=list)
     keep: list[object] = field(default_factory=list)  # alive until the kernels are done
+    taken: list[dlpack_import.Taken] = field(default_factory=list)
 
     def finish(self) -> None:
-        """Copy outputs that came as host arrays back into them."""
+        """Copy outputs that came as host arrays back into them, and hand DLPack tensors
+        back to their producers (the kernels are done with them)."""
         for device, host in self.copies_back:
             if host.flags.c_contiguous:
                 device.copy_to_host(host)
@@ -60,6 +66,8 @@ class Placed:
                 staging = np.empty(host.shape, host.dtype)
                 device.copy_to_host(staging)
                 host[...] = staging
+        for tensor in self.taken:
+            tensor.release()
 
 
 def place_arguments(
@@ -81,6 +89,8 @@ def place_arguments(
     _check_overlap(params, views, written)
     placed = Placed([], values, keep=list(arrays))
     for view, out in zip(views, written):
+        if view.capsule is not None:
+            placed.taken.append(dlpack_import.Taken(view.capsule))
         if view.host is None:
             placed.pointers.append(view.ptr)
             continue
@@ -101,29 +111,72 @@ def _view(buffer: Buffer, array: object) -> _View:
     if isinstance(array, DeviceArray):
         return _View(array.shape, array.dtype, array.ptr, None, False)
     interface = getattr(array, "__cuda_array_interface__", None)
-    if interface is None:
+    if interface is not None:
+        return _interface_view(buffer, interface)
+    device = dlpack_import.device_of(array)
+    if device is None:
         raise TypeError(
             f"argument '{buffer.name}' must be a numpy array, an sl.array(..., device='cuda') "
-            f"or a GPU tensor with __cuda_array_interface__, got {type(array).__name__}"
+            "or a GPU tensor with __cuda_array_interface__ or __dlpack__, got "
+            f"{type(array).__name__}"
         )
+    if device[0] in HOST_DEVICES:
+        host = np.from_dlpack(array)
+        return _View(host.shape, host.dtype, 0, host, not host.flags.writeable)
+    if device[0] != KDL_CUDA:
+        raise ValueError(
+            f"argument '{buffer.name}' is in {device_name(device[0])} memory, but the kernel "
+            "runs on a CUDA GPU; move it to the GPU or the host first"
+        )
+    return _dlpack_view(buffer, dlpack_import.dlpack_capsule(array))
+
+
+def _interface_view(buffer: Buffer, interface: dict) -> _View:
     shape = tuple(int(n) for n in interface["shape"])
     dtype = np.dtype(interface["typestr"])
     ptr, readonly = interface["data"]
     strides = interface.get("strides")
-    if strides is not None and not _c_contiguous(shape, tuple(strides), dtype.itemsize):
+    _check_placement(buffer, shape, None if strides is None else tuple(strides), dtype, int(ptr))
+    return _View(shape, dtype, int(ptr), None, bool(readonly))
+
+
+def _dlpack_view(buffer: Buffer, capsule: object) -> _View:
+    tensor = dlpack_import.read(buffer.name, capsule)
+    dtype = numpy_dtype(tensor.code, tensor.bits) if tensor.lanes == 1 else None
+    if dtype is None:
+        raise TypeError(
+            f"argument '{buffer.name}' has the DLPack element type code {tensor.code} with "
+            f"{tensor.bits} bits and {tensor.lanes} lane(s), which no schedlang dtype stores; "
+            f"convert it to {buffer.dtype}"
+        )
+    strides = None
+    if tensor.strides is not None:
+        strides = tuple(n * dtype.itemsize for n in tensor.strides)
+    _check_placement(buffer, tensor.shape, strides, dtype, tensor.ptr)
+    return _View(tensor.shape, dtype, tensor.ptr, None, False, capsule)
+
+
+def _check_placement(
+    buffer: Buffer,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None,
+    dtype: np.dtype,
+    ptr: int,
+) -> None:
+    """A GPU tensor (`strides` in bytes, None for C-contiguous) the kernels can use in place."""
+    if strides is not None and not _c_contiguous(shape, strides, dtype.itemsize):
         raise ValueError(
-            f"argument '{buffer.name}' is not C-contiguous on the GPU (strides {tuple(strides)} "
+            f"argument '{buffer.name}' is not C-contiguous on the GPU (strides {strides} "
             f"bytes for shape {shape}); pass a contiguous copy (tensor.contiguous())"
         )
-    if int(ptr) % ALIGN:
+    if ptr % ALIGN:
         raise ValueError(
             f"argument '{buffer.name}' starts at a GPU address that is not a multiple of {ALIGN} "
             "bytes (a view at an offset into a larger tensor), and the kernels read and write "
             f"{ALIGN} bytes at a time; pass a tensor of its own (tensor.clone())"
         )
     if ptr:
-        _check_device(buffer, int(ptr))
-    return _View(shape, dtype, int(ptr), None, bool(readonly))
+        _check_device(buffer, ptr)
 
 
 def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:

@@ -26,7 +26,8 @@ class CudaKernel:
     """A lowered function compiled for a CUDA GPU.
 
     ``kernel(*arrays, **sizes)`` takes numpy arrays (copied in and out), ``sl.array`` device
-    arrays and GPU tensors (``__cuda_array_interface__``, passed in place), in `args` order.
+    arrays and GPU tensors (``__cuda_array_interface__`` or DLPack, passed in place), in
+    `args` order.
     """
 
     def __init__(self, lowered: LoweredFunc, compiled: CompiledCuda, target: str) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir import dtype as dt
 from . import cuda_driver, dlpack
+from .dlpack_abi import KDL_CPU, KDL_CUDA
 
 DEVICES = ("cuda", "cpu")
 
@@ -97,7 +98,7 @@ class DeviceArray:
         return dlpack.export(self, self.ptr, self.shape, self.dtype, self.__dlpack_device__())
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return (dlpack.KDL_CUDA, 0) if self.device == "cuda" else (dlpack.KDL_CPU, 0)
+        return (KDL_CUDA, 0) if self.device == "cuda" else (KDL_CPU, 0)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         host = self.numpy()

@@ -35,7 +35,8 @@ class Call:
 
 class FakeDriver:
     """The driver calls the runtime makes. `elapsed_ms` are the times the events report, in
-    turn; each launch records its `parameters` first kernel parameters (8 bytes each)."""
+    turn (then 1 ms); each launch records its first `parameters` kernel parameters (8 bytes
+    each)."""
 
     CUresult = SimpleNamespace(CUDA_SUCCESS=SUCCESS)
     CUfunction_attribute = SimpleNamespace(
@@ -111,7 +112,7 @@ class FakeDriver:
 
     def cuEventElapsedTime(self, start: object, end: object) -> tuple:
         self._record("cuEventElapsedTime", start, end)
-        return (SUCCESS, self.elapsed_ms.pop(0))
+        return (SUCCESS, self.elapsed_ms.pop(0) if self.elapsed_ms else 1.0)
 
     def cuEventDestroy(self, event: object) -> tuple:
         self._record("cuEventDestroy", event)

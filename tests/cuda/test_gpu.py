@@ -91,13 +91,89 @@ def test_torch_tensors_are_used_in_place():
     np.testing.assert_allclose(c.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="argument 'C' is not C-contiguous on the GPU"):
         kernel(a, b, torch.empty(want.shape[::-1], device="cuda").T)
-    with pytest.raises(TypeError, match="argument 'A' must be a numpy array, an sl.array"):
-        kernel(a.cpu(), b, c)
+    c.fill_(float("nan"))
+    kernel(a.cpu(), b, c)  # host memory through DLPack: copied in
+    np.testing.assert_allclose(c.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
     with pytest.raises(TypeError, match="argument 'B' must have dtype float32, got float64"):
         kernel(a, b.double(), c)
     shifted = torch.cat([torch.zeros(1, device="cuda"), a.flatten()])[1:].view(a.shape)
     with pytest.raises(ValueError, match="argument 'A' starts at a GPU address that is not a mul"):
         kernel(shifted, b, c)
+
+
+class DLPackOnly:
+    """A tensor seen only through DLPack, as a JAX array is (no __cuda_array_interface__)."""
+
+    def __init__(self, tensor) -> None:
+        self._tensor = tensor
+
+    def __dlpack__(self, **options):
+        return self._tensor.__dlpack__(**options)
+
+    def __dlpack_device__(self):
+        return self._tensor.__dlpack_device__()
+
+
+class OldDLPack(DLPackOnly):
+    """A producer from before the stream argument: ``__dlpack__()`` takes nothing."""
+
+    def __dlpack__(self):
+        import torch.utils.dlpack
+
+        return torch.utils.dlpack.to_dlpack(self._tensor)
+
+
+@pytest.mark.parametrize("wrap", [DLPackOnly, OldDLPack])
+def test_dlpack_tensors_are_used_in_place(wrap):
+    torch = pytest.importorskip("torch")
+    kernel, inputs, outputs = build(kernels.gemm_shared)
+    arrays, (want,) = expected(inputs, outputs, {"m": 45, "n": 19})
+    a, b = (torch.from_numpy(x).cuda() for x in arrays)
+    c = torch.full(want.shape, float("nan"), device="cuda")
+    pointer = c.data_ptr()
+    kernel(wrap(a), wrap(b), wrap(c))
+    torch.cuda.synchronize()
+    assert c.data_ptr() == pointer
+    np.testing.assert_allclose(c.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+    c.fill_(float("nan"))
+    kernel.time(wrap(a), wrap(b), wrap(c), repeat=3)
+    np.testing.assert_allclose(c.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+    (a + 1).sum().item()  # the tensors are still theirs to use
+
+
+def test_dlpack_tensors_wait_for_work_on_the_producers_stream():
+    """The producer is asked for the legacy default stream: work it queued on another stream
+    finishes before the kernels read the tensor."""
+    torch = pytest.importorskip("torch")
+    kernel, _, _ = build(kernels.vector_add)
+    n = 1 << 24
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x = torch.ones(n, device="cuda")
+        for _ in range(20):
+            x = x * 1.0001 + 0.0
+        y = torch.ones(n, device="cuda")
+        out = torch.full((n,), float("nan"), device="cuda")
+        kernel(DLPackOnly(x), DLPackOnly(y), DLPackOnly(out))
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), (x + y).cpu().numpy())
+
+
+def test_dlpack_tensors_are_checked():
+    torch = pytest.importorskip("torch")
+    kernel, _, _ = build(kernels.gemm_shared)
+    a = torch.ones((45, 11), device="cuda")
+    b = torch.ones((11, 19), device="cuda")
+    c = torch.empty((45, 19), device="cuda")
+    with pytest.raises(ValueError, match="argument 'C' is not C-contiguous on the GPU"):
+        kernel(DLPackOnly(a), DLPackOnly(b), DLPackOnly(torch.empty((19, 45), device="cuda").T))
+    shifted = torch.cat([torch.zeros(1, device="cuda"), a.flatten()])[1:].view(a.shape)
+    with pytest.raises(ValueError, match="argument 'A' starts at a GPU address that is not a mul"):
+        kernel(DLPackOnly(shifted), DLPackOnly(b), DLPackOnly(c))
+    with pytest.raises(TypeError, match="argument 'B' must have dtype float32, got float64"):
+        kernel(DLPackOnly(a), DLPackOnly(b.double()), DLPackOnly(c))
+    with pytest.raises(TypeError, match="argument 'B' has the DLPack element type code 5"):
+        kernel(DLPackOnly(a), DLPackOnly(b.to(torch.complex64)), DLPackOnly(c))
 
 
 def test_device_arrays_export_the_cuda_array_interface():

@@ -28,7 +28,8 @@ def test_count(kernel):
 
 def test_not_an_array(kernel):
     a, b, c = _arrays()
-    with pytest.raises(TypeError, match="argument 'B' must be a numpy array, got list"):
+    message = r"argument 'B' must be a numpy array \(or a host array with __dlpack__\), got list"
+    with pytest.raises(TypeError, match=message):
         kernel(a, [1.0] * 5, c)
 
 
