@@ -195,7 +195,10 @@ class _Translator:
         extent = _fold(Binary("-", upper, low, "int32"))
         if kind == "bound":
             return self._bound(axis, var, low, _fold(upper), body)
-        if kind in ("unrolled", "vectorized") and not isinstance(extent, Const):
+        full_vthread = kind == "vthread" and self.extents[axis.stage].get(axis) is not None
+        if (kind in ("unrolled", "vectorized") or full_vthread) and not isinstance(extent, Const):
+            # a constant trip count, the tail guarded: unrolled copies, vector lanes and the
+            # virtual threads' registers need one
             guard = Compare("<", var, upper)
             if not _is_zero(low):
                 guard = Binary("and", Compare(">=", var, low), guard, "bool")

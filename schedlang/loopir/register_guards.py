@@ -15,8 +15,8 @@ columns of the tile) that are themselves indices of `L`. The droppable guards go
   exist or by none: its value is garbage only where nothing that exists reads it; other guards
   (the tail of a reduction loop) stay;
 - the dropped statements read only ``local`` and ``shared`` memory, at indices that stay inside
-  those buffers for every iteration of the loops around (checked exactly for affine indices
-  over loops with constant bounds), so the points that do not exist read nothing out of bounds.
+  those buffers for every iteration of the loops around (interval arithmetic over loops with
+  constant bounds), so the points that do not exist read nothing out of bounds.
 Stores to global memory keep their guards, so nothing computed for a missing point is visible.
 """
 
@@ -25,9 +25,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..ir.expr import Const, Expr, Var
+from ..ir.expr import Binary, Const, Expr, Var
 from ..ir.printer import expr_str
-from .divmod import linear_terms
 from .nodes import Buffer, For, If, Let, Load, Stmt, Store
 from .visit import stmt_children, substitute_expr, walk_expr, with_children
 
@@ -156,17 +155,32 @@ def _in_bounds(buffer: Buffer, indices: tuple[Expr, ...], ranges: dict[Var, Rang
 
 
 def _span(e: Expr, ranges: dict[Var, Range | None]) -> Range | None:
-    terms = linear_terms(e, 1)
-    if terms is None:
+    """The range of the integer `e` over `ranges` (interval arithmetic), or None."""
+    if isinstance(e, Const):
+        return int(e.value), int(e.value)
+    if isinstance(e, Var):
+        return ranges.get(e)
+    if not isinstance(e, Binary):
         return None
-    low = high = 0
-    for var, k in terms:
-        span = (1, 1) if var is None else ranges.get(var) if isinstance(var, Var) else None
-        if span is None:
-            return None
-        a, b = k * span[0], k * span[1]
-        low, high = low + min(a, b), high + max(a, b)
-    return low, high
+    a, b = _span(e.a, ranges), _span(e.b, ranges)
+    if a is None or b is None:
+        return None
+    if e.op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if e.op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if e.op == "*":
+        corners = [x * y for x in a for y in b]
+        return min(corners), max(corners)
+    if e.op in ("min", "max"):
+        pick = min if e.op == "min" else max
+        return pick(a[0], b[0]), pick(a[1], b[1])
+    if e.op in ("//", "%") and b[0] == b[1] and b[0] > 0:  # floor semantics
+        d = b[0]
+        if e.op == "//":
+            return a[0] // d, a[1] // d
+        return (a[0] % d, a[1] % d) if a[0] // d == a[1] // d else (0, d - 1)
+    return None
 
 
 def _rebuild(s: Stmt, droppable: dict[int, set[int]]) -> Stmt:
