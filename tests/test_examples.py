@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from examples import gpu_gemm
+from examples import gpu_conv2d, gpu_elementwise, gpu_gemm, gpu_rows, gpu_transpose
 from schedlang.loopir.interpret import run
 from tests.cuda.ptxas import assemble
 
@@ -33,3 +33,71 @@ def test_gpu_gemm_keeps_its_tile_in_registers(size):
     assert report.registers <= 128, report.log
     assert "ld.shared.v4" in kernel.ptx and "ld.shared.b32" not in kernel.ptx
     assert "ld.global.nc.v4" in kernel.ptx
+
+
+def _random(rng, shape):
+    values = rng.uniform(0.5, 2.0, shape) * np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+    return values.astype(np.float32)
+
+
+def test_vector_add_at_a_size_that_is_not_a_multiple_of_a_block():
+    kernel = gpu_elementwise.build(5003)
+    rng = np.random.default_rng(4)
+    a, b = _random(rng, 5003), _random(rng, 5003)
+    c = np.full(5003, np.nan, np.float32)
+    run(kernel.lowered, [a, b, c])
+    np.testing.assert_array_equal(c, a + b)
+    ptx = gpu_elementwise.build(1 << 20).ptx
+    assert "ld.global.nc.v4" in ptx and "st.global.v4" in ptx
+
+
+def test_transpose_through_padded_shared_tiles():
+    kernel = gpu_transpose.build(70, 45)
+    rng = np.random.default_rng(5)
+    a = _random(rng, (70, 45))
+    t = np.full((45, 70), np.nan, np.float32)
+    run(kernel.lowered, [a, t])
+    np.testing.assert_array_equal(t, a.T)
+    (config,) = kernel.launch_config
+    assert config.shared_bytes == 32 * 33 * 4  # rows padded to 33 floats
+
+
+def test_row_sum_and_softmax():
+    rng = np.random.default_rng(6)
+    x, total = gpu_rows.row_sum(5, 3000)
+    kernel = sl.build(gpu_rows.sum_schedule(total), [x, total], target="cuda")
+    a = _random(rng, (5, 3000))
+    out = np.full(5, np.nan, np.float32)
+    run(kernel.lowered, [a, out])
+    np.testing.assert_allclose(out, a.astype(np.float64).sum(1), rtol=1e-4)
+    tensors = gpu_rows.softmax(3, 1000)
+    s = gpu_rows.softmax_schedule(*tensors)
+    kernel = sl.build(s, [tensors[0], tensors[-1]], target="cuda")
+    a = _random(rng, (3, 1000)) * 3
+    out = np.full((3, 1000), np.nan, np.float32)
+    run(kernel.lowered, [a, out])
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_conv2d_recipe_at_small_tiles():
+    n, c, f, size = 8, 6, 8, 5
+    kernel = gpu_conv2d.build(n, c, f, size, tile=2, num_thread=2, vthread=2, step=4)
+    rng = np.random.default_rng(7)
+    a, w = _random(rng, (size, size, c, n)), _random(rng, (3, 3, c, f))
+    out = np.full((size, size, f, n), np.nan, np.float32)
+    run(kernel.lowered, [a, w, out])
+    padded = np.pad(a.astype(np.float64), ((1, 1), (1, 1), (0, 0), (0, 0)))
+    want = sum(
+        np.einsum("yxcn,cf->yxfn", padded[ry : ry + size, rx : rx + size], w[ry, rx])
+        for ry in range(3)
+        for rx in range(3)
+    )
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv2d_recipe_at_its_own_shape_stays_in_registers():
+    kernel = gpu_conv2d.build(256, 256, 512, 14)
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
+    assert "ld.global.nc.v4" in kernel.ptx and "st.shared.v4" in kernel.ptx

@@ -1,0 +1,212 @@
+"""GPU kernels from examples/ against their peers (cuBLAS, torch), side by side in one process.
+
+Each benchmark builds its kernel, checks it against a reference computed on the GPU in float64
+(outputs filled with NaN first), times it with CUDA events (median of many runs after warm-up,
+random inputs), times the peer the same way, and prints a table with the ratio. Inputs live on
+the GPU as torch tensors, passed to the kernels without copies. Needs a GPU and torch.
+
+    python benchmarks/gpu.py [--only gemm,compile] [--repeat 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for examples/
+
+import torch  # noqa: E402
+
+import schedlang as sl  # noqa: E402
+from examples import gpu_conv2d, gpu_elementwise, gpu_gemm, gpu_rows, gpu_transpose  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Row:
+    """One kernel against one peer; `work` (flops or bytes per call) gives the rates."""
+
+    name: str
+    ours_s: float
+    peer: str
+    peer_s: float
+    work: float  # flops or bytes per call
+    unit: str  # "TFLOP/s" or "GB/s"
+
+    def cells(self) -> list[str]:
+        scale = 1e12 if self.unit == "TFLOP/s" else 1e9
+        rate = lambda s: f"{self.work / s / scale:.1f}"  # noqa: E731
+        return [
+            self.name,
+            f"{self.ours_s * 1e3:.3f}",
+            rate(self.ours_s),
+            self.peer,
+            f"{self.peer_s * 1e3:.3f}",
+            rate(self.peer_s),
+            self.unit,
+            f"{self.peer_s / self.ours_s:.2f}x",
+        ]
+
+
+def event_time(fn: Callable[[], object], repeat: int, warmup: int = 3) -> float:
+    """Median seconds of `fn` per call, each call bracketed by CUDA events on the current
+    stream (the legacy default stream, on which the kernels launch too)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(samples)
+
+
+def kernel_time(kernel, arrays, repeat: int) -> float:
+    """Our kernel's median seconds: `Kernel.time` places the arguments once and times the
+    launches alone with CUDA events."""
+    return kernel.time(*arrays, repeat=repeat, warmup=3)
+
+
+def check(got: torch.Tensor, want: torch.Tensor, what: str, rtol: float = 1e-4) -> None:
+    err = ((got.double() - want).abs() / (want.abs() + 1e-3)).max().item()
+    if not err <= rtol:  # also catches NaN
+        raise SystemExit(f"{what}: wrong result (max relative error {err:.2e})")
+
+
+def bench_gemm(repeat: int) -> list[Row]:
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rows = []
+    for n in (2048, 4096, 4000, 8192):
+        at = torch.randn(n, n, device="cuda")
+        b = torch.randn(n, n, device="cuda")
+        c = torch.full((n, n), float("nan"), device="cuda")
+        kernel = gpu_gemm.build(n, n, n)
+        kernel(at, b, c)
+        check(c, at.double().T @ b.double(), f"gemm {n}")
+        reps = max(5, repeat // (n // 2048) ** 2)
+        ours = kernel_time(kernel, (at, b, c), reps)
+        peer = event_time(lambda at=at, b=b: torch.matmul(at.T, b), reps)
+        rows.append(Row(f"gemm {n}^3 fp32", ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s"))
+    return rows
+
+
+def bench_elementwise(repeat: int) -> list[Row]:
+    n = 64 * 2**20
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.full((n,), float("nan"), device="cuda")
+    kernel = gpu_elementwise.build(n)
+    kernel(a, b, c)
+    check(c, a.double() + b.double(), "vector add")
+    ours = kernel_time(kernel, (a, b, c), repeat)
+    peer = event_time(lambda: torch.add(a, b, out=c), repeat)
+    return [Row("vector add 64M fp32", ours, "torch.add", peer, 3 * 4 * n, "GB/s")]
+
+
+def bench_transpose(repeat: int) -> list[Row]:
+    n = 8192
+    a = torch.randn(n, n, device="cuda")
+    t = torch.full((n, n), float("nan"), device="cuda")
+    kernel = gpu_transpose.build(n, n)
+    kernel(a, t)
+    check(t, a.double().T, "transpose")
+    ours = kernel_time(kernel, (a, t), repeat)
+    copy = event_time(lambda: t.copy_(a), repeat)
+    torch_t = event_time(lambda: t.copy_(a.T), repeat)
+    work = 2 * 4 * n * n
+    return [
+        Row("transpose 8192^2 fp32", ours, "device copy", copy, work, "GB/s"),
+        Row("transpose 8192^2 fp32", ours, "torch transpose", torch_t, work, "GB/s"),
+    ]
+
+
+def bench_rows(repeat: int) -> list[Row]:
+    n = 8192
+    a = torch.randn(n, n, device="cuda")
+    r = torch.full((n,), float("nan"), device="cuda")
+    x, total = gpu_rows.row_sum(n, n)
+    kernel = sl.build(gpu_rows.sum_schedule(total), [x, total], target="cuda")
+    kernel(a, r)
+    check(r, a.double().sum(1), "row sum", rtol=1e-3)
+    ours = kernel_time(kernel, (a, r), repeat)
+    peer = event_time(lambda: torch.sum(a, dim=1, out=r), repeat)
+    rows = [Row("row sum 8192^2 fp32", ours, "torch.sum", peer, 4 * n * n, "GB/s")]
+    out = torch.full((n, n), float("nan"), device="cuda")
+    tensors = gpu_rows.softmax(n, n)
+    kernel = sl.build(gpu_rows.softmax_schedule(*tensors), [tensors[0], tensors[-1]], target="cuda")
+    kernel(a, out)
+    check(out, torch.softmax(a.double(), dim=1), "softmax", rtol=1e-3)
+    ours = kernel_time(kernel, (a, out), repeat)
+    peer = event_time(lambda: torch.softmax(a, 1), repeat)
+    rows.append(Row("softmax 8192^2 fp32", ours, "torch.softmax", peer, 2 * 4 * n * n, "GB/s"))
+    return rows
+
+
+def bench_conv2d(repeat: int) -> list[Row]:
+    """TE's opt_conv_cuda shape: batch 256, 14x14, 256 -> 512 channels, 3x3, padding 1."""
+    torch.backends.cudnn.allow_tf32 = False
+    batch, cin, cout, size = 256, 256, 512, 14
+    a = torch.randn(size, size, cin, batch, device="cuda")
+    w = torch.randn(3, 3, cin, cout, device="cuda")
+    b = torch.full((size, size, cout, batch), float("nan"), device="cuda")
+    kernel = gpu_conv2d.build(batch, cin, cout, size)
+    kernel(a, w, b)
+    x_nchw = a.permute(3, 2, 0, 1).contiguous()
+    w_oihw = w.permute(3, 2, 0, 1).contiguous()
+    want = torch.nn.functional.conv2d(x_nchw.double(), w_oihw.double(), padding=1)
+    check(b.permute(3, 2, 0, 1), want, "conv2d", rtol=1e-3)
+    reps = max(5, repeat // 5)
+    ours = kernel_time(kernel, (a, w, b), reps)
+    peer = event_time(lambda: torch.nn.functional.conv2d(x_nchw, w_oihw, padding=1), reps)
+    flops = 2.0 * batch * cout * cin * 9 * size * size
+    return [Row("conv2d TE shape fp32", ours, "cuDNN", peer, flops, "TFLOP/s")]
+
+
+def bench_compile(repeat: int) -> list[Row]:
+    """Seconds from schedule to loaded kernel for the GEMM, each time at a new size so that no
+    compile cache helps (the process's LLVM and CUDA are warm: the first build came before)."""
+    del repeat
+    samples = []
+    for k in range(3):
+        n = 4096 + 128 * (k + 1)
+        start = time.perf_counter()
+        kernel = gpu_gemm.build(n, n, n)
+        kernel.launch_config  # loads the module  # noqa: B018
+        samples.append(time.perf_counter() - start)
+    print(f"compile gemm, schedule to loaded module: {[f'{x * 1e3:.0f} ms' for x in samples]}")
+    return []
+
+
+BENCHMARKS = {
+    "gemm": bench_gemm,
+    "elementwise": bench_elementwise,
+    "transpose": bench_transpose,
+    "rows": bench_rows,
+    "conv2d": bench_conv2d,
+    "compile": bench_compile,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(BENCHMARKS))
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    header = ["kernel", "ms", "rate", "peer", "peer ms", "peer rate", "unit", "peer/ours"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + " --- |" * len(header))
+    for name in args.only.split(","):
+        for row in BENCHMARKS[name](args.repeat):
+            print("| " + " | ".join(row.cells()) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
