@@ -6,6 +6,10 @@ before optimisation. It ships with every CUDA toolkit and in NVIDIA's pip wheels
 looked for in this order: ``$SCHEDLANG_LIBDEVICE`` (a file), ``$CUDA_HOME`` / ``$CUDA_PATH``,
 ``/usr/local/cuda*``, the ``nvidia-cuda-nvcc`` wheels (CUDA 12 and 13 layouts), and Triton's
 bundled copy. Packages are located with `importlib.util.find_spec`, never imported.
+
+Where none is found, or ``SCHEDLANG_LIBDEVICE=none`` asks for it (read at every build, so a
+test or a user can switch within one process), the CUDA target uses schedlang's own math
+(`softmath`, accuracy in docs/math.md) instead.
 """
 
 from __future__ import annotations
@@ -26,11 +30,19 @@ _IN_PACKAGES = {
 }
 
 
+NONE = "none"
+
+
+def refused() -> bool:
+    """Whether ``SCHEDLANG_LIBDEVICE=none`` asks for schedlang's own math."""
+    return os.environ.get("SCHEDLANG_LIBDEVICE", "").strip().lower() == NONE
+
+
 def candidates() -> list[Path]:
     """Every place libdevice is looked for, in order (for messages that say where)."""
     places: list[Path] = []
     explicit = os.environ.get("SCHEDLANG_LIBDEVICE")
-    if explicit:
+    if explicit and not refused():
         places.append(Path(explicit))
     for var in ("CUDA_HOME", "CUDA_PATH"):
         root = os.environ.get(var)
@@ -54,17 +66,28 @@ def _package_dir(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-@functools.cache
 def find() -> Path | None:
-    """The first libdevice that exists, or None; cached for the process."""
+    """The libdevice to link, or None (not found, or refused by ``SCHEDLANG_LIBDEVICE=none``)."""
+    return None if refused() else _search(os.environ.get("SCHEDLANG_LIBDEVICE"))
+
+
+@functools.cache
+def _search(explicit: str | None) -> Path | None:
+    """The first libdevice that exists (cached per value of the variable)."""
+    del explicit  # the cache key: candidates() reads the variable itself
     for path in candidates():
         if path.is_file():
             return path
     return None
 
 
-@functools.cache
 def bitcode() -> bytes | None:
-    """The contents of `find()` (read once: every module that calls math links a copy)."""
+    """The contents of `find()`."""
     path = find()
-    return None if path is None else path.read_bytes()
+    return None if path is None else _read(path)
+
+
+@functools.cache
+def _read(path: Path) -> bytes:
+    """Read once: every module that calls math links a copy."""
+    return path.read_bytes()

@@ -9,7 +9,7 @@ and LLVM emits 8- and 16-byte loads and stores for them. A loop bound to a hardw
 it from its special register and runs its body where the index is below the loop's extent; the
 guard is left out where the launch shape already guarantees it. Barriers are ``bar.sync 0``;
 block collectives (cross-thread reductions) are `nvptx_allreduce`'s. Math that the NVPTX backend
-cannot lower itself calls libdevice.
+cannot lower itself calls libdevice, or schedlang's own `softmath` where libdevice is missing.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Const
 from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
-from . import libdevice
+from . import libdevice, softmath
 from .control import if_then
 from .llvm_types import I64, storage_type
 from .nvptx_allreduce import emit_allreduce
@@ -120,11 +120,20 @@ class NvptxTarget(Target):
         return name in _NATIVE_MATH
 
     def external_math(self, name: str, dtype: str) -> str:
-        if libdevice.find() is None:
+        if libdevice.find() is not None:
+            return f"__nv_{name}" if dtype == "float64" else f"__nv_{name}f"
+        symbol = softmath.symbol(name, dtype)
+        if symbol is None:
             searched = ", ".join(str(p) for p in libdevice.candidates()) or "nowhere"
-            raise LoweringError(
-                f"sl.{name} on the cuda target needs NVIDIA's libdevice ({libdevice.FILE}), which "
-                f"was not found (searched: {searched}); install a CUDA toolkit or the "
-                "nvidia-cuda-nvcc wheel, or set SCHEDLANG_LIBDEVICE to the file"
+            why = (
+                "SCHEDLANG_LIBDEVICE=none"
+                if libdevice.refused()
+                else f"{libdevice.FILE} was not found (searched: {searched})"
             )
-        return f"__nv_{name}" if dtype == "float64" else f"__nv_{name}f"
+            raise LoweringError(
+                f"sl.{name} in {dtype} on the cuda target needs NVIDIA's libdevice: schedlang's "
+                f"own math, used because {why}, has no {dtype} {name}; install a CUDA toolkit "
+                "or the nvidia-cuda-nvcc wheel (or set SCHEDLANG_LIBDEVICE to the file), or "
+                "compute it in float32"
+            )
+        return symbol

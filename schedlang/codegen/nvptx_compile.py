@@ -1,7 +1,8 @@
 """Lowered functions to PTX, through LLVM's NVPTX backend; compiled once per process.
 
 The order is the one that keeps modules small: parse and verify the generated IR, link
-libdevice when the module calls ``__nv_*`` math, give every definition except the kernels
+libdevice when the module calls ``__nv_*`` math (or schedlang's `softmath` library when it calls
+``sl.*``, where libdevice is missing), give every definition except the kernels
 internal linkage (libdevice's hundreds of functions then vanish unless called, and calls
 inline), run LLVM's ``-O3`` pipeline for the GPU (which also resolves libdevice's
 ``__nvvm_reflect`` queries: no flush-to-zero, no fast-math), and emit PTX for the chosen
@@ -21,7 +22,7 @@ import llvmlite.binding as llvm
 from ..errors import InternalError, LoweringError
 from ..loopir.nodes import LoweredFunc
 from ..platform_info import NVPTX_TRIPLE, probe_nvptx
-from . import libdevice
+from . import libdevice, softmath
 from .cpu_jit import failed
 from .fingerprint import fingerprint
 from .nvptx_module import build_module
@@ -77,8 +78,10 @@ def machine(arch: str) -> llvm.TargetMachine:
 
 
 def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH) -> CompiledCuda:
-    """`func` as PTX kernels for `arch` (cached by the function's fingerprint)."""
-    key = fingerprint(func, f"cuda {check_arch(arch)}")
+    """`func` as PTX kernels for `arch` (cached by the function's fingerprint and the math
+    library that calls link: libdevice or schedlang's own)."""
+    math = "libdevice" if libdevice.find() is not None else "softmath"
+    key = fingerprint(func, f"cuda {check_arch(arch)} {math}")
     hit = _memory.get(key)
     if hit is not None:
         return hit
@@ -98,8 +101,11 @@ def _ptx(text: str, kernels: list[str], tm: llvm.TargetMachine) -> str:
             module.verify()
         except RuntimeError as error:
             raise failed("accept the generated IR", error, text) from None
-        if any(f.is_declaration and f.name.startswith("__nv_") for f in module.functions):
+        declared = [f.name for f in module.functions if f.is_declaration]
+        if any(name.startswith("__nv_") for name in declared):
             _link_libdevice(module, tm)
+        if any(name.startswith(softmath.PREFIX) for name in declared):
+            _link_softmath(module, tm)
         for value in (*module.functions, *module.global_variables):
             if not value.is_declaration and value.name not in kernels:
                 value.linkage = "internal"
@@ -118,7 +124,14 @@ def _link_libdevice(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
     code = libdevice.bitcode()
     if code is None:  # NvptxTarget.external_math raised before a call was emitted
         raise InternalError("a libdevice function is called but libdevice is not found")
-    library = llvm.parse_bitcode(code)
+    _link(module, llvm.parse_bitcode(code), tm)
+
+
+def _link_softmath(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    _link(module, llvm.parse_assembly(softmath.library()), tm)
+
+
+def _link(module: llvm.ModuleRef, library: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
     library.triple = NVPTX_TRIPLE
     library.data_layout = str(tm.target_data)
     module.link_in(library)
