@@ -10,10 +10,10 @@ The schedule, from the outside in:
   4x4 outputs: neighbouring threads own neighbouring 4-wide column strips, so a warp's shared
   reads are contiguous, and each thread holds 64 accumulators in registers (``cache_write``
   local);
-- k in steps of 8: each step stages an 8x128 tile of At and of B in shared memory
+- k in steps of 16: each step stages a 16x128 tile of At and of B in shared memory
   (``cache_read`` shared, ``compute_at`` the step), every thread moving 4 floats with one
-  16-byte load (``vectorize``), double buffered so one barrier per step suffices;
-- inside a step, for each of the 8 values of k, a thread copies its 8 values of A and 8 of B
+  16-byte load (``vectorize``), double buffered so one barrier per step suffices (32 KB);
+- inside a step, for each of the 16 values of k, a thread copies its 8 values of A and 8 of B
   into registers (``cache_read`` local) and does 64 multiply-adds (all unrolled).
 """
 
@@ -24,7 +24,7 @@ import schedlang as sl
 BLOCK = 128  # outputs per block along each side
 THREADS = 16  # threads per block along each side
 VTHREADS = 2  # virtual threads per thread along each side
-STEP = 8  # k per shared-memory stage
+STEP = 16  # k per shared-memory stage
 
 
 def gemm(m, n, k) -> tuple[sl.Tensor, sl.Tensor, sl.Tensor]:
@@ -45,6 +45,7 @@ def schedule(
     vthreads=VTHREADS,
     step=STEP,
     double_buffer: bool = True,
+    group: int = 0,
 ) -> sl.Schedule:
     s = sl.create_schedule(c.op)
     aa = s.cache_read(at, "shared", [c])
@@ -60,6 +61,12 @@ def schedule(
     vx, xi = s[c].split(xi, nparts=vthreads)
     tx, xi = s[c].split(xi, nparts=threads)
     s[c].reorder(by, bx, vy, vx, ty, tx, yi, xi)
+    if group:
+        # blocks launched in order of blockIdx.x walk down `group` block columns at a time
+        gx, bx = s[c].split(bx, factor=group)
+        s[c].reorder(gx, by, bx, vy, vx, ty, tx, yi, xi)
+        by = s[c].fuse(by, bx)
+        by, bx = gx, by
     for axis, tag in (
         (by, "blockIdx.y"),
         (bx, "blockIdx.x"),

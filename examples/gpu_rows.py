@@ -36,7 +36,8 @@ def _threads_reduce(s: sl.Schedule, out: sl.Tensor, threads: int, lanes: int) ->
     s[out].bind(s[out].op.axis[0], sl.thread_axis("blockIdx.x"))
     s[out].bind(s[out].op.reduce_axis[0], sl.thread_axis("threadIdx.x"))
     s[rf].compute_at(s[out], s[out].op.reduce_axis[0])
-    s[rf].unroll(s[rf].op.reduce_axis[-1])
+    for axis in s[rf].op.reduce_axis:  # all of a thread's loads in flight at once
+        s[rf].unroll(axis)
 
 
 def sum_schedule(r: sl.Tensor, threads: int = THREADS, lanes: int = LANES) -> sl.Schedule:
@@ -56,23 +57,29 @@ def softmax(m, n) -> tuple[sl.Tensor, ...]:
     return a, mx, e, total, out
 
 
-def softmax_schedule(a, mx, e, total, out, threads: int = THREADS) -> sl.Schedule:
+def softmax_schedule(
+    a, mx, e, total, out, threads: int = THREADS, lanes: int = LANES
+) -> sl.Schedule:
     s = sl.create_schedule(out.op)
     row = s.cache_read(a, "shared", [mx, e])
     s[e].compute_inline()
-    (block,) = s[out].op.axis[:1]
+    block = s[out].op.axis[0]
     s[out].bind(block, sl.thread_axis("blockIdx.x"))
-    jo, ji = s[out].split(s[out].op.axis[1], factor=threads)
-    s[out].bind(ji, sl.thread_axis("threadIdx.x"))
+    jo, ji = s[out].split(s[out].op.axis[1], factor=threads * lanes)
+    tx, lane = s[out].split(ji, factor=lanes)
+    s[out].bind(tx, sl.thread_axis("threadIdx.x"))
+    s[out].vectorize(lane)  # 16-byte stores
+    s[out].unroll(jo)
     for stage in (mx, total):
         s[stage].compute_at(s[out], block)
-        _, kt = s[stage].split(s[stage].op.reduce_axis[0], factor=threads)
+        ko, kt = s[stage].split(s[stage].op.reduce_axis[0], factor=threads)
         s[stage].bind(kt, sl.thread_axis("threadIdx.x"))
+        s[stage].unroll(ko)
     s[row].compute_at(s[out], block)
     fused = s[row].fuse(*s[row].op.axis)
-    rest, lanes = s[row].split(fused, factor=4)
-    _, tx = s[row].split(rest, factor=threads)
+    rest, lane = s[row].split(fused, factor=lanes)
+    steps, tx = s[row].split(rest, factor=threads)
     s[row].bind(tx, sl.thread_axis("threadIdx.x"))
-    s[row].vectorize(lanes)
-    del jo
+    s[row].vectorize(lane)  # 16-byte loads, all of a thread's in flight at once
+    s[row].unroll(steps)
     return s

@@ -65,11 +65,10 @@ class NvptxTarget(Target):
         count = constant_count(buffer)
         if count is None or buffer.scope == "global":  # nvptx_plan rejects these first
             raise LoweringError(f"buffer '{buffer.name}' cannot be allocated inside a kernel")
-        element = storage_type(buffer.dtype)
         if buffer.scope == "shared":
-            ptr = shared_array(em.b.module, element, count, f"{buffer.name}.shared")
+            ptr = shared_array(em.b, self.kernel.shared, stmt, f"{buffer.name}.shared")
         else:
-            ptr = em.scope.alloca(element, max(count, 1), align=BUFFER_ALIGN)
+            ptr = em.scope.alloca(storage_type(buffer.dtype), max(count, 1), align=BUFFER_ALIGN)
         em.buffers[buffer] = ptr
         em.stmt(stmt.body)
         del em.buffers[buffer]

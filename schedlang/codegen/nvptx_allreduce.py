@@ -21,8 +21,8 @@ a case, and gets one of the first two forms:
 Every member of a group combines the same values in the same order, so all get the same bits.
 The two shared-memory forms end with a barrier, so that the scratch can be written again (by
 the next iteration of a loop around the collective). Each collective has its own scratch, one
-``addrspace(3)`` array per source, which `scratch_bytes` counts into the kernel's static shared
-memory.
+shared array per source, whose sizes (`scratch_sizes`) the kernel's shared layout
+(`nvptx_plan`) places next to its shared buffers.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from ..loopir.nodes import ThreadAllReduce
 from .control import for_range, if_then
 from .intrinsics import function
 from .llvm_types import I32, I64, constant, from_storage, storage_type, to_storage
-from .nvptx_llvm import BUFFER_ALIGN, barrier, shared_array, special_register
+from .nvptx_llvm import barrier, shared_array, special_register
 
 if TYPE_CHECKING:
     from .llvm_stmt import StmtEmitter
@@ -76,17 +76,12 @@ def layout(stmt: ThreadAllReduce, block: tuple[int, int, int]) -> Layout:
     return Layout("shared", group, total)
 
 
-def scratch_bytes(stmt: ThreadAllReduce, block: tuple[int, int, int]) -> int:
-    """Static shared memory the collective uses, as ptxas counts it."""
+def scratch_sizes(stmt: ThreadAllReduce, block: tuple[int, int, int]) -> tuple[int, ...]:
+    """Bytes of shared scratch per source of the collective (none for the forms without)."""
     count = layout(stmt, block).scratch
-    return sum(_padded(count, c.dtype) * dt.itemsize(c.dtype) for c in stmt.combiners)
-
-
-def _padded(count: int, dtype: str) -> int:
-    """`count` elements rounded up to whole `BUFFER_ALIGN` units, so that the arrays of one
-    collective pack without the gaps ptxas would otherwise leave (and count) between them."""
-    per_unit = max(1, BUFFER_ALIGN // dt.itemsize(dtype))
-    return -(-count // per_unit) * per_unit
+    if count == 0:
+        return ()
+    return tuple(count * dt.itemsize(c.dtype) for c in stmt.combiners)
 
 
 def emit_allreduce(em: StmtEmitter, stmt: ThreadAllReduce, block: tuple[int, int, int]) -> None:
@@ -187,7 +182,7 @@ def _warps_allreduce(
     heads = [
         _tree_to_first_lane(em, c, v, lane, WARP, full) for c, v in zip(stmt.combiners, values)
     ]
-    scratch = [_scratch(em, c, plan.scratch, "warps") for c in stmt.combiners]
+    scratch = _scratch(em, stmt, "warps")
     with if_then(b, b.icmp_unsigned("==", lane, ir.Constant(I32, 0)), "warp.head"):
         for comb, memory, head in zip(stmt.combiners, scratch, heads):
             _store(b, comb, memory, warp, head)
@@ -209,8 +204,7 @@ def _shared_allreduce(
     block: tuple[int, int, int],
 ) -> list[ir.Value]:
     b = em.b
-    total = block[0] * block[1] * block[2]
-    scratch = [_scratch(em, c, total, "shared") for c in stmt.combiners]
+    scratch = _scratch(em, stmt, "shared")
     for comb, memory, value in zip(stmt.combiners, scratch, values):
         _store(b, comb, memory, tid, value)
     barrier(b)
@@ -262,9 +256,13 @@ def _combine(em: StmtEmitter, comb: CommReducer, x: ir.Value, y: ir.Value) -> ir
     return result
 
 
-def _scratch(em: StmtEmitter, comb: CommReducer, count: int, form: str) -> ir.Value:
-    padded = _padded(count, comb.dtype)
-    return shared_array(em.b.module, storage_type(comb.dtype), padded, f"allreduce.{form}")
+def _scratch(em: StmtEmitter, stmt: ThreadAllReduce, form: str) -> list[ir.Value]:
+    """The collective's scratch arrays, one per source, where the kernel's layout put them."""
+    shared = em.target.kernel.shared  # the NvptxTarget of the kernel being emitted
+    return [
+        shared_array(em.b, shared, stmt, f"allreduce.{form}", part)
+        for part in range(len(stmt.combiners))
+    ]
 
 
 def _store(

@@ -1,18 +1,34 @@
 """LLVM IR that only NVPTX has, shared by the target and its block collectives: the special
-registers holding a thread's position, the block barrier, and shared memory as module-level
-``addrspace(3)`` arrays (the NVPTX backend declares those as ``.shared``; a kernel's static
-shared memory is their sum, which `nvptx_plan` counts the same way)."""
+registers holding a thread's position, the block barrier, and shared memory.
+
+A kernel's shared memory is laid out once, by `nvptx_plan` (`SharedLayout`): every shared
+buffer and every scratch array of a block collective gets a region at a 16-byte aligned offset,
+and the layout's size is the kernel's shared memory, which the launcher checks and passes. The
+code here only places what the layout says. Up to 48 KB (`STATIC_SHARED_LIMIT`, what a block
+may declare statically) each region is a module-level ``addrspace(3)`` array of the region's
+size (the NVPTX backend declares those ``.shared``; ptxas packs them to the layout's size
+exactly). Above that, a block gets more only as dynamic shared memory, which the launch sizes
+and the kernel opts into: every region is then an offset into one ``extern`` array of
+``[0 x i8]``, and address arithmetic still folds into immediate offsets. Static arrays stay the
+rule below the limit because their sizes tell LLVM how large an index can be, which lets it drop
+guards that one unsized array keeps.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llvmlite import ir
 
+from ..errors import InternalError
 from .intrinsics import function
-from .llvm_types import I32
+from .llvm_types import I8, I32, I64
 
 GLOBAL, SHARED, LOCAL = 1, 3, 5
 BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks
 SHARED_PTR = ir.PointerType(addrspace=SHARED)
+STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block may declare statically; more is dynamic
+DYNAMIC_SHARED = "dynamic_shared"  # the extern array of dynamic shared memory (a PTX name)
 _REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid"}
 
 
@@ -34,23 +50,66 @@ def barrier(b: ir.IRBuilder) -> None:
     b.call(function(b.module, "llvm.nvvm.barrier0", ir.VoidType(), []), [])
 
 
-def shared_array(module: ir.Module, element: ir.Type, count: int, name: str) -> ir.Value:
-    """A new shared array of `count` elements, as an ``addrspace(3)`` pointer. Not cast to a
-    generic pointer: LLVM's address-space inference would recover the space, but its
-    load/store vectorizer, running before that, cannot see the array's alignment through the
-    cast, and leaves shared tiles filled and read one word at a time."""
-    array_t = ir.ArrayType(element, max(count, 1))
-    memory = ir.GlobalVariable(module, array_t, _fresh_name(module, name), addrspace=SHARED)
-    memory.linkage = "internal"
-    memory.initializer = ir.Constant(array_t, ir.Undefined)
-    memory.align = BUFFER_ALIGN
-    memory.type = SHARED_PTR  # opaque, as the kernel parameters are (llvmlite types it)
+@dataclass(frozen=True, eq=False)
+class SharedLayout:
+    """Where a kernel's shared memory regions lie: `regions` maps a statement (by identity) to
+    ``(offset, bytes)`` per region it owns, an `Allocate` one, a `ThreadAllReduce` one per
+    source; `nbytes` is their total, the kernel's shared memory per block."""
+
+    kernel: str
+    regions: dict[int, tuple[tuple[int, int], ...]]
+    nbytes: int
+    dynamic: bool
+
+    def region(self, owner: object, part: int = 0) -> tuple[int, int]:
+        found = self.regions.get(id(owner))
+        if found is None:
+            raise InternalError(f"kernel '{self.kernel}': a shared buffer outside its layout")
+        return found[part]
+
+
+def lay_out_shared(kernel: str, owners: list[tuple[object, tuple[int, ...]]]) -> SharedLayout:
+    """Regions for `owners` (each a statement and the bytes of its regions), one after the other
+    at multiples of `BUFFER_ALIGN`, each padded to one: ptxas packs static arrays the same way,
+    so its count and this one agree. A statement met twice keeps its first regions."""
+    regions: dict[int, tuple[tuple[int, int], ...]] = {}
+    offset = 0
+    for owner, sizes in owners:
+        if id(owner) in regions:
+            continue
+        placed = []
+        for size in sizes:
+            padded = -(-max(size, 1) // BUFFER_ALIGN) * BUFFER_ALIGN
+            placed.append((offset, padded))
+            offset += padded
+        regions[id(owner)] = tuple(placed)
+    return SharedLayout(kernel, regions, offset, offset > STATIC_SHARED_LIMIT)
+
+
+def shared_array(
+    b: ir.IRBuilder, layout: SharedLayout, owner: object, name: str, part: int = 0
+) -> ir.Value:
+    """The region `part` of `owner` in `layout`, as an ``addrspace(3)`` pointer. Not cast to
+    a generic pointer: LLVM's address-space inference would recover the space, but its
+    load/store vectorizer, running before that, cannot see the alignment through the cast, and
+    leaves shared tiles filled and read one word at a time."""
+    offset, nbytes = layout.region(owner, part)
+    module = b.module
+    if layout.dynamic:
+        base = module.globals.get(DYNAMIC_SHARED)
+        if base is None:
+            base = ir.GlobalVariable(module, ir.ArrayType(I8, 0), DYNAMIC_SHARED, addrspace=SHARED)
+            base.linkage = "external"
+            base.align = BUFFER_ALIGN
+            base.type = SHARED_PTR
+        return b.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=I8, name=name)
+    unique = f"{layout.kernel}.{name}.{offset}"  # the same region when a statement recurs
+    memory = module.globals.get(unique)
+    if memory is None:
+        array_t = ir.ArrayType(I8, nbytes)
+        memory = ir.GlobalVariable(module, array_t, unique, addrspace=SHARED)
+        memory.linkage = "internal"
+        memory.initializer = ir.Constant(array_t, ir.Undefined)
+        memory.align = BUFFER_ALIGN
+        memory.type = SHARED_PTR  # opaque, as the kernel parameters are (llvmlite types it)
     return memory
-
-
-def _fresh_name(module: ir.Module, prefix: str) -> str:
-    name, k = prefix, 0
-    while name in module.globals:
-        k += 1
-        name = f"{prefix}{k}"
-    return name

@@ -40,7 +40,8 @@ from ..loopir.nodes import (
 )
 from ..loopir.printer import stmt_head
 from ..loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
-from .nvptx_allreduce import scratch_bytes
+from .nvptx_allreduce import scratch_sizes
+from .nvptx_llvm import SharedLayout, lay_out_shared
 from .nvptx_uniform import guard_uniform_stores
 from .storage import constant_count
 
@@ -51,14 +52,24 @@ _KNOWN = (Seq, Store, For, If, Let, Allocate, Barrier, ThreadAllReduce)
 
 @dataclass(frozen=True, eq=False)
 class KernelPlan:
-    """One kernel: its body, its launch shape and its static shared memory."""
+    """One kernel: its body, its launch shape and its shared memory."""
 
     name: str
     body: Stmt
     grid: tuple[Expr, Expr, Expr]  # extents over blockIdx.x/y/z, functions of the sizes
     block: tuple[int, int, int]
     grid_loops: frozenset[int]  # ids of the loops whose extent is the grid's (need no guard)
-    shared_bytes: int
+    shared: SharedLayout
+
+    @property
+    def shared_bytes(self) -> int:
+        """Shared memory per block, static or dynamic."""
+        return self.shared.nbytes
+
+    @property
+    def dynamic_shared_bytes(self) -> int:
+        """The dynamic shared memory a launch passes (0 when it is all static)."""
+        return self.shared.nbytes if self.shared.dynamic else 0
 
     def block_size(self, tag: str) -> int:
         return self.block[THREAD_TAGS.index(tag)]
@@ -144,7 +155,7 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     block = _block(func, body)
     grid, grid_loops = _grid(func, body)
     guarded = guard_uniform_stores(body, block)
-    shared = _shared_bytes(func, body, block)
+    shared = _shared_layout(func, name, guarded, block)
     return KernelPlan(name, guarded, grid, block, grid_loops, shared)
 
 
@@ -217,12 +228,14 @@ def _block_loops(
         _block_loops(func, child, lets, inside, found)
 
 
-def _shared_bytes(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]) -> int:
-    """Static shared memory: the shared buffers and the scratch of the block collectives."""
-    total = 0
+def _shared_layout(
+    func: LoweredFunc, name: str, body: Stmt, block: tuple[int, int, int]
+) -> SharedLayout:
+    """The regions of the shared buffers and of the scratch of the block collectives."""
+    owners: list[tuple[object, tuple[int, ...]]] = []
     for s in walk_stmt(body):
         if isinstance(s, ThreadAllReduce):
-            total += scratch_bytes(s, block)
+            owners.append((s, scratch_sizes(s, block)))
         if not isinstance(s, Allocate):
             continue
         if s.buffer.scope == "global":
@@ -240,5 +253,5 @@ def _shared_bytes(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]) ->
                 "so compute it at a loop inside a tile of constant size (split by a factor)"
             )
         if s.buffer.scope == "shared":
-            total += count * dt.itemsize(s.buffer.dtype)
-    return total
+            owners.append((s, (count * dt.itemsize(s.buffer.dtype),)))
+    return lay_out_shared(name, owners)

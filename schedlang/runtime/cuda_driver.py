@@ -69,7 +69,8 @@ class Device:
     max_threads: int
     max_block: tuple[int, int, int]
     max_grid: tuple[int, int, int]
-    max_shared: int
+    max_shared: int  # per block without opting in (static shared memory's limit)
+    max_shared_optin: int  # per block for a kernel that opts in to more dynamic shared memory
 
 
 def device() -> Device:
@@ -109,6 +110,7 @@ def _device() -> Device:
         max_block=(get("MAX_BLOCK_DIM_X"), get("MAX_BLOCK_DIM_Y"), get("MAX_BLOCK_DIM_Z")),
         max_grid=(get("MAX_GRID_DIM_X"), get("MAX_GRID_DIM_Y"), get("MAX_GRID_DIM_Z")),
         max_shared=get("MAX_SHARED_MEMORY_PER_BLOCK"),
+        max_shared_optin=get("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
     )
 
 
@@ -138,3 +140,11 @@ def _load(ptx: str, what: str) -> tuple:
 
 def function(module: Any, name: str) -> Any:
     return check(driver().cuModuleGetFunction(module, name.encode()), f"finding kernel {name}")
+
+
+def allow_dynamic_shared(function: Any, nbytes: int, what: str) -> None:
+    """Let `function` launch with `nbytes` of dynamic shared memory; above 48 KB a kernel must
+    opt in (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``) or its launches fail."""
+    cuda = driver()
+    attribute = cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check(cuda.cuFuncSetAttribute(function, attribute, nbytes), f"{what}: cuFuncSetAttribute")

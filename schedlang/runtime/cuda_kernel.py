@@ -101,8 +101,14 @@ class CudaKernel:
                     hint = f"; build with target='cuda -arch={device.arch}'"
                     raise LaunchError(f"{error}{hint}") from error
                 raise
-            kernels = self._compiled.plan.kernels
-            self._functions = [cuda_driver.function(module, k.name) for k in kernels]
+            functions = []
+            for kernel in self._compiled.plan.kernels:
+                function = cuda_driver.function(module, kernel.name)
+                if kernel.dynamic_shared_bytes:
+                    name = f"kernel '{self.lowered.name}/{kernel.name}'"
+                    cuda_driver.allow_dynamic_shared(function, kernel.dynamic_shared_bytes, name)
+                functions.append(function)
+            self._functions = functions
         return self._functions
 
     def _wait(self, doing: str) -> None:
@@ -121,8 +127,9 @@ class CudaKernel:
 
     @property
     def launch_config(self) -> tuple[LaunchConfig, ...]:
-        """Per kernel, in launch order: grid, block, static shared bytes, and registers per
-        thread where a GPU is present (loading the module asks the driver)."""
+        """Per kernel, in launch order: grid, block, shared bytes per block (dynamic above
+        48 KB), and registers per thread where a GPU is present (loading the module asks the
+        driver)."""
         registers: list[int | None] = [None] * len(self._compiled.plan.kernels)
         if self._functions is None and cuda_available():
             self._load(cuda_driver.device())
@@ -134,7 +141,7 @@ class CudaKernel:
                 for f in self._functions
             ]
         return tuple(
-            LaunchConfig(k.name, describe_grid(k), k.block, k.shared_bytes, r)
+            LaunchConfig(k.name, describe_grid(k), k.block, k.shared_bytes, r, k.shared.dynamic)
             for k, r in zip(self._compiled.plan.kernels, registers)
         )
 

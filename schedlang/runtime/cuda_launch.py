@@ -6,8 +6,10 @@ the one parameter list (buffers, temporaries, sizes) that every kernel takes; `L
 only calls ``cuLaunchKernel`` for each kernel, so that `Kernel.time` can measure the kernels
 alone and run them again without host work in between. The kernels run on CUDA's legacy
 default stream, which runs them one after another and waits for work that torch or cupy queued
-on theirs. A kernel whose grid is empty (a size of zero) is skipped. The block shape and shared
-memory are checked against the device before anything launches, so an impossible schedule is a
+on theirs. A kernel whose grid is empty (a size of zero) is skipped. A kernel with more than
+48 KB of shared memory has it as dynamic shared memory (`nvptx_llvm`), which each launch passes
+and which the kernel opted into when it was loaded. The block shape and shared memory are
+checked against the device before anything launches, so an impossible schedule is a
 `LaunchError` that says what to change rather than the driver's ``CUDA_ERROR_INVALID_VALUE``
 (`check_block` runs before the module is even loaded).
 """
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..codegen.nvptx_llvm import STATIC_SHARED_LIMIT
 from ..codegen.nvptx_plan import DevicePlan, KernelPlan
 from ..errors import LaunchError
 from ..ir.evaluate import _size_value
@@ -31,6 +34,7 @@ from .device_array import DeviceArray
 @dataclass(frozen=True)
 class LaunchConfig:
     """How one kernel launches: `grid` as expressions of the sizes, the rest constants;
+    `shared_bytes` per block (`dynamic_shared` when they are passed at launch, above 48 KB);
     `registers` per thread once the module is loaded on a GPU (None before)."""
 
     kernel: str
@@ -38,6 +42,7 @@ class LaunchConfig:
     block: tuple[int, int, int]
     shared_bytes: int
     registers: int | None
+    dynamic_shared: bool = False
 
 
 def grid_of(kernel: KernelPlan, plan: DevicePlan, sizes: Sequence[int]) -> tuple[int, int, int]:
@@ -64,10 +69,13 @@ def check_block(kernel: KernelPlan, function: str, device: Device) -> None:
                 f"kernel '{function}' has {n} threads along threadIdx.{axis}, but {device.name} "
                 f"allows at most {limit}; bind a smaller loop to it"
             )
-    if kernel.shared_bytes > device.max_shared:
+    limit = device.max_shared_optin if kernel.shared.dynamic else device.max_shared
+    if kernel.shared_bytes > limit:
         raise LaunchError(
             f"kernel '{function}' needs {kernel.shared_bytes} bytes of shared memory per block, "
-            f"but {device.name} gives a block at most {device.max_shared}; use smaller tiles"
+            f"but {device.name} gives a block at most {limit} (opting in above "
+            f"{STATIC_SHARED_LIMIT}); stage smaller tiles in shared memory: split the loops "
+            "that the shared stages are computed at by smaller factors"
         )
 
 
@@ -130,7 +138,7 @@ def prepare_launch(
         if min(grid) <= 0:
             continue
         what = f"launching kernel '{name}/{kernel.name}' (grid {grid}, block {kernel.block})"
-        steps.append(_Step(function, grid, kernel.block, 0, what))
+        steps.append(_Step(function, grid, kernel.block, kernel.dynamic_shared_bytes, what))
     temps = [DeviceArray((_temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
     values: list[ctypes._SimpleCData] = [ctypes.c_void_p(p) for p in pointers]
     values += [ctypes.c_void_p(t.ptr) for t in temps]

@@ -11,3 +11,13 @@ from schedlang.platform_info import cuda_available, probe_cuda
 def gpu() -> None:
     if not cuda_available():
         pytest.skip(f"no usable CUDA GPU here: {probe_cuda().detail}")
+
+
+@pytest.fixture
+def all_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels built in the test keep all their shared memory dynamic, as those above 48 KB do
+    (the compile cache is emptied for the test, since it does not know the limit)."""
+    from schedlang.codegen import nvptx_compile, nvptx_llvm
+
+    monkeypatch.setattr(nvptx_llvm, "STATIC_SHARED_LIMIT", 0)
+    monkeypatch.setattr(nvptx_compile, "_memory", {})

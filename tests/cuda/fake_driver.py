@@ -24,6 +24,7 @@ H100 = Device(
     max_block=(1024, 1024, 64),
     max_grid=(2**31 - 1, 65535, 65535),
     max_shared=49152,
+    max_shared_optin=232448,
 )
 
 

@@ -121,6 +121,26 @@ def two_kernels(n=None):
     return s, [a], [c]
 
 
+def shared_rows(m=3, n=8192, threads=256):
+    """``C[i, j] = A[i, n - 1 - j] + B[i, j]`` with whole rows of A and B staged in shared
+    memory, one row per block: 2 * 4 * n bytes (64 KB at the default n, above the 48 KB a block
+    may declare statically)."""
+    a = sl.placeholder((m, n), name="A")
+    b = sl.placeholder((m, n), name="B")
+    c = sl.compute((m, n), lambda i, j: a[i, n - 1 - j] + b[i, j], name="C")
+    s = sl.create_schedule(c)
+    aa = s.cache_read(a, "shared", [c])
+    bb = s.cache_read(b, "shared", [c])
+    row, col = c.op.axis
+    _, tx = s[c].split(col, factor=threads)
+    bind(s, c, (row, "blockIdx.x"), (tx, "threadIdx.x"))
+    for stage in (aa, bb):
+        s[stage].compute_at(s[c], row)
+        _, stx = s[stage].split(s[stage].op.axis[1], factor=threads)
+        bind(s, stage, (stx, "threadIdx.x"))
+    return s, [a, b], [c]
+
+
 def row_reduce(m=7, n=37, threads=16, rows=4, reducer="sum", dtype="float32"):
     """TE's reduction recipe: partial results per thread (rfactor) combined across the
     `threads` threads of threadIdx.x (a block collective), `rows` rows per block on threadIdx.y.

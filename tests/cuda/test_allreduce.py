@@ -100,9 +100,16 @@ def test_the_cpu_target_refuses_a_collective():
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize("shared", ["static", "dynamic"])
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
-def test_reduction_matches_the_reference_on_the_gpu(name):
+def test_reduction_matches_the_reference_on_the_gpu(name, shared, request):
+    """Each form, with its scratch as static arrays and as dynamic shared memory (as it is in
+    a kernel above 48 KB)."""
+    if shared == "dynamic":
+        request.getfixturevalue("all_dynamic")
     kernel, inputs, outputs = build(name)
+    for config in kernel.launch_config:
+        assert config.dynamic_shared == (shared == "dynamic" and config.shared_bytes > 0)
     arrays, wants = expected(inputs, outputs)
     results = [np.full(w.shape, np.nan if w.dtype.kind == "f" else 7, w.dtype) for w in wants]
     kernel(*arrays, *results, **{k: v for k, v in SIZES.items() if k in kernel_sizes(kernel)})

@@ -268,12 +268,13 @@ def test_too_many_threads_is_a_launch_error():
 
 
 def test_too_much_shared_memory_is_a_launch_error():
-    n = 1 << 16
+    """256 KB of shared memory per block: more than any GPU gives one, even opting in."""
+    n = 1 << 17
     a = sl.placeholder((n,), name="A")
     b = sl.compute((n,), lambda i: a[i] * 2.0, name="B")
     c = sl.compute((n,), lambda i: b[i] + 1.0, name="C")
     s = sl.create_schedule(c)
-    bo, bi = s[c].split(c.op.axis[0], factor=16384)
+    bo, bi = s[c].split(c.op.axis[0], factor=65536)
     _, tx = s[c].split(bi, factor=256)
     kernels.bind(s, c, (bo, "blockIdx.x"), (tx, "threadIdx.x"))
     s[b].compute_at(s[c], bo)
@@ -282,8 +283,38 @@ def test_too_much_shared_memory_is_a_launch_error():
     kernels.bind(s, b, (btx, "threadIdx.x"))
     kernel = sl.build(s, [a, c], target="cuda")
     x = np.ones(n, np.float32)
-    with pytest.raises(sl.LaunchError, match="needs 65536 bytes of shared memory per block"):
+    with pytest.raises(sl.LaunchError, match="needs 262144 bytes of shared memory per block"):
         kernel(x, np.empty_like(x))
+
+
+@pytest.mark.parametrize("n", [6144, 8192, 12800])
+def test_shared_memory_above_48_kb(n):
+    """Rows of 48 KB (static), 64 KB and 100 KB (dynamic, opted into) in shared memory."""
+    kernel, inputs, outputs = build(kernels.shared_rows, 5, n)
+    arrays, (want,) = expected(inputs, outputs, {})
+    (config,) = kernel.launch_config
+    assert config.shared_bytes == 8 * n and config.dynamic_shared == (8 * n > 48 * 1024)
+    results = poisoned([want])
+    kernel(*arrays, *results)
+    np.testing.assert_array_equal(results[0], want)
+    device_in = [sl.array(a) for a in arrays]
+    device_out = sl.array(poisoned([want])[0])
+    assert 0 < kernel.time(*device_in, device_out, repeat=3) < 0.1
+    np.testing.assert_array_equal(device_out.numpy(), want)
+    assert 0 < config.registers <= 255
+
+
+@pytest.mark.usefixtures("all_dynamic")
+@pytest.mark.parametrize(("name", "args", "sizes"), CASES, ids=lambda v: str(v))
+def test_schedule_matches_the_reference_with_dynamic_shared_memory(name, args, sizes):
+    """Every schedule with its shared memory dynamic, as kernels above 48 KB have it."""
+    kernel, inputs, outputs = build(kernels.SCHEDULES[name], *args)
+    assert all(c.dynamic_shared == (c.shared_bytes > 0) for c in kernel.launch_config)
+    arrays, wants = expected(inputs, outputs, sizes)
+    results = poisoned(wants)
+    kernel(*arrays, *results)
+    for got, want in zip(results, wants):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_ptx_for_a_newer_gpu_is_a_launch_error_that_names_the_kernel():

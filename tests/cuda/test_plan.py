@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import schedlang as sl
 from schedlang.codegen import libdevice, nvptx_compile
+from schedlang.codegen.nvptx_llvm import lay_out_shared
 from schedlang.codegen.nvptx_plan import plan_kernels
 from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
 from schedlang.platform_info import cuda_available
 from schedlang.runtime import dlpack
-from schedlang.runtime.cuda_driver import Device
 from schedlang.runtime.cuda_launch import check_block, check_grid, grid_of
 from tests.loopir.nests import load, loop_var, store
 from tests.schedule.test_gpu_schedules import bind
 
+from .fake_driver import H100
 from .kernels import gemm_shared, math, two_kernels, vector_add
 
 F32 = "float32"
@@ -191,9 +194,9 @@ def test_libdevice_is_found_from_the_environment(monkeypatch, tmp_path):
     assert libdevice.candidates()[0] == fake
 
 
-HOPPER = Device(
-    0, None, None, "H100", "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 49152
-)
+def with_shared(kernel, nbytes: int):
+    """`kernel` with one shared buffer of `nbytes`."""
+    return dataclasses.replace(kernel, shared=lay_out_shared(kernel.name, [(kernel, (nbytes,))]))
 
 
 @pytest.mark.parametrize(
@@ -206,7 +209,13 @@ HOPPER = Device(
             r"needs 2048 threads per block \(2048, 1, 1\), but H100 runs at most 1024",
         ),
         ((1, 1, 128), 0, (1, 1, 1), "128 threads along threadIdx.z, but H100 allows at most 64"),
-        ((32, 1, 1), 65536, (1, 1, 1), "needs 65536 bytes of shared memory per block"),
+        (
+            (32, 1, 1),
+            240_000,
+            (1, 1, 1),
+            r"needs 240000 bytes of shared memory per block, but H100 gives a block at most "
+            r"232448 \(opting in above 49152\); stage smaller tiles in shared memory",
+        ),
         (
             (32, 1, 1),
             0,
@@ -217,13 +226,24 @@ HOPPER = Device(
 )
 def test_launch_limits_are_checked_before_launching(block, shared, grid, message):
     plan = plan_kernels(lowered(vector_add))
-    kernel = plan.kernels[0]
-    oversized = type(kernel)(
-        kernel.name, kernel.body, kernel.grid, block, kernel.grid_loops, shared
-    )
+    kernel = dataclasses.replace(with_shared(plan.kernels[0], shared), block=block)
     with pytest.raises(sl.LaunchError, match=message):
-        check_block(oversized, "main/main_kernel0", HOPPER)
-        check_grid("main/main_kernel0", grid, HOPPER)
+        check_block(kernel, "main/main_kernel0", H100)
+        check_grid("main/main_kernel0", grid, H100)
+
+
+@pytest.mark.parametrize("nbytes", [48 * 1024, 48 * 1024 + 16, 232_448])
+def test_shared_memory_up_to_the_opt_in_limit_is_fine(nbytes):
+    kernel = with_shared(plan_kernels(lowered(vector_add)).kernels[0], nbytes)
+    check_block(kernel, "main/main_kernel0", H100)
+    assert kernel.dynamic_shared_bytes == (nbytes if nbytes > 48 * 1024 else 0)
+
+
+def test_static_shared_memory_is_checked_against_the_limit_without_opt_in():
+    small = dataclasses.replace(H100, name="a small GPU", max_shared=16384)
+    kernel = with_shared(plan_kernels(lowered(vector_add)).kernels[0], 20000)
+    with pytest.raises(sl.LaunchError, match="needs 20000 bytes .* at most 16384 .opting in"):
+        check_block(kernel, "main/main_kernel0", small)
 
 
 def test_host_arrays_are_checked_before_the_gpu_is_touched():
