@@ -44,10 +44,6 @@ class CompiledCuda:
     llvm_ir: str
     ptx: str
 
-    @property
-    def key(self) -> str:
-        return fingerprint(self.plan.func, f"cuda {self.arch}")
-
 
 def check_arch(arch: str) -> str:
     """`arch` when it names a GPU architecture (``sm_80``, ``sm_90a``); else a LoweringError."""
