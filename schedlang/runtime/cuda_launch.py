@@ -42,7 +42,7 @@ class LaunchConfig:
     block: tuple[int, int, int]
     shared_bytes: int
     registers: int | None
-    dynamic_shared: bool = False
+    dynamic_shared: bool
 
 
 def grid_of(kernel: KernelPlan, plan: DevicePlan, sizes: Sequence[int]) -> tuple[int, int, int]:
