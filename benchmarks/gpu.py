@@ -75,10 +75,12 @@ def kernel_time(kernel, arrays, repeat: int) -> float:
     return kernel.time(*arrays, repeat=repeat, warmup=3)
 
 
-def check(got: torch.Tensor, want: torch.Tensor, what: str, rtol: float = 1e-4) -> None:
-    err = ((got.double() - want).abs() / (want.abs() + 1e-3)).max().item()
+def check(got: torch.Tensor, want: torch.Tensor, what: str, rtol: float = 1e-5) -> None:
+    """The largest error relative to the largest value: elementwise relative errors mean
+    nothing for sums of random signs, some of which land near zero."""
+    err = ((got.double() - want).abs().max() / want.abs().max()).item()
     if not err <= rtol:  # also catches NaN
-        raise SystemExit(f"{what}: wrong result (max relative error {err:.2e})")
+        raise SystemExit(f"{what}: wrong result (max error {err:.2e} of the largest value)")
 
 
 def bench_gemm(repeat: int) -> list[Row]:
@@ -134,7 +136,7 @@ def bench_rows(repeat: int) -> list[Row]:
     x, total = gpu_rows.row_sum(n, n)
     kernel = sl.build(gpu_rows.sum_schedule(total), [x, total], target="cuda")
     kernel(a, r)
-    check(r, a.double().sum(1), "row sum", rtol=1e-3)
+    check(r, a.double().sum(1), "row sum")
     ours = kernel_time(kernel, (a, r), repeat)
     peer = event_time(lambda: torch.sum(a, dim=1, out=r), repeat)
     rows = [Row("row sum 8192^2 fp32", ours, "torch.sum", peer, 4 * n * n, "GB/s")]
@@ -142,7 +144,7 @@ def bench_rows(repeat: int) -> list[Row]:
     tensors = gpu_rows.softmax(n, n)
     kernel = sl.build(gpu_rows.softmax_schedule(*tensors), [tensors[0], tensors[-1]], target="cuda")
     kernel(a, out)
-    check(out, torch.softmax(a.double(), dim=1), "softmax", rtol=1e-3)
+    check(out, torch.softmax(a.double(), dim=1), "softmax")
     ours = kernel_time(kernel, (a, out), repeat)
     peer = event_time(lambda: torch.softmax(a, 1), repeat)
     rows.append(Row("softmax 8192^2 fp32", ours, "torch.softmax", peer, 2 * 4 * n * n, "GB/s"))
@@ -161,7 +163,7 @@ def bench_conv2d(repeat: int) -> list[Row]:
     x_nchw = a.permute(3, 2, 0, 1).contiguous()
     w_oihw = w.permute(3, 2, 0, 1).contiguous()
     want = torch.nn.functional.conv2d(x_nchw.double(), w_oihw.double(), padding=1)
-    check(b.permute(3, 2, 0, 1), want, "conv2d", rtol=1e-3)
+    check(b.permute(3, 2, 0, 1), want, "conv2d")
     reps = max(5, repeat // 5)
     ours = kernel_time(kernel, (a, w, b), reps)
     peer = event_time(lambda: torch.nn.functional.conv2d(x_nchw, w_oihw, padding=1), reps)
