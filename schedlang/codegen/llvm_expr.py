@@ -250,16 +250,35 @@ class ExprEmitter:
             ]
             total = terms[0]
             for t in terms[1:]:
-                total = self.b.add(*self.unify(total, t), flags=("nsw",))
+                total = self.index_op("+", *self.unify(total, t))
             return total
         total = self.index(indices[0])
         for extent, i in zip(buffer.shape[1:], indices[1:]):
             scaled = self._mul(total, self.index(extent))
-            total = self.b.add(*self.unify(scaled, self.index(i)), flags=("nsw",))
+            total = self.index_op("+", *self.unify(scaled, self.index(i)))
         return total
 
     def _mul(self, x: ir.Value, y: ir.Value) -> ir.Value:
-        return self.b.mul(*self.unify(x, y), flags=("nsw",))
+        return self.index_op("*", *self.unify(x, y))
+
+    def index_op(self, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
+        """``x op y`` on indices (+, -, *), folded where an operand is a constant that decides
+        it: unrolled loops make most indices constants, and IR that is not emitted is IR that
+        LLVM does not have to read and fold (kernels with register tiles compile faster)."""
+        cx, cy = _known(x), _known(y)
+        if cx is not None and cy is not None:
+            value = cx + cy if op == "+" else cx - cy if op == "-" else cx * cy
+            return ir.Constant(x.type, value)
+        if op in ("+", "-") and cy == 0:
+            return x
+        if op == "+" and cx == 0:
+            return y
+        if op == "*" and (cy == 1 or cx == 0):
+            return x
+        if op == "*" and (cx == 1 or cy == 0):
+            return y
+        make = {"+": self.b.add, "-": self.b.sub, "*": self.b.mul}[op]
+        return make(x, y, flags=("nsw",))
 
     def element(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
         """The address of one element (indices uniform, or outside vectorized loops)."""
@@ -304,12 +323,8 @@ class ExprEmitter:
     def _index_binary(self, e: Binary) -> ir.Value:
         b = self.b
         x, y = self.unify(self.index(e.a), self.index(e.b))
-        if e.op == "+":
-            return b.add(x, y, flags=("nsw",))
-        if e.op == "-":
-            return b.sub(x, y, flags=("nsw",))
-        if e.op == "*":
-            return b.mul(x, y, flags=("nsw",))
+        if e.op in ("+", "-", "*"):
+            return self.index_op(e.op, x, y)
         if e.op == "//":
             return arith.int_floordiv(b, x, y, "int64")
         if e.op == "%":
@@ -325,6 +340,13 @@ class ExprEmitter:
             x, y = self.unify(self.condition(e.a), self.condition(e.b))
             return self.b.and_(x, y) if e.op == "and" else self.b.or_(x, y)
         return self.value(e)
+
+
+def _known(value: ir.Value) -> int | None:
+    """The integer a scalar constant holds, else None."""
+    if isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType):
+        return int(value.constant)
+    return None
 
 
 def _index_like(*exprs: Expr) -> bool:

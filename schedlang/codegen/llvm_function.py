@@ -1,6 +1,7 @@
 """One generated function: its entry block for stack slots, its cleanups and its exits.
 
-Generated functions return an ``i32`` status (0: done). Stack slots (``alloca``) must sit in the
+Generated functions return an ``i32`` status (0: done), or nothing (GPU kernels, which have no
+failure paths). Stack slots (``alloca``) must sit in the
 entry block to be promoted to registers, so the entry block only holds them and branches to the
 code. Buffers released when the function ends register a cleanup, run on every exit: the normal
 return and the failure returns (out of memory, an error in the parallel runtime).
@@ -65,4 +66,7 @@ class FunctionScope:
     def _exit(self, b: ir.IRBuilder, status: int) -> None:
         for cleanup in reversed(self.cleanups):
             cleanup(b)
-        b.ret(ir.Constant(I32, status))
+        if isinstance(self.fn.function_type.return_type, ir.VoidType):
+            b.ret_void()  # a GPU kernel: nothing fails inside one
+        else:
+            b.ret(ir.Constant(I32, status))

@@ -78,7 +78,7 @@ class StmtEmitter(ExprEmitter):
 
     def serial_loop(self, s: For) -> None:
         lo = self.index(s.min)
-        hi = self.b.add(lo, self.index(s.extent), flags=("nsw",))
+        hi = self.index_op("+", lo, self.index(s.extent))
         with for_range(self.b, lo, hi, s.var.name) as i:
             self.bind(s.var, i, index=True)
             self.stmt(s.body)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from llvmlite import ir
+
 from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Const
@@ -52,6 +54,7 @@ class NvptxTarget(Target):
     def __init__(self, arch: str, kernel: KernelPlan) -> None:
         self.arch = arch
         self.kernel = kernel
+        self._indices: dict[str, ir.Value] = {}  # hardware index -> its i64, read at entry
 
     @property
     def key(self) -> str:
@@ -89,17 +92,23 @@ class NvptxTarget(Target):
         tag = loop.thread or ""
         if not is_index_tag(tag):
             raise LoweringError(f"loop {loop.var.name} is bound to the unknown index {tag!r}")
-        index = b.zext(special_register(b, tag), I64)
-        if not (isinstance(loop.min, Const) and int(loop.min.value) == 0):
-            index = b.add(em.index(loop.min), index, flags=("nsw",))
+        index = em.index_op("+", em.index(loop.min), self._hardware_index(em, tag))
         em.bind(loop.var, index, index=True)
         if self._covers(loop):
             em.stmt(loop.body)
         else:
-            limit = b.add(em.index(loop.min), em.index(loop.extent), flags=("nsw",))
+            limit = em.index_op("+", em.index(loop.min), em.index(loop.extent))
             with if_then(b, b.icmp_signed("<", index, limit), f"{loop.var.name}.in"):
                 em.stmt(loop.body)
         del em.vars[loop.var]
+
+    def _hardware_index(self, em: StmtEmitter, tag: str) -> ir.Value:
+        """`tag`'s register, read once per kernel: every statement sits in its own thread
+        loops, and one read each would be hundreds for LLVM to merge."""
+        if tag not in self._indices:
+            with em.scope.at_entry() as entry:
+                self._indices[tag] = entry.zext(special_register(entry, tag), I64)
+        return self._indices[tag]
 
     def _covers(self, loop: For) -> bool:
         """Whether the launch runs exactly the loop's iterations (no guard needed)."""

@@ -2,10 +2,9 @@
 
 Every kernel takes the same parameters, the global buffers of the plan (the function's
 parameters, then the temporaries) as ``ptr addrspace(1)``, then every symbolic size as ``i64``,
-so the launcher passes one argument list to all of them. The kernel calls its body, an internal
-function that the optimiser inlines, with the same pointers, declared ``noalias`` (the runtime
-checks that outputs overlap nothing) and ``align 16`` (the runtime refuses buffers that start
-elsewhere). Kept in address space 1 rather than cast to generic pointers, they carry that
+so the launcher passes one argument list to all of them. The pointers are declared ``noalias``
+(the runtime checks that outputs overlap nothing) and ``align 16`` (the runtime refuses buffers
+that start elsewhere). Kept in address space 1 rather than cast to generic pointers, they carry that
 alignment to every access: LLVM proves a contiguous access of 4 floats at an offset that is a
 multiple of 4 to be 16-byte aligned, and emits one ``ld.global.v4`` for it instead of four.
 ``nvvm.annotations`` mark the kernels and their maximum block shape, which ptxas uses to budget
@@ -39,29 +38,19 @@ def build_module(plan: DevicePlan, arch: str, data_layout: str) -> ir.Module:
 def _kernel(module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str) -> None:
     buffers, sizes = plan.buffers, plan.func.sizes
     nbuffers = len(buffers)
-    body_t = ir.FunctionType(I32, [GLOBAL_PTR] * nbuffers + [I64] * len(sizes))
-    body_fn = ir.Function(module, body_t, f"{kernel.name}.body")
-    body_fn.linkage = "internal"
-    for arg in body_fn.args[:nbuffers]:
-        arg.add_attribute("noalias")
-        arg.attributes.align = BUFFER_ALIGN
-    scope = FunctionScope(body_fn)
-    em = StmtEmitter(scope, NvptxTarget(arch, kernel))
-    for buffer, arg in zip(buffers, body_fn.args):
-        em.buffers[buffer] = arg
-    for var, arg in zip(sizes, body_fn.args[nbuffers:]):
-        em.bind(var, arg, index=True)
-    em.stmt(kernel.body)
-    scope.finish()
-
     entry_t = ir.FunctionType(ir.VoidType(), [GLOBAL_PTR] * nbuffers + [I64] * len(sizes))
     entry = ir.Function(module, entry_t, kernel.name)
     for arg in entry.args[:nbuffers]:
         arg.add_attribute("noalias")
         arg.attributes.align = BUFFER_ALIGN
-    b = ir.IRBuilder(entry.append_basic_block())
-    b.call(body_fn, list(entry.args))
-    b.ret_void()
+    scope = FunctionScope(entry)
+    em = StmtEmitter(scope, NvptxTarget(arch, kernel))
+    for buffer, arg in zip(buffers, entry.args):
+        em.buffers[buffer] = arg
+    for var, arg in zip(sizes, entry.args[nbuffers:]):
+        em.bind(var, arg, index=True)
+    em.stmt(kernel.body)
+    scope.finish()
     module.add_named_metadata("nvvm.annotations", [entry, "kernel", ir.Constant(I32, 1)])
     for axis, threads in zip("xyz", kernel.block):
         annotation = [entry, f"maxntid{axis}", ir.Constant(I32, threads)]

@@ -15,12 +15,13 @@ from .nodes import For, Load, Stmt, Store
 from .visit import stmt_children, stmt_exprs, walk_expr, walk_stmt, with_children
 
 MAX_COPIES = 256  # the most copies of a body that register promotion makes (nested loops multiply)
+_UNROLLABLE = ("serial", "vthread")  # a virtual thread is a serial loop over its registers
 
 
 def mark_register_loops(stmt: Stmt) -> Stmt:
-    """`stmt` with serial loops of constant extent whose variable indexes a "local" buffer
-    marked ``unrolled``, innermost first, as long as the copies of one body stay within
-    `MAX_COPIES`. `unroll_loops` then unrolls them."""
+    """`stmt` with serial and virtual-thread loops of constant extent whose variable indexes a
+    "local" buffer marked ``unrolled``, innermost first, as long as the copies of one body stay
+    within `MAX_COPIES`. `unroll_loops` then unrolls them."""
     return _visit(stmt)[0]
 
 
@@ -32,7 +33,7 @@ def _visit(s: Stmt) -> tuple[Stmt, int]:
     copies = max((r[1] for r in results), default=1)
     if any(a is not b for a, b in zip(new, kids)):
         s = with_children(s, new)
-    if not (isinstance(s, For) and s.kind == "serial" and isinstance(s.extent, Const)):
+    if not (isinstance(s, For) and s.kind in _UNROLLABLE and isinstance(s.extent, Const)):
         return s, copies
     extent = int(s.extent.value)
     if copies * extent <= MAX_COPIES and _indexes_local(s.body, s.var):

@@ -9,11 +9,11 @@ error that tells the user to split by a constant factor first.
 from __future__ import annotations
 
 from ..errors import LoweringError
-from ..ir.expr import Const, binary
+from ..ir.expr import Const, Expr, Var, binary
 from ..ir.printer import expr_str
-from .nodes import Allocate, For, If, Let, Seq, Stmt, seq
+from .nodes import For, Seq, Stmt, seq
 from .simplify import simplify, simplify_expr
-from .visit import substitute_stmt
+from .visit import rebuild_stmt, substitute_expr
 
 
 def unroll_loops(stmt: Stmt) -> Stmt:
@@ -25,37 +25,33 @@ def unroll_loops(stmt: Stmt) -> Stmt:
     Guarantees: no loop of kind ``"unrolled"`` is left, the effect on memory is unchanged, and
     the result is simplified (`simplify`).
     """
-    return simplify(_unroll(stmt))
+    return simplify(_unroll(stmt, {}))
 
 
-def _unroll(s: Stmt) -> Stmt:
-    if isinstance(s, For):
-        if s.kind == "unrolled":
-            return _unroll_loop(s)
-        return For(s.var, s.min, s.extent, s.kind, _unroll(s.body), s.thread)
-    if isinstance(s, If):
-        otherwise = None if s.otherwise is None else _unroll(s.otherwise)
-        return If(s.cond, _unroll(s.then), otherwise)
-    if isinstance(s, Let):
-        return Let(s.var, s.value, _unroll(s.body))
-    if isinstance(s, Allocate):
-        return Allocate(s.buffer, _unroll(s.body))
-    if isinstance(s, Seq):
-        return Seq(tuple(_unroll(x) for x in s.stmts))
-    return s
+def _unroll(s: Stmt, values: dict[Var, Expr]) -> Stmt:
+    """`s` unrolled, with the variables of the unrolled loops around it replaced by their
+    `values`. Substituting once per copy at the leaves, rather than copying and simplifying
+    each level of a nest in turn, keeps deep register-tile nests linear in their size."""
+    if isinstance(s, For) and s.kind == "unrolled":
+        return _unroll_loop(s, values)
+
+    def ex(e: Expr) -> Expr:
+        return substitute_expr(e, values) if values else e
+
+    return rebuild_stmt(s, ex, lambda child: _unroll(child, values))
 
 
-def _unroll_loop(s: For) -> Stmt:
-    extent = simplify_expr(s.extent)
+def _unroll_loop(s: For, values: dict[Var, Expr]) -> Stmt:
+    low = simplify_expr(substitute_expr(s.min, values))
+    extent = simplify_expr(substitute_expr(s.extent, values))
     if not isinstance(extent, Const):
         raise LoweringError(
             f"cannot unroll the loop over '{s.var.name}': its extent {expr_str(extent)} is not "
             "a constant, and unroll needs a constant extent; split the axis by a constant factor "
             f"first (e.g. split({s.var.name}, factor=4)) and unroll the inner loop"
         )
-    copies = []
-    for k in range(int(extent.value)):
-        value = simplify_expr(binary("+", s.min, k))
-        body = simplify(substitute_stmt(s.body, {s.var: value}))
-        copies.append(_unroll(body))
+    copies = [
+        _unroll(s.body, {**values, s.var: simplify_expr(binary("+", low, k))})
+        for k in range(int(extent.value))
+    ]
     return seq(*copies) if copies else Seq(())
