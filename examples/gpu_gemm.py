@@ -12,7 +12,9 @@ The schedule, from the outside in:
   local);
 - k in steps of 16: each step stages a 16x128 tile of At and of B in shared memory
   (``cache_read`` shared, ``compute_at`` the step), every thread moving 4 floats with one
-  16-byte load (``vectorize``), double buffered so one barrier per step suffices (32 KB);
+  16-byte load (``vectorize``), double buffered so one barrier per step suffices (32 KB):
+  the next step's tile is loaded into registers before the current one is used and stored
+  after;
 - inside a step, for each of the 16 values of k, a thread copies its 8 values of A and 8 of B
   into registers (``cache_read`` local) and does 64 multiply-adds (all unrolled).
 """
@@ -98,6 +100,9 @@ def schedule(
     return s
 
 
-def build(m, n, k, target: str = "cuda", **options):
+def build(m, n, k, target: str = "cuda -min-blocks-per-sm=2", **options):
+    """The GEMM built for `target`. Two blocks per multiprocessor (16 warps) hide the
+    latency of shared memory; ptxas would otherwise give each thread about 150 registers
+    (64 accumulators, 16 operands, 16 values of the next tile in flight) and fit only one."""
     at, b, c = gemm(m, n, k)
     return sl.build(schedule(at, b, c, **options), [at, b, c], target=target)

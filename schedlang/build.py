@@ -6,6 +6,7 @@ when called.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import LoweringError
@@ -19,46 +20,64 @@ if TYPE_CHECKING:
 TARGETS = ("cpu", "cuda", "auto")
 
 
-def resolve_target(target: str) -> tuple[str, str | None]:
-    """``(name, arch)`` for a target string: ``"cpu"``, ``"cuda"``, ``"cuda -arch=sm_80"``, or
-    ``"auto"`` (CUDA when a GPU and driver are usable here, else the CPU). `arch` is None
-    unless given."""
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A target string read: its name, and for cuda the architecture (None: the GPU's own)
+    and the blocks per multiprocessor ptxas must leave room for (0: its choice)."""
+
+    name: str
+    arch: str | None = None
+    min_blocks: int = 0
+
+
+def resolve_target(target: str) -> ResolvedTarget:
+    """A target string: ``"cpu"``, ``"cuda"``, ``"auto"`` (CUDA when a GPU and driver are
+    usable here, else the CPU), the cuda target with options: ``-arch=sm_80`` and
+    ``-min-blocks-per-sm=2`` (CUDA's ``__launch_bounds__`` minimum: ptxas keeps each thread's
+    registers few enough for that many blocks to run at once on a multiprocessor)."""
     words = target.split() if isinstance(target, str) else []
     if not words or words[0] not in TARGETS:
         raise LoweringError(f"unknown target {target!r}; use 'cpu', 'cuda' or 'auto'")
     name, options = words[0], words[1:]
-    arch = None
+    arch, min_blocks = None, 0
     for option in options:
-        if name == "cuda" and option.startswith("-arch="):
-            arch = option.removeprefix("-arch=")
-            continue
-        raise LoweringError(
-            f"target {target!r}: unknown option {option!r}; the cuda target takes -arch=sm_XY"
-        )
+        key, _, value = option.partition("=")
+        if name == "cuda" and key == "-arch":
+            arch = value
+        elif name == "cuda" and key == "-min-blocks-per-sm" and value.isdigit() and int(value):
+            min_blocks = int(value)
+        else:
+            raise LoweringError(
+                f"target {target!r}: unknown option {option!r}; the cuda target takes "
+                "-arch=sm_XY and -min-blocks-per-sm=N (N a positive integer)"
+            )
     if name == "auto":
         from .platform_info import auto_target
 
         name = auto_target()
-    return name, arch
+    return ResolvedTarget(name, arch, min_blocks)
 
 
 def build(
     s: Schedule, args: list[Tensor], target: str = "cpu", name: str = "main"
 ) -> Kernel | CudaKernel:
     """Compile schedule `s` into a kernel over the buffers of `args` (in order)."""
-    target_name, arch = resolve_target(target)
+    resolved = resolve_target(target)
     from .driver import lower
 
-    if target_name == "cpu":
+    if resolved.name == "cpu":
         from .runtime.kernel import Kernel
 
         return Kernel.for_cpu(lower(s, args, name))
     from .codegen.nvptx_compile import check_arch, compile_cuda
     from .runtime.cuda_kernel import CudaKernel
 
-    arch = check_arch(arch) if arch is not None else _default_arch()
+    arch = check_arch(resolved.arch) if resolved.arch is not None else _default_arch()
     func = _gpu_passes(lower(s, args, name))
-    return CudaKernel(func, compile_cuda(func, arch), f"cuda -arch={arch}")
+    shown = f"cuda -arch={arch}"
+    if resolved.min_blocks:
+        shown += f" -min-blocks-per-sm={resolved.min_blocks}"
+    return CudaKernel(func, compile_cuda(func, arch, resolved.min_blocks), shown)
 
 
 def _gpu_passes(func):

@@ -149,7 +149,7 @@ def run(size: int = 512, target: str = "auto", show_loops: bool = True) -> bool:
     usable here, else cpu); print a table. True if all match the reference."""
     from .build import resolve_target
 
-    name, _ = resolve_target(target)
+    name = resolve_target(target).name
     where = _gpu_name() if name == "cuda" else "the cpu"
     rng = np.random.default_rng(0)
     a_np = aligned_copy(rng.standard_normal((size, size), dtype=np.float32))

@@ -73,17 +73,18 @@ def machine(arch: str) -> llvm.TargetMachine:
     return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version(arch)}", opt=3)
 
 
-def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH) -> CompiledCuda:
-    """`func` as PTX kernels for `arch` (cached by the function's fingerprint and the math
-    library that calls link: libdevice or schedlang's own)."""
+def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 0) -> CompiledCuda:
+    """`func` as PTX kernels for `arch`, each leaving room for `min_blocks` blocks per
+    multiprocessor when positive (cached by the function's fingerprint, the options and the
+    math library that calls link: libdevice or schedlang's own)."""
     math = "libdevice" if libdevice.find() is not None else "softmath"
-    key = fingerprint(func, f"cuda {check_arch(arch)} {math}")
+    key = fingerprint(func, f"cuda {check_arch(arch)} {min_blocks} {math}")
     hit = _memory.get(key)
     if hit is not None:
         return hit
     plan = plan_kernels(func)
     tm = machine(arch)
-    text = str(build_module(plan, arch, str(tm.target_data)))
+    text = str(build_module(plan, arch, str(tm.target_data), min_blocks))
     ptx = _ptx(text, [k.name for k in plan.kernels], tm)
     compiled = CompiledCuda(plan, arch, text, ptx)
     _memory[key] = compiled

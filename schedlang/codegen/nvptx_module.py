@@ -8,7 +8,8 @@ that start elsewhere). Kept in address space 1 rather than cast to generic point
 alignment to every access: LLVM proves a contiguous access of 4 floats at an offset that is a
 multiple of 4 to be 16-byte aligned, and emits one ``ld.global.v4`` for it instead of four.
 ``nvvm.annotations`` mark the kernels and their maximum block shape, which ptxas uses to budget
-registers.
+registers, and when asked (``-min-blocks-per-sm``) how many blocks must fit on a multiprocessor
+at once, which caps the registers of each thread.
 """
 
 from __future__ import annotations
@@ -26,16 +27,18 @@ from .nvptx_plan import DevicePlan, KernelPlan
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
 
 
-def build_module(plan: DevicePlan, arch: str, data_layout: str) -> ir.Module:
+def build_module(plan: DevicePlan, arch: str, data_layout: str, min_blocks: int = 0) -> ir.Module:
     module = ir.Module(name=plan.func.name)
     module.triple = NVPTX_TRIPLE
     module.data_layout = data_layout
     for kernel in plan.kernels:
-        _kernel(module, plan, kernel, arch)
+        _kernel(module, plan, kernel, arch, min_blocks)
     return module
 
 
-def _kernel(module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str) -> None:
+def _kernel(
+    module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str, min_blocks: int
+) -> None:
     buffers, sizes = plan.buffers, plan.func.sizes
     nbuffers = len(buffers)
     entry_t = ir.FunctionType(ir.VoidType(), [GLOBAL_PTR] * nbuffers + [I64] * len(sizes))
@@ -54,4 +57,7 @@ def _kernel(module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str) 
     module.add_named_metadata("nvvm.annotations", [entry, "kernel", ir.Constant(I32, 1)])
     for axis, threads in zip("xyz", kernel.block):
         annotation = [entry, f"maxntid{axis}", ir.Constant(I32, threads)]
+        module.add_named_metadata("nvvm.annotations", annotation)
+    if min_blocks:  # .minnctapersm: ptxas caps registers so that this many blocks fit
+        annotation = [entry, "minctasm", ir.Constant(I32, min_blocks)]
         module.add_named_metadata("nvvm.annotations", annotation)

@@ -4,18 +4,20 @@ one is read, as TE's ``double_buffer`` does.
     for ko:                         fill(copy 0, ko = lo)
         fill(ko)                    barrier
         barrier                     for ko:
-        compute(ko)        ==>          if ko + 1 < hi: fill(copy (ko + 1 - lo) % 2, ko + 1)
+        compute(ko)        ==>          if ko + 1 < hi: registers = load(ko + 1)
         barrier                         compute(copy (ko - lo) % 2)
+                                        if ko + 1 < hi: copy (ko + 1 - lo) % 2 = registers
                                         barrier
 
 One barrier per iteration instead of two, and on a GPU the next tile's loads are in flight while
-the current one is used.
+the current one is used: each thread loads its share of the next tile into registers before
+it computes and stores it into the other copy after.
 """
 
 from __future__ import annotations
 
 from ..errors import LoweringError
-from ..ir.expr import Binary, Compare, Expr, const
+from ..ir.expr import Binary, Compare, Const, Expr, const
 from .nodes import Allocate, Barrier, Buffer, For, If, Load, Seq, Stmt, Store, seq
 from .visit import (
     stmt_children,
@@ -115,12 +117,26 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer]) -> Stmt:
     fill_next = substitute_stmt(seq(*fill), {v: following})
     fill_first = substitute_stmt(seq(*fill), {v: lo})
     prologue = If(Compare(">", loop.extent, const(0)), retarget(fill_first, const(0)))
-    pipelined = seq(
-        *pre,
-        If(Compare("<", following, hi), retarget(fill_next, copy(following))),
-        retarget(seq(*rest), copy(v)),
-        Barrier(),
-    )
+    more = Compare("<", following, hi)
+    staged = _staged(fill_next, group)
+    if staged is None:
+        pipelined = seq(
+            *pre,
+            If(more, retarget(fill_next, copy(following))),
+            retarget(seq(*rest), copy(v)),
+            Barrier(),
+        )
+    else:
+        load, store, registers = staged
+        pipelined = seq(
+            *pre,
+            If(more, load),
+            retarget(seq(*rest), copy(v)),
+            If(more, retarget(store, copy(following))),
+            Barrier(),
+        )
+        for register in registers:
+            pipelined = Allocate(register, pipelined)
     for wrapper in reversed(wrappers):
         pipelined = Allocate(wrapper.buffer, pipelined)
     new_loop = For(v, loop.min, loop.extent, loop.kind, pipelined, loop.thread)
@@ -134,6 +150,48 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer]) -> Stmt:
         return None
 
     return _rewrite(stmt, swap)
+
+
+def _staged(fill: Stmt, group: list[Buffer]) -> tuple[Stmt, Stmt, list[Buffer]] | None:
+    """`fill` split in two through registers: the loads of the next tile, which go before the
+    current tile is used, and the stores into its copy, which go after. In between, each
+    thread's values wait in a local buffer indexed by the loops around the store other than
+    thread loops. Stored straight after its load, a value would stall the thread for the whole
+    latency of global memory before it could start on the current tile. None when a loop has
+    no constant extent (the fill stays whole)."""
+    registers: list[Buffer] = []
+    loads_at: dict[int, tuple[Buffer, tuple[Expr, ...]]] = {}
+
+    def visit(s: Stmt, loops: tuple[For, ...]) -> bool:
+        if isinstance(s, Store) and any(s.buffer is b for b in group):
+            own = [f for f in loops if f.kind != "bound"]
+            if not all(isinstance(f.min, Const) and isinstance(f.extent, Const) for f in own):
+                return False
+            shape = tuple(f.extent for f in own) or (const(1),)
+            index = tuple(Binary("-", f.var, f.min, "int32") for f in own) or (const(0),)
+            register = Buffer(f"{s.buffer.name}.next", shape, s.buffer.dtype, "local")
+            registers.append(register)
+            loads_at[id(s)] = (register, index)
+            return True
+        inner = (*loops, s) if isinstance(s, For) else loops
+        return all(visit(k, inner) for k in stmt_children(s))
+
+    if not visit(fill, ()):
+        return None
+
+    def load(s: Stmt) -> Stmt | None:
+        if isinstance(s, Store) and id(s) in loads_at:
+            register, index = loads_at[id(s)]
+            return Store(register, index, s.value)
+        return None
+
+    def store(s: Stmt) -> Stmt | None:
+        if isinstance(s, Store) and id(s) in loads_at:
+            register, index = loads_at[id(s)]
+            return Store(s.buffer, s.indices, Load(register, index, register.dtype))
+        return None
+
+    return _rewrite(fill, load), _rewrite(fill, store), registers
 
 
 def _doubled(buffer: Buffer) -> Buffer:

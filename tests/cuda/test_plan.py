@@ -155,6 +155,8 @@ def test_symbolic_thread_extents_are_an_error():
     [
         ("cuda -arch=90", "unknown CUDA architecture '90'; write it as sm_XY"),
         ("cuda -O3", "unknown option '-O3'; the cuda target takes -arch=sm_XY"),
+        ("cuda -min-blocks-per-sm=0", "-min-blocks-per-sm=N \\(N a positive integer\\)"),
+        ("cuda -min-blocks-per-sm=two", "unknown option '-min-blocks-per-sm=two'"),
         ("cpu -arch=sm_90", "unknown option '-arch=sm_90'"),
         ("tpu", "unknown target 'tpu'; use 'cpu', 'cuda' or 'auto'"),
     ],

@@ -108,6 +108,17 @@ def test_arch_option(arch):
     assemble(kernel.ptx, arch)
 
 
+def test_min_blocks_per_sm_caps_registers():
+    """TE's recipe asks for 147 registers; two blocks of 64 threads per multiprocessor leave
+    it all 255, sixteen leave 64 (the register file is 64K words)."""
+    plain = build(SCHEDULES["te_gemm_64"])
+    assert ".minnctapersm" not in plain.ptx
+    capped = build(SCHEDULES["te_gemm_64"], target="cuda -min-blocks-per-sm=16")
+    assert ".minnctapersm 16" in capped.ptx
+    assert capped.target == "cuda -arch=sm_90 -min-blocks-per-sm=16"
+    assert assemble(capped.ptx).registers <= 64 < assemble(plain.ptx).registers
+
+
 def test_contiguous_vector_accesses_are_16_bytes_wide():
     """A vectorized loop of 4 floats inside the thread loops, at offsets that are multiples of
     4: one ld.global.v4 and one st.global.v4 per thread (kernel buffers are 16-byte aligned)."""
