@@ -10,12 +10,12 @@ The schedule, from the outside in:
   4x4 outputs: neighbouring threads own neighbouring 4-wide column strips, so a warp's shared
   reads are contiguous, and each thread holds 64 accumulators in registers (``cache_write``
   local);
-- k in steps of 16: each step stages a 16x128 tile of At and of B in shared memory
+- k in steps of 8: each step stages an 8x128 tile of At and of B in shared memory
   (``cache_read`` shared, ``compute_at`` the step), every thread moving 4 floats with one
-  16-byte load (``vectorize``), double buffered so one barrier per step suffices (32 KB):
+  16-byte load (``vectorize``), double buffered so one barrier per step suffices (16 KB):
   the next step's tile is loaded into registers before the current one is used and stored
   after;
-- inside a step, for each of the 16 values of k, a thread copies its 8 values of A and 8 of B
+- inside a step, for each of the 8 values of k, a thread copies its 8 values of A and 8 of B
   into registers (``cache_read`` local) and does 64 multiply-adds (all unrolled).
 """
 
@@ -26,7 +26,7 @@ import schedlang as sl
 BLOCK = 128  # outputs per block along each side
 THREADS = 16  # threads per block along each side
 VTHREADS = 2  # virtual threads per thread along each side
-STEP = 16  # k per shared-memory stage
+STEP = 8  # k per shared-memory stage
 
 
 def gemm(m, n, k) -> tuple[sl.Tensor, sl.Tensor, sl.Tensor]:
@@ -102,7 +102,7 @@ def schedule(
 
 def build(m, n, k, target: str = "cuda -min-blocks-per-sm=2", **options):
     """The GEMM built for `target`. Two blocks per multiprocessor (16 warps) hide the
-    latency of shared memory; ptxas would otherwise give each thread about 150 registers
-    (64 accumulators, 16 operands, 16 values of the next tile in flight) and fit only one."""
+    latency of shared memory; ptxas may otherwise give each thread more than 128 registers
+    (64 accumulators, 16 operands, the next tile's values in flight) and fit only one."""
     at, b, c = gemm(m, n, k)
     return sl.build(schedule(at, b, c, **options), [at, b, c], target=target)
