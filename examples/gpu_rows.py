@@ -9,8 +9,7 @@ The softmax ``exp(x - max) / sum(exp(x - max))`` needs three passes over a row. 
 staged once in shared memory (``cache_read`` shared at the row, 32 KB for 8192 floats), so
 global memory is read once and written once; the maximum, the sum and the output all read the
 shared copy. The maximum and the sum are each one collective over the block's threads, after
-every thread has combined its share (``rfactor``): a reduce axis split in two with the outer
-part serial would be one collective per step.
+every thread has combined its share (``rfactor``, as in TE's reduction tutorial).
 """
 
 from __future__ import annotations

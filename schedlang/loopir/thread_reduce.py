@@ -13,18 +13,24 @@ sits alone under its thread loops and their guards. This pass rewrites that regi
 so threads without work (tails) contribute the identity, and a group with no work writes
 nothing. The collective itself is the target's business (warp shuffles on a GPU; the
 interpreter combines lanes).
+
+When the region sits in serial loops over the rest of the reduction (loops whose variable the
+stored element does not depend on, ``for ko: for kt (threadIdx.x): B[i] += A[i, 256 * ko + kt]``),
+each thread first accumulates its values across them and the block combines once after the
+outermost, as TE lowers it: a collective per iteration would cost its barriers every time.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
-from ..ir.expr import Compare, Expr, const, logical
+from ..ir.expr import Compare, Expr, Var, const, logical
 from ..ir.reduce import max as max_reducer
 from ..ir.visit import substitute
 from .from_isl import CrossThread
 from .nodes import Allocate, Buffer, For, If, Load, Stmt, Store, ThreadAllReduce, seq
-from .visit import stmt_children, transform_stmt, walk_stmt, with_children
+from .visit import stmt_children, stmt_exprs, transform_stmt, walk_expr, walk_stmt, with_children
 
 
 def lower_thread_reductions(body: Stmt, reductions: dict[Store, CrossThread]) -> Stmt:
@@ -36,23 +42,83 @@ def lower_thread_reductions(body: Stmt, reductions: dict[Store, CrossThread]) ->
     if not reductions:
         return body
     counter = itertools.count()
+    hoisted: dict[int, _Parts] = {}  # id(outermost loop accumulated across) -> its reduction
+    regions: dict[int, _Parts] = {}  # id(region) -> the same
+
+    def find(s: Stmt, loops: list[For]) -> None:
+        if isinstance(s, For) and _is_thread_loop(s):
+            found = [x for x in walk_stmt(s) if isinstance(x, Store) and x in reductions]
+            if found:
+                outer = _outermost_reduce_loop(loops, found[0])
+                if outer is not None and id(outer) not in hoisted:
+                    parts = _parts(s, found[0], reductions[found[0]], next(counter))
+                    hoisted[id(outer)] = regions[id(s)] = parts
+            return
+        inner = [*loops, s] if isinstance(s, For) else loops
+        for kid in stmt_children(s):
+            find(kid, inner)
+
+    find(body, [])
 
     def visit(s: Stmt) -> Stmt:
         if isinstance(s, For) and _is_thread_loop(s):
             found = [x for x in walk_stmt(s) if isinstance(x, Store) and x in reductions]
-            return _collective(s, found[0], reductions[found[0]], next(counter)) if found else s
+            if not found:
+                return s
+            if id(s) in regions:
+                return regions[id(s)].accumulate
+            p = _parts(s, found[0], reductions[found[0]], next(counter))
+            return p.allocated(seq(p.reset, p.contribute, p.collective, p.write))
         kids = stmt_children(s)
         new = tuple(visit(k) for k in kids)
-        return s if all(a is b for a, b in zip(new, kids)) else with_children(s, new)
+        rebuilt = s if all(a is b for a, b in zip(new, kids)) else with_children(s, new)
+        if id(s) in hoisted:
+            p = hoisted[id(s)]
+            return p.allocated(seq(p.reset, rebuilt, p.collective, p.write))
+        return rebuilt
 
     return visit(body)
+
+
+def _outermost_reduce_loop(loops: list[For], store: Store) -> For | None:
+    """The outermost of the serial loops directly around a region (innermost last in `loops`)
+    over which the stored element stays the same and which touch the stored buffer nowhere
+    else: the loops a thread can accumulate across before the collective."""
+    indexed = {id(v) for i in store.indices for v in walk_expr(i) if isinstance(v, Var)}
+    outer = None
+    for loop in reversed(loops):
+        if loop.kind not in ("serial", "unrolled") or id(loop.var) in indexed:
+            break
+        others = [x for x in walk_stmt(loop) if x is not store and _touches(x, store.buffer)]
+        if others:
+            break
+        outer = loop
+    return outer
 
 
 def _is_thread_loop(s: For) -> bool:
     return s.kind == "bound" and (s.thread or "").startswith("threadIdx")
 
 
-def _collective(region: For, store: Store, info: CrossThread, n: int) -> Stmt:
+@dataclass(frozen=True)
+class _Parts:
+    """The pieces of one cross-thread reduction (module docstring), each shaped like its
+    region (the thread loops around the store)."""
+
+    buffers: tuple[Buffer, ...]  # partial, total, valid, any
+    reset: Stmt
+    contribute: Stmt
+    accumulate: Stmt
+    collective: Stmt
+    write: Stmt
+
+    def allocated(self, body: Stmt) -> Stmt:
+        for buffer in reversed(self.buffers):
+            body = Allocate(buffer, body)
+        return body
+
+
+def _parts(region: For, store: Store, info: CrossThread, n: int) -> _Parts:
     comb = info.combiner
     dtype = store.buffer.dtype
     partial = Buffer(f"red{n}.partial", (const(1),), dtype, "local")
@@ -71,24 +137,37 @@ def _collective(region: For, store: Store, info: CrossThread, n: int) -> Stmt:
 
         return transform_stmt(region, fn)
 
-    reset = at_store(
-        seq(Store(partial, zero, comb.identity), Store(valid, zero, const(0))), keep_guards=False
-    )
-    contribute = at_store(
-        seq(Store(partial, zero, info.value), Store(valid, zero, const(1))), keep_guards=True
-    )
+    def combine(a: Expr, b: Expr) -> Expr:
+        return substitute(comb.result, {comb.lhs: a, comb.rhs: b})
+
+    mark = Store(valid, zero, const(1))
     collective = ThreadAllReduce(
         (comb, max_reducer.combiner("int32")), (partial, valid), (total, found), info.tags
     )
     leaders = [Compare("==", v, const(0)) for v in _thread_vars(region, info.tags)]
     old = Load(store.buffer, store.indices, dtype)
-    combined = substitute(comb.result, {comb.lhs: old, comb.rhs: Load(total, zero, dtype)})
+    combined = combine(old, Load(total, zero, dtype))
     condition = logical("and", (*leaders, Compare("!=", Load(found, zero, "int32"), const(0))))
-    write = at_store(If(condition, Store(store.buffer, store.indices, combined)), False)
-    nest: Stmt = seq(reset, contribute, collective, write)
-    for buffer in (found, valid, total, partial):
-        nest = Allocate(buffer, nest)
-    return nest
+    return _Parts(
+        buffers=(partial, total, valid, found),
+        reset=at_store(
+            seq(Store(partial, zero, comb.identity), Store(valid, zero, const(0))), False
+        ),
+        contribute=at_store(seq(Store(partial, zero, info.value), mark), True),
+        accumulate=at_store(
+            seq(Store(partial, zero, combine(Load(partial, zero, dtype), info.value)), mark), True
+        ),
+        collective=collective,
+        write=at_store(If(condition, Store(store.buffer, store.indices, combined)), False),
+    )
+
+
+def _touches(s: Stmt, buffer: Buffer) -> bool:
+    if isinstance(s, Store) and s.buffer is buffer:
+        return True
+    return any(
+        isinstance(x, Load) and x.buffer is buffer for e in stmt_exprs(s) for x in walk_expr(e)
+    )
 
 
 def _thread_vars(region: Stmt, tags: tuple[str, ...]) -> list[Expr]:

@@ -13,12 +13,12 @@ from schedlang.codegen.nvptx_allreduce import layout
 from schedlang.ir.expr import const
 from schedlang.ir.reduce import sum as sum_reducer
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Allocate, Buffer, LoweredFunc, ThreadAllReduce
+from schedlang.loopir.nodes import Allocate, Buffer, For, LoweredFunc, ThreadAllReduce
 from schedlang.loopir.visit import walk_stmt
 from schedlang.runtime.kernel import Kernel
 from tests.schedule.util import random_inputs
 
-from .kernels import REDUCTIONS
+from .kernels import REDUCTIONS, column_reduce
 from .ptxas import assemble
 
 SIZES = {"n": 45}
@@ -119,3 +119,34 @@ def test_reduction_matches_the_reference_on_the_gpu(name, shared, request):
 
 def kernel_sizes(kernel) -> set[str]:
     return {v.name for v in kernel.lowered.sizes}
+
+
+def _collectives_and_loops(s, inputs, outputs):
+    body = sl.lower(s, inputs + outputs).body
+    collectives = [x for x in walk_stmt(body) if isinstance(x, ThreadAllReduce)]
+    serial = [x for x in walk_stmt(body) if isinstance(x, For) and x.kind == "serial"]
+    inside = [c for loop in serial for c in walk_stmt(loop.body) if isinstance(c, ThreadAllReduce)]
+    return collectives, inside
+
+
+def test_threads_accumulate_across_the_serial_reduce_loop_then_combine_once():
+    """A reduce axis split in two, the inner part bound to threadIdx.y: each thread sums its
+    share over k.outer alone, and the block combines once after the loop (as TE lowers it),
+    not once per step of k.outer."""
+    s, inputs, outputs = column_reduce(6, 37, 8, 4)
+    collectives, inside = _collectives_and_loops(s, inputs, outputs)
+    assert len(collectives) == 1 and not inside
+
+
+def test_a_serial_loop_over_the_output_keeps_one_collective_per_step():
+    """Rows handled one after another by a serial loop: each row's result is its own
+    collective, inside the loop (accumulating across rows would mix them)."""
+    a = sl.placeholder((6, 40), name="A")
+    k = sl.reduce_axis((0, 40), name="k")
+    b = sl.compute((6,), lambda i: sl.sum(a[i, k], axis=k), name="B")
+    s = sl.create_schedule(b)
+    ko, ki = s[b].split(k, factor=8)
+    s[b].bind(ki, sl.thread_axis("threadIdx.x"))
+    s[b].reorder(b.op.axis[0], ko, ki)
+    collectives, inside = _collectives_and_loops(s, [a], [b])
+    assert len(collectives) == 1 and collectives == inside
