@@ -8,15 +8,12 @@ spills. Yet for every block but the last row and column the guards are all true.
 
 This pass finds, per kernel (the body under its ``blockIdx`` loops), the guards whose truth for
 *every* iteration of the loops inside the block can be decided from the block indices and the
-sizes alone, and emits ``if all_of_them: body_without_them else: body``: interior blocks run the
-code a divisible size would get, boundary blocks the guarded code. Every thread of a block takes
-the same branch, so barriers stay uniform. Where the body has a main loop (one with a barrier in
-it), the two versions become two kernels over the same grid, each block returning at once in the
-one that is not its own: blocks of a kernel are independent, so any split of them is, and ptxas
-then allocates registers for the whole tiles without the boundary code's needs. The decision is
-exact for affine guards over loops with constant bounds (the minimum of an affine form over a
-box is the sum of its terms' minima); other guards stay where they are. In one kernel, the
-shared allocations move above the branch so that the two versions share one copy of each tile.
+sizes alone, and emits ``if all_of_them: body_without_them else: body``: interior blocks run
+the code a divisible size would get, boundary blocks the guarded code. Every thread of a block
+takes the same branch, so barriers stay uniform. The decision is exact for affine guards over
+loops with constant bounds (the minimum of an affine form over a box is the sum of its terms'
+minima); other guards stay where they are. Shared allocations move above the branch so that
+the two versions share one copy of each tile.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from ..ir import dtype as dt
 from ..ir.expr import Binary, Compare, Const, Expr, Var
 from ..ir.printer import expr_str
 from .divmod import linear_terms
-from .nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, ThreadAllReduce
+from .nodes import Allocate, For, If, Let, Stmt, ThreadAllReduce
 from .visit import stmt_children, walk_stmt, with_children
 
 Terms = dict[Var | None, int]  # an affine form: coefficient per variable, None the constant
@@ -35,29 +32,10 @@ Range = tuple[int, int]  # inclusive
 def split_full_tiles(stmt: Stmt) -> Stmt:
     """`stmt` with each kernel split into a guard-free version for whole tiles and the
     original for the rest (see the module docstring); unchanged where nothing can be lifted."""
-    if _is_block_loop(stmt):
-        blocks: list[For] = []
-        inner: Stmt = stmt
-        while _is_block_loop(inner):
-            blocks.append(inner)
-            inner = inner.body
-        split = _split_kernel(inner)
-        if split is None:
-            return stmt
-        condition, fast, rest = split
-        if condition is None:  # every lifted guard holds for every block
-            return _nest(blocks, fast)
-        if not _has_main_loop(inner):
-            shared: list[Allocate] = []  # one kernel: one copy of each shared tile, above both
-            rest = _without_shared(rest, shared, set())
-            body: Stmt = If(condition, _without_shared(fast, [], set()), rest)
-            for alloc in reversed(shared):
-                body = Allocate(alloc.buffer, body)
-            return _nest(blocks, body)
-        # whole and partial tiles become two kernels over the same grid, each block running in
-        # one of them, so that ptxas allocates registers for each on its own (one kernel
-        # holding both gives the whole tiles the partial ones' needs)
-        return Seq((_nest(blocks, If(condition, fast)), _nest(blocks, If(_not(condition), rest))))
+    if isinstance(stmt, For) and (stmt.thread or "").startswith("blockIdx"):
+        if _is_block_loop(stmt.body):
+            return with_children(stmt, (split_full_tiles(stmt.body),))
+        return with_children(stmt, (_split_kernel(stmt.body),))
     return with_children(stmt, tuple(split_full_tiles(c) for c in stmt_children(stmt)))
 
 
@@ -65,42 +43,27 @@ def _is_block_loop(s: Stmt) -> bool:
     return isinstance(s, For) and (s.thread or "").startswith("blockIdx")
 
 
-def _has_main_loop(body: Stmt) -> bool:
-    """Whether `body` has a serial loop that synchronises the block every iteration: the
-    staged loop of a tiled kernel, whose registers decide its speed. Other kernels keep one
-    launch (a second costs a few microseconds, more than a small kernel's guards)."""
-    return any(
-        isinstance(s, For)
-        and s.kind == "serial"
-        and any(isinstance(x, Barrier) for x in walk_stmt(s.body))
-        for s in walk_stmt(body)
-    )
-
-
-def _nest(blocks: list[For], body: Stmt) -> Stmt:
-    for loop in reversed(blocks):
-        body = with_children(loop, (body,))
-    return body
-
-
-def _split_kernel(body: Stmt) -> tuple[Expr | None, Stmt, Stmt] | None:
-    """``(whole, fast, rest)``: the block-level condition under which every lifted guard
-    holds (None: always), the body without them, and the body as it was. None when nothing
-    can be lifted."""
+def _split_kernel(body: Stmt) -> Stmt:
     if any(isinstance(s, ThreadAllReduce) for s in walk_stmt(body)):
-        return None  # each collective gets its own shared scratch: two copies would double it
+        return body  # each collective gets its own shared scratch: two copies would double it
     lifted: dict[int, list[Terms]] = {}
     _collect(body, {}, lifted)
     if not lifted:
-        return None
+        return body
     conditions: dict[str, Expr] = {}
     for forms in lifted.values():
         for form in forms:
             e = _as_condition(form)
             conditions.setdefault(expr_str(e), e)
     if not conditions:  # every lifted guard holds everywhere
-        return None, _drop_guards(body, set(lifted)), body
-    return _all(list(conditions.values())), _drop_guards(body, set(lifted)), body
+        return _drop_guards(body, set(lifted))
+    shared: list[Allocate] = []
+    fast = _without_shared(_drop_guards(body, set(lifted)), [], set())
+    rest = _without_shared(body, shared, set())
+    split: Stmt = If(_all(list(conditions.values())), fast, rest)
+    for alloc in reversed(shared):
+        split = Allocate(alloc.buffer, split)
+    return split
 
 
 def _collect(s: Stmt, ranges: dict[Var, Range | None], lifted: dict[int, list[Terms]]) -> None:
@@ -219,13 +182,6 @@ def _as_condition(form: Terms) -> Expr:
             term = var if k == 1 else Binary("*", Const(k, dtype), var, dtype)
             total = Binary("+", total, term, dtype)
     return Compare(">=", total, Const(0, dtype))
-
-
-def _not(condition: Expr) -> Expr:
-    """The negation of a conjunction of ``form >= 0`` (as `_all` builds it)."""
-    if isinstance(condition, Binary) and condition.op == "and":
-        return Binary("or", _not(condition.a), _not(condition.b), "bool")
-    return Compare("<", condition.a, condition.b)
 
 
 def _all(conditions: list[Expr]) -> Expr:

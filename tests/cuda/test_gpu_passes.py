@@ -13,7 +13,7 @@ import schedlang as sl
 from schedlang.ir.printer import expr_str
 from schedlang.loopir.full_tiles import split_full_tiles
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Allocate, Barrier, For, If, Seq, Store
+from schedlang.loopir.nodes import Allocate, If, Store
 from schedlang.loopir.register_guards import drop_register_guards
 from schedlang.loopir.visit import stmt_children, walk_stmt
 from tests.schedule.util import random_inputs
@@ -99,53 +99,20 @@ def test_a_guard_shared_by_stores_that_read_global_memory_stays():
     assert len(kept) == len(_guarded_stores(func.body, "local"))
 
 
-def _block_nests(body):
-    """The top-level statements with block loops: the kernels."""
-    stmts = body.stmts if isinstance(body, Seq) else (body,)
-    return [x for x in stmts if isinstance(x, For) and (x.thread or "").startswith("blockIdx")]
-
-
-def _kernel_test(nest):
-    """The `If` right under a kernel's block loops."""
-    while isinstance(nest, For):
-        nest = nest.body
-    return nest
-
-
-def test_whole_tiles_and_the_boundary_become_two_kernels():
-    """TE's recipe at 1000 has a main loop (k, with a barrier): whole tiles and boundary tiles
-    are two kernels over the same grid, each block running in one of them; the first has no
-    guards left in its loop."""
+def test_whole_tiles_are_split_from_the_boundary():
+    """One test per block decides between the guard-free body and the guarded one; the
+    shared tiles are allocated once, above both."""
     s, inputs, outputs = kernels.te_gemm_64(1000)
     body = split_full_tiles(sl.lower(s, [*inputs, *outputs]).body)
-    whole, boundary = (_kernel_test(k) for k in _block_nests(body))
-    assert isinstance(whole, If) and isinstance(boundary, If)
-    assert whole.otherwise is None and boundary.otherwise is None
-    assert "j.outer" in expr_str(whole.cond) and "i.outer" in expr_str(whole.cond)
-    assert expr_str(boundary.cond).count("<") == expr_str(whole.cond).count(">=")
-    (k_loop,) = [
-        x
-        for x in walk_stmt(whole.then)
-        if isinstance(x, For) and any(isinstance(b, Barrier) for b in walk_stmt(x.body))
-    ]
-
-    def tile_edges(stmt):  # guards that depend on where the block's tile is
-        tests = [expr_str(x.cond) for x in walk_stmt(stmt) if isinstance(x, If)]
-        return [t for t in tests if "i.outer" in t or "j.outer" in t]
-
-    assert not tile_edges(k_loop) and tile_edges(boundary.then)
-
-
-def test_a_kernel_without_a_main_loop_keeps_one_launch():
-    """The transpose at 70x45: guards lifted into one test per block, in one kernel, the
-    shared tile allocated once above both versions."""
-    s, inputs, outputs = kernels.transpose(70, 45)
-    body = split_full_tiles(sl.lower(s, [*inputs, *outputs]).body)
-    (nest,) = _block_nests(body)
-    inner = _kernel_test(nest)
-    assert isinstance(inner, Allocate) and inner.buffer.scope == "shared"
-    (split,) = [x for x in walk_stmt(inner) if isinstance(x, If) and x.otherwise is not None]
-    assert not [x for x in walk_stmt(split) if isinstance(x, Allocate)]
+    (split,) = [x for x in walk_stmt(body) if isinstance(x, If) and x.otherwise is not None]
+    assert "j.outer" in expr_str(split.cond) and "i.outer" in expr_str(split.cond)
+    fast_guards = [x for x in walk_stmt(split.then) if isinstance(x, If)]
+    slow_guards = [x for x in walk_stmt(split.otherwise) if isinstance(x, If)]
+    assert len(fast_guards) < len(slow_guards)
+    shared = [x for x in walk_stmt(body) if isinstance(x, Allocate) and x.buffer.scope == "shared"]
+    assert sorted(a.buffer.name for a in shared) == ["A.shared", "B.shared"]
+    inside = [x for x in walk_stmt(split) if isinstance(x, Allocate) and x.buffer.scope == "shared"]
+    assert not inside
 
 
 def test_a_guard_that_fails_for_every_block_is_not_lifted():

@@ -128,8 +128,8 @@ def test_static_shared_memory_is_not_passed_at_launch(monkeypatch):
     a, b = np.ones((13, 11), np.float32), np.ones((11, 10), np.float32)
     kernel(a, b, np.empty((13, 10), np.float32))
     assert "cuFuncSetAttribute" not in fake.names()
-    launches = [c.args for c in fake.calls if c.name == "cuLaunchKernel"]
-    assert launches and all(launch[3] == 0 for launch in launches)
+    (launch,) = [c.args for c in fake.calls if c.name == "cuLaunchKernel"]
+    assert launch[3] == 0
 
 
 def test_more_than_the_device_gives_is_refused_before_loading(monkeypatch):
