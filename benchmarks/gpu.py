@@ -2,7 +2,8 @@
 
 Each benchmark builds its kernel, checks it against a reference computed on the GPU in float64
 (outputs filled with NaN first), times it with CUDA events (median of many runs after warm-up,
-random inputs), times the peer the same way, and prints a table with the ratio. Inputs live on
+random inputs, cycling through several sets of buffers where one set fits in L2), times the
+peer the same way, and prints a table with the ratio. Inputs live on
 the GPU as torch tensors, passed to the kernels without copies. Needs a GPU and torch.
 
     python benchmarks/gpu.py [--only gemm,compile] [--repeat 50]
@@ -11,11 +12,13 @@ the GPU as torch tensors, passed to the kernels without copies. Needs a GPU and 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for examples/
@@ -75,6 +78,21 @@ def kernel_time(kernel, arrays, repeat: int) -> float:
     return kernel.time(*arrays, repeat=repeat, warmup=3)
 
 
+def rotation(make: Callable[[], tuple], nbytes: int) -> list[tuple]:
+    """Enough sets of arguments from `make` (each of `nbytes`) that cycling through them
+    leaves none in L2 from its previous use: timings of data that fits in L2 otherwise
+    measure the cache."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    return [make() for _ in range(max(1, -(-2 * l2 // nbytes) + 1))]
+
+
+def rotated_kernel_time(kernel, sets: list[tuple], repeat: int) -> float:
+    """`kernel_time` cycling through `sets`, one timed launch each turn."""
+    kernel.time(*sets[0], repeat=1, warmup=1)
+    samples = [kernel.time(*sets[k % len(sets)], repeat=1, warmup=0) for k in range(repeat)]
+    return statistics.median(samples)
+
+
 def check(got: torch.Tensor, want: torch.Tensor, what: str, rtol: float = 1e-5) -> None:
     """The largest error relative to the largest value: elementwise relative errors mean
     nothing for sums of random signs, some of which land near zero."""
@@ -87,17 +105,26 @@ def bench_gemm(repeat: int) -> list[Row]:
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
     for n in (2048, 4096, 4000, 8192):
-        at = torch.randn(n, n, device="cuda")
-        b = torch.randn(n, n, device="cuda")
-        c = torch.full((n, n), float("nan"), device="cuda")
+
+        def make(n=n):
+            return tuple(torch.randn(n, n, device="cuda") for _ in range(3))
+
+        sets = rotation(make, 3 * 4 * n * n)
+        at, b, c = sets[0]
+        c.fill_(float("nan"))
         kernel = gpu_gemm.build(n, n, n)
         kernel(at, b, c)
         check(c, at.double().T @ b.double(), f"gemm {n}")
         reps = max(5, repeat // (n // 2048) ** 2)
-        ours = kernel_time(kernel, (at, b, c), reps)
-        peer = event_time(lambda at=at, b=b: torch.matmul(at.T, b), reps)
+        ours = rotated_kernel_time(kernel, sets, reps)
+        peer = event_time(partial(_cuBLAS, itertools.cycle(sets)), reps)
         rows.append(Row(f"gemm {n}^3 fp32", ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s"))
     return rows
+
+
+def _cuBLAS(turns) -> torch.Tensor:
+    at, b, _ = next(turns)
+    return torch.matmul(at.T, b)
 
 
 def bench_elementwise(repeat: int) -> list[Row]:
