@@ -117,12 +117,12 @@ def bench_gemm(repeat: int) -> list[Row]:
         check(c, at.double().T @ b.double(), f"gemm {n}")
         reps = max(5, repeat // (n // 2048) ** 2)
         ours = rotated_kernel_time(kernel, sets, reps)
-        peer = event_time(partial(_cuBLAS, itertools.cycle(sets)), reps)
+        peer = event_time(partial(_cublas_matmul, itertools.cycle(sets)), reps)
         rows.append(Row(f"gemm {n}^3 fp32", ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s"))
     return rows
 
 
-def _cuBLAS(turns) -> torch.Tensor:
+def _cublas_matmul(turns) -> torch.Tensor:
     at, b, _ = next(turns)
     return torch.matmul(at.T, b)
 
