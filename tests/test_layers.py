@@ -24,7 +24,7 @@ import pytest
 PACKAGE = "schedlang"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
 STAGES = ("ir", "schedule", "poly", "loopir", "codegen", "runtime")
-BASE_MODULES = ("errors", "platform_info")
+BASE_MODULES = ("errors", "htmlkit", "platform_info")
 TOP_LEVEL = len(STAGES)  # the rank of top-level modules: after every stage
 
 # Where each third-party engine may be imported: (stage folder or None for top level, file glob).

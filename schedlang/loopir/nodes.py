@@ -147,3 +147,8 @@ class LoweredFunc:
         from .printer import func_str
 
         return func_str(self)
+
+    def _repr_html_(self) -> str:
+        from .html import func_html
+
+        return func_html(self)

@@ -45,13 +45,14 @@ def stmt_str(stmt: Stmt) -> str:
 
 def func_str(func: LoweredFunc) -> str:
     """`func` as ``def name(params):`` followed by its loop nest (no trailing newline)."""
-    params = ", ".join(f"{b.name}: {_type_str(b)}" for b in func.params)
+    params = ", ".join(f"{b.name}: {type_str(b)}" for b in func.params)
     lines = [f"def {func.name}({params}):"]
     _emit(func.body, 1, lines)
     return "\n".join(lines)
 
 
-def _type_str(buffer: Buffer) -> str:
+def type_str(buffer: Buffer) -> str:
+    """``dtype[extents]``, as parameters and allocations print."""
     return f"{buffer.dtype}[{', '.join(expr_str(n) for n in buffer.shape)}]"
 
 
@@ -60,7 +61,7 @@ def stmt_head(stmt: Stmt) -> str:
     if isinstance(stmt, Seq):
         return stmt_head(stmt.stmts[0]) if stmt.stmts else "pass"
     if isinstance(stmt, For):
-        return f"for {stmt.var.name} in range({_range_str(stmt)}):{_kind_comment(stmt)}"
+        return f"for {stmt.var.name} in range({range_str(stmt)}):{_kind_comment(stmt)}"
     if isinstance(stmt, If):
         return f"if {expr_str(stmt.cond)}:"
     if isinstance(stmt, Store):
@@ -109,7 +110,8 @@ def _emit_if(s: If, depth: int, lines: list[str], keyword: str) -> None:
     _emit(s.otherwise, depth + 1, lines)
 
 
-def _range_str(s: For) -> str:
+def range_str(s: For) -> str:
+    """The bounds of loop `s` as ``range(...)`` prints them: ``min, end``."""
     if isinstance(s.min, Const) and s.min.value == 0:
         return f"0, {expr_str(s.extent)}"
     end = simplify_expr(binary("+", s.min, s.extent))
@@ -125,16 +127,16 @@ def _kind_comment(s: For) -> str:
 
 
 def _allocate_str(buffer: Buffer) -> str:
-    text = f"allocate {buffer.name}: {_type_str(buffer)} in {buffer.scope}"
+    text = f"allocate {buffer.name}: {type_str(buffer)} in {buffer.scope}"
     if buffer.strides is not None:
         text += f", strides=[{', '.join(expr_str(x) for x in buffer.strides)}]"
-    size = _constant_bytes(buffer)
+    size = constant_bytes(buffer)
     if size is not None:
         text += f"  # {size} bytes"
     return text
 
 
-def _constant_bytes(buffer: Buffer) -> int | None:
+def constant_bytes(buffer: Buffer) -> int | None:
     """Bytes the buffer occupies when its shape (and strides) are constants, else None.
 
     With strides, the footprint is the largest ``shape[d] * strides[d]`` (the padded rows of a

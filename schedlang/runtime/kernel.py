@@ -90,6 +90,7 @@ class Kernel:
         params = ", ".join(f"{b.name}: {b.dtype}[{len(b.shape)}d]" for b in self.lowered.params)
         return f"<Kernel {self.lowered.name}({params}) target={self.target}>"
 
-    def _repr_markdown_(self) -> str:
-        head = f"**Kernel** `{self.lowered.name}` for `{self.target}`"
-        return f"{head}\n\n```python\n{self.lowered}\n```"
+    def _repr_html_(self) -> str:
+        from .html import kernel_html
+
+        return kernel_html(self)

@@ -153,6 +153,11 @@ class Schedule:
         outputs = ", ".join(op.name for op in self.output_ops)
         return f"<Schedule of {outputs}: {len(self.records)} primitives>"
 
+    def _repr_html_(self) -> str:
+        from .html import schedule_html
+
+        return schedule_html(self)
+
 
 def create_schedule(outputs: object) -> Schedule:
     """A schedule with every stage computed at root, in its natural loop order."""

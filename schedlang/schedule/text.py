@@ -22,10 +22,18 @@ def _axis_ident(axis: Axis) -> str:
 
 
 def schedule_text(s) -> str:
-    from .schedule import Schedule, apply_record
-
     outputs = ", ".join(_ident(op.name) for op in s.roots)
     lines = [f"s = sl.create_schedule([{outputs}])"]
+    lines += [line for _, line in schedule_lines(s)]
+    return "\n".join(lines)
+
+
+def schedule_lines(s) -> list[tuple[object, str]]:
+    """Each record of `s` with the Python line that applies it, in order (the lines of
+    `schedule_text` after ``create_schedule``)."""
+    from .schedule import Schedule, apply_record
+
+    lines = []
     shadow = Schedule(s.roots)
 
     def ref(axis: Axis) -> str:
@@ -38,9 +46,9 @@ def schedule_text(s) -> str:
         return _axis_ident(axis)
 
     for r in s.records:
-        lines.append(_line(r, f"s[{_ident(r.stage)}]", ref))
+        lines.append((r, _line(r, f"s[{_ident(r.stage)}]", ref)))
         apply_record(shadow, r)
-    return "\n".join(lines)
+    return lines
 
 
 def _line(r, st: str, ref) -> str:

@@ -76,7 +76,7 @@ def test_kernel_shows_its_code():
     assert "sl_add_one:" in kernel.asm
     assert "fadd" in kernel.optimized_ir
     assert kernel.lowered.name == "add_one"
-    assert "for i.outer" in kernel._repr_markdown_()
+    assert "for i.outer" in kernel._repr_html_()
 
 
 def test_memory_cache_shares_compiled_code():
