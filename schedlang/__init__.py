@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 from .build import build  # binds `build` to the function, not the module of that name
+from .display.compare import compare
+from .display.pictures import plot_footprint, plot_roofline, plot_tiles
 from .errors import (
     AlgorithmError,
     InternalError,
@@ -97,6 +99,7 @@ __all__ = [
     "array",
     "ceil",
     "comm_reducer",
+    "compare",
     "compute",
     "const",
     "cos",
@@ -117,6 +120,9 @@ __all__ = [
     "min_value",
     "minimum",
     "placeholder",
+    "plot_footprint",
+    "plot_roofline",
+    "plot_tiles",
     "pow",
     "prod",
     "reduce_axis",
