@@ -99,7 +99,7 @@ def _layout(buffer, array: np.ndarray, out: bool) -> np.ndarray:
         raise ValueError(
             f"argument '{buffer.name}' is an output but is not C-contiguous (strides "
             f"{array.strides}); the kernel writes in place, so pass a C-contiguous array "
-            f"(np.empty{array.shape}) and copy it into this one afterwards"
+            f"(np.empty({array.shape}, np.{array.dtype})) and copy it into this one afterwards"
         )
     if not array.flags.writeable:
         raise ValueError(f"argument '{buffer.name}' is an output but its array is read-only")

@@ -56,7 +56,7 @@ def test_output_not_contiguous(kernel):
     with pytest.raises(
         ValueError,
         match=r"'C' is an output but is not C-contiguous \(strides \(8,\)\); the kernel writes "
-        r"in place, so pass a C-contiguous array \(np.empty\(5,\)\)",
+        r"in place, so pass a C-contiguous array \(np.empty\(\(5,\), np.float32\)\)",
     ):
         kernel(a[:5], b[:5], c[::2])
 
