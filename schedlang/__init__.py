@@ -16,6 +16,7 @@ from .errors import (
     SchedlangError,
     ScheduleError,
 )
+from .errors import entry_point as _entry_point
 from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else
@@ -53,6 +54,7 @@ select = if_then_else
 __version__ = "0.1.0"
 
 
+@_entry_point
 def lower(s: Schedule, args: list, name: str = "main"):
     """The loop nest of schedule `s` over the buffers of `args`; print it to read it."""
     from .driver import lower as _lower
@@ -60,6 +62,7 @@ def lower(s: Schedule, args: list, name: str = "main"):
     return _lower(s, args, name)
 
 
+@_entry_point
 def all(*conditions: object) -> Expr:
     """True where every condition holds (``and`` of bool expressions)."""
     from .ir.expr import logical
@@ -67,6 +70,7 @@ def all(*conditions: object) -> Expr:
     return logical("and", conditions)
 
 
+@_entry_point
 def any(*conditions: object) -> Expr:
     """True where some condition holds (``or`` of bool expressions)."""
     from .ir.expr import logical

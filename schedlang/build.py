@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import LoweringError
+from .errors import LoweringError, entry_point
 
 if TYPE_CHECKING:
     from .ir.tensor import Tensor
@@ -58,6 +58,7 @@ def resolve_target(target: str) -> ResolvedTarget:
     return ResolvedTarget(name, arch, min_blocks)
 
 
+@entry_point
 def build(
     s: Schedule, args: list[Tensor], target: str = "cpu", name: str = "main"
 ) -> Kernel | CudaKernel:
@@ -68,6 +69,7 @@ def build(
     if resolved.name == "cpu":
         from .runtime.kernel import Kernel
 
+        _refuse_hardware_indices(s)
         return Kernel.for_cpu(lower(s, args, name))
     from .codegen.nvptx_compile import check_arch, compile_cuda
     from .runtime.cuda_kernel import CudaKernel
@@ -78,6 +80,34 @@ def build(
     if resolved.min_blocks:
         shown += f" -min-blocks-per-sm={resolved.min_blocks}"
     return CudaKernel(func, compile_cuda(func, arch, resolved.min_blocks), shown)
+
+
+def _refuse_hardware_indices(s: Schedule) -> None:
+    """The cpu target runs no blocks or threads. Named here, at the bind that asked for them: the
+    code generator only meets the loops, which passes may have renamed (a cross-thread reduction's
+    loop is the pass's own)."""
+    from .schedule import records as rec
+    from .schedule.errors import message
+
+    for stage in s.stages:
+        for axis, tag in stage.binds.items():
+            if tag == "vthread":
+                continue
+            record = s.record_for(rec.Bind, axis)
+            instead = (
+                "leave the reduce axis unbound (rfactor it to compute its parts in parallel)"
+                if axis.kind == "reduce"
+                else "use parallel/vectorize on the CPU"
+            )
+            raise LoweringError(
+                message(
+                    stage.name,
+                    f"bind({axis.name}, {tag})",
+                    record.loc,
+                    f"'{axis.name}' is bound to {tag}; the cpu target has no threads: build with "
+                    f"target='cuda', or {instead}",
+                )
+            )
 
 
 def _gpu_passes(func):

@@ -3,12 +3,20 @@
 Messages are written for the person who made the mistake: they name the tensor, stage, primitive
 or axis involved, point at the user's line when we know it, and end with what to do. Internal
 invariants that break are `InternalError`: those are our bugs, never the user's.
+
+The traceback of a user's mistake ends at the user's line: the functions users call are
+`entry_point`s, which drop schedlang's own frames from it (``SCHEDLANG_TRACEBACK=full`` keeps
+them). An `InternalError`, and any exception that is not one of ours, keeps every frame.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
+from types import TracebackType
+from typing import TypeVar
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,3 +58,40 @@ def user_location() -> str:
         return ""
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
+
+F = TypeVar("F", bound=Callable)
+
+
+def _users_frames(tb: TracebackType | None) -> TracebackType | None:
+    """`tb` without the frames of schedlang's own files (a user's callback stays in it)."""
+    kept = []
+    while tb is not None:
+        if not _is_internal(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    pruned = None
+    for entry in reversed(kept):
+        pruned = TracebackType(pruned, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return pruned
+
+
+def entry_point(function: F | None = None, *, also: tuple[type[Exception], ...] = ()):
+    """Mark a function users call: a `SchedlangError` other than `InternalError` (and the types
+    in `also`, e.g. the `TypeError`/`ValueError` of a kernel call's arguments) leaves it with a
+    traceback of the user's frames alone, so that it ends at the line that made the mistake
+    (JAX's ``api_boundary``). The exception, its message and its cause are unchanged."""
+
+    def mark(function: F) -> F:
+        @functools.wraps(function)
+        def entered(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except (SchedlangError, *also) as error:
+                full = os.environ.get("SCHEDLANG_TRACEBACK", "").lower() == "full"
+                if not full and not isinstance(error, InternalError):
+                    error.with_traceback(_users_frames(error.__traceback__))
+                raise  # a bare raise adds no frame of its own
+
+        return entered  # type: ignore[return-value]
+
+    return mark if function is None else mark(function)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import AlgorithmError
+from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .expr import (
     Binary,
@@ -115,6 +115,7 @@ class _Context:
         return dt.to_numpy(dtype)
 
 
+@entry_point(also=(TypeError, ValueError))
 def evaluate(
     tensor: Tensor,
     inputs: Mapping[Tensor, object],
@@ -129,6 +130,7 @@ def evaluate(
     return reference([tensor], inputs, precision=precision, sizes=sizes)[0]
 
 
+@entry_point(also=(TypeError, ValueError))
 def reference(
     outputs: Tensor | Iterable[Tensor],
     inputs: Mapping[Tensor, object],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import AlgorithmError
+from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .expr import Expr, Reduce, Var, _operands, as_expr, binary, cast, const
 from .tensor import IterVar
@@ -38,6 +38,7 @@ class Reducer:
         identity = const(_identity_value(self.fidentity(dtype)), dtype)
         return CommReducer(self.name, lhs, rhs, result, identity)
 
+    @entry_point
     def __call__(self, expr: object, axis: object = None, where: object = None) -> Expr:
         if axis is not None and not _is_axis_list(axis):
             if where is not None:
@@ -97,6 +98,7 @@ def _identity_value(value: object):
     return value
 
 
+@entry_point
 def comm_reducer(
     fcombine: Callable[[Expr, Expr], object],
     fidentity: Callable[[str], object],

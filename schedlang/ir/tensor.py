@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import AlgorithmError, user_location
+from ..errors import AlgorithmError, entry_point, user_location
 from . import dtype as dt
 from .expr import Binary, Const, Expr, Read, Reduce, Var, as_expr, const
 from .visit import walk
@@ -152,6 +152,7 @@ class Tensor:
         # Without this, Python would iterate through __getitem__ (A[0], A[1], ...) forever.
         raise TypeError(f"tensor '{self.name}' is not iterable: index it, e.g. {self.name}[i]")
 
+    @entry_point
     def __getitem__(self, indices: object) -> Expr:
         if not isinstance(indices, tuple):
             indices = (indices,)
@@ -193,6 +194,7 @@ class Tensor:
         return f"```\n{self}\n```"
 
 
+@entry_point
 def var(name: str = "n", dtype: object = "int32") -> Var:
     """A symbolic size. Its value is read off the arrays a kernel or the reference is given."""
     kind = dt.canonical(dtype)
@@ -227,11 +229,13 @@ def _shape(shape: object, owner: str) -> tuple[Expr, ...]:
     return tuple(_extent(s, f"dimension {d} of '{owner}'") for d, s in enumerate(shape))
 
 
+@entry_point
 def placeholder(shape: object, dtype: object = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor of the algorithm."""
     return Tensor(PlaceholderOp(name, _shape(shape, name), dt.canonical(dtype)))
 
 
+@entry_point
 def reduce_axis(dom: object, name: str = "rv") -> IterVar:
     """A reduction axis over ``[lo, hi)`` (``dom = (lo, hi)``) or ``[0, dom)``."""
     if isinstance(dom, (tuple, list)):
@@ -276,6 +280,7 @@ def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
     return [p.name for p in positional]
 
 
+@entry_point
 def compute(
     shape: object, fcompute: Callable[..., object], name: str = "compute", tag: str = ""
 ) -> Tensor:

@@ -13,7 +13,7 @@ import statistics
 from typing import Any
 
 from ..codegen.nvptx_compile import CompiledCuda
-from ..errors import LaunchError
+from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from ..platform_info import cuda_available
 from . import cuda_driver
@@ -37,6 +37,7 @@ class CudaKernel:
         self._written = written_params(lowered)
         self._functions: list[Any] | None = None
 
+    @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: object, **sizes: int) -> None:
         placed = self._place(arrays, sizes)
         launch = self._prepare(placed)
@@ -44,6 +45,7 @@ class CudaKernel:
         self._wait("running")
         placed.finish()
 
+    @entry_point(also=(TypeError, ValueError))
     def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls after `warmup`, measured with CUDA
         events around the kernels alone: the arguments are placed, the grids evaluated and the

@@ -11,7 +11,7 @@ import numpy as np
 from ..codegen.cache import CompiledCpu, compile_cpu
 from ..codegen.cpu_parallel import PARALLEL_FOR
 from ..codegen.llvm_function import OUT_OF_MEMORY
-from ..errors import LaunchError
+from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from .arguments import check_arguments, written_params
 from .parallel import parallel_for_address, take_error
@@ -40,6 +40,7 @@ class Kernel:
         """Compile `lowered` for this machine's CPU (cached)."""
         return cls(lowered, compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}))
 
+    @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> None:
         self._run(check_arguments(self.lowered, self._written, arrays, sizes))
 
@@ -52,6 +53,7 @@ class Kernel:
             error.__cause__ = cause
         return error
 
+    @entry_point(also=(TypeError, ValueError))
     def time(self, *arrays: np.ndarray, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls, after `warmup` untimed ones."""
         if repeat < 1 or warmup < 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..errors import InternalError, ScheduleError, user_location
+from ..errors import InternalError, ScheduleError, entry_point, user_location
 from ..ir.graph import post_order
 from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
@@ -34,6 +34,7 @@ class Schedule:
             self._by_op[op] = stage
             self._by_name[name] = stage
 
+    @entry_point
     def __getitem__(self, key: object) -> Stage:
         if isinstance(key, Tensor):
             key = key.op
@@ -51,6 +52,7 @@ class Schedule:
 
     # -- memory and reductions ------------------------------------------------------------
 
+    @entry_point
     def cache_read(self, tensor: object, scope: str, readers: object) -> Tensor:
         """A stage copying `tensor` into `scope`, read by `readers` instead of `tensor`.
 
@@ -61,6 +63,7 @@ class Schedule:
 
         return cache_read(self, tensor, scope, readers, user_location())
 
+    @entry_point
     def cache_write(self, tensor: object, scope: str) -> Tensor:
         """A stage computing `tensor`'s values in `scope`; `tensor` becomes a copy of it.
 
@@ -70,6 +73,7 @@ class Schedule:
 
         return cache_write(self, tensor, scope, user_location())
 
+    @entry_point
     def rfactor(self, tensor: object, axis: object, factor_axis: int = 0) -> Tensor:
         """Factor reduce loop `axis` of `tensor` out into a new stage of partial results."""
         from .rfactor import rfactor
@@ -159,6 +163,7 @@ class Schedule:
         return schedule_html(self)
 
 
+@entry_point
 def create_schedule(outputs: object) -> Schedule:
     """A schedule with every stage computed at root, in its natural loop order."""
     items = outputs if isinstance(outputs, (list, tuple)) else [outputs]
@@ -171,6 +176,7 @@ def create_schedule(outputs: object) -> Schedule:
     return Schedule(ops)
 
 
+@entry_point
 def thread_axis(tag: str = "vthread", name: str = "") -> ThreadAxis:
     """A hardware index to `bind` a loop to."""
     if tag not in HARDWARE_TAGS:
