@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import AlgorithmError
+from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 
 if TYPE_CHECKING:
@@ -27,118 +27,157 @@ COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 class Expr:
-    """Base of all expression nodes; carries the operator overloads."""
+    """Base of all expression nodes; carries the operator overloads.
+
+    The operators are entry points, as ``sl.compute`` is: a mistake in ``A[0] / 2`` written
+    outside a compute gets a traceback that ends at the user's line too.
+    """
 
     __slots__ = ()
     dtype: str
 
+    @entry_point
     def __add__(self, other):
         return binary("+", self, other)
 
+    @entry_point
     def __radd__(self, other):
         return binary("+", other, self)
 
+    @entry_point
     def __sub__(self, other):
         return binary("-", self, other)
 
+    @entry_point
     def __rsub__(self, other):
         return binary("-", other, self)
 
+    @entry_point
     def __mul__(self, other):
         return binary("*", self, other)
 
+    @entry_point
     def __rmul__(self, other):
         return binary("*", other, self)
 
+    @entry_point
     def __truediv__(self, other):
         return binary("/", self, other)
 
+    @entry_point
     def __rtruediv__(self, other):
         return binary("/", other, self)
 
+    @entry_point
     def __floordiv__(self, other):
         return binary("//", self, other)
 
+    @entry_point
     def __rfloordiv__(self, other):
         return binary("//", other, self)
 
+    @entry_point
     def __mod__(self, other):
         return binary("%", self, other)
 
+    @entry_point
     def __rmod__(self, other):
         return binary("%", other, self)
 
+    @entry_point
     def __pow__(self, other):
         return power(self, other)
 
+    @entry_point
     def __rpow__(self, other):
         return power(other, self)
 
+    @entry_point
     def __and__(self, other):
         return binary("&", self, other)
 
+    @entry_point
     def __rand__(self, other):
         return binary("&", other, self)
 
+    @entry_point
     def __or__(self, other):
         return binary("|", self, other)
 
+    @entry_point
     def __ror__(self, other):
         return binary("|", other, self)
 
+    @entry_point
     def __xor__(self, other):
         return binary("^", self, other)
 
+    @entry_point
     def __rxor__(self, other):
         return binary("^", other, self)
 
+    @entry_point
     def __lshift__(self, other):
         return binary("<<", self, other)
 
+    @entry_point
     def __rlshift__(self, other):
         return binary("<<", other, self)
 
+    @entry_point
     def __rshift__(self, other):
         return binary(">>", self, other)
 
+    @entry_point
     def __rrshift__(self, other):
         return binary(">>", other, self)
 
+    @entry_point
     def __neg__(self):
         return unary("-", self)
 
+    @entry_point
     def __pos__(self):
         return as_expr(self)
 
+    @entry_point
     def __invert__(self):
         return unary("~", self)
 
+    @entry_point
     def __eq__(self, other):  # type: ignore[override]
         return compare("==", self, other)
 
+    @entry_point
     def __ne__(self, other):  # type: ignore[override]
         return compare("!=", self, other)
 
+    @entry_point
     def __lt__(self, other):
         return compare("<", self, other)
 
+    @entry_point
     def __le__(self, other):
         return compare("<=", self, other)
 
+    @entry_point
     def __gt__(self, other):
         return compare(">", self, other)
 
+    @entry_point
     def __ge__(self, other):
         return compare(">=", self, other)
 
     __hash__ = object.__hash__
 
+    @entry_point
     def __bool__(self):
         raise AlgorithmError(
             f"cannot use the expression '{self}' as a Python bool (in `if`, `and`, `or`, `not`): "
             "use sl.if_then_else(cond, a, b), sl.all(...), sl.any(...), or the operators & | ~"
         )
 
+    @entry_point
     def astype(self, dtype: object) -> Expr:
         """This expression converted to `dtype` (C conversion rules; floats truncate to ints)."""
         return cast(self, dtype)
@@ -285,6 +324,7 @@ _PY_COMPARE = {
 }
 
 
+@entry_point
 def const(value: Scalar, dtype: object = None) -> Const:
     """A constant; without `dtype` it is int32, float32 or bool by the Python type."""
     if isinstance(value, Const):
@@ -431,6 +471,7 @@ def cast(value: object, dtype: object) -> Expr:
     return _convert(e, dt.canonical(dtype))
 
 
+@entry_point
 def select(cond: object, true_value: object, false_value: object) -> Expr:
     """``cond ? true_value : false_value``; only the chosen branch is evaluated."""
     c = as_expr(cond)

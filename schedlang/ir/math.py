@@ -6,7 +6,7 @@ conversion, because the float type decides the precision the user gets.
 
 from __future__ import annotations
 
-from ..errors import AlgorithmError
+from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .expr import Call, Expr, as_expr, binary, const
 
@@ -59,91 +59,112 @@ def _numeric_call(name: str, x: object) -> Expr:
     return Call(name, (e,), e.dtype)
 
 
+@entry_point
 def exp(x: object) -> Expr:
     return _float_call("exp", x)
 
 
+@entry_point
 def exp2(x: object) -> Expr:
     return _float_call("exp2", x)
 
 
+@entry_point
 def log(x: object) -> Expr:
     return _float_call("log", x)
 
 
+@entry_point
 def log2(x: object) -> Expr:
     return _float_call("log2", x)
 
 
+@entry_point
 def sqrt(x: object) -> Expr:
     return _float_call("sqrt", x)
 
 
+@entry_point
 def rsqrt(x: object) -> Expr:
     """``1 / sqrt(x)``."""
     return _float_call("rsqrt", x)
 
 
+@entry_point
 def tanh(x: object) -> Expr:
     return _float_call("tanh", x)
 
 
+@entry_point
 def sigmoid(x: object) -> Expr:
     """``1 / (1 + exp(-x))``."""
     return _float_call("sigmoid", x)
 
 
+@entry_point
 def erf(x: object) -> Expr:
     return _float_call("erf", x)
 
 
+@entry_point
 def sin(x: object) -> Expr:
     return _float_call("sin", x)
 
 
+@entry_point
 def cos(x: object) -> Expr:
     return _float_call("cos", x)
 
 
+@entry_point
 def pow(x: object, y: object) -> Expr:  # noqa: A001
     return _float_call("pow", x, y)
 
 
+@entry_point
 def fma(a: object, b: object, c: object) -> Expr:
     """``a * b + c`` rounded once."""
     return _float_call("fma", a, b, c)
 
 
+@entry_point
 def abs(x: object) -> Expr:  # noqa: A001
     return _numeric_call("abs", x)
 
 
+@entry_point
 def floor(x: object) -> Expr:
     return _numeric_call("floor", x)
 
 
+@entry_point
 def ceil(x: object) -> Expr:
     return _numeric_call("ceil", x)
 
 
+@entry_point
 def round(x: object) -> Expr:  # noqa: A001
     """Round to the nearest integer, ties to even (as numpy's ``rint`` and LLVM's ``roundeven``)."""
     return _numeric_call("round", x)
 
 
+@entry_point
 def maximum(a: object, b: object) -> Expr:
     return binary("max", a, b)
 
 
+@entry_point
 def minimum(a: object, b: object) -> Expr:
     return binary("min", a, b)
 
 
+@entry_point
 def max_value(dtype: object) -> Expr:
     name = dt.canonical(dtype)
     return const(dt.max_value(name), name)
 
 
+@entry_point
 def min_value(dtype: object) -> Expr:
     name = dt.canonical(dtype)
     return const(dt.min_value(name), name)
