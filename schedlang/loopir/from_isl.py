@@ -21,7 +21,8 @@ from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.errors import AnnotationError, BindError, message
 from ..schedule.schedule import Schedule
-from .nodes import Buffer, For, If, Load, Stmt, Store, seq
+from .nodes import Buffer, For, If, Load, Seq, Stmt, Store, seq
+from .visit import walk_stmt
 
 _OPS = isl.ast_expr_op_type
 _BINARY = {
@@ -126,7 +127,8 @@ def generate(
     build, _handle = build.set_at_each_domain(at_domain)
     ast = build.node_from_schedule_map(union)
     translator = _Translator(schedule, extents, leaves, param_vars, buffers, cross_thread)
-    return translator.node(ast), translator.reductions
+    body = translator.node(ast)
+    return translator.keep_block_loops(body), translator.reductions
 
 
 class _Translator:
@@ -141,6 +143,8 @@ class _Translator:
         self.iterators: dict[str, Var] = {}
         self.used_names: set[str] = set()
         self.active: set[int] = set()  # schedule dimensions of the loops around the node
+        # id of a statement -> the root slot of its stage and the blockIdx tags it is bound to
+        self.block_tags: dict[int, tuple[tuple, set[str]]] = {}
 
     def node(self, node: isl.AstNode) -> Stmt:
         kind = node.get_type()
@@ -336,7 +340,49 @@ class _Translator:
             stmt = If(lower(st.where), store) if st.where is not None else store
         else:
             stmt = Store(buffer, index, lower(st.value))
-        return self._single_thread(leaf, stmt)
+        stmt = self._single_thread(leaf, stmt)
+        tags = {
+            tag
+            for entry in leaf.placed.template
+            if entry[0] == "dim"
+            and (tag := self.schedule[entry[1].stage].binds.get(entry[1], "")).startswith(
+                "blockIdx"
+            )
+        }
+        self.block_tags[id(stmt)] = (leaf.placed.template[0], tags)
+        return stmt
+
+    def keep_block_loops(self, stmt: Stmt) -> Stmt:
+        """isl emits no loop for a dimension with one value, so a stage whose blockIdx loop
+        has extent 1 would lose it, and with it the kernel of its own that the binding asked
+        for (the GPU target runs loop nests without block loops together, as one block). The
+        top-level nests of each root stage (its own and those of the stages computed at its
+        loops) get back, outermost, a loop of extent 1 for every blockIdx tag their statements
+        are bound to but no loop carries."""
+        if isinstance(stmt, If):
+            other = None if stmt.otherwise is None else self.keep_block_loops(stmt.otherwise)
+            return If(stmt.cond, self.keep_block_loops(stmt.then), other)
+        items = stmt.stmts if isinstance(stmt, Seq) else (stmt,)
+        groups: list[tuple[object, list[Stmt]]] = []
+        for item in items:
+            slots = {self.block_tags[id(s)][0] for s in walk_stmt(item) if id(s) in self.block_tags}
+            slot = slots.pop() if len(slots) == 1 else None
+            if groups and slot is not None and groups[-1][0] == slot:
+                groups[-1][1].append(item)
+            else:
+                groups.append((slot, [item]))
+        return seq(*[self._with_block_loops(seq(*group)) for _, group in groups])
+
+    def _with_block_loops(self, stmt: Stmt) -> Stmt:
+        inside = list(walk_stmt(stmt))
+        wanted = set().union(
+            *(self.block_tags[id(s)][1] for s in inside if id(s) in self.block_tags)
+        )
+        present = {s.thread for s in inside if isinstance(s, For) and s.kind == "bound"}
+        for tag in sorted(wanted - present):
+            var = Var(self._unique(tag.replace("blockIdx.", "b")), "int32", "loop")
+            stmt = For(var, const(0), const(1), "bound", stmt, tag)
+        return stmt
 
     def _cross_thread_tags(self, leaf: _Leaf) -> tuple[str, ...]:
         own = leaf.placed.stmt.stage.name

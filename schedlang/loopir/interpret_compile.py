@@ -33,7 +33,7 @@ from .nodes import (
     ThreadAllReduce,
 )
 from .printer import stmt_head
-from .visit import walk_expr
+from .visit import walk_expr, walk_stmt
 
 _MAX_DEPTH = 15
 
@@ -73,6 +73,7 @@ class _Compiler(ExprCompiler):
     # -- build ----------------------------------------------------------------------------
     def build(self) -> Compiled:
         self.depth = 0
+        self.kernels = _kernels(self.func.body) if self.threaded else set()
         self.stmt(self.func.body, "    ", None)
         body, body_origins = self.lines, self.origins
         self.lines, self.origins, self.here = [], [], ""
@@ -90,13 +91,6 @@ class _Compiler(ExprCompiler):
 
     def preamble(self) -> None:
         emit = self.emit
-        threads = []
-        if self.threaded:
-            for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-                extents = [self.size_expr(e, tag) for e in self.extents.get(tag, [])]
-                threads.append(
-                    f"max(1, {', '.join(f'int({x})' for x in extents)})" if extents else "1"
-                )
         for k, v in enumerate(self.free):
             emit(f"    {self.name(v)} = _sizes[{k}]")
         methods = ("load", "store", "barrier", "allreduce", "enter", "narrow", "narrow_not", "loop")
@@ -110,8 +104,16 @@ class _Compiler(ExprCompiler):
             emit(f"    {b} = _Mem({buffer.name!r}, {buffer.scope!r}, _arrays[{k}], False)")
             emit(f"    {b}_a = {b}.array")
         if self.threaded:
-            used = tuple(sorted(self.extents))
-            emit(f"    _rt.setup_threads({', '.join(threads)}, {used!r})")
+            emit(f"    {self.setup_threads(self.extents)}")
+
+    def setup_threads(self, extents: dict[str, list[Expr]]) -> str:
+        """The call laying out a block whose loops bound to each threadIdx tag have
+        `extents`: as many threads as the largest."""
+        threads = []
+        for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+            sizes = [self.size_expr(e, tag) for e in extents.get(tag, [])]
+            threads.append(f"max(1, {', '.join(f'int({x})' for x in sizes)})" if sizes else "1")
+        return f"_rt.setup_threads({', '.join(threads)}, {tuple(sorted(extents))!r})"
 
     def size_expr(self, e: Expr, tag: str) -> str:
         for node in walk_expr(e):
@@ -131,6 +133,8 @@ class _Compiler(ExprCompiler):
 
     def stmt_inner(self, s: Stmt, ind: str, mask: str | None) -> None:
         emit = self.emit
+        if id(s) in self.kernels:
+            emit(f"{ind}{self.setup_threads(_thread_extents(s))}")
         if not isinstance(s, Seq):
             self.here = stmt_head(s)
         if isinstance(s, Seq):
@@ -253,3 +257,34 @@ class _Compiler(ExprCompiler):
             self.emit(f"{ind}if ({' | '.join(items)}) < 0: _oob({b}, ({tuple_code(final)}))")
         where = ("slice(None), " if self.lanes(s.buffer) else "") + tuple_code(final)
         self.emit(f"{ind}{b}_a[{where or '()'}] = {value}")
+
+
+def _kernels(body: Stmt) -> set[int]:
+    """The ids of the statements that the GPU target launches as kernels of their own, each
+    with its own block shape: the top-level statements (through sequences, global
+    allocations and lets), where some of them have loops bound to blockIdx; without any, the
+    whole function is one block."""
+    parts: list[Stmt] = []
+    pending = [body]
+    while pending:
+        s = pending.pop()
+        if isinstance(s, Seq):
+            pending.extend(reversed(s.stmts))
+        elif isinstance(s, Allocate) and s.buffer.scope == "global" or isinstance(s, Let):
+            pending.append(s.body)
+        else:
+            parts.append(s)
+    blocks = any(
+        isinstance(n, For) and n.kind == "bound" and str(n.thread).startswith("blockIdx")
+        for part in parts
+        for n in walk_stmt(part)
+    )
+    return {id(part) for part in parts} if blocks else set()
+
+
+def _thread_extents(s: Stmt) -> dict[str, list[Expr]]:
+    extents: dict[str, list[Expr]] = {}
+    for n in walk_stmt(s):
+        if isinstance(n, For) and n.kind == "bound" and str(n.thread).startswith("threadIdx"):
+            extents.setdefault(n.thread, []).append(n.extent)
+    return extents

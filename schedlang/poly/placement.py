@@ -88,6 +88,20 @@ def _placement_error(producer: Stage, what: str) -> PlacementError:
     return PlacementError(message(producer.name, call, attach.loc, what))
 
 
+def _check_attach_leaf(producer: Stage, consumer: Stage) -> None:
+    """The loop a stage is computed at must still be a loop of its consumer: a split or fuse
+    of it afterwards replaces it with loops the compute_at did not choose between."""
+    axis = producer.attach.axis
+    if axis in consumer.leaves:
+        return
+    loops = ", ".join(a.name for a in consumer.leaves)
+    raise _placement_error(
+        producer,
+        f"'{axis.name}' is no longer a loop of '{consumer.name}': it was split or fused after "
+        f"this compute_at; compute at one of the loops that replaced it ({loops})",
+    )
+
+
 def _kind(entry: tuple) -> str:
     """What a schedule dimension is for one statement: a loop, or which constant."""
     return "dim" if entry[0] == "dim" else f"beta {entry[1]}"
@@ -113,16 +127,31 @@ class Placement:
         self.children: dict[str, dict[Axis, list[Stage]]] = {}
         for stage in schedule.stages:
             if isinstance(stage.attach, rec.ComputeAt) and stage.name in self.by_stage:
+                _check_attach_leaf(stage, schedule[stage.attach.target])
                 at = self.children.setdefault(stage.attach.target, {})
                 at.setdefault(stage.attach.axis, []).append(stage)
         slot = 0
+        kernels = []
         for stage in schedule.stages:
             if stage.name in self.by_stage and not isinstance(stage.attach, rec.ComputeAt):
                 before = set(self.placed)
                 self._place_root(stage, slot)
                 slot += self._width(stage)
-                self._kernel_threads([n for n in self.placed if n not in before])
+                kernels.append([n for n in self.placed if n not in before])
+        if not self._any_block_loop():  # the GPU target runs it all as one block
+            kernels = [list(self.placed)]
+        for names in kernels:
+            self._kernel_threads(names)
         self._pad()
+
+    def _any_block_loop(self) -> bool:
+        return any(
+            (self._tag(entry[1]) or "").startswith("blockIdx")
+            for placed in self.placed.values()
+            for p in placed
+            for entry in p.template
+            if entry[0] == "dim"
+        )
 
     # -- templates ---------------------------------------------------------------------
 

@@ -50,6 +50,17 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
         fail(f"factor_axis must be an integer, got {factor_axis!r}")
     if not 0 <= factor_axis <= len(op.axis):
         fail(f"factor_axis must be in [0, {len(op.axis)}], got {factor_axis}")
+    for r in stage.relations:
+        if isinstance(r, rec.Split) and r.nparts is not None and stage.extents[r.parent] is None:
+            fail(
+                f"'{r.parent.name}' has a symbolic extent, so its split into {r.nparts} parts "
+                "has no constant part size to factor; split it by factor= instead"
+            )
+        if isinstance(r, rec.Fuse) and any(stage.extents[a] is None for a in r.axes[1:]):
+            fail(
+                f"a loop fused into '{r.fused.name}' after the first has a symbolic extent; "
+                "only the outermost fused loop may: split it by a constant factor first"
+            )
     reduce_leaves = [a for a in stage.leaves if a.kind == "reduce"]
     form = leaf_form(stage, reduce_leaves, "reduce")
     body = op.body

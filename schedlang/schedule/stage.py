@@ -367,6 +367,14 @@ class Stage:
         if parent is self:
             self._fail(PlacementError, call, loc, "a stage cannot be computed inside itself")
         target_axis = parent._axis(axis, call, loc)
+        if self.op in self.schedule.output_ops:
+            self._fail(
+                PlacementError,
+                call,
+                loc,
+                f"'{self.name}' is an output: the caller's array holds all of it, and compute_at "
+                "would keep only the part one iteration needs; leave it at the root",
+            )
         if isinstance(parent.attach, rec.ComputeInline):
             self._fail(PlacementError, call, loc, f"'{parent.name}' is inlined: it has no loops")
         if not _depends_on(parent.op, self.op):

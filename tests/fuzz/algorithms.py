@@ -1,0 +1,191 @@
+"""The algorithms the fuzzer schedules: one strategy per family, drawn with sizes that are 1,
+primes, powers of two or symbolic (`sl.var`), because those are where split tails, empty
+tiles and isl's parametric guards go wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+import schedlang as sl
+
+EXTENTS = (1, 2, 3, 4, 5, 7, 8, 11, 13, 16)
+
+
+@dataclass
+class Case:
+    """An algorithm ready to schedule: its inputs and outputs (the kernel's arguments, in
+    order) and the value of each symbolic size, by name."""
+
+    family: str
+    inputs: list[sl.Tensor]
+    outputs: list[sl.Tensor]
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        shapes = ", ".join(f"{t.name}{list(map(str, t.shape))}" for t in self.inputs)
+        return f"{self.family}({shapes}) sizes={self.sizes}"
+
+
+class Sizes:
+    """Draws extents; each is an int or, now and then, a fresh `sl.var` whose value is kept."""
+
+    def __init__(self, data, symbolic: bool) -> None:
+        self.data = data
+        self.symbolic = symbolic
+        self.values: dict[str, int] = {}
+
+    def extent(self, low: int = 1, high: int = 16) -> int | sl.Var:
+        value = self.data.draw(st.sampled_from([n for n in EXTENTS if low <= n <= high]))
+        if self.symbolic and self.data.draw(st.integers(0, 2)) == 0:
+            var = sl.var(f"n{len(self.values)}")
+            self.values[var.name] = value
+            return var
+        return value
+
+
+def elementwise(data, sizes: Sizes) -> Case:
+    """A chain of one to three elementwise stages over one or two inputs (each stage reads
+    the last input, so every input is read); sometimes an inner stage is an output too (a
+    stage that may not be inlined)."""
+    shape = tuple(sizes.extent() for _ in range(data.draw(st.integers(1, 2))))
+    a = sl.placeholder(shape, name="A")
+    inputs = [a]
+    other = a
+    if data.draw(st.booleans()):
+        other = sl.placeholder(shape, name="B")
+        inputs.append(other)
+    ops: list[Callable] = [
+        lambda p, q: p * 3.0 - q,
+        lambda p, q: p + q,
+        lambda p, q: sl.maximum(p, q) - q,
+        lambda p, q: sl.sqrt(sl.abs(p)) * q,
+    ]
+    stages = []
+    previous = a
+    for k in range(data.draw(st.integers(1, 3))):
+        f = data.draw(st.sampled_from(ops))
+        previous = sl.compute(shape, lambda *i, f=f, p=previous: f(p[i], other[i]), name=f"P{k}")
+        stages.append(previous)
+    outputs = [stages[-1]]
+    if len(stages) > 1 and data.draw(st.booleans()):
+        outputs.insert(0, stages[0])
+    return Case("elementwise", inputs, outputs)
+
+
+def matmul(data, sizes: Sizes) -> Case:
+    m, n, k_extent = sizes.extent(), sizes.extent(), sizes.extent()
+    a = sl.placeholder((m, k_extent), name="A")
+    b = sl.placeholder((k_extent, n), name="B")
+    k = sl.reduce_axis((0, k_extent), name="k")
+    c = sl.compute((m, n), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return Case("matmul", [a, b], [c])
+
+
+def conv2d(data, sizes: Sizes) -> Case:
+    """A padded convolution in CHW layout: the padding is a stage of its own, as in TE."""
+    kh, kw = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    pad = data.draw(st.integers(0, 1))
+    c_in, c_out = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    h, w = sizes.extent(low=3, high=8), sizes.extent(low=3, high=8)
+    a = sl.placeholder((c_in, h, w), name="A")
+    wt = sl.placeholder((c_out, c_in, kh, kw), name="W")
+    apad = sl.compute(
+        (c_in, h + 2 * pad, w + 2 * pad),
+        lambda c, y, x: sl.if_then_else(
+            sl.all(y >= pad, y - pad < h, x >= pad, x - pad < w), a[c, y - pad, x - pad], 0.0
+        ),
+        name="Apad",
+    )
+    rc = sl.reduce_axis((0, c_in), name="rc")
+    ry = sl.reduce_axis((0, kh), name="ry")
+    rx = sl.reduce_axis((0, kw), name="rx")
+    out = sl.compute(
+        (c_out, h + 2 * pad - kh + 1, w + 2 * pad - kw + 1),
+        lambda f, y, x: sl.sum(apad[rc, y + ry, x + rx] * wt[f, rc, ry, rx], axis=[rc, ry, rx]),
+        name="Out",
+    )
+    return Case("conv2d", [a, wt], [out])
+
+
+def stencil(data, sizes: Sizes) -> Case:
+    """Halide's two-stage blur (rows, then columns), or a one-stage 3-point stencil."""
+    h, w = sizes.extent(low=3), sizes.extent(low=3)
+    a = sl.placeholder((h, w), name="A")
+    if data.draw(st.booleans()):
+        out = sl.compute(
+            (h - 2, w), lambda i, j: a[i, j] + a[i + 1, j] * 2.0 + a[i + 2, j], name="S"
+        )
+        return Case("stencil", [a], [out])
+    bx = sl.compute((h, w - 2), lambda i, j: a[i, j] + a[i, j + 1] + a[i, j + 2], name="BX")
+    by = sl.compute((h - 2, w - 2), lambda i, j: bx[i, j] + bx[i + 1, j] + bx[i + 2, j], name="BY")
+    return Case("stencil", [a], [by])
+
+
+def reduction(data, sizes: Sizes) -> Case:
+    """A sum, max or min over rows or over columns, sometimes followed by an elementwise
+    stage that reads it."""
+    rows, cols = sizes.extent(), sizes.extent()
+    a = sl.placeholder((rows, cols), name="A")
+    reducer = data.draw(st.sampled_from([sl.sum, sl.max, sl.min]))
+    if data.draw(st.booleans()):
+        k = sl.reduce_axis((0, cols), name="k")
+        r = sl.compute((rows,), lambda i: reducer(a[i, k], axis=k), name="R")
+        family = "row_reduction"
+    else:
+        k = sl.reduce_axis((0, rows), name="k")
+        r = sl.compute((cols,), lambda j: reducer(a[k, j], axis=k), name="R")
+        family = "column_reduction"
+    if data.draw(st.booleans()):
+        return Case(family, [a], [r])
+    out = sl.compute(r.shape, lambda i: r[i] * 2.0 + 1.0, name="Out")
+    return Case(family, [a], [out])
+
+
+def softmax(data, sizes: Sizes) -> Case:
+    """Five stages over rows: two reductions and three elementwise stages between them."""
+    m, n = sizes.extent(), sizes.extent()
+    a = sl.placeholder((m, n), name="A")
+    k1 = sl.reduce_axis((0, n), name="k1")
+    k2 = sl.reduce_axis((0, n), name="k2")
+    mx = sl.compute((m,), lambda i: sl.max(a[i, k1], axis=k1), name="Max")
+    e = sl.compute((m, n), lambda i, j: sl.exp(a[i, j] - mx[i]), name="E")
+    total = sl.compute((m,), lambda i: sl.sum(e[i, k2], axis=k2), name="Sum")
+    inv = sl.compute((m,), lambda i: 1.0 / total[i], name="Inv")
+    out = sl.compute((m, n), lambda i, j: e[i, j] * inv[i], name="Out")
+    return Case("softmax", [a], [out])
+
+
+def transpose(data, sizes: Sizes) -> Case:
+    """A transposed read, alone or through a transposed intermediate stage."""
+    rows, cols = sizes.extent(), sizes.extent()
+    a = sl.placeholder((rows, cols), name="A")
+    if data.draw(st.booleans()):
+        out = sl.compute((cols, rows), lambda i, j: a[j, i] * 2.0, name="T")
+        return Case("transpose", [a], [out])
+    t = sl.compute((cols, rows), lambda i, j: a[j, i] + 1.0, name="T")
+    out = sl.compute((rows, cols), lambda i, j: t[j, i] * a[i, j], name="Out")
+    return Case("transpose", [a], [out])
+
+
+FAMILIES = {
+    "elementwise": elementwise,
+    "matmul": matmul,
+    "conv2d": conv2d,
+    "stencil": stencil,
+    "reduction": reduction,
+    "softmax": softmax,
+    "transpose": transpose,
+}
+
+
+def draw_case(data, families: tuple[str, ...] = tuple(FAMILIES)) -> Case:
+    """One algorithm of a family drawn from `families`, about a third of them with symbolic
+    sizes."""
+    family = data.draw(st.sampled_from(families), label="family")
+    sizes = Sizes(data, symbolic=data.draw(st.integers(0, 2), label="symbolic") == 0)
+    case = FAMILIES[family](data, sizes)
+    case.sizes = dict(sizes.values)
+    return case

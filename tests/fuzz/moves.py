@@ -1,0 +1,209 @@
+"""Random schedules: every primitive, on random stages and loops, with arguments that are
+sometimes wrong on purpose (factors that do not divide or are not positive, compute_at at a
+loop of a stage that does not read the producer, axes of another stage).
+
+A primitive that raises must raise a `ScheduleError` that names it and leave the schedule as
+it was, so drawing goes on after a rejected primitive: the schedules that reach lowering are
+the ones a user gets after fixing a mistake in a notebook.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+import schedlang as sl
+from schedlang.ir.tensor import ComputeOp
+from schedlang.schedule import records as rec
+
+from .verdict import Tally, check_primitive_error
+
+SCOPES = ("global", "shared", "local")
+FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
+CPU_KINDS = ("unroll", "vectorize", "parallel")
+GPU_TAGS = ("blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y", "vthread")
+THREADS = (1, 2, 4, 8, 32)
+
+
+class Scheduler:
+    """Draws primitives for schedule `s` of a case; `gpu` adds binds and makes sure every
+    stage computed at the root is bound to blocks and threads, as a kernel needs."""
+
+    def __init__(self, data, s: sl.Schedule, tally: Tally, gpu: bool) -> None:
+        self.data = data
+        self.s = s
+        self.tally = tally
+        self.gpu = gpu
+
+    # -- drawing --------------------------------------------------------------------------
+
+    def draw(self, strategy, label: str | None = None):
+        return self.data.draw(strategy, label=label)
+
+    def stages(self) -> list[sl.Stage]:
+        return [x for x in self.s.stages if isinstance(x.op, ComputeOp)]
+
+    def stage(self) -> sl.Stage:
+        return self.draw(st.sampled_from(self.stages()))
+
+    def leaf(self, stage: sl.Stage, free: bool = False):
+        leaves = [
+            x
+            for x in stage.leaves
+            if not free or (x not in stage.annotations and x not in stage.binds)
+        ]
+        if not leaves or self.draw(st.integers(0, 30)) == 0:
+            other = self.stage()  # now and then an axis of another stage: an AxisError
+            leaves = other.leaves or leaves
+        return self.draw(st.sampled_from(leaves)) if leaves else None
+
+    def factor(self) -> int:
+        if self.draw(st.integers(0, 40)) == 0:
+            return self.draw(st.sampled_from([0, -2]))
+        return self.draw(st.sampled_from(FACTORS))
+
+    def attempt(self, name: str, call) -> object:
+        """Apply one primitive; a ScheduleError must name it and change nothing."""
+        before = (len(self.s.records), self.s.describe())
+        try:
+            result = call()
+        except sl.ScheduleError as err:
+            check_primitive_error(err, name, self.s, before)
+            self.tally.count(f"primitive rejected: {type(err).__name__}")
+            return None
+        self.tally.count(f"primitive: {name}")
+        return result
+
+    # -- the primitives -------------------------------------------------------------------
+
+    def split(self, stage: sl.Stage) -> None:
+        leaf = self.leaf(stage)
+        if self.draw(st.booleans()):
+            self.attempt("split", lambda: stage.split(leaf, factor=self.factor()))
+        else:
+            self.attempt("split", lambda: stage.split(leaf, nparts=self.factor()))
+
+    def tile(self, stage: sl.Stage) -> None:
+        x, y = self.leaf(stage), self.leaf(stage)
+        fx, fy = self.factor(), self.factor()
+        self.attempt("tile", lambda: stage.tile(x, y, fx, fy))
+
+    def fuse(self, stage: sl.Stage) -> None:
+        if len(stage.leaves) < 2:
+            return
+        k = self.draw(st.integers(0, len(stage.leaves) - 2))
+        axes = stage.leaves[k : k + 2]
+        if self.draw(st.integers(0, 5)) == 0:
+            axes = [self.leaf(stage), self.leaf(stage)]  # not adjacent, or twice: an error
+        self.attempt("fuse", lambda: stage.fuse(*axes))
+
+    def reorder(self, stage: sl.Stage) -> None:
+        if not stage.leaves:
+            return
+        order = self.draw(st.permutations(stage.leaves))
+        keep = self.draw(st.integers(1, len(order)))
+        self.attempt("reorder", lambda: stage.reorder(*order[:keep]))
+
+    def annotate(self, stage: sl.Stage) -> None:
+        leaf = self.leaf(stage, free=True)
+        kind = self.draw(st.sampled_from(CPU_KINDS[:2] if self.gpu else CPU_KINDS))
+        self.attempt(kind, lambda: getattr(stage, kind)(leaf))
+
+    def bind(self, stage: sl.Stage) -> None:
+        leaf = self.leaf(stage, free=True)
+        tag = self.draw(st.sampled_from(GPU_TAGS))
+        self.attempt("bind", lambda: stage.bind(leaf, sl.thread_axis(tag)))
+
+    def compute_at(self, stage: sl.Stage) -> None:
+        target = self.stage()
+        leaf = self.leaf(target)
+        self.attempt("compute_at", lambda: stage.compute_at(target, leaf))
+
+    def compute_inline(self, stage: sl.Stage) -> None:
+        self.attempt("compute_inline", stage.compute_inline)
+
+    def compute_root(self, stage: sl.Stage) -> None:
+        self.attempt("compute_root", stage.compute_root)
+
+    def cache_read(self, stage: sl.Stage) -> None:
+        """A cache of `stage`'s tensor or of an input, for some of the stages that read it."""
+        sources = [x for x in self.s.stages if self._readers(x)]
+        if not sources:
+            return
+        source = self.draw(st.sampled_from(sources))
+        readers = self._readers(source)
+        chosen = self.draw(st.lists(st.sampled_from(readers), min_size=1, unique=True))
+        if self.draw(st.integers(0, 20)) == 0:
+            chosen = [self.stage()]  # perhaps a stage that does not read it
+        scope = self.draw(st.sampled_from(SCOPES))
+        self.attempt("cache_read", lambda: self.s.cache_read(source, scope, chosen))
+
+    def _readers(self, source: sl.Stage) -> list[sl.Stage]:
+        return [x for x in self.stages() if source.op in [t.op for t in x.op.input_tensors]]
+
+    def cache_write(self, stage: sl.Stage) -> None:
+        scope = self.draw(st.sampled_from(SCOPES))
+        self.attempt("cache_write", lambda: self.s.cache_write(stage, scope))
+
+    def set_scope(self, stage: sl.Stage) -> None:
+        scope = self.draw(st.sampled_from(SCOPES))
+        self.attempt("set_scope", lambda: stage.set_scope(scope))
+
+    def storage_align(self, stage: sl.Stage) -> None:
+        if not stage.op.axis:
+            return
+        axis = self.draw(st.sampled_from(stage.op.axis))
+        factor = self.draw(st.sampled_from([1, 2, 4, 8, 32]))
+        offset = self.draw(st.integers(0, factor))  # factor itself is out of range
+        self.attempt("storage_align", lambda: stage.storage_align(axis, factor, offset))
+
+    def double_buffer(self, stage: sl.Stage) -> None:
+        self.attempt("double_buffer", stage.double_buffer)
+
+    def rfactor(self, stage: sl.Stage) -> None:
+        reduce_leaves = [x for x in stage.leaves if x.kind == "reduce"]
+        if not reduce_leaves:
+            return
+        leaf = self.draw(st.sampled_from(reduce_leaves))
+        factor_axis = self.draw(st.integers(0, len(stage.op.axis)))
+        self.attempt("rfactor", lambda: self.s.rfactor(stage, leaf, factor_axis))
+
+    # -- whole schedules ------------------------------------------------------------------
+
+    def random_moves(self, count: int) -> None:
+        loops = ["split", "split", "tile", "fuse", "reorder", "annotate"]
+        placement = ["compute_at", "compute_at", "compute_inline", "compute_root"]
+        memory = ["cache_read", "cache_write", "set_scope", "storage_align", "double_buffer"]
+        moves = loops + placement + memory + ["rfactor"] + (["bind", "bind"] if self.gpu else [])
+        for _ in range(count):
+            name = self.draw(st.sampled_from(moves), label="primitive")
+            getattr(self, name)(self.stage())
+
+    def bind_roots(self) -> None:
+        """Bind each stage computed at the root, and not bound yet, to blocks and threads:
+        its outermost data loop split by a number of threads, the outer part to blockIdx.x."""
+        for stage in self.stages():
+            at_root = stage.attach is None or isinstance(stage.attach, rec.ComputeRoot)
+            data_leaves = [x for x in stage.leaves if x.kind == "data"]
+            if not at_root or stage.binds or not data_leaves:
+                continue
+            leaf = data_leaves[0]
+            threads = self.draw(st.sampled_from(THREADS))
+            split = self.attempt("split", lambda s=stage, x=leaf, t=threads: s.split(x, factor=t))
+            if split is None:
+                continue
+            outer, inner = split
+            self.attempt("bind", lambda s=stage, x=outer: s.bind(x, sl.thread_axis("blockIdx.x")))
+            self.attempt("bind", lambda s=stage, x=inner: s.bind(x, sl.thread_axis("threadIdx.x")))
+
+
+def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> None:
+    """Up to a dozen primitives of every kind but bind."""
+    Scheduler(data, s, tally, gpu=False).random_moves(data.draw(st.integers(0, 12)))
+
+
+def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> None:
+    """Random primitives (binds included), then the stages left at the root bound to blocks
+    and threads."""
+    scheduler = Scheduler(data, s, tally, gpu=True)
+    scheduler.random_moves(data.draw(st.integers(0, 12)))
+    scheduler.bind_roots()

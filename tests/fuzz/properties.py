@@ -1,0 +1,141 @@
+"""The fuzzer's properties, one per way of running a schedule. Each draws an algorithm and a
+schedule from hypothesis's `data`, and either counts an acceptable error in `tally` or runs
+the kernel with guard zones around every argument and NaN-poisoned outputs, then compares
+with the reference. Anything else raises (see `verdict`).
+
+`test_fuzz` runs them as a bounded sample in CI; ``benchmarks/fuzz.py`` runs long campaigns.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+
+import numpy as np
+from hypothesis import note
+from hypothesis import strategies as st
+
+import schedlang as sl
+from schedlang.loopir.interpret import run
+from tests.schedule.util import random_inputs
+
+from .algorithms import Case, draw_case
+from .guards import DeviceGuarded, Guarded
+from .moves import cpu_schedule, gpu_schedule
+from .verdict import FuzzFailure, Tally, lowering_verdict, watchdog
+
+TIMEOUT_S = 60
+Runner = Callable[[list[Guarded]], None]
+
+
+def cpu_property(data, tally: Tally) -> None:
+    """A schedule without binds, run by the loop-IR interpreter and compiled for the CPU."""
+    with watchdog(TIMEOUT_S):
+        case, s = _scheduled(data, tally, cpu_schedule)
+        check_cpu(case, s, tally, _seed(data))
+
+
+def gpu_interpreter_property(data, tally: Tally) -> None:
+    """A GPU schedule built for the cuda target, run by the SIMT interpreter."""
+    with watchdog(TIMEOUT_S):
+        case, s = _scheduled(data, tally, gpu_schedule)
+        check_simt(case, s, tally, _seed(data))
+
+
+def gpu_device_property(data, tally: Tally) -> None:
+    """A GPU schedule run on the GPU."""
+    with watchdog(TIMEOUT_S):
+        case, s = _scheduled(data, tally, gpu_schedule)
+        check_device(case, s, tally, _seed(data))
+
+
+def check_cpu(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
+    """`s` answered rightly by the interpreter and the CPU JIT."""
+    kernel = _build(case, s, "cpu", tally)
+    if kernel is None:
+        return
+    runners: dict[str, Runner] = {
+        "interpreter": lambda gs: run(kernel.lowered, [g.view for g in gs]),
+        "cpu": lambda gs: kernel(*[g.view for g in gs]),
+    }
+    _compare(seed, case, runners, tally)
+
+
+def check_simt(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
+    """`s` built for the cuda target (no GPU needed): its PTX assembled by ptxas where ptxas
+    is installed, its loop IR run by the SIMT interpreter, which also finds races and barriers
+    that only some threads reach."""
+    kernel = _build(case, s, "cuda", tally)
+    if kernel is None:
+        return
+    if shutil.which("ptxas"):
+        from tests.cuda.ptxas import assemble
+
+        assemble(kernel.ptx)
+    runners: dict[str, Runner] = {
+        "simt interpreter": lambda gs: run(kernel.lowered, [g.view for g in gs]),
+    }
+    _compare(seed, case, runners, tally)
+
+
+def check_device(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
+    """`s` run on the GPU, its arguments in guarded device buffers."""
+    kernel = _build(case, s, "cuda", tally)
+    if kernel is None:
+        return
+
+    def on_device(gs: list[Guarded]) -> None:
+        placed = [DeviceGuarded(g) for g in gs]
+        kernel(*[p.window for p in placed])
+        for p in placed:
+            p.fetch()
+
+    _compare(seed, case, {"cuda": on_device}, tally)
+
+
+def _seed(data) -> int:
+    return data.draw(st.integers(0, 2**16), label="input seed")
+
+
+def _scheduled(data, tally: Tally, schedule) -> tuple[Case, sl.Schedule]:
+    case = draw_case(data)
+    s = sl.create_schedule(case.outputs)
+    schedule(data, s, tally)
+    note(f"{case.describe()}\n{s}")
+    return case, s
+
+
+def _build(case: Case, s: sl.Schedule, target: str, tally: Tally):
+    """The kernel, or None after counting an error the user can act on."""
+    try:
+        return sl.build(s, case.inputs + case.outputs, target=target)
+    except sl.SchedlangError as err:
+        tally.count(lowering_verdict(err))
+        return None
+
+
+def _compare(seed: int, case: Case, runners: dict[str, Runner], tally: Tally) -> None:
+    values = random_inputs(case.inputs, case.sizes, seed)
+    wants = sl.reference(case.outputs, values)
+    for backend, execute in runners.items():
+        inputs = [Guarded(values[p].shape, values[p]) for p in case.inputs]
+        outputs = [Guarded(w.shape) for w in wants]
+        execute(inputs + outputs)
+        for tensor, g in zip(case.inputs + case.outputs, inputs + outputs):
+            damage = g.damage()
+            if damage is not None:
+                raise FuzzFailure(f"{backend}: '{tensor.name}' {damage}")
+        for tensor, g in zip(case.inputs, inputs):
+            if g.changed():
+                raise FuzzFailure(f"{backend}: the input '{tensor.name}' was written")
+        for tensor, g, want in zip(case.outputs, outputs, wants):
+            close = np.isclose(g.view, want, rtol=1e-4, atol=1e-4)
+            if not close.all():
+                wrong = np.argwhere(~close)
+                first = tuple(int(k) for k in wrong[0])
+                raise FuzzFailure(
+                    f"{backend}: '{tensor.name}' differs from the reference at {len(wrong)} of "
+                    f"{want.size} elements; at {first} it is {g.view[first]}, expected "
+                    f"{want[first]}"
+                )
+    tally.count("ran and matched")
