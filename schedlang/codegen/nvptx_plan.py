@@ -151,7 +151,36 @@ def _unbound(func: LoweredFunc, part: Stmt) -> LoweringError:
     )
 
 
+def _one_grid(func: LoweredFunc, body: Stmt) -> None:
+    """A LoweringError when `body` holds two nests of block loops side by side: that happens
+    when a shared buffer is allocated around both (its stage computed at the root, with block
+    loops of its own), and a block's shared memory does not outlive the block."""
+    shared: Buffer | None = None
+    s = body
+    while True:
+        if isinstance(s, (Allocate, Let)):
+            if isinstance(s, Allocate) and s.buffer.scope == "shared":
+                shared = s.buffer
+            s = s.body
+        elif isinstance(s, Seq):
+            nests = [c for c in s.stmts if _has_tags(c, BLOCK_TAGS)]
+            if len(nests) > 1:
+                what = f"shared buffer '{shared.name}'" if shared else "a buffer"
+                raise LoweringError(
+                    f"kernel '{func.name}': the {what} is written by one loop over GPU blocks "
+                    "and read by another, but shared memory lives only as long as its block; "
+                    "compute its stage inside the loops its readers bind to blockIdx "
+                    "(s[cache].compute_at(s[reader], axis))"
+                )
+            if not nests:
+                return
+            s = nests[0]
+        else:
+            return
+
+
 def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
+    _one_grid(func, body)
     block = _block(func, body)
     grid, grid_loops = _grid(func, body)
     guarded = guard_uniform_stores(body, block)

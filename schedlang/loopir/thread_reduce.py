@@ -5,7 +5,7 @@ at once, ``B[i] = B[i] + v`` (a race). Thread loops are innermost in lowered cod
 sits alone under its thread loops and their guards. This pass rewrites that region, as TE's
 ``tvm_thread_allreduce`` lowering does, into four steps that every thread reaches:
 
-    partial = identity; valid = 0          # every thread (the guards dropped)
+    partial = identity; valid = 0          # every thread of the block
     partial = v; valid = 1                 # the threads that have an instance (guards kept)
     total, any = thread_allreduce(partial, valid) over the reduce tags
     if reduce tags == 0 and any: B[i] = B[i] + total   # one thread per group writes
@@ -150,9 +150,10 @@ def _parts(region: For, store: Store, info: CrossThread, n: int) -> _Parts:
     condition = logical("and", (*leaders, Compare("!=", Load(found, zero, "int32"), const(0))))
     return _Parts(
         buffers=(partial, total, valid, found),
-        reset=at_store(
-            seq(Store(partial, zero, comb.identity), Store(valid, zero, const(0))), False
-        ),
+        # every thread of the block, not only the region's: the collective combines all the
+        # threads of its tags, and a block may be wider than the reduce loop (another stage
+        # binds more threads); local stores outside thread loops run on every thread
+        reset=seq(Store(partial, zero, comb.identity), Store(valid, zero, const(0))),
         contribute=at_store(seq(Store(partial, zero, info.value), mark), True),
         accumulate=at_store(
             seq(Store(partial, zero, combine(Load(partial, zero, dtype), info.value)), mark), True
