@@ -72,12 +72,18 @@ def insert_barriers(body: Stmt) -> Stmt:
     Guarantees: no two threads of a block access one shared element (at least one writing)
     without a barrier between them (by the conflict rule of the module doc); every barrier
     is reached by all threads of the block (guards are pushed inward where needed); no barrier
-    where nothing conflicts. Only ``shared`` buffers are synchronised: ``local`` memory is
-    private and ``global`` writes of other blocks are not ordered by barriers at all. Raises
+    where nothing conflicts. ``shared`` buffers are synchronised, and ``global`` ones too where
+    the function has no block loops (one block: its stages pass global temporaries between its
+    threads); ``local`` memory is private, and global writes of other blocks are not ordered by
+    barriers at all. Raises
     `LoweringError` where a needed barrier cannot be reached by every thread.
     """
     top = _Ctx(_launch_extents(body, into_blocks=False), False, frozenset(), {}, frozenset(), {})
-    return _Inserter().visit(body, top)[0]
+    one_block = not any(
+        isinstance(s, For) and s.kind == "bound" and (s.thread or "").startswith("blockIdx")
+        for s in walk_stmt(body)
+    )
+    return _Inserter(global_too=one_block).visit(body, top)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +133,10 @@ class _Ctx:
 
 
 class _Inserter:
-    def __init__(self) -> None:
+    def __init__(self, global_too: bool) -> None:
+        # a function without block loops is one block: its stages hand values to each other
+        # through global temporaries too, and a barrier orders those as well
+        self.scopes = ("shared", "global") if global_too else ("shared",)
         self.keys = itertools.count()
         self.reasons: dict[int, tuple[Barrier, str]] = {}
         self.canonical: dict[tuple[str, str], Var] = {}
@@ -314,7 +323,7 @@ class _Inserter:
 
     # -- accesses -----------------------------------------------------------------------
     def access(self, site, buffer, indices, write: bool, ctx: _Ctx) -> _Access | None:
-        if buffer.scope != "shared":
+        if buffer.scope not in self.scopes:
             return None
         expanded = tuple(substitute_expr(i, ctx.subst) for i in indices)
         key = next(self.keys)

@@ -680,3 +680,24 @@ def test_barriers_already_in_place_are_kept_and_none_added():
 def test_the_pass_is_idempotent(build):
     once = insert_barriers(build().body)
     assert str(insert_barriers(once)) == str(once)
+
+
+def test_one_block_synchronises_its_global_temporaries():
+    """Without block loops the function is one block, and a stage reading another's global
+    temporary at other threads' elements needs a barrier, as with shared memory; with block
+    loops the same buffer is not synchronised (other blocks are not ordered by a barrier)."""
+    a = sl.placeholder((64,), name="A")
+    t = sl.compute((64,), lambda i: a[i] * 2.0, name="T")
+    c = sl.compute((64,), lambda i: t[63 - i] + 1.0, name="C")
+    s = sl.create_schedule(c)
+    s[t].bind(t.op.axis[0], sl.thread_axis("threadIdx.x"))
+    s[c].bind(c.op.axis[0], sl.thread_axis("threadIdx.x"))
+    one_block = sl.lower(s, [a, c]).body
+    assert [x for x in walk_stmt(one_block) if isinstance(x, Barrier)]
+    s = sl.create_schedule(c)
+    for stage in (t, c):
+        bo, to = s[stage].split(stage.op.axis[0], factor=16)
+        s[stage].bind(bo, sl.thread_axis("blockIdx.x"))
+        s[stage].bind(to, sl.thread_axis("threadIdx.x"))
+    blocks = sl.lower(s, [a, c]).body
+    assert not [x for x in walk_stmt(blocks) if isinstance(x, Barrier)]
