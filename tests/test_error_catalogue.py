@@ -98,6 +98,10 @@ def test_example_prints_the_documented_message(entry: Entry, monkeypatch):
     qualified = f"{type(error).__module__}.{type(error).__qualname__}"
     assert qualified.removeprefix("builtins.") == entry.printed.split(":", 1)[0]
     assert normalised(shown) == normalised(entry.printed)
+    last = error.__traceback__
+    while last.tb_next is not None:
+        last = last.tb_next
+    assert last.tb_frame.f_code.co_filename == "example.py"  # the user's line, not schedlang's
 
 
 def test_the_catalogue_covers_forty_distinct_mistakes():

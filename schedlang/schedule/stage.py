@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import user_location
+from ..errors import entry_point, user_location
 from ..ir.expr import Const
 from ..ir.tensor import ComputeOp, IterVar, Operation
 from . import records as rec
@@ -146,6 +146,7 @@ class Stage:
 
     # -- loop primitives -----------------------------------------------------------------
 
+    @entry_point
     def split(self, parent: object, factor: object = None, nparts: object = None):
         """Split `parent` into ``(outer, inner)`` with ``parent = outer * factor + inner``.
 
@@ -189,6 +190,7 @@ class Stage:
         self._record(record)
         return outer, inner
 
+    @entry_point
     def tile(self, x_parent: object, y_parent: object, x_factor: object, y_factor: object):
         """Split two axes and order the loops ``x.outer, y.outer, x.inner, y.inner``."""
         xo, xi = self.split(x_parent, factor=x_factor)
@@ -196,6 +198,7 @@ class Stage:
         self.reorder(xo, yo, xi, yi)
         return xo, yo, xi, yi
 
+    @entry_point
     def fuse(self, *axes: object) -> Axis:
         """Fuse adjacent loops (outer first) into one: ``fused = outer * extent(inner) + inner``."""
         loc = user_location()
@@ -236,6 +239,7 @@ class Stage:
         self._record(record)
         return fused
 
+    @entry_point
     def reorder(self, *axes: object) -> None:
         """Put the listed loops, in this order, into the positions they occupy together."""
         loc = user_location()
@@ -292,18 +296,22 @@ class Stage:
         self.annotations[resolved] = word
         self._record(rec.Annotate(self.name, resolved, kind, loc))
 
+    @entry_point
     def unroll(self, axis: object) -> None:
         """Unroll the loop (its extent must be a constant when lowered)."""
         self._annotate(axis, "unroll")
 
+    @entry_point
     def vectorize(self, axis: object) -> None:
         """Run the loop as SIMD lanes (innermost loops; tails are guarded)."""
         self._annotate(axis, "vectorize")
 
+    @entry_point
     def parallel(self, axis: object) -> None:
         """Run the loop's iterations on CPU threads."""
         self._annotate(axis, "parallel")
 
+    @entry_point
     def bind(self, axis: object, thread_axis: object) -> None:
         """Make the loop a GPU hardware index (``blockIdx.x``, ``threadIdx.y``, ``vthread``...)."""
         loc = user_location()
@@ -355,6 +363,7 @@ class Stage:
 
     # -- placement -----------------------------------------------------------------------
 
+    @entry_point
     def compute_at(self, parent: Stage, axis: object) -> None:
         """Compute this stage inside `parent`'s loop `axis`, over the region used there."""
         loc = user_location()
@@ -395,6 +404,7 @@ class Stage:
         self.attach = rec.ComputeAt(self.name, parent.name, target_axis, loc)
         self._record(self.attach)
 
+    @entry_point
     def compute_inline(self) -> None:
         """Substitute this stage's expression into its consumers; it gets no loops of its own."""
         loc = user_location()
@@ -421,6 +431,7 @@ class Stage:
         self.attach = rec.ComputeInline(self.name, loc)
         self._record(self.attach)
 
+    @entry_point
     def compute_root(self) -> None:
         """Compute this stage in full, in its own loop nest, before its consumers."""
         loc = user_location()
@@ -430,6 +441,7 @@ class Stage:
 
     # -- memory --------------------------------------------------------------------------
 
+    @entry_point
     def set_scope(self, scope: str) -> None:
         """Keep this stage's buffer in ``"global"``, ``"shared"`` (per GPU block) or ``"local"``
         (per thread: registers) memory."""
@@ -448,6 +460,7 @@ class Stage:
         self.scope = scope
         self._record(rec.SetScope(self.name, scope, loc))
 
+    @entry_point
     def double_buffer(self) -> None:
         """Keep two copies of this stage's buffer, so the loop it is computed in fills the
         next iteration's copy while the current one is read (one barrier per iteration instead
@@ -460,6 +473,7 @@ class Stage:
         self.double_buffered = True
         self._record(rec.DoubleBuffer(self.name, loc))
 
+    @entry_point
     def storage_align(self, axis: object, factor: int, offset: int) -> None:
         """Pad the buffer so that the stride of `axis`'s dimension is ``factor * k + offset``
         (e.g. ``factor=32, offset=1`` on a shared tile's rows avoids bank conflicts)."""
