@@ -151,36 +151,30 @@ def _unbound(func: LoweredFunc, part: Stmt) -> LoweringError:
     )
 
 
-def _one_grid(func: LoweredFunc, body: Stmt) -> None:
-    """A LoweringError when `body` holds two nests of block loops side by side: that happens
-    when a shared buffer is allocated around both (its stage computed at the root, with block
-    loops of its own), and a block's shared memory does not outlive the block."""
-    shared: Buffer | None = None
-    s = body
-    while True:
-        if isinstance(s, (Allocate, Let)):
-            if isinstance(s, Allocate) and s.buffer.scope == "shared":
-                shared = s.buffer
-            s = s.body
-        elif isinstance(s, Seq):
-            nests = [c for c in s.stmts if _has_tags(c, BLOCK_TAGS)]
-            if len(nests) > 1:
-                what = f"shared buffer '{shared.name}'" if shared else "a buffer"
-                raise LoweringError(
-                    f"kernel '{func.name}': the {what} is written by one loop over GPU blocks "
-                    "and read by another, but shared memory lives only as long as its block; "
-                    "compute its stage inside the loops its readers bind to blockIdx "
-                    "(s[cache].compute_at(s[reader], axis))"
-                )
-            if not nests:
-                return
-            s = nests[0]
-        else:
-            return
+def _shared_in_blocks(func: LoweredFunc, body: Stmt) -> None:
+    """A LoweringError when a kernel with block loops allocates shared memory outside them:
+    that happens when a shared stage is computed at the root (with block loops of its own),
+    and a block's shared memory neither outlives the block nor is seen by other blocks, so the
+    stages outside its loops would read another block's copy, or nothing."""
+    if not _has_tags(body, BLOCK_TAGS):
+        return  # one block: its shared memory is everyone's
+    stack = [body]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, For) and s.kind == "bound" and s.thread in BLOCK_TAGS:
+            continue
+        if isinstance(s, Allocate) and s.buffer.scope == "shared":
+            raise LoweringError(
+                f"kernel '{func.name}': the shared buffer '{s.buffer.name}' is used outside "
+                "the loops bound to blockIdx that would own it, but shared memory lives only "
+                "as long as its block; compute its stage inside the loops its readers bind to "
+                "blockIdx (s[cache].compute_at(s[reader], axis))"
+            )
+        stack.extend(stmt_children(s))
 
 
 def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
-    _one_grid(func, body)
+    _shared_in_blocks(func, body)
     block = _block(func, body)
     grid, grid_loops = _grid(func, body)
     guarded = guard_uniform_stores(body, block)

@@ -177,7 +177,7 @@ def test_a_shared_stage_at_the_root_beside_another_kernel_is_refused():
     tally = Tally()
     check_simt(Case("elementwise", [a], [p]), s, tally)
     assert tally.counts == {"lowering rejected: LoweringError": 1}
-    with pytest.raises(sl.LoweringError, match="shared buffer 'A.shared' is written by one loop"):
+    with pytest.raises(sl.LoweringError, match="shared buffer 'A.shared' is used outside the"):
         sl.build(s, [a, p], target="cuda")
 
 
@@ -194,3 +194,19 @@ def test_a_cross_thread_reduction_in_a_wider_block():
     tally = Tally()
     check_simt(Case("column_reduction", [a], [out]), s, tally)
     assert tally.counts["ran and matched"] == 1
+
+
+def test_a_shared_stage_at_the_root_read_by_a_stage_outside_every_block_is_refused():
+    """Found on a GPU: the shared stage's blocks each fill their own copy, and the unbound
+    stage read whichever copy its block had (wrong numbers). Refused before code is made."""
+    a = sl.placeholder((2, 1), name="A")
+    b = sl.placeholder((2, 1), name="B")
+    p = sl.compute((2, 1), lambda i, j: a[i, j] * 3.0 - b[i, j], name="P0")
+    s = sl.create_schedule(p)
+    s[p].unroll(p.op.axis[0])
+    cached = s.cache_read(a, "shared", [p])
+    outer, inner = s[cached].split(s[cached].op.axis[0], factor=1)
+    s[cached].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[cached].bind(inner, sl.thread_axis("threadIdx.x"))
+    with pytest.raises(sl.LoweringError, match="shared buffer 'A.shared' is used outside the"):
+        sl.build(s, [a, b, p], target="cuda")
