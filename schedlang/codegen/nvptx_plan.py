@@ -151,11 +151,11 @@ def _unbound(func: LoweredFunc, part: Stmt) -> LoweringError:
     )
 
 
-def _shared_in_blocks(func: LoweredFunc, body: Stmt) -> None:
-    """A LoweringError when a kernel with block loops allocates shared memory outside them:
-    that happens when a shared stage is computed at the root (with block loops of its own),
-    and a block's shared memory neither outlives the block nor is seen by other blocks, so the
-    stages outside its loops would read another block's copy, or nothing."""
+def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
+    """A LoweringError when a kernel with block loops allocates shared or local memory
+    outside them: that happens when such a stage is computed at the root (with block loops
+    of its own), and a block's shared memory (a thread's local memory) neither outlives it nor
+    is seen by other blocks, so the stages outside its loops would read another's copy."""
     if not _has_tags(body, BLOCK_TAGS):
         return  # one block: its shared memory is everyone's
     stack = [body]
@@ -163,18 +163,19 @@ def _shared_in_blocks(func: LoweredFunc, body: Stmt) -> None:
         s = stack.pop()
         if isinstance(s, For) and s.kind == "bound" and s.thread in BLOCK_TAGS:
             continue
-        if isinstance(s, Allocate) and s.buffer.scope == "shared":
+        if isinstance(s, Allocate) and s.buffer.scope in ("shared", "local"):
+            owner = "block" if s.buffer.scope == "shared" else "thread"
             raise LoweringError(
-                f"kernel '{func.name}': the shared buffer '{s.buffer.name}' is used outside "
-                "the loops bound to blockIdx that would own it, but shared memory lives only "
-                "as long as its block; compute its stage inside the loops its readers bind to "
-                "blockIdx (s[cache].compute_at(s[reader], axis))"
+                f"kernel '{func.name}': the {s.buffer.scope} buffer '{s.buffer.name}' is used "
+                f"outside the loops bound to blockIdx that would own it, but {s.buffer.scope} "
+                f"memory lives only as long as its {owner}; compute its stage inside the loops "
+                "its readers bind to blockIdx (s[cache].compute_at(s[reader], axis))"
             )
         stack.extend(stmt_children(s))
 
 
 def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
-    _shared_in_blocks(func, body)
+    _on_chip_in_blocks(func, body)
     block = _block(func, body)
     grid, grid_loops = _grid(func, body)
     guarded = guard_uniform_stores(body, block)

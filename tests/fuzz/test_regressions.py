@@ -210,3 +210,18 @@ def test_a_shared_stage_at_the_root_read_by_a_stage_outside_every_block_is_refus
     s[cached].bind(inner, sl.thread_axis("threadIdx.x"))
     with pytest.raises(sl.LoweringError, match="shared buffer 'A.shared' is used outside the"):
         sl.build(s, [a, b, p], target="cuda")
+
+
+def test_a_local_stage_at_the_root_read_by_another_kernel_is_refused():
+    """Found on a GPU: a local cache computed at the root with block loops of its own; the
+    stencil's blocks read registers of threads of other blocks (wrong numbers)."""
+    a = sl.placeholder((3, 3), name="A")
+    out = sl.compute((3, 3), lambda i, j: a[i, j] + a[i, 2 - j], name="S")
+    s = sl.create_schedule(out)
+    s[out].bind(s[out].op.axis[0], sl.thread_axis("blockIdx.y"))
+    cached = s.cache_read(a, "local", [out])
+    outer, inner = s[cached].split(s[cached].op.axis[0], factor=1)
+    s[cached].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[cached].bind(inner, sl.thread_axis("threadIdx.x"))
+    with pytest.raises(sl.LoweringError, match="local buffer 'A.local' is used outside the"):
+        sl.build(s, [a, out], target="cuda")
