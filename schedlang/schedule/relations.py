@@ -58,8 +58,10 @@ def leaf_form(stage: Stage, axes: list[Axis], kind: str) -> LeafForm:
         elif r.axes[0].kind == kind:
             total = extents[r.axes[0]]
             for a in r.axes[1:]:
-                total = const(total.value * extents[a].value) if isinstance(total, Const) else (
-                    total * extents[a]
+                total = (
+                    const(total.value * extents[a].value)
+                    if isinstance(total, Const)
+                    else (total * extents[a])
                 )
             extents[r.fused] = total
     leaf_vars = {a: Var(a.name, "int32", "axis" if kind == "data" else "reduce") for a in axes}
