@@ -54,7 +54,13 @@ class Reducer:
             )
         axes = (axis,) if isinstance(axis, IterVar) else tuple(axis)
         for ax in axes:
-            if not isinstance(ax, IterVar) or ax.kind != "reduce":
+            if isinstance(ax, IterVar) and ax.kind != "reduce":
+                raise AlgorithmError(
+                    f"sl.{self.name}: '{ax.var.name}' is a data axis (an index of the compute), "
+                    "not a reduce axis; create the axis to reduce over with "
+                    "sl.reduce_axis((lo, hi), name=...)"
+                )
+            if not isinstance(ax, IterVar):
                 raise AlgorithmError(
                     f"sl.{self.name}: axis {ax!r} is not a reduce axis; create it with "
                     "sl.reduce_axis((lo, hi), name=...)"
