@@ -30,7 +30,7 @@ def test_cpu_schedules(data):
     cpu_property(data, Tally())
 
 
-@sample(120)  # larger samples reach the schedules test_regressions keeps as strict xfails
+@sample(300)
 @given(data=st.data())
 def test_gpu_schedules_in_the_simt_interpreter(data):
     gpu_interpreter_property(data, Tally())
