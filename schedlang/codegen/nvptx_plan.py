@@ -45,6 +45,7 @@ from .nvptx_llvm import SharedLayout, lay_out_shared
 from .nvptx_uniform import guard_uniform_stores
 from .storage import constant_count
 
+MAX_THREADS = 1024  # per block, on every CUDA GPU since compute capability 2.0
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _KNOWN = (Seq, Store, For, If, Let, Allocate, Barrier, ThreadAllReduce)
@@ -195,7 +196,15 @@ def _block(func: LoweredFunc, body: Stmt) -> tuple[int, int, int]:
                 "so split the axis by a constant factor and bind the inner loop"
             )
         sizes[s.thread] = max(sizes[s.thread], int(s.extent.value))
-    return (sizes["threadIdx.x"], sizes["threadIdx.y"], sizes["threadIdx.z"])
+    block = (sizes["threadIdx.x"], sizes["threadIdx.y"], sizes["threadIdx.z"])
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS:  # every CUDA GPU; the launch checks the device's own limits
+        raise LoweringError(
+            f"kernel '{func.name}': a block of {block} is {threads} threads, but no CUDA GPU "
+            f"runs more than {MAX_THREADS} in a block; split the loops bound to threadIdx by "
+            "smaller factors"
+        )
+    return block
 
 
 def _grid(func: LoweredFunc, body: Stmt) -> tuple[tuple[Expr, Expr, Expr], frozenset[int]]:

@@ -315,3 +315,11 @@ def test_cpu_kernels_take_cpu_device_arrays():
     out = sl.empty((5,), "float32", device="cpu")
     kernel(x, out)
     np.testing.assert_array_equal(out.numpy(), np.arange(5, dtype=np.float32) * 3.0)
+
+
+def test_more_threads_than_any_gpu_runs_is_refused_when_building():
+    """1024 threads per block is every CUDA GPU's limit, so the build says it, before a GPU
+    is needed (the launch still checks the device's own limits)."""
+    s, inputs, outputs = vector_add(None, 2048)
+    with pytest.raises(sl.LoweringError, match=r"a block of \(2048, 1, 1\) is 2048 threads"):
+        sl.build(s, inputs + outputs, target="cuda")
