@@ -1,9 +1,10 @@
 """The NVPTX target: what `Target` means inside one CUDA kernel.
 
 Buffers keep their address space, so accesses become ``ld.global``/``ld.shared`` directly:
-kernel parameters are global (address space 1), shared buffers are module-level ``addrspace(3)``
-arrays (one per `Allocate`, sized from its constant shape), and local buffers are stack slots,
-which LLVM promotes to registers when every index is known after unrolling. Every buffer starts
+kernel parameters are global (address space 1), shared buffers are regions of the kernel's
+shared memory as the plan lays it out (`nvptx_llvm.SharedLayout`: static arrays up to 48 KB, one
+dynamic array above), and local buffers are stack slots, which LLVM promotes to registers when
+every index is known after unrolling. Every buffer starts
 at a multiple of 16 bytes (`buffer_align`), so accesses state the alignment their indices prove
 and LLVM emits 8- and 16-byte loads and stores for them. A loop bound to a hardware index reads
 it from its special register and runs its body where the index is below the loop's extent; the
