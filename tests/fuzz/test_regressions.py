@@ -225,3 +225,22 @@ def test_a_local_stage_at_the_root_read_by_another_kernel_is_refused():
     s[cached].bind(inner, sl.thread_axis("threadIdx.x"))
     with pytest.raises(sl.LoweringError, match="local buffer 'A.local' is used outside the"):
         sl.build(s, [a, out], target="cuda")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a local stage computed at the root of a one-block function, its rows spread over "
+    "threadIdx.x, is read at other threads' rows by the next stage: each thread's local copy "
+    "holds only its own rows, so the read finds nothing; it should be refused like a local "
+    "stage spread over the threads of a block loop",
+)
+def test_a_local_stage_at_the_root_of_one_block_read_across_threads():
+    a = sl.placeholder((3, 3), name="A")
+    bx = sl.compute((3, 3), lambda i, j: a[i, j] + a[i, (j + 1) % 3], name="BX")
+    by = sl.compute((1, 3), lambda i, j: bx[i, j] + bx[i + 2, j], name="BY")
+    s = sl.create_schedule(by)
+    s[bx].set_scope("local")
+    s[bx].bind(s[bx].op.axis[0], sl.thread_axis("threadIdx.x"))
+    s[by].bind(s[by].op.axis[0], sl.thread_axis("threadIdx.x"))
+    with pytest.raises(sl.ScheduleError):
+        sl.build(s, [a, by], target="cuda")
