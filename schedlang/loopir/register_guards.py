@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..ir.expr import Binary, Const, Expr, Var
 from ..ir.printer import expr_str
 from .nodes import Buffer, For, If, Let, Load, Stmt, Store
-from .visit import stmt_children, substitute_expr, walk_expr, with_children
+from .visit import stmt_children, substitute_expr, walk_expr, walk_stmt, with_children
 
 Range = tuple[int, int]  # inclusive
 
@@ -197,7 +197,7 @@ def _only(guard: If, droppable: dict[int, set[int]]) -> bool:
     """Whether every store under `guard` may lose it (and there is one): dropping a guard
     around anything else would run it for points that do not exist."""
     found = False
-    for node in _walk(guard.then):
+    for node in walk_stmt(guard.then):
         if isinstance(node, Store):
             if id(guard) not in droppable.get(id(node), ()):
                 return False
@@ -205,9 +205,3 @@ def _only(guard: If, droppable: dict[int, set[int]]) -> bool:
         elif not isinstance(node, (For, If, Let)) and stmt_children(node) == ():
             return False  # a barrier or a collective
     return found
-
-
-def _walk(s: Stmt):
-    yield s
-    for child in stmt_children(s):
-        yield from _walk(child)
