@@ -45,6 +45,7 @@ from .ir.math import (
 )
 from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
 from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from .platform_info import cuda_available
 from .runtime.device_array import DeviceArray, array, empty
 from .schedule.schedule import Schedule, create_schedule, thread_axis
 from .schedule.stage import Stage
@@ -90,6 +91,7 @@ __all__ = [
     "Stage",
     "build",
     "create_schedule",
+    "cuda_available",
     "lower",
     "thread_axis",
     "Reducer",

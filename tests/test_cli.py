@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import schedlang as sl
 from schedlang import build, cli, create_schedule, platform_info
 from schedlang.demo import STEPS, matmul
 from schedlang.demo_cuda import GPU_STEPS
@@ -100,6 +101,7 @@ def test_probe_cuda_gives_devices_or_a_reason():
     else:
         assert re.match(r"no [\w -]+\(.+\)", detail), detail
     assert platform_info.cuda_available() == (ok and platform_info.probe_nvptx().ok)
+    assert sl.cuda_available() is platform_info.cuda_available()
     assert platform_info.auto_target() == ("cuda" if platform_info.cuda_available() else "cpu")
 
 
