@@ -22,6 +22,7 @@ from .loopir.unroll import unroll_loops
 from .loopir.vector_inner import sink_vector_loops
 from .poly.bounds import check_bounds
 from .poly.legality import check_legality
+from .poly.local_reads import check_local_reads
 from .poly.placement import Placement
 from .poly.space import Params
 from .poly.statements import build_statements, inline_bodies
@@ -46,6 +47,7 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     placement = Placement(s, statements, params)
     _dump("schedule", "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
     cross_thread = check_legality(s, placement, params)
+    check_local_reads(s, placement, params)
     buffers, params_bufs, local = _buffers(s, args, placement, params)
     body, reductions = generate(
         s, placement.all(), placement.extents, cross_thread, params.context, params.vars, buffers

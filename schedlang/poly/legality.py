@@ -164,10 +164,11 @@ def _instances(dep: isl.Map, src: Placed, dst: Placed, violating: isl.Map) -> tu
         for k in range(space.dim(isl.dim_type.set))
     ]
     n_src = src.domain.dim(isl.dim_type.set)
-    return _instance(src, coords[:n_src]), _instance(dst, coords[n_src:])
+    return describe_instance(src, coords[:n_src]), describe_instance(dst, coords[n_src:])
 
 
-def _instance(p: Placed, coords: list[int]) -> str:
+def describe_instance(p: Placed, coords: list[int]) -> str:
+    """`C[i=3, k=1]`: a statement instance at extended-domain coordinates `coords`."""
     coords = coords[p.prefix_len :]
     op = p.stmt.stage.op
     lows = [0] * len(op.axis) + [getattr(iv.dom.min, "value", 0) for iv in op.reduce_axis]

@@ -3,9 +3,11 @@ minimised, each checked the way the fuzzer checks it."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import schedlang as sl
+from schedlang.loopir.interpret import run
 from schedlang.schedule.errors import PlacementError, RFactorError
 from tests.schedule.util import check
 
@@ -227,20 +229,38 @@ def test_a_local_stage_at_the_root_read_by_another_kernel_is_refused():
         sl.build(s, [a, out], target="cuda")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a local stage computed at the root of a one-block function, its rows spread over "
-    "threadIdx.x, is read at other threads' rows by the next stage: each thread's local copy "
-    "holds only its own rows, so the read finds nothing; it should be refused like a local "
-    "stage spread over the threads of a block loop",
-)
-def test_a_local_stage_at_the_root_of_one_block_read_across_threads():
+def _root_local_rows(reach: int):
+    """BX local at the root, its rows spread over threadIdx.x; BY's row i reads BX's rows i
+    and i + reach, on BY's thread i."""
     a = sl.placeholder((3, 3), name="A")
     bx = sl.compute((3, 3), lambda i, j: a[i, j] + a[i, (j + 1) % 3], name="BX")
-    by = sl.compute((1, 3), lambda i, j: bx[i, j] + bx[i + 2, j], name="BY")
+    by = sl.compute((3 - reach, 3), lambda i, j: bx[i, j] + bx[i + reach, j], name="BY")
     s = sl.create_schedule(by)
     s[bx].set_scope("local")
     s[bx].bind(s[bx].op.axis[0], sl.thread_axis("threadIdx.x"))
     s[by].bind(s[by].op.axis[0], sl.thread_axis("threadIdx.x"))
-    with pytest.raises(sl.ScheduleError):
+    return a, bx, by, s
+
+
+def test_a_local_stage_at_the_root_of_one_block_read_across_threads_is_refused():
+    """Found by the fuzzer: each thread's local copy of BX holds only its own rows, so BY's
+    thread 0 reading row 2 found nothing there (wrong numbers); now an exact legality error
+    naming one offending write and read."""
+    a, _, by, s = _root_local_rows(reach=2)
+    with pytest.raises(
+        sl.ScheduleError,
+        match=r"bind\(i, threadIdx.x\) at .*'BX' has scope "
+        r"'local' \(a copy per thread\), but BY\[i=0, j=0\] reads the value "
+        r"BX\[i=2, j=0\] stores on another thread",
+    ):
         sl.build(s, [a, by], target="cuda")
+
+
+def test_a_local_stage_at_the_root_read_on_its_own_threads_is_kept():
+    """The same stages where each thread reads only the rows it computed: legal, and right."""
+    a, _, by, s = _root_local_rows(reach=0)
+    kernel = sl.build(s, [a, by], target="cuda")
+    a_np = np.random.default_rng(5).uniform(-1, 1, (3, 3)).astype(np.float32)
+    out = np.full((3, 3), np.nan, np.float32)
+    run(kernel.lowered, [a_np, out])
+    np.testing.assert_allclose(out, sl.reference(by, {a: a_np}), rtol=1e-6)
