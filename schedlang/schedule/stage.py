@@ -164,19 +164,25 @@ class Stage:
         axis = self._axis(parent, call, loc)
         if (factor is None) == (nparts is None):
             self._fail(FactorError, call, loc, "give exactly one of factor= and nparts=")
-        amount = factor if nparts is None else nparts
+        word = "factor" if nparts is None else "nparts"
+        amount = self._amount(factor if nparts is None else nparts, word, call, loc)
+        self._check_unannotated(axis, call, loc)
+        return self._split(axis, amount, nparts is not None, loc)
+
+    def _amount(self, amount: object, word: str, call: str, loc: str) -> int:
         if isinstance(amount, Const):
             amount = amount.value
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-            word = "factor" if nparts is None else "nparts"
             self._fail(FactorError, call, loc, f"{word} must be a positive integer, got {amount!r}")
-        self._check_unannotated(axis, call, loc)
+        return amount
+
+    def _split(self, axis: Axis, amount: int, by_nparts: bool, loc: str) -> tuple[Axis, Axis]:
         extent = self.extents[axis]
         # A symbolic extent may become constant where the stage is computed (the box of its
         # footprint), so nparts on it is checked when the schedule is lowered.
         outer = Axis(self.name, f"{axis.name}.outer", axis.kind)
         inner = Axis(self.name, f"{axis.name}.inner", axis.kind)
-        if nparts is None:
+        if not by_nparts:
             self.extents[outer] = None if extent is None else _ceildiv(extent, amount)
             self.extents[inner] = amount
             record = rec.Split(self.name, axis, outer, inner, amount, None, loc)
@@ -192,9 +198,24 @@ class Stage:
 
     @entry_point
     def tile(self, x_parent: object, y_parent: object, x_factor: object, y_factor: object):
-        """Split two axes and order the loops ``x.outer, y.outer, x.inner, y.inner``."""
-        xo, xi = self.split(x_parent, factor=x_factor)
-        yo, yi = self.split(y_parent, factor=y_factor)
+        """Split two axes and order the loops ``x.outer, y.outer, x.inner, y.inner``.
+
+        All or nothing: every argument is checked before either split is applied, so a
+        mistake leaves the stage as it was (the user may catch the error and go on)."""
+        loc = user_location()
+        names = [getattr(a, "name", a) for a in (x_parent, y_parent)]
+        call = f"tile({names[0]}, {names[1]}, {x_factor}, {y_factor})"
+        self._require_compute(call, loc)
+        x_axis = self._axis(x_parent, call, loc)
+        y_axis = self._axis(y_parent, call, loc)
+        if x_axis == y_axis:
+            self._fail(AxisError, call, loc, f"'{x_axis.name}' is given twice; tile two loops")
+        x_amount = self._amount(x_factor, "x_factor", call, loc)
+        y_amount = self._amount(y_factor, "y_factor", call, loc)
+        self._check_unannotated(x_axis, call, loc)
+        self._check_unannotated(y_axis, call, loc)
+        xo, xi = self._split(x_axis, x_amount, False, loc)
+        yo, yi = self._split(y_axis, y_amount, False, loc)
         self.reorder(xo, yo, xi, yi)
         return xo, yo, xi, yi
 

@@ -57,6 +57,25 @@ def test_split_negative_nparts():
         s[c].split(c.op.axis[0], nparts=-1)
 
 
+def test_tile_is_all_or_nothing():
+    """A bad second factor is found before the first split is applied: the stage is left as
+    it was, so a notebook user can catch the error and tile again."""
+    *_, c, s = matmul()
+    before = (list(s[c].leaves), s.describe())
+    with pytest.raises(FactorError, match=r"tile\(i, j, 4, 0\) at .*y_factor must be a positive"):
+        s[c].tile(c.op.axis[0], c.op.axis[1], 4, 0)
+    assert (list(s[c].leaves), s.describe()) == before
+    xo, yo, xi, yi = s[c].tile(c.op.axis[0], c.op.axis[1], 4, 3)
+    assert [a.name for a in s[c].leaves] == ["i.outer", "j.outer", "i.inner", "j.inner", "k"]
+
+
+def test_tile_of_one_axis_twice():
+    *_, c, s = matmul()
+    with pytest.raises(AxisError, match=r"tile\(i, i, 4, 4\) at .*'i' is given twice"):
+        s[c].tile(c.op.axis[0], c.op.axis[0], 4, 4)
+    assert len(s[c].leaves) == 3
+
+
 def test_split_both_factor_and_nparts():
     *_, c, s = matmul()
     with pytest.raises(FactorError, match="give exactly one of factor= and nparts="):
