@@ -21,6 +21,8 @@ gives ``int32``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import AlgorithmError
@@ -140,6 +142,7 @@ def default_dtype(value: object) -> str:
     raise AlgorithmError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
 
 
+@functools.cache
 def max_value(dtype: str) -> int | float:
     if dtype == "bool":
         return True
@@ -150,6 +153,7 @@ def max_value(dtype: str) -> int | float:
     return int(np.iinfo(np.dtype(dtype)).max)
 
 
+@functools.cache
 def min_value(dtype: str) -> int | float:
     if dtype == "bool":
         return False

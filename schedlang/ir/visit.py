@@ -6,24 +6,25 @@ from collections.abc import Callable, Iterator
 
 from .expr import Binary, Call, Cast, Compare, Expr, Read, Reduce, Select, Unary
 
+_CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
+    Binary: lambda e: (e.a, e.b),
+    Compare: lambda e: (e.a, e.b),
+    Unary: lambda e: (e.a,),
+    Select: lambda e: (e.cond, e.true_value, e.false_value),
+    Cast: lambda e: (e.value,),
+    Call: lambda e: e.args,
+    Read: lambda e: e.indices,
+    Reduce: lambda e: (e.source,) if e.where is None else (e.source, e.where),
+}
+
 
 def children(e: Expr) -> tuple[Expr, ...]:
-    """The direct sub-expressions of `e` (a reduction's `where` included)."""
-    if isinstance(e, (Binary, Compare)):
-        return (e.a, e.b)
-    if isinstance(e, Unary):
-        return (e.a,)
-    if isinstance(e, Select):
-        return (e.cond, e.true_value, e.false_value)
-    if isinstance(e, Cast):
-        return (e.value,)
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Read):
-        return e.indices
-    if isinstance(e, Reduce):
-        return (e.source,) if e.where is None else (e.source, e.where)
-    return ()
+    """The direct sub-expressions of `e` (a reduction's `where` included).
+
+    Looked up by the node's exact type (no node class is subclassed): passes over unrolled
+    code call this for every node they visit."""
+    get = _CHILDREN.get(type(e))
+    return () if get is None else get(e)
 
 
 def walk(e: Expr) -> Iterator[Expr]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir.expr import Binary, Const, Expr, Unary, Var
 from .nodes import For, Let, Stmt
-from .visit import rebuild_stmt, transform_expr
+from .visit import Memo, expr_children, rebuild_stmt, transform_expr
 
 Range = tuple[int, int]  # inclusive
 
@@ -21,24 +21,47 @@ def simplify_divisions(stmt: Stmt) -> Stmt:
     ``d * q + r`` with ``r`` provably in ``[0, d)`` given the constant bounds of the loops
     around: then ``e // d = q`` and ``e % d = r``. Exact for floor semantics; everything else
     is left as it is."""
-    return _visit(stmt, {})
+    return _Pass().visit(stmt, {}, {})
 
 
-def _visit(s: Stmt, ranges: dict[Var, Range]) -> Stmt:
-    inner = ranges
-    if isinstance(s, For) and isinstance(s.min, Const) and isinstance(s.extent, Const):
-        low, count = int(s.min.value), int(s.extent.value)
-        if count > 0:
-            inner = {**ranges, s.var: (low, low + count - 1)}
-    elif isinstance(s, Let):
-        found = _range(s.value, ranges)
-        if found is not None:
-            inner = {**ranges, s.var: found}
+class _Pass:
+    """One `simplify_divisions` call. Few expressions divide, so whether a node has a
+    division or modulo at all is kept for the whole pass (unrolled copies share most of their
+    subtrees), and only the expressions that do are rewritten."""
 
-    def ex(e: Expr) -> Expr:
-        return transform_expr(e, lambda node: _fold(node, inner))
+    def __init__(self) -> None:
+        self.divides: dict[int, tuple[Expr, bool]] = {}
 
-    return rebuild_stmt(s, ex, lambda child: _visit(child, inner))
+    def has_division(self, e: Expr) -> bool:
+        hit = self.divides.get(id(e))
+        if hit is not None:
+            return hit[1]
+        found = isinstance(e, Binary) and e.op in ("//", "%")
+        found = found or any([self.has_division(kid) for kid in expr_children(e)])
+        self.divides[id(e)] = (e, found)
+        return found
+
+    def visit(self, s: Stmt, ranges: dict[Var, Range], memo: Memo) -> Stmt:
+        """`s` rewritten under the loop `ranges` around it; `memo` holds the expressions
+        already rewritten under the same ranges."""
+        inner = ranges
+        if isinstance(s, For) and isinstance(s.min, Const) and isinstance(s.extent, Const):
+            low, count = int(s.min.value), int(s.extent.value)
+            if count > 0:
+                inner = {**ranges, s.var: (low, low + count - 1)}
+        elif isinstance(s, Let):
+            found = _range(s.value, ranges)
+            if found is not None:
+                inner = {**ranges, s.var: found}
+        if inner is not ranges:
+            memo = {}
+
+        def ex(e: Expr) -> Expr:
+            if not self.has_division(e):
+                return e
+            return transform_expr(e, lambda node: _fold(node, inner), memo)
+
+        return rebuild_stmt(s, ex, lambda child: self.visit(child, inner, memo))
 
 
 def _fold(e: Expr, ranges: dict[Var, Range]) -> Expr | None:

@@ -10,16 +10,19 @@ rounding is the one that counts. Division or modulo by a constant zero is left a
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..ir import dtype as dt
 from ..ir.evaluate import _BINARY, _COMPARE
-from ..ir.expr import Binary, Cast, Compare, Const, Expr, Select, Unary
+from ..ir.expr import Binary, Cast, Compare, Const, Expr, Select, Unary, Var
 from ..ir.printer import expr_str
-from .nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store
-from .visit import substitute_stmt, transform_expr
+from .nodes import Allocate, For, If, Let, Load, Seq, Stmt, Store
+from .visit import Memo, substitute_stmt, transform_expr
 
 _EMPTY = Seq(())
+_LEAVES = (Var, Const, Load)  # nothing to fold (the commonest nodes)
 
 
 def simplify_expr(e: Expr) -> Expr:
@@ -41,63 +44,69 @@ def simplify(stmt: Stmt) -> Stmt:
     body with the loop variable set to the loop's min; a `Let` of a constant substituted; nested
     `Seq` flattened. An empty statement is ``Seq(())``.
     """
-    return _stmt(stmt)
+    return _Simplifier().stmt(stmt)
 
 
-def _stmt(s: Stmt) -> Stmt:
-    if isinstance(s, Store):
-        indices = tuple(simplify_expr(i) for i in s.indices)
-        return Store(s.buffer, indices, simplify_expr(s.value))
-    if isinstance(s, For):
-        return _for(s)
-    if isinstance(s, If):
-        return _if(s)
-    if isinstance(s, Let):
-        value = simplify_expr(s.value)
-        if isinstance(value, Const):
-            return _stmt(substitute_stmt(s.body, {s.var: value}))
-        body = _stmt(s.body)
-        return _EMPTY if _empty(body) else Let(s.var, value, body)
-    if isinstance(s, Allocate):
-        body = _stmt(s.body)
-        return _EMPTY if _empty(body) else Allocate(s.buffer, body)
-    if isinstance(s, Seq):
-        flat: list[Stmt] = []
-        for child in s.stmts:
-            new = _stmt(child)
-            flat.extend(new.stmts if isinstance(new, Seq) else (new,))
-        return flat[0] if len(flat) == 1 else Seq(tuple(flat))
-    if isinstance(s, Barrier):
+class _Simplifier:
+    """One `simplify` call. Folding is a pure function of the node, so the folded expressions
+    are kept for the whole call: unrolled copies share most of their subtrees."""
+
+    def __init__(self) -> None:
+        self.memo: Memo = {}
+
+    def expr(self, e: Expr) -> Expr:
+        return transform_expr(e, _fold, self.memo)
+
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, Store):
+            indices = tuple([self.expr(i) for i in s.indices])
+            return Store(s.buffer, indices, self.expr(s.value))
+        if isinstance(s, For):
+            return self._for(s)
+        if isinstance(s, If):
+            return self._if(s)
+        if isinstance(s, Let):
+            value = self.expr(s.value)
+            if isinstance(value, Const):
+                return self.stmt(substitute_stmt(s.body, {s.var: value}))
+            body = self.stmt(s.body)
+            return _EMPTY if _empty(body) else Let(s.var, value, body)
+        if isinstance(s, Allocate):
+            body = self.stmt(s.body)
+            return _EMPTY if _empty(body) else Allocate(s.buffer, body)
+        if isinstance(s, Seq):
+            flat: list[Stmt] = []
+            for child in s.stmts:
+                new = self.stmt(child)
+                flat.extend(new.stmts if isinstance(new, Seq) else (new,))
+            return flat[0] if len(flat) == 1 else Seq(tuple(flat))
         return s
-    return s
 
-
-def _for(s: For) -> Stmt:
-    lo, extent = simplify_expr(s.min), simplify_expr(s.extent)
-    if isinstance(extent, Const) and extent.value <= 0:
-        return _EMPTY
-    if isinstance(extent, Const) and extent.value == 1 and s.kind != "bound":
-        return _stmt(substitute_stmt(s.body, {s.var: lo}))
-    body = _stmt(s.body)
-    if _empty(body):
-        return _EMPTY
-    return For(s.var, lo, extent, s.kind, body, s.thread)
-
-
-def _if(s: If) -> Stmt:
-    cond = simplify_expr(s.cond)
-    if isinstance(cond, Const):
-        chosen = s.then if cond.value else s.otherwise
-        return _EMPTY if chosen is None else _stmt(chosen)
-    then = _stmt(s.then)
-    otherwise = None if s.otherwise is None else _stmt(s.otherwise)
-    if otherwise is not None and _empty(otherwise):
-        otherwise = None
-    if _empty(then):
-        if otherwise is None:
+    def _for(self, s: For) -> Stmt:
+        lo, extent = self.expr(s.min), self.expr(s.extent)
+        if isinstance(extent, Const) and extent.value <= 0:
             return _EMPTY
-        return If(Unary("not", cond, "bool"), otherwise)
-    return If(cond, then, otherwise)
+        if isinstance(extent, Const) and extent.value == 1 and s.kind != "bound":
+            return self.stmt(substitute_stmt(s.body, {s.var: lo}))
+        body = self.stmt(s.body)
+        if _empty(body):
+            return _EMPTY
+        return For(s.var, lo, extent, s.kind, body, s.thread)
+
+    def _if(self, s: If) -> Stmt:
+        cond = self.expr(s.cond)
+        if isinstance(cond, Const):
+            chosen = s.then if cond.value else s.otherwise
+            return _EMPTY if chosen is None else self.stmt(chosen)
+        then = self.stmt(s.then)
+        otherwise = None if s.otherwise is None else self.stmt(s.otherwise)
+        if otherwise is not None and _empty(otherwise):
+            otherwise = None
+        if _empty(then):
+            if otherwise is None:
+                return _EMPTY
+            return If(Unary("not", cond, "bool"), otherwise)
+        return If(cond, then, otherwise)
 
 
 def _empty(s: Stmt) -> bool:
@@ -122,6 +131,8 @@ def _is(e: Expr, value: int) -> bool:
 
 
 def _fold(e: Expr) -> Expr | None:
+    if type(e) in _LEAVES:
+        return None
     if isinstance(e, Select) and isinstance(e.cond, Const):
         return e.true_value if e.cond.value else e.false_value
     if not _foldable(e.dtype):
@@ -272,6 +283,8 @@ def _fold_logic(e: Binary) -> Expr | None:
 
 def _fold_constants(op: str, a: Const, b: Const, dtype: str) -> Const | None:
     """`a op b` as a constant, or None where the targets disagree (by zero, shift too far)."""
+    if op in _INT_ARITH and dt.is_int(dtype):
+        return _fold_int(op, int(a.value), int(b.value), dtype)
     x, y = _value(a), _value(b)
     if op in ("//", "%") and y == 0:
         return None
@@ -283,3 +296,23 @@ def _fold_constants(op: str, a: Const, b: Const, dtype: str) -> Const | None:
         else:
             result = _BINARY[op](x, y)
     return _const(result, dtype)
+
+
+_INT_ARITH = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "min": min,
+    "max": max,
+}
+
+
+def _fold_int(op: str, x: int, y: int, dtype: str) -> Const | None:
+    """The commonest folds (index arithmetic) in Python integers, wrapped to `dtype`: the
+    same as numpy's, whose integer arithmetic is exact modulo 2**bits and whose ``//`` and
+    ``%`` floor, as Python's do."""
+    if op in ("//", "%") and y == 0:
+        return None
+    return Const(_wrap(_INT_ARITH[op](x, y), dtype), dtype)

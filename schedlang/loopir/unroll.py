@@ -13,7 +13,7 @@ from ..ir.expr import Const, Expr, Var, binary
 from ..ir.printer import expr_str
 from .nodes import For, Seq, Stmt, seq
 from .simplify import simplify, simplify_expr
-from .visit import rebuild_stmt, substitute_expr
+from .visit import Memo, rebuild_stmt, substitute_expr
 
 
 def unroll_loops(stmt: Stmt) -> Stmt:
@@ -25,25 +25,26 @@ def unroll_loops(stmt: Stmt) -> Stmt:
     Guarantees: no loop of kind ``"unrolled"`` is left, the effect on memory is unchanged, and
     the result is simplified (`simplify`).
     """
-    return simplify(_unroll(stmt, {}))
+    return simplify(_unroll(stmt, {}, {}))
 
 
-def _unroll(s: Stmt, values: dict[Var, Expr]) -> Stmt:
+def _unroll(s: Stmt, values: dict[Var, Expr], memo: Memo) -> Stmt:
     """`s` unrolled, with the variables of the unrolled loops around it replaced by their
-    `values`. Substituting once per copy at the leaves, rather than copying and simplifying
-    each level of a nest in turn, keeps deep register-tile nests linear in their size."""
+    `values` (`memo` caches that substitution). Substituting once per copy at the leaves,
+    rather than copying and simplifying each level of a nest in turn, keeps deep
+    register-tile nests linear in their size."""
     if isinstance(s, For) and s.kind == "unrolled":
-        return _unroll_loop(s, values)
+        return _unroll_loop(s, values, memo)
 
     def ex(e: Expr) -> Expr:
-        return substitute_expr(e, values) if values else e
+        return substitute_expr(e, values, memo) if values else e
 
-    return rebuild_stmt(s, ex, lambda child: _unroll(child, values))
+    return rebuild_stmt(s, ex, lambda child: _unroll(child, values, memo))
 
 
-def _unroll_loop(s: For, values: dict[Var, Expr]) -> Stmt:
-    low = simplify_expr(substitute_expr(s.min, values))
-    extent = simplify_expr(substitute_expr(s.extent, values))
+def _unroll_loop(s: For, values: dict[Var, Expr], memo: Memo) -> Stmt:
+    low = simplify_expr(substitute_expr(s.min, values, memo))
+    extent = simplify_expr(substitute_expr(s.extent, values, memo))
     if not isinstance(extent, Const):
         raise LoweringError(
             f"cannot unroll the loop over '{s.var.name}': its extent {expr_str(extent)} is not "
@@ -51,7 +52,7 @@ def _unroll_loop(s: For, values: dict[Var, Expr]) -> Stmt:
             f"first (e.g. split({s.var.name}, factor=4)) and unroll the inner loop"
         )
     copies = [
-        _unroll(s.body, {**values, s.var: simplify_expr(binary("+", low, k))})
+        _unroll(s.body, {**values, s.var: simplify_expr(binary("+", low, k))}, {})
         for k in range(int(extent.value))
     ]
     return seq(*copies) if copies else Seq(())

@@ -18,9 +18,12 @@ ExprFn = Callable[[Expr], "Expr | None"]
 StmtFn = Callable[[Stmt], "Stmt | None"]
 
 
+Memo = dict[int, tuple[Expr, Expr]]  # id(node) -> (node, its rewrite); the node kept alive
+
+
 def expr_children(e: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of `e`, the indices of a `Load` included."""
-    if isinstance(e, Load):
+    if type(e) is Load:
         return e.indices
     return children(e)
 
@@ -34,23 +37,63 @@ def walk_expr(e: Expr) -> Iterator[Expr]:
         stack.extend(reversed(expr_children(node)))
 
 
-def transform_expr(e: Expr, fn: ExprFn) -> Expr:
-    """Rewrite `e` bottom-up: `fn(node)` returns a replacement or None to keep the node."""
+def transform_expr(e: Expr, fn: ExprFn, memo: Memo | None = None) -> Expr:
+    """Rewrite `e` bottom-up: `fn(node)` returns a replacement or None to keep the node.
+
+    With a `memo` (a dict the caller keeps across calls for as long as `fn` gives the same
+    answer for the same node), a node reached again, within `e` or in a later expression, is
+    not rewritten again: unrolled copies share most of their subtrees, and a pass over them
+    then visits each distinct node once instead of once per copy.
+    """
+    if memo is None:
+        return _rewrite(e, fn)
+    return _rewrite_memo(e, fn, memo)
+
+
+def _rewrite(e: Expr, fn: ExprFn) -> Expr:
     kids = expr_children(e)
     if kids:
-        new_kids = tuple(transform_expr(k, fn) for k in kids)
-        if any(n is not o for n, o in zip(new_kids, kids)):
-            if isinstance(e, Load):
-                e = Load(e.buffer, new_kids, e.dtype)
-            else:
-                e = rebuild(e, new_kids)
+        new_kids = tuple([_rewrite(k, fn) for k in kids])
+        e = _with_kids(e, kids, new_kids)
     replaced = fn(e)
     return e if replaced is None else replaced
 
 
-def substitute_expr(e: Expr, mapping: dict[Var, Expr]) -> Expr:
-    """`e` with every Var that is a key of `mapping` replaced by its value."""
-    return transform_expr(e, lambda node: mapping.get(node) if node in mapping else None)
+def _rewrite_memo(e: Expr, fn: ExprFn, memo: Memo) -> Expr:
+    hit = memo.get(id(e))
+    return hit[1] if hit is not None else _rewrite_new(e, fn, memo)
+
+
+def _rewrite_new(e: Expr, fn: ExprFn, memo: Memo) -> Expr:
+    """`e`, not in `memo`, rewritten and remembered (children looked up before recursing)."""
+    node = e
+    kids = expr_children(e)
+    if kids:
+        new_kids = []
+        for kid in kids:
+            hit = memo.get(id(kid))
+            new_kids.append(hit[1] if hit is not None else _rewrite_new(kid, fn, memo))
+        node = _with_kids(e, kids, tuple(new_kids))
+    replaced = fn(node)
+    result = node if replaced is None else replaced
+    memo[id(e)] = (e, result)
+    return result
+
+
+def _with_kids(e: Expr, kids: tuple[Expr, ...], new_kids: tuple[Expr, ...]) -> Expr:
+    """`e` rebuilt on `new_kids`, or `e` itself when every child is the same object."""
+    for new, old in zip(new_kids, kids):
+        if new is not old:
+            if type(e) is Load:
+                return Load(e.buffer, new_kids, e.dtype)
+            return rebuild(e, new_kids)
+    return e
+
+
+def substitute_expr(e: Expr, mapping: dict[Var, Expr], memo: Memo | None = None) -> Expr:
+    """`e` with every Var that is a key of `mapping` replaced by its value (`memo` as in
+    `transform_expr`, for one mapping)."""
+    return transform_expr(e, mapping.get, memo)
 
 
 def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
@@ -103,17 +146,22 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
     return ()
 
 
-def transform_stmt(s: Stmt, stmt_fn: StmtFn | None = None, expr_fn: ExprFn | None = None) -> Stmt:
+def transform_stmt(
+    s: Stmt,
+    stmt_fn: StmtFn | None = None,
+    expr_fn: ExprFn | None = None,
+    memo: Memo | None = None,
+) -> Stmt:
     """Rewrite `s` bottom-up.
 
-    Every expression held by a statement is rewritten with `transform_expr(e, expr_fn)`, then the
-    statement is rebuilt from its rewritten parts and `stmt_fn(stmt)` may replace it (return None
-    to keep it). Buffers (and their shapes) are kept as they are: they are shared by identity
-    between an `Allocate` and its loads and stores.
+    Every expression held by a statement is rewritten with `transform_expr(e, expr_fn, memo)`,
+    then the statement is rebuilt from its rewritten parts and `stmt_fn(stmt)` may replace it
+    (return None to keep it). Buffers (and their shapes) are kept as they are: they are shared
+    by identity between an `Allocate` and its loads and stores.
     """
 
     def ex(e: Expr) -> Expr:
-        return e if expr_fn is None else transform_expr(e, expr_fn)
+        return e if expr_fn is None else transform_expr(e, expr_fn, memo)
 
     def go(node: Stmt) -> Stmt:
         new = rebuild_stmt(node, ex, go)
@@ -165,4 +213,4 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
 
 def substitute_stmt(s: Stmt, mapping: dict[Var, Expr]) -> Stmt:
     """`s` with every use of a Var that is a key of `mapping` replaced by its value."""
-    return transform_stmt(s, expr_fn=lambda node: mapping.get(node) if node in mapping else None)
+    return transform_stmt(s, expr_fn=mapping.get, memo={})
