@@ -47,6 +47,7 @@ from .target import Target
 _FLOAT_ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}
 _INT_ARITH = {"+": "add", "-": "sub", "*": "mul", "&": "and_", "|": "or_", "^": "xor"}
 _INDEX_OPS = ("+", "-", "*", "//", "%", "min", "max")
+_INDEX_INSTRUCTION = {"+": "add", "-": "sub", "*": "mul"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ class ExprEmitter:
         self.lanes: int | None = None
         self.mask: ir.Value | None = None
         self.known_factors: dict[Var, int] = {}  # `alignment.factor` of vector lane variables
+        self._i64: dict[int, ir.Constant] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def splat(self, value: ir.Value, lanes: int | None) -> ir.Value:
@@ -85,10 +87,12 @@ class ExprEmitter:
         return self.b.shuffle_vector(first, undef, zeros)
 
     def unify(self, *values: ir.Value) -> list[ir.Value]:
-        """`values` splatted to the widest of them."""
-        widths = {lanes_of(v) for v in values} - {None}
-        lanes = widths.pop() if widths else None
-        return [self.splat(v, lanes) for v in values]
+        """`values` splatted to the width of the vectors among them (all of one width)."""
+        for v in values:
+            if isinstance(v.type, ir.VectorType):
+                lanes = v.type.count
+                return [self.splat(x, lanes) for x in values]
+        return list(values)
 
     def bind(self, var: Var, value: ir.Value, index: bool) -> None:
         self.vars[var] = Binding(value, index)
@@ -243,7 +247,10 @@ class ExprEmitter:
                 f"{len(buffer.shape)} dimension(s)"
             )
         if not indices:
-            return ir.Constant(I64, 0)
+            return self.i64(0)
+        known = _constant_offset(buffer, indices)
+        if known is not None:  # what the general case folds to (local buffers, after unrolling)
+            return self.i64(known)
         if buffer.strides is not None:
             terms = [
                 self._mul(self.index(i), self.index(s)) for i, s in zip(indices, buffer.strides)
@@ -268,7 +275,7 @@ class ExprEmitter:
         cx, cy = _known(x), _known(y)
         if cx is not None and cy is not None:
             value = cx + cy if op == "+" else cx - cy if op == "-" else cx * cy
-            return ir.Constant(x.type, value)
+            return self.i64(value) if x.type is I64 else ir.Constant(x.type, value)
         if op in ("+", "-") and cy == 0:
             return x
         if op == "+" and cx == 0:
@@ -277,8 +284,16 @@ class ExprEmitter:
             return x
         if op == "*" and (cx == 1 or cy == 0):
             return y
-        make = {"+": self.b.add, "-": self.b.sub, "*": self.b.mul}[op]
-        return make(x, y, flags=("nsw",))
+        return getattr(self.b, _INDEX_INSTRUCTION[op])(x, y, flags=("nsw",))
+
+    def i64(self, value: int) -> ir.Constant:
+        """`value` as an i64 constant, one object per value: index arithmetic makes and folds
+        tens of thousands of them in an unrolled kernel, and a shared constant is also
+        printed once."""
+        found = self._i64.get(value)
+        if found is None:
+            found = self._i64[value] = ir.Constant(I64, value)
+        return found
 
     def element(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
         """The address of one element (indices uniform, or outside vectorized loops)."""
@@ -308,7 +323,7 @@ class ExprEmitter:
     def index(self, e: Expr) -> ir.Value:
         """`e` (an integer) as an i64 index; see the module docstring."""
         if isinstance(e, Const) and dt.is_int(e.dtype):
-            return ir.Constant(I64, int(e.value))
+            return self.i64(int(e.value))
         if isinstance(e, Var):
             binding = self._var(e)
             if binding.index:
@@ -347,6 +362,21 @@ def _known(value: ir.Value) -> int | None:
     if isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType):
         return int(value.constant)
     return None
+
+
+def _constant_offset(buffer: Buffer, indices: tuple[Expr, ...]) -> int | None:
+    """The element offset of `indices` in `buffer` when the indices and the layout are integer
+    constants (`ExprEmitter.offset`'s formula), else None."""
+    layout = buffer.strides if buffer.strides is not None else buffer.shape[1:]
+    for e in (*indices, *layout):
+        if not (type(e) is Const and dt.is_int(e.dtype)):
+            return None
+    if buffer.strides is not None:
+        return sum(int(i.value) * int(s.value) for i, s in zip(indices, buffer.strides))
+    total = int(indices[0].value)
+    for extent, i in zip(layout, indices[1:]):
+        total = total * int(extent.value) + int(i.value)
+    return total
 
 
 def _index_like(*exprs: Expr) -> bool:
