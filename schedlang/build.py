@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .collector import paused
 from .errors import LoweringError, entry_point
 
 if TYPE_CHECKING:
@@ -64,6 +65,11 @@ def build(
 ) -> Kernel | CudaKernel:
     """Compile schedule `s` into a kernel over the buffers of `args` (in order)."""
     resolved = resolve_target(target)
+    with paused():
+        return _build(s, args, resolved, name)
+
+
+def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str):
     from .driver import lower
 
     if resolved.name == "cpu":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from .collector import paused
 from .errors import LoweringError
 from .ir.expr import Const, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
@@ -38,7 +39,11 @@ def _dump(name: str, value: object) -> None:
 
 def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     """The loop nest of schedule `s`, as a function of the buffers of `args` (in order)."""
-    args = list(args)
+    with paused():
+        return _lower(s, list(args), name)
+
+
+def _lower(s: Schedule, args: list[Tensor], name: str) -> LoweredFunc:
     params = Params([stage.op for stage in s.stages])
     bodies = inline_bodies(s)
     statements = build_statements(s, bodies, params)
