@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from ..errors import InternalError
-from ..ir.expr import Expr, Var
+from ..ir.expr import Const, Expr, Var
 from ..ir.visit import children, rebuild
 from .nodes import Allocate, Barrier, For, If, Let, Load, Seq, Stmt, Store, ThreadAllReduce
 
@@ -19,6 +19,7 @@ StmtFn = Callable[[Stmt], "Stmt | None"]
 
 
 Memo = dict[int, tuple[Expr, Expr]]  # id(node) -> (node, its rewrite); the node kept alive
+_LEAVES = (Var, Const)
 
 
 def expr_children(e: Expr) -> tuple[Expr, ...]:
@@ -41,9 +42,10 @@ def transform_expr(e: Expr, fn: ExprFn, memo: Memo | None = None) -> Expr:
     """Rewrite `e` bottom-up: `fn(node)` returns a replacement or None to keep the node.
 
     With a `memo` (a dict the caller keeps across calls for as long as `fn` gives the same
-    answer for the same node), a node reached again, within `e` or in a later expression, is
-    not rewritten again: unrolled copies share most of their subtrees, and a pass over them
-    then visits each distinct node once instead of once per copy.
+    answer for the same node), a subtree reached again, within `e` or in a later expression,
+    is not rewritten again: unrolled copies share most of their subtrees, and a pass over them
+    then visits each distinct node once instead of once per copy (variables and constants,
+    cheaper to rewrite than to look up, are rewritten wherever they occur).
     """
     if memo is None:
         return _rewrite(e, fn)
@@ -65,12 +67,17 @@ def _rewrite_memo(e: Expr, fn: ExprFn, memo: Memo) -> Expr:
 
 
 def _rewrite_new(e: Expr, fn: ExprFn, memo: Memo) -> Expr:
-    """`e`, not in `memo`, rewritten and remembered (children looked up before recursing)."""
+    """`e`, not in `memo`, rewritten and remembered (children looked up before recursing;
+    variables and constants, the commonest children, are rewritten without the memo)."""
     node = e
     kids = expr_children(e)
     if kids:
         new_kids = []
         for kid in kids:
+            if type(kid) in _LEAVES:
+                replaced = fn(kid)
+                new_kids.append(kid if replaced is None else replaced)
+                continue
             hit = memo.get(id(kid))
             new_kids.append(hit[1] if hit is not None else _rewrite_new(kid, fn, memo))
         node = _with_kids(e, kids, tuple(new_kids))
