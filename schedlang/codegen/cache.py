@@ -21,6 +21,7 @@ from ..loopir.nodes import LoweredFunc
 from . import cpu_jit
 from .cpu_module import build_module, entry_symbol
 from .fingerprint import fingerprint
+from .llvm_text import module_text
 
 _memory: dict[str, CompiledCpu] = {}
 
@@ -50,7 +51,7 @@ def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:
     hit = _memory.get(key)
     if hit is not None:
         return hit
-    text = str(build_module(func, target, target.triple))
+    text = module_text(build_module(func, target, target.triple))
     obj = _from_disk(key)
     if obj is None:
         obj = cpu_jit.object_code(text)

@@ -25,6 +25,7 @@ from ..platform_info import NVPTX_TRIPLE, probe_nvptx
 from . import libdevice, softmath
 from .cpu_jit import failed
 from .fingerprint import fingerprint
+from .llvm_text import module_text
 from .nvptx_module import build_module
 from .nvptx_plan import DevicePlan, plan_kernels
 
@@ -84,7 +85,7 @@ def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 
         return hit
     plan = plan_kernels(func)
     tm = machine(arch)
-    text = str(build_module(plan, arch, str(tm.target_data), min_blocks))
+    text = module_text(build_module(plan, arch, str(tm.target_data), min_blocks))
     ptx = _ptx(text, [k.name for k in plan.kernels], tm)
     compiled = CompiledCuda(plan, arch, text, ptx)
     _memory[key] = compiled
