@@ -119,7 +119,7 @@ def _refuse_hardware_indices(s: Schedule) -> None:
 def _gpu_passes(func):
     """Local buffers in registers: register tiles computed whole (`loopir.register_guards`), their
     index loops unrolled (`loopir.registers`), and whole tiles free of guards
-    (`loopir.full_tiles`)."""
+    (`loopir.full_tiles`). The simplifications share what they folded."""
     from dataclasses import replace
 
     from .loopir.divmod import simplify_divisions
@@ -129,8 +129,10 @@ def _gpu_passes(func):
     from .loopir.simplify import simplify
     from .loopir.unroll import unroll_loops
 
+    folded: dict = {}
     body = mark_register_loops(drop_register_guards(func.body))
-    body = simplify(split_full_tiles(simplify_divisions(simplify(unroll_loops(body)))))
+    body = simplify(unroll_loops(body, folded), folded)
+    body = simplify(split_full_tiles(simplify_divisions(body)), folded)
     return replace(func, body=body)
 
 

@@ -63,8 +63,9 @@ def _lower(s: Schedule, args: list[Tensor], name: str) -> LoweredFunc:
     body = double_buffer(body, _doubled(s, buffers))
     body = insert_barriers(body)
     body = sink_vector_loops(body)
-    body = unroll_loops(body)
-    body = simplify(body)
+    folded: dict = {}  # expressions simplified, for the next simplification to reuse
+    body = unroll_loops(body, folded)
+    body = simplify(body, folded)
     body = simplify_divisions(body)
     _dump("simplified", body)
     sizes = tuple(params.vars.values())

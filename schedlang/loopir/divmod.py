@@ -33,11 +33,13 @@ class _Pass:
         self.divides: dict[int, tuple[Expr, bool]] = {}
 
     def has_division(self, e: Expr) -> bool:
+        if type(e) in (Var, Const):
+            return False
         hit = self.divides.get(id(e))
         if hit is not None:
             return hit[1]
         found = isinstance(e, Binary) and e.op in ("//", "%")
-        found = found or any([self.has_division(kid) for kid in expr_children(e)])
+        found = found or any(self.has_division(kid) for kid in expr_children(e))
         self.divides[id(e)] = (e, found)
         return found
 

@@ -34,7 +34,7 @@ def simplify_expr(e: Expr) -> Expr:
     return transform_expr(e, _fold)
 
 
-def simplify(stmt: Stmt) -> Stmt:
+def simplify(stmt: Stmt, memo: Memo | None = None) -> Stmt:
     """`stmt` with constant folding and trivial statements removed.
 
     Expects a loop-IR statement. Guarantees the same effect on memory, with: every expression
@@ -43,19 +43,20 @@ def simplify(stmt: Stmt) -> Stmt:
     extent 1 (except one bound to a hardware index, whose extent masks threads) replaced by its
     body with the loop variable set to the loop's min; a `Let` of a constant substituted; nested
     `Seq` flattened. An empty statement is ``Seq(())``.
+
+    Folding is a pure function of the node, so the expressions folded are remembered
+    (`transform_expr`): for the call, where unrolled copies share most of their subtrees, and
+    across the calls given one `memo`, where a later call finds most of its input folded.
     """
-    return _Simplifier().stmt(stmt)
+    return _Simplifier({} if memo is None else memo).stmt(stmt)
 
 
 class _Simplifier:
-    """One `simplify` call. Folding is a pure function of the node, so the folded expressions
-    are kept for the whole call: unrolled copies share most of their subtrees."""
-
-    def __init__(self) -> None:
-        self.memo: Memo = {}
+    def __init__(self, memo: Memo) -> None:
+        self.memo = memo
 
     def expr(self, e: Expr) -> Expr:
-        return transform_expr(e, _fold, self.memo)
+        return transform_expr(e, _fold, self.memo, settle=True)
 
     def stmt(self, s: Stmt) -> Stmt:
         if isinstance(s, Store):

@@ -16,16 +16,16 @@ from .simplify import simplify, simplify_expr
 from .visit import Memo, rebuild_stmt, substitute_expr
 
 
-def unroll_loops(stmt: Stmt) -> Stmt:
+def unroll_loops(stmt: Stmt, memo: Memo | None = None) -> Stmt:
     """`stmt` with every ``For`` of kind ``"unrolled"`` replaced by copies of its body.
 
     Expects the extent of each unrolled loop to fold to a constant (`simplify_expr`) once the
     enclosing unrolled loops have been replaced; raises `LoweringError` otherwise. Outer loops
     are unrolled first, so an inner loop's extent may depend on an outer unrolled variable.
     Guarantees: no loop of kind ``"unrolled"`` is left, the effect on memory is unchanged, and
-    the result is simplified (`simplify`).
+    the result is simplified (`simplify`, with its `memo`).
     """
-    return simplify(_unroll(stmt, {}, {}))
+    return simplify(_unroll(stmt, {}, {}), memo)
 
 
 def _unroll(s: Stmt, values: dict[Var, Expr], memo: Memo) -> Stmt:

@@ -38,18 +38,21 @@ def walk_expr(e: Expr) -> Iterator[Expr]:
         stack.extend(reversed(expr_children(node)))
 
 
-def transform_expr(e: Expr, fn: ExprFn, memo: Memo | None = None) -> Expr:
+def transform_expr(e: Expr, fn: ExprFn, memo: Memo | None = None, settle: bool = False) -> Expr:
     """Rewrite `e` bottom-up: `fn(node)` returns a replacement or None to keep the node.
 
     With a `memo` (a dict the caller keeps across calls for as long as `fn` gives the same
     answer for the same node), a subtree reached again, within `e` or in a later expression,
     is not rewritten again: unrolled copies share most of their subtrees, and a pass over them
     then visits each distinct node once instead of once per copy (variables and constants,
-    cheaper to rewrite than to look up, are rewritten wherever they occur).
+    cheaper to rewrite than to look up, are rewritten wherever they occur). With `settle`, the
+    memo also records which results are their own rewrites (`fn` keeps them and their
+    children), so that a later call on those results (simplify after simplify) finds them.
     """
     if memo is None:
         return _rewrite(e, fn)
-    return _rewrite_memo(e, fn, memo)
+    hit = memo.get(id(e))
+    return hit[1] if hit is not None else _rewrite_new(e, fn, memo, settle)
 
 
 def _rewrite(e: Expr, fn: ExprFn) -> Expr:
@@ -61,30 +64,40 @@ def _rewrite(e: Expr, fn: ExprFn) -> Expr:
     return e if replaced is None else replaced
 
 
-def _rewrite_memo(e: Expr, fn: ExprFn, memo: Memo) -> Expr:
-    hit = memo.get(id(e))
-    return hit[1] if hit is not None else _rewrite_new(e, fn, memo)
-
-
-def _rewrite_new(e: Expr, fn: ExprFn, memo: Memo) -> Expr:
+def _rewrite_new(e: Expr, fn: ExprFn, memo: Memo, settle: bool) -> Expr:
     """`e`, not in `memo`, rewritten and remembered (children looked up before recursing;
     variables and constants, the commonest children, are rewritten without the memo)."""
     node = e
+    settled = settle  # so far, every new child is known to be its own rewrite
     kids = expr_children(e)
     if kids:
         new_kids = []
         for kid in kids:
             if type(kid) in _LEAVES:
                 replaced = fn(kid)
-                new_kids.append(kid if replaced is None else replaced)
-                continue
-            hit = memo.get(id(kid))
-            new_kids.append(hit[1] if hit is not None else _rewrite_new(kid, fn, memo))
+                new = kid if replaced is None else replaced
+            else:
+                hit = memo.get(id(kid))
+                new = hit[1] if hit is not None else _rewrite_new(kid, fn, memo, settle)
+            settled = settled and _settled(new, fn, memo)
+            new_kids.append(new)
         node = _with_kids(e, kids, tuple(new_kids))
     replaced = fn(node)
-    result = node if replaced is None else replaced
-    memo[id(e)] = (e, result)
-    return result
+    if replaced is not None:
+        memo[id(e)] = (e, replaced)
+        return replaced
+    if settled:
+        memo[id(node)] = (node, node)
+    memo[id(e)] = (e, node)
+    return node
+
+
+def _settled(e: Expr, fn: ExprFn, memo: Memo) -> bool:
+    """Whether `e` is known to be its own rewrite."""
+    if type(e) in _LEAVES:
+        return fn(e) is None
+    hit = memo.get(id(e))
+    return hit is not None and hit[1] is e
 
 
 def _with_kids(e: Expr, kids: tuple[Expr, ...], new_kids: tuple[Expr, ...]) -> Expr:

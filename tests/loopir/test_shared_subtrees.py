@@ -15,7 +15,7 @@ from schedlang.ir.printer import expr_str
 from schedlang.loopir.divmod import simplify_divisions
 from schedlang.loopir.nodes import Buffer, For, Load, Seq, Store
 from schedlang.loopir.printer import stmt_str
-from schedlang.loopir.simplify import _fold_constants, simplify
+from schedlang.loopir.simplify import _fold, _fold_constants, simplify
 from schedlang.loopir.visit import transform_expr
 
 i = Var("i", "int32", "loop")
@@ -46,6 +46,31 @@ def test_memo_calls_fn_once_per_distinct_node():
     assert plain == 11  # the five nodes of `shared` twice, then e
     assert len(seen) == 6  # once, then e
     assert len({id(n) for n in seen}) == len(seen)
+
+
+def test_settled_results_are_found_by_a_later_call():
+    calls = []
+
+    def fold(node):
+        calls.append(node)
+        return _fold(node)
+
+    memo: dict = {}
+    first = transform_expr((i * 4 + 0) + j * 1, fold, memo, settle=True)
+    assert expr_str(first) == "i * 4 + j"
+    calls.clear()
+    assert transform_expr(first, fold, memo, settle=True) is first
+    assert calls == []
+
+
+def test_a_result_rewritten_again_is_not_settled():
+    def bump(node):  # not idempotent: a later call must rewrite its own results again
+        return i + 1 if node is i else None
+
+    memo: dict = {}
+    first = transform_expr(i * 2, bump, memo, settle=True)
+    second = transform_expr(first, bump, memo, settle=True)
+    assert (expr_str(first), expr_str(second)) == ("(i + 1) * 2", "(i + 1 + 1) * 2")
 
 
 def _nest(share: bool):
