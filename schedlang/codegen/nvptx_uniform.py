@@ -44,7 +44,8 @@ def guard_uniform_stores(body: Stmt, block: tuple[int, int, int]) -> Stmt:
 
 def _guard(s: Stmt, bound: frozenset[str], tags: tuple[str, ...]) -> Stmt:
     if _is_thread_loop(s):
-        return replace(s, body=_guard(s.body, bound | {s.thread}, tags))
+        body = _guard(s.body, bound | {s.thread}, tags)
+        return s if body is s.body else replace(s, body=body)
     missing = [tag for tag in tags if tag not in bound]
     if not missing:
         return s
