@@ -48,10 +48,11 @@ def _offset_factor(buffer: Buffer, indices: tuple[Expr, ...], known: Mapping[Var
 def factor(e: Expr, known: Mapping[Var, int]) -> int:
     """The largest power of two (up to a cap) dividing the integer `e` for every value of its
     variables; a variable divides by 1 unless `known` says more."""
-    if isinstance(e, Const):
+    kind = type(e)
+    if kind is Const:
         value = int(e.value)
         return _CAP if value == 0 else min(_CAP, value & -value)
-    if isinstance(e, Var):
+    if kind is Var:
         return known.get(e, 1)
     if isinstance(e, Cast) and dt.is_int(e.dtype) and dt.is_int(e.value.dtype):
         return factor(e.value, known)

@@ -368,9 +368,10 @@ def _constant_offset(buffer: Buffer, indices: tuple[Expr, ...]) -> int | None:
     """The element offset of `indices` in `buffer` when the indices and the layout are integer
     constants (`ExprEmitter.offset`'s formula), else None."""
     layout = buffer.strides if buffer.strides is not None else buffer.shape[1:]
-    for e in (*indices, *layout):
-        if not (type(e) is Const and dt.is_int(e.dtype)):
-            return None
+    for exprs in (indices, layout):
+        for e in exprs:
+            if type(e) is not Const or not dt.is_int(e.dtype):
+                return None
     if buffer.strides is not None:
         return sum(int(i.value) * int(s.value) for i, s in zip(indices, buffer.strides))
     total = int(indices[0].value)

@@ -31,6 +31,7 @@ FLOATS = ("float16", "bfloat16", "float32", "float64")
 SIGNED = ("int8", "int16", "int32", "int64")
 UNSIGNED = ("uint8", "uint32")
 ALL = ("bool", *SIGNED, *UNSIGNED, *FLOATS)
+_INTS = frozenset(SIGNED + UNSIGNED)  # `is_int` asks this for every index it meets
 
 _BITS = {
     "bool": 1,
@@ -69,7 +70,7 @@ def is_float(dtype: str) -> bool:
 
 def is_int(dtype: str) -> bool:
     """True for signed and unsigned integers (not bool)."""
-    return dtype in SIGNED or dtype in UNSIGNED
+    return dtype in _INTS
 
 
 def is_bool(dtype: str) -> bool:
