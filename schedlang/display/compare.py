@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ScheduleError
+from ..errors import AlgorithmError, LoweringError, SchedlangError, ScheduleError
 from ..htmlkit import badge, escape, page, table
 from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes, reference
@@ -34,13 +34,19 @@ _TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-
 @dataclass(frozen=True)
 class Measured:
     """One schedule of a comparison: its kernel, whether it matched the reference (and by how
-    much it missed, relative to the largest reference value), its median time in seconds."""
+    much it missed, relative to the largest reference value), its median time in seconds; or,
+    for a schedule that could not be built, the error that said why (`failure`)."""
 
     name: str
     kernel: object
     verified: bool
     error: float
     seconds: float
+    failure: SchedlangError | None = None
+
+    @property
+    def built(self) -> bool:
+        return self.failure is None
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,11 @@ class Comparison:
     def names(self) -> list[str]:
         return [row.name for row in self.rows]
 
+    @property
+    def built(self) -> list[Measured]:
+        """The rows whose schedule built (and so ran and was timed)."""
+        return [row for row in self.rows if row.built]
+
     def rate(self, row: Measured) -> tuple[float | None, float]:
         """(FLOP/s, or None for an algorithm of no arithmetic; bytes/s) of `row`."""
         flops = self.flops / row.seconds if self.flops else None
@@ -81,7 +92,7 @@ class Comparison:
             bound = self.ceilings.attainable(self.flops / self.bytes)
             if bound is not None:
                 return flops / bound, "of the roofline"
-        fastest = min(r.seconds for r in self.rows)
+        fastest = min(r.seconds for r in self.built)
         return fastest / row.seconds, "of the fastest"
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
@@ -89,6 +100,9 @@ class Comparison:
         headers = ["schedule", "verified", "time (ms)", rate, "share"]
         rows = []
         for row in self.rows:
+            if not row.built:
+                rows.append([row.name, f"not built: {type(row.failure).__name__}", "", "", ""])
+                continue
             flops, bandwidth = self.rate(row)
             share, of = self.share(row)
             shown = flops / 1e9 if flops is not None else bandwidth / 1e9
@@ -104,6 +118,10 @@ class Comparison:
             )
         return headers, rows
 
+    def failures(self) -> str:
+        """The message of every schedule that could not be built, one per line."""
+        return "\n".join(f"{row.name}: {row.failure}" for row in self.rows if not row.built)
+
     def _caption(self) -> str:
         work = f"{self.flops / 1e9:.3g} GFLOP, " if self.flops else ""
         text = f"{len(self.rows)} schedules on {self.target} ({self.dtype}): {work}"
@@ -118,13 +136,16 @@ class Comparison:
         lines = [self._caption()]
         for r in [headers, *rows]:
             lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
-        return "\n".join(lines)
+        failures = self.failures()
+        return "\n".join(lines + ([failures] if failures else []))
 
     def _repr_html_(self) -> str:
         headers, rows = self._cells()
         html_rows = []
         for row, cells in zip(self.rows, rows):
             mark = badge("yes", "ok") if row.verified else badge(cells[1], "failed")
+            if not row.built:
+                mark = f'<span title="{escape(str(row.failure))}">{mark}</span>'
             html_rows.append([escape(cells[0]), mark, *(escape(c) for c in cells[2:])])
         numeric = (False, False, True, True, True)
         return page(escape(self._caption()), table(headers, html_rows, numeric))
@@ -138,7 +159,7 @@ class Comparison:
         ax = fig.add_subplot()
         values = []
         for row in self.rows:
-            flops, bandwidth = self.rate(row)
+            flops, bandwidth = self.rate(row) if row.built else (0.0, 0.0)
             values.append((flops if flops is not None else bandwidth) / 1e9)
         colors = ["tab:blue" if row.verified else "tab:red" for row in self.rows]
         ax.barh(self.names, values, color=colors)
@@ -169,7 +190,9 @@ def compare(
     ``sl.compare({"naive": s1, "tiled": make_tiled}, [A, B, C], sizes={"M": 512, ...})``:
     `schedules` maps a name to a `Schedule`, or to a function of no arguments that makes one,
     all created from the same output tensors; `args` are the kernel's arguments as for
-    `sl.build`. The inputs are `inputs` (placeholder -> array) or random non-zero arrays of
+    `sl.build`. A schedule that cannot be built (a `ScheduleError` or `LoweringError`, e.g.
+    an illegal point of a grid of schedules) becomes a row that says so, its error kept in the
+    row's `failure`. The inputs are `inputs` (placeholder -> array) or random non-zero arrays of
     the shapes `sizes` gives (names or `sl.var`s -> values). Each kernel's outputs start as
     NaN and must match `sl.evaluate` within a tolerance for the dtype; a mismatch is reported
     in the table, not raised, so the others can still be compared. Times are the median of
@@ -187,19 +210,31 @@ def compare(
     if not outputs:
         raise ValueError("compare: args has no output tensor (only placeholders)")
     arrays, bound = _inputs(placeholders, arg_ops, inputs, sizes, seed)
-    expected = reference([Tensor(op) for op in outputs], arrays, sizes=bound)
     resolved = resolve_target(target)
-    rows = []
+    runs = []
     for name, s in built.items():
-        kernel = build(s, list(args), target=target)
+        try:
+            kernel = build(s, list(args), target=target)
+        except (ScheduleError, LoweringError, AlgorithmError) as failure:
+            runs.append((name, failure, None, float("nan")))
+            continue
         call = _arguments(arg_ops, arrays, bound)
         named = _hidden_sizes(kernel.lowered, bound)
         kernel(*call, **named)
-        errors = [_error(call[arg_ops.index(op)], want) for op, want in zip(outputs, expected)]
-        verified = all(e <= _TOLERANCE.get(op.dtype, 0.0) for e, op in zip(errors, outputs))
-        error = max(errors)
+        outs = [np.array(call[arg_ops.index(op)]) for op in outputs]  # before timing reruns it
         seconds = kernel.time(*call, repeat=repeat, warmup=warmup, **named)
-        rows.append(Measured(name, kernel, verified, error, seconds))
+        runs.append((name, kernel, outs, seconds))
+    # The reference runs last: numpy's BLAS leaves its threads spinning for a while after a
+    # call, and a parallel CPU kernel timed then would share the cores with them.
+    expected = reference([Tensor(op) for op in outputs], arrays, sizes=bound)
+    rows = []
+    for name, made, outs, seconds in runs:
+        if isinstance(made, SchedlangError):
+            rows.append(Measured(name, None, False, float("nan"), seconds, made))
+            continue
+        errors = [_error(got, want) for got, want in zip(outs, expected)]
+        verified = all(e <= _TOLERANCE.get(op.dtype, 0.0) for e, op in zip(errors, outputs))
+        rows.append(Measured(name, made, verified, max(errors), seconds))
     if flops is None:
         flops = count_flops(outputs, bound)
     if bytes is None:

@@ -72,6 +72,37 @@ def test_a_wrong_result_is_reported_not_raised():
     assert ">NO (error 0.5)</span>" in shown._repr_html_()
 
 
+def test_a_schedule_that_cannot_be_built_is_a_row_not_an_exception():
+    """A grid of schedules has illegal points; the others are still compared."""
+    a, b, c = matmul()
+
+    def vectorized_reduction():
+        s = sl.create_schedule(c)
+        s[c].vectorize(c.op.reduce_axis[0])
+        return s
+
+    result = sl.compare(
+        {"naive": sl.create_schedule(c), "illegal": vectorized_reduction},
+        [a, b, c],
+        sizes=SIZES,
+        repeat=1,
+    )
+    naive, illegal = result.rows
+    assert naive.verified and naive.built
+    assert not illegal.built and not illegal.verified
+    assert isinstance(illegal.failure, sl.ScheduleError)
+    assert "vectorize(k)" in str(illegal.failure)
+    assert result.built == [naive]
+    text = str(result)
+    lines = text.splitlines()
+    assert lines[2].split()[:2] == ["naive", "yes"]
+    assert lines[3].split() == ["illegal", "not", "built:", "LegalityError"]
+    assert f"illegal: {illegal.failure}" in text.splitlines()[-1]
+    assert "100% of the fastest" in text
+    assert "not built: LegalityError" in result._repr_html_()
+    result.plot()
+
+
 def test_flops_count_the_arithmetic_of_the_definition():
     n = sl.var("n")
     x = sl.placeholder((n,), name="x")
