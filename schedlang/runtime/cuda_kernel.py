@@ -46,6 +46,27 @@ class CudaKernel:
         placed.finish()
 
     @entry_point(also=(TypeError, ValueError))
+    def simulate(self, *arrays: object, **sizes: int) -> None:
+        """Run the kernel on the CPU, block by block and thread by thread, in the loop-IR
+        interpreter, writing the outputs in place as a call would.
+
+        For checking a GPU schedule against `sl.reference` on a machine without a GPU, and for
+        notebooks that show it there. It follows the CUDA execution model (each thread its
+        own local memory, shared memory per block, barriers), so a schedule that is right here
+        is right on the GPU; it is slow (keep sizes small). Arrays are numpy arrays.
+        """
+        from ..loopir.interpret import run
+
+        by_name = {v.name: v for v in self.lowered.sizes}
+        unknown = sorted(set(sizes) - set(by_name))
+        if unknown:
+            raise TypeError(
+                f"'{self.lowered.name}' has no size {', '.join(map(repr, unknown))}; its sizes "
+                f"are {', '.join(by_name) or 'none'}"
+            )
+        run(self.lowered, list(arrays), {by_name[name]: n for name, n in sizes.items()})
+
+    @entry_point(also=(TypeError, ValueError))
     def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls after `warmup`, measured with CUDA
         events around the kernels alone: the arguments are placed, the grids evaluated and the
