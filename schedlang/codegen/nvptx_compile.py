@@ -92,6 +92,11 @@ def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 
     return compiled
 
 
+def clear_memory_cache() -> None:
+    """Forget compiled kernels (those already built keep theirs); for measuring compile time."""
+    _memory.clear()
+
+
 def _ptx(text: str, kernels: list[str], tm: llvm.TargetMachine) -> str:
     with _lock:
         try:
