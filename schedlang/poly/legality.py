@@ -182,11 +182,15 @@ def _describe_carried(schedule, dep, src, dst, carried, kind, record, axis) -> s
     if reduction:
         target = src.stmt.stage.name
         what = f"iterations {first} and {second} both update the same element of '{target}'"
-        fix = (
-            "bind the reduce axis to threadIdx.* for a cross-thread reduction, or rfactor it"
-            if axis.kind == "reduce"
-            else "make the loop serial or move the concurrency to another loop"
-        )
+        if axis.kind != "reduce":
+            fix = "make the loop serial or move the concurrency to another loop"
+        elif kind in _CONCURRENT:  # a CPU schedule: no threads to combine across
+            fix = (
+                f"keep the reduce loop serial, or rfactor it: the factored stage's new axis "
+                f"can be {kind}"
+            )
+        else:
+            fix = "bind the reduce axis to threadIdx.* for a cross-thread reduction, or rfactor it"
     else:
         what = f"{first} writes a value that {second} reads"
         fix = "make the loop serial, or compute the producer at root"
