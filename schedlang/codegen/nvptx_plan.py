@@ -178,8 +178,9 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
 def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     _on_chip_in_blocks(func, body)
     block = _block(func, body)
-    grid, grid_loops = _grid(func, body)
     guarded = guard_uniform_stores(body, block)
+    # The grid's loops are those of the final body: the code generator finds them by identity.
+    grid, grid_loops = _grid(func, guarded)
     shared = _shared_layout(func, name, guarded, block)
     return KernelPlan(name, guarded, grid, block, grid_loops, shared)
 

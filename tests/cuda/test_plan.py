@@ -13,6 +13,7 @@ from schedlang.codegen.nvptx_llvm import lay_out_shared
 from schedlang.codegen.nvptx_plan import plan_kernels
 from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
+from schedlang.loopir.visit import walk_stmt
 from schedlang.platform_info import cuda_available
 from schedlang.runtime import dlpack
 from schedlang.runtime.cuda_launch import check_block, check_grid, grid_of
@@ -41,6 +42,16 @@ def test_grid_and_block_come_from_the_bound_loops():
     assert kernel.shared_bytes == 2 * 8 * 4 * 4
     assert grid_of(kernel, plan, [13, 10]) == (2, 2, 1)  # sizes m, n in the function's order
     assert grid_of(kernel, plan, [0, 10]) == (2, 0, 1)  # an empty grid: the launch is skipped
+
+
+def test_the_loops_the_grid_covers_exactly_are_not_guarded():
+    """The launch runs one block per iteration of the loop bound to blockIdx.x, so comparing
+    blockIdx.x with its extent could never fail: the code generator skips that guard for the
+    loops the plan lists, which must be the loops of the body it generates."""
+    plan = plan_kernels(lowered(vector_add))
+    (kernel,) = plan.kernels
+    blocks = [s for s in walk_stmt(kernel.body) if isinstance(s, For) and s.thread == "blockIdx.x"]
+    assert blocks and all(id(loop) in kernel.grid_loops for loop in blocks)
 
 
 def test_top_level_statements_become_kernels_around_temporaries():
