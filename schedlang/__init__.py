@@ -14,6 +14,7 @@ from .errors import (
     LaunchError,
     LoweringError,
     SchedlangError,
+    SchedlangWarning,
     ScheduleError,
 )
 from .errors import entry_point as _entry_point
@@ -97,6 +98,7 @@ __all__ = [
     "Reducer",
     "ScheduleError",
     "SchedlangError",
+    "SchedlangWarning",
     "Tensor",
     "Var",
     "abs",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import TypeVar
@@ -41,12 +42,26 @@ class LaunchError(SchedlangError, RuntimeError):
     """Running a compiled kernel failed (driver error, resource limit)."""
 
 
+class SchedlangWarning(UserWarning):
+    """A schedule that compiles to slower code than it asks for, with the same results (e.g. a
+    vectorized loop that must run as scalars): worth knowing, not worth stopping for."""
+
+
 class InternalError(SchedlangError, RuntimeError):
     """A bug in schedlang. Please report it with the code that triggered it."""
 
 
 def _is_internal(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def warn(message: str) -> None:
+    """Issue a `SchedlangWarning` attributed to the innermost caller outside the package, so
+    Python shows the user's line (as for the errors) and its once-per-line filter applies."""
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the caller of warn
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, SchedlangWarning, stacklevel=level)
 
 
 def user_location() -> str:

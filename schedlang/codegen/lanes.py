@@ -3,7 +3,7 @@
 A loop of kind ``vectorized`` runs its body once with the loop variable a vector of lanes. An
 index that does not mention the lane variable is *uniform* (one scalar for all lanes), one that
 is ``uniform + 1 * lane`` in the last dimension of a compact buffer is *contiguous* (one vector
-load or store), anything else is a *gather* (lane by lane). `vectorizable` says whether a body
+load or store), anything else is a *gather* (lane by lane). `why_scalar` says whether a body
 can be emitted this way at all; when it cannot, the loop runs as a scalar loop (same results).
 """
 
@@ -98,25 +98,31 @@ def _reads(e: Expr, buffer: Buffer) -> bool:
     return any(isinstance(n, Load) and n.buffer is buffer for n in walk_expr(e))
 
 
-def vectorizable(loop: For) -> bool:
-    """True when `loop` (kind ``vectorized``) can run as vector code; see `lanes` docstring."""
-    if not isinstance(loop.extent, Const) or not 1 <= int(loop.extent.value) <= MAX_LANES:
-        return False
-    return _body_ok(loop.body, loop.var)
+def why_scalar(loop: For) -> str | None:
+    """Why `loop` (kind ``vectorized``) must run as a scalar loop, or None when it need not."""
+    if not isinstance(loop.extent, Const):
+        return "its extent is symbolic"
+    if not 1 <= int(loop.extent.value) <= MAX_LANES:
+        return f"it has {loop.extent.value} iterations, more than {MAX_LANES} lanes"
+    return _body_problem(loop.body, loop.var)
 
 
-def _body_ok(s: Stmt, lane: Var) -> bool:
+def _body_problem(s: Stmt, lane: Var) -> str | None:
     if isinstance(s, Seq):
-        return all(_body_ok(x, lane) for x in s.stmts)
+        return next(filter(None, (_body_problem(x, lane) for x in s.stmts)), None)
     if isinstance(s, If):
         branches = [s.then] if s.otherwise is None else [s.then, s.otherwise]
-        return all(_body_ok(x, lane) for x in branches)
+        return next(filter(None, (_body_problem(x, lane) for x in branches)), None)
     if isinstance(s, Let):
-        return not depends_on(s.value, lane) and _body_ok(s.body, lane)
+        if depends_on(s.value, lane):
+            return f"the value of {s.var.name} differs between lanes"
+        return _body_problem(s.body, lane)
     if isinstance(s, Store):
-        if access_kind(s.buffer, s.indices, lane) != "uniform":
-            return True
-        if reduction(s, lane) is not None:
-            return True
-        return not depends_on(s.value, lane) and not _reads(s.value, s.buffer)
-    return False  # nested loops, allocations, barriers: the loop runs as scalars
+        if access_kind(s.buffer, s.indices, lane) != "uniform" or reduction(s, lane) is not None:
+            return None
+        if depends_on(s.value, lane) or _reads(s.value, s.buffer):
+            return f"every lane stores to one element of {s.buffer.name} (not a reduction)"
+        return None
+    if isinstance(s, For):
+        return f"its body holds the loop {s.var.name}"
+    return f"its body holds {type(s).__name__.lower()} statements"

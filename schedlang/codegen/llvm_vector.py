@@ -1,6 +1,7 @@
 """Vectorized loops: the body runs once, with the loop variable a vector of lanes.
 
-`lanes.vectorizable` decides whether a loop can; if not, it runs as a scalar loop. Memory
+`lanes.why_scalar` decides whether a loop can; if not, it runs as a scalar loop, with a
+`SchedlangWarning` saying why. Memory
 accesses are classified by `lanes.access_kind`: uniform ones are scalar loads and stores,
 contiguous ones vector loads and stores, the rest lane by lane. A guard that varies across lanes
 becomes a mask: when every lane passes (the common case: all but the last tile) the guarded code
@@ -17,12 +18,13 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from ..errors import warn
 from ..ir import dtype as dt
 from ..loopir.nodes import For, If, Let, Load, Seq, Stmt, Store
 from .alignment import factor
 from .control import if_else, if_then, phi_of
 from .intrinsics import intrinsic
-from .lanes import access_kind, reduction, vectorizable
+from .lanes import access_kind, reduction, why_scalar
 from .llvm_arith import min_max
 from .llvm_expr import Binding
 from .llvm_types import I1, I32, I64, constant, from_storage, round_half, storage_type, to_storage
@@ -33,7 +35,13 @@ if TYPE_CHECKING:
 
 
 def emit_vectorized(em: StmtEmitter, loop: For) -> None:
-    if not vectorizable(loop):
+    reason = why_scalar(loop)
+    if reason is not None:
+        warn(
+            f"loop {loop.var.name} is vectorized, but {reason}, so it runs as a scalar loop "
+            "(same results); vectorize an innermost loop of constant extent (reorder or split "
+            "first)"
+        )
         em.serial_loop(loop)
         return
     lanes = int(loop.extent.value)

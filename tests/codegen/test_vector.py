@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -104,3 +106,33 @@ def test_guarded_padding_read_under_a_lane_mask():
     s[c].vectorize(xi)
     values = {a: np.random.default_rng(2).random(19, dtype=np.float32)}
     check_cpu(s, [a], [c], values, [sl.evaluate(c, values)])
+
+
+def test_a_vectorized_loop_that_must_run_as_scalars_says_why():
+    """Same results, slower code: a warning at the user's line, naming the loop and the reason."""
+    m = sl.placeholder((8, 50), name="M")
+    r = sl.compute((8, 50), lambda i, j: m[i, j] + 1.0, name="R")
+    s = sl.create_schedule(r)
+    s[r].vectorize(r.op.axis[0])
+    with pytest.warns(
+        sl.SchedlangWarning,
+        match="loop i is vectorized, but its body holds the loop j, so it runs as a scalar loop",
+    ) as caught:
+        kernel = sl.build(s, [m, r])
+    assert caught[0].filename == __file__
+    m_np = np.random.default_rng(0).uniform(-1, 1, (8, 50)).astype(np.float32)
+    out = np.full((8, 50), np.nan, np.float32)
+    kernel(m_np, out)
+    np.testing.assert_allclose(out, m_np + 1.0)
+
+
+def test_an_innermost_vectorized_loop_gives_no_warning():
+    m = sl.placeholder((8, 50), name="M")
+    r = sl.compute((8, 50), lambda i, j: m[i, j] + 1.0, name="R")
+    s = sl.create_schedule(r)
+    jo, ji = s[r].split(r.op.axis[1], factor=8)
+    s[r].vectorize(ji)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sl.SchedlangWarning)
+        kernel = sl.build(s, [m, r])
+    assert "<8 x float>" in kernel.llvm_ir
