@@ -51,9 +51,13 @@ def call_math(
     elif name == "rsqrt":
         result = b.fdiv(splat_like(1.0, args[0]), call_overloaded(b, "llvm.sqrt", args))
     elif name == "sigmoid":
+        # exp(-|x|) never overflows: 1 / (1 + e) for x >= 0 and e / (1 + e) below keeps the
+        # tiny results of large negative x, which 1 / (1 + exp(-x)) flushes to 0.
         x = args[0]
-        exp = _function(b, target, "exp", [b.fneg(x)], dtype)
-        result = b.fdiv(splat_like(1.0, x), b.fadd(splat_like(1.0, x), exp))
+        e = _function(b, target, "exp", [b.fneg(call_overloaded(b, "llvm.fabs", [x]))], dtype)
+        positive = b.fcmp_ordered(">=", x, splat_like(0.0, x))
+        numerator = b.select(positive, splat_like(1.0, x), e)
+        result = b.fdiv(numerator, b.fadd(splat_like(1.0, x), e))
     elif name in _INTRINSICS or name in EXTERNAL:
         result = _function(b, target, name, args, dtype)
     else:

@@ -79,7 +79,7 @@ _MATH = {
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x),
     "tanh": np.tanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "sigmoid": lambda x: _sigmoid(x),
     "erf": _erf,
     "sin": np.sin,
     "cos": np.cos,
@@ -509,3 +509,10 @@ def _factors(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "*":
         return _factors(e.a) + _factors(e.b)
     return [e]
+
+
+def _sigmoid(x):
+    """As the code generators compute it: exp(-|x|) cannot overflow, so large negative x
+    gives its tiny value instead of 0."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, np.ones_like(e), e) / (1 + e)

@@ -223,3 +223,16 @@ def test_astype_to_the_same_dtype_is_the_expression():
     x = sl.placeholder((3,), "float32", name="X")[0]
     assert x.astype("float32") is x
     assert x.astype(np.float16).dtype == "float16"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sigmoid_keeps_the_tiny_values_of_large_negative_inputs(dtype):
+    """1 / (1 + exp(-x)) overflows exp below about -88.7 in float32 and returns 0; the value is
+    exp(x) / (1 + exp(x)), a subnormal until about -103."""
+    a = np.array([-95.0, -100.0, -800.0, -1.0, 0.0, 40.0, np.inf, -np.inf], dtype)
+    result = elementwise(sl.sigmoid, a)
+    with np.errstate(invalid="ignore"):  # inf / inf at +inf, whose value is 1
+        expected = np.exp(a.astype("float64")) / (1 + np.exp(a.astype("float64")))
+    expected[a == np.inf] = 1.0
+    assert_matches(result, expected.astype(dtype))
+    assert result[0] > 0
