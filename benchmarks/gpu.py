@@ -179,8 +179,14 @@ def bench_rows(repeat: int) -> list[Row]:
 
 
 def bench_conv2d(repeat: int) -> list[Row]:
-    """TE's opt_conv_cuda shape: batch 256, 14x14, 256 -> 512 channels, 3x3, padding 1."""
+    """TE's opt_conv_cuda shape: batch 256, 14x14, 256 -> 512 channels, 3x3, padding 1.
+
+    cuDNN autotunes (``cudnn.benchmark``), so the peer is its fastest algorithm for the shape,
+    which for a 3x3 filter is a Winograd or FFT one doing fewer multiply-adds; both rates are of
+    the direct convolution's FLOPs. Without autotuning cuDNN's heuristic picks an implicit GEMM
+    about 4x slower."""
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
     batch, cin, cout, size = 256, 256, 512, 14
     a = torch.randn(size, size, cin, batch, device="cuda")
     w = torch.randn(3, 3, cin, cout, device="cuda")
