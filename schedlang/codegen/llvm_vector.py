@@ -21,6 +21,7 @@ from llvmlite import ir
 from ..errors import warn
 from ..ir import dtype as dt
 from ..loopir.nodes import For, If, Let, Load, Seq, Stmt, Store
+from ..loopir.visit import walk_stmt
 from .alignment import factor
 from .control import if_else, if_then, phi_of
 from .intrinsics import intrinsic
@@ -34,9 +35,18 @@ if TYPE_CHECKING:
     from .llvm_stmt import StmtEmitter
 
 
+def _gpu_lanes(loop: For) -> bool:
+    """Whether the loop's body holds only loops bound to GPU indices or virtual threads: the
+    GPU lowering moves thread loops innermost, so a vectorized loop around them is usual, and
+    what each thread runs of it is straight-line code whose adjacent accesses LLVM's
+    load/store vectorizer merges (the GEMM's 4-wide stores of C come out as ``st.global.v4``)."""
+    inner = [s for s in walk_stmt(loop.body) if isinstance(s, For)]
+    return bool(inner) and all(s.thread is not None for s in inner)
+
+
 def emit_vectorized(em: StmtEmitter, loop: For) -> None:
     reason = why_scalar(loop)
-    if reason is not None:
+    if reason is not None and not _gpu_lanes(loop):
         warn(
             f"loop {loop.var.name} is vectorized, but {reason}, so it runs as a scalar loop "
             "(same results); vectorize an innermost loop of constant extent (reorder or split "
