@@ -46,12 +46,13 @@ def _gpu_lanes(loop: For) -> bool:
 
 def emit_vectorized(em: StmtEmitter, loop: For) -> None:
     reason = why_scalar(loop)
-    if reason is not None and not _gpu_lanes(loop):
-        warn(
-            f"loop {loop.var.name} is vectorized, but {reason}, so it runs as a scalar loop "
-            "(same results); vectorize an innermost loop of constant extent (reorder or split "
-            "first)"
-        )
+    if reason is not None:
+        if not _gpu_lanes(loop):
+            warn(
+                f"loop {loop.var.name} is vectorized, but {reason}, so it runs as a scalar "
+                "loop (same results); vectorize an innermost loop of constant extent (reorder "
+                "or split first)"
+            )
         em.serial_loop(loop)
         return
     lanes = int(loop.extent.value)
