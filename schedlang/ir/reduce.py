@@ -9,6 +9,12 @@ from . import dtype as dt
 from .expr import Expr, Reduce, Var, _operands, as_expr, binary, cast, const
 from .tensor import IterVar
 
+_TUPLES = (
+    "{}: reductions over tuples (TE's argmax-style reducers) are not supported; reduce one "
+    "value per reduction, e.g. argmax as a max and then a min over the indices that reach it "
+    "(notebooks/05_argmax.ipynb)"
+)
+
 
 class Reducer:
     """A commutative, associative reduction, as TE's ``comm_reducer``.
@@ -34,7 +40,10 @@ class Reducer:
         from .expr import CommReducer
 
         lhs, rhs = Var("x", dtype, "combiner"), Var("y", dtype, "combiner")
-        result = cast(as_expr(self.fcombine(lhs, rhs), like=dtype), dtype)
+        combined = self.fcombine(lhs, rhs)
+        if isinstance(combined, (tuple, list)):
+            raise AlgorithmError(_TUPLES.format(f"the combiner of '{self.name}' returns a tuple"))
+        result = cast(as_expr(combined, like=dtype), dtype)
         identity = const(_identity_value(self.fidentity(dtype)), dtype)
         return CommReducer(self.name, lhs, rhs, result, identity)
 
@@ -47,6 +56,8 @@ class Reducer:
                 )
             a, b = _operands(expr, axis)
             return _combine(self, a, b, dt.promote(a.dtype, b.dtype))
+        if isinstance(expr, (tuple, list)):
+            raise AlgorithmError(_TUPLES.format(f"sl.{self.name} is given {len(expr)} values"))
         if axis is None:
             raise AlgorithmError(
                 f"sl.{self.name}(expr) needs axis=: the reduce axis (or a list of them) "

@@ -339,3 +339,15 @@ def test_guarded_out_of_bounds_read_is_fine():
     C = sl.compute((n,), lambda i: sl.sum(A[i + k], axis=k, where=sl.all(i + k >= 0, i + k < n)))
     padded = np.pad(a, 1)
     np.testing.assert_allclose(sl.evaluate(C, {A: a}), padded[:-2] + padded[1:-1] + padded[2:])
+
+
+def test_a_tuple_reducer_says_tuples_are_not_supported():
+    """TE's argmax reducer takes (index, value) pairs; here that is an error that says how to
+    compute argmax instead, whether the tuple is the reduced value or the combiner's result."""
+    a = sl.placeholder((4, 5), name="A")
+    k = sl.reduce_axis((0, 5), name="k")
+    pairs = sl.comm_reducer(lambda x, y: (x, y), lambda t: (0, 0), name="argmax")
+    with pytest.raises(sl.AlgorithmError, match="sl.argmax is given 2 values: reductions over "):
+        sl.compute((4,), lambda i: pairs((k, a[i, k]), axis=k), name="B")
+    with pytest.raises(sl.AlgorithmError, match="the combiner of 'argmax' returns a tuple"):
+        sl.compute((4,), lambda i: pairs(a[i, k], axis=k), name="B")
