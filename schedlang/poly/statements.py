@@ -94,6 +94,11 @@ def build_statements(
                 full[iv.var] = f"(r{n} + {_param_aff(iv.dom.min, params)})"
                 bounds.append((f"r{n}", iv.dom.extent))
             full_dom = _domain(space, bounds, params)
+            # An affine where= shrinks the loops themselves (a prefix sum runs n(n+1)/2
+            # updates, not n^2 guarded ones). It stays a guard too: a cross-thread reduction
+            # runs its bound loop over the whole block, and LLVM drops the guards it can prove.
+            if body.where is not None:
+                full_dom = _restrict(full_dom, body.where, full, params)
             init_dom = data_dom.set_tuple_name(f"{space}I")
             init = Statement(
                 f"S{len(statements)}",
@@ -119,10 +124,7 @@ def build_statements(
             update.write = _write(update, full, params)
             own = Read(stage_tensor(stage), tuple(data), op.dtype)
             update.reads = [Access(own, op, update.write)]
-            guard = update.domain
-            if body.where is not None:
-                guard = _restrict(guard, body.where, full, params)
-            update.reads += _accesses(body.source, guard, full, params)
+            update.reads += _accesses(body.source, update.domain, full, params)
             statements.append(update)
         else:
             stmt = Statement(f"S{len(statements)}", stage, "compute", data, space, data_dom, body)

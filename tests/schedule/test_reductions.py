@@ -115,3 +115,18 @@ def test_reduce_axis_with_symbolic_lower_bound():
     s = sl.create_schedule(r)
     s[r].split(k, factor=3)
     check(s, [a], [r], {"n": 13}, unseen={lo: 4})
+
+
+def test_an_affine_where_bounds_the_reduce_loop():
+    """A triangular where= is the reduction's domain, so isl bounds the loop by it (a prefix
+    sum runs n(n+1)/2 updates, not n^2 guarded ones), also after a split of the reduce axis."""
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    p = sl.compute((n,), lambda i: sl.sum(a[k], axis=k, where=k <= i), name="P")
+    s = sl.create_schedule(p)
+    assert "for k in range(0, i + 1):" in str(sl.lower(s, [a, p]))
+    check(s, [a], [p], {"n": 23})
+    ko, ki = s[p].split(k, factor=4)
+    assert "for k.outer in range(0, i // 4 + 1):" in str(sl.lower(s, [a, p]))
+    check(s, [a], [p], {"n": 23})
