@@ -55,20 +55,25 @@ def _is_internal(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
 
 
+def _user_frame(skip: int):
+    """The innermost frame outside the package, searched from `skip` frames above the caller,
+    and its depth counted from there (1 for that frame); None when every frame is ours."""
+    level, frame = 1, sys._getframe(skip + 1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    return frame, level
+
+
 def warn(message: str) -> None:
     """Issue a `SchedlangWarning` attributed to the innermost caller outside the package, so
     Python shows the user's line (as for the errors) and its once-per-line filter applies."""
-    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the caller of warn
-    while frame is not None and _is_internal(frame.f_code.co_filename):
-        level, frame = level + 1, frame.f_back
-    warnings.warn(message, SchedlangWarning, stacklevel=level)
+    _, level = _user_frame(1)
+    warnings.warn(message, SchedlangWarning, stacklevel=level + 1)
 
 
 def user_location() -> str:
     """`file.py:LINE` of the innermost caller outside the schedlang package, or ''."""
-    frame = sys._getframe(1)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
-        frame = frame.f_back
+    frame, _ = _user_frame(1)
     if frame is None:
         return ""
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"

@@ -71,6 +71,13 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return erf(x)
 
 
+def _sigmoid(x):
+    """As the code generators compute it: exp(-|x|) cannot overflow, so large negative x
+    gives its tiny value instead of 0."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, np.ones_like(e), e) / (1 + e)
+
+
 _MATH = {
     "exp": np.exp,
     "exp2": np.exp2,
@@ -79,7 +86,7 @@ _MATH = {
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x),
     "tanh": np.tanh,
-    "sigmoid": lambda x: _sigmoid(x),
+    "sigmoid": _sigmoid,
     "erf": _erf,
     "sin": np.sin,
     "cos": np.cos,
@@ -509,10 +516,3 @@ def _factors(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "*":
         return _factors(e.a) + _factors(e.b)
     return [e]
-
-
-def _sigmoid(x):
-    """As the code generators compute it: exp(-|x|) cannot overflow, so large negative x
-    gives its tiny value instead of 0."""
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, np.ones_like(e), e) / (1 + e)

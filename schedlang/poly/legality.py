@@ -109,7 +109,7 @@ def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _at(n: int, d: int, op: str) -> isl.Map:
+def dim_relation(n: int, d: int, op: str) -> isl.Map:
     """``{ [s] -> [t] : t_d op s_d }`` on n schedule dimensions."""
     ss = ", ".join(f"s{k}" for k in range(n))
     ts = ", ".join(f"t{k}" for k in range(n))
@@ -126,14 +126,14 @@ def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, 
     for d in range(n):
         if tied.is_empty():
             return
-        backwards = tied.intersect(_at(n, d, "<"))
+        backwards = tied.intersect(dim_relation(n, d, "<"))
         if not reordering_ok and not backwards.is_empty():
             problems.append(_describe_backwards(schedule, dep, src, dst, backwards))
             return
         entry = src.template[d]
         concurrent = _kind_of(schedule, entry)
         if concurrent is not None:
-            carried = tied.intersect(_at(n, d, "!="))
+            carried = tied.intersect(dim_relation(n, d, "!="))
             if not carried.is_empty():
                 kind, record = concurrent
                 axis = entry[1]
@@ -150,7 +150,7 @@ def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, 
                         _describe_carried(schedule, dep, src, dst, carried, kind, record, axis)
                     )
                     return
-        tied = tied.intersect(_at(n, d, "="))
+        tied = tied.intersect(dim_relation(n, d, "="))
     if not tied.is_empty():
         raise InternalError(f"two instances of {src.stmt.name}/{dst.stmt.name} share a time")
 

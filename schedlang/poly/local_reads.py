@@ -18,7 +18,7 @@ import islpy as isl
 from ..schedule import records as rec
 from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
-from .legality import describe_instance
+from .legality import describe_instance, dim_relation
 from .placement import Placed, Placement
 from .space import Params
 
@@ -36,21 +36,23 @@ def check_local_reads(schedule: Schedule, placement: Placement, params: Params) 
         write = isl.Map.from_pw_multi_aff(src.store_index).intersect_domain(src.domain)
         for dst in everything:
             for acc in dst.stmt.reads:
-                if acc.op is not src.stmt.stage.op:
-                    continue
-                read = dst.to_root.apply_range(acc.relation).intersect_domain(dst.domain)
-                element = read.get_tuple_name(isl.dim_type.out)
-                stored = write.set_tuple_name(isl.dim_type.out, element)
-                pairs = stored.apply_range(read.reverse()).intersect_params(params.context)
-                times = pairs.apply_domain(src.sched).apply_range(dst.sched)
-                for position, axis, tag in threads:
-                    everywhere = placement.scope(dst.stmt.stage) == "local" and not any(
-                        _tag(schedule, entry) == tag for entry in dst.template
-                    )
-                    crossing = times if everywhere else times.intersect(_differ(times, position))
-                    if not crossing.is_empty():
-                        problem = _describe(schedule, pairs, crossing, src, dst, axis, tag)
-                        raise LegalityError(problem)
+                if acc.op is src.stmt.stage.op:
+                    _check_read(schedule, placement, params, src, write, threads, dst, acc)
+
+
+def _check_read(schedule, placement, params, src: Placed, write, threads, dst: Placed, acc):
+    """Every element `dst` reads through `acc` was written on the reading thread."""
+    read = dst.to_root.apply_range(acc.relation).intersect_domain(dst.domain)
+    stored = write.set_tuple_name(isl.dim_type.out, read.get_tuple_name(isl.dim_type.out))
+    pairs = stored.apply_range(read.reverse()).intersect_params(params.context)
+    times = pairs.apply_domain(src.sched).apply_range(dst.sched)
+    n = times.dim(isl.dim_type.in_)
+    dst_local = placement.scope(dst.stmt.stage) == "local"
+    for position, axis, tag in threads:
+        everywhere = dst_local and not any(_tag(schedule, e) == tag for e in dst.template)
+        crossing = times if everywhere else times.intersect(dim_relation(n, position, "!="))
+        if not crossing.is_empty():
+            raise LegalityError(_describe(schedule, pairs, crossing, src, dst, axis, tag))
 
 
 def _thread_dims(schedule: Schedule, p: Placed) -> list:
@@ -69,13 +71,6 @@ def _tag(schedule: Schedule, entry) -> str | None:
     if entry[0] != "dim":
         return None
     return schedule[entry[1].stage].binds.get(entry[1])
-
-
-def _differ(times: isl.Map, position: int) -> isl.Map:
-    n = times.dim(isl.dim_type.in_)
-    ss = ", ".join(f"s{k}" for k in range(n))
-    ts = ", ".join(f"t{k}" for k in range(n))
-    return isl.Map(f"{{ [{ss}] -> [{ts}] : t{position} != s{position} }}")
 
 
 def _describe(schedule, pairs, crossing, src: Placed, dst: Placed, axis, tag) -> str:

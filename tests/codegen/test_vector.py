@@ -108,11 +108,15 @@ def test_guarded_padding_read_under_a_lane_mask():
     check_cpu(s, [a], [c], values, [sl.evaluate(c, values)])
 
 
-def test_a_vectorized_loop_that_must_run_as_scalars_says_why():
-    """Same results, slower code: a warning at the user's line, naming the loop and the reason."""
+def _plus_one():
     m = sl.placeholder((8, 50), name="M")
     r = sl.compute((8, 50), lambda i, j: m[i, j] + 1.0, name="R")
-    s = sl.create_schedule(r)
+    return m, r, sl.create_schedule(r)
+
+
+def test_a_vectorized_loop_that_must_run_as_scalars_says_why():
+    """Same results, slower code: a warning at the user's line, naming the loop and the reason."""
+    m, r, s = _plus_one()
     s[r].vectorize(r.op.axis[0])
     with pytest.warns(
         sl.SchedlangWarning,
@@ -127,9 +131,7 @@ def test_a_vectorized_loop_that_must_run_as_scalars_says_why():
 
 
 def test_an_innermost_vectorized_loop_gives_no_warning():
-    m = sl.placeholder((8, 50), name="M")
-    r = sl.compute((8, 50), lambda i, j: m[i, j] + 1.0, name="R")
-    s = sl.create_schedule(r)
+    m, r, s = _plus_one()
     jo, ji = s[r].split(r.op.axis[1], factor=8)
     s[r].vectorize(ji)
     with warnings.catch_warnings():
