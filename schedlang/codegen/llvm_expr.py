@@ -202,12 +202,14 @@ class ExprEmitter:
 
     def _select(self, e: Select) -> ir.Value:
         cond = self.value(e.cond)
-        if lanes_of(cond):
+        lanes = lanes_of(cond)
+        if lanes:
             with self.masked(cond):
                 yes = self.value(e.true_value)
             with self.masked(self.b.not_(cond)):
                 no = self.value(e.false_value)
-            return self.b.select(cond, *self.unify(yes, no))
+            # both sides may be uniform (isl writes ``i // 2 + i`` as a select over i)
+            return self.b.select(cond, *self.unify(self.splat(yes, lanes), self.splat(no, lanes)))
         guards = any(isinstance(n, Load) for n in walk_expr(e.true_value)) or any(
             isinstance(n, Load) for n in walk_expr(e.false_value)
         )

@@ -264,3 +264,18 @@ def test_a_local_stage_at_the_root_read_on_its_own_threads_is_kept():
     out = np.full((3, 3), np.nan, np.float32)
     run(kernel.lowered, [a_np, out])
     np.testing.assert_allclose(out, sl.reference(by, {a: a_np}), rtol=1e-6)
+
+
+def test_vectorized_stage_whose_row_isl_writes_as_a_select():
+    """isl writes the row ``i.j.fused // 2 + i`` of a vectorized `i` as a select over `i` with
+    uniform branches; the vector select needs both sides as vectors."""
+    n = sl.var("n0")
+    a = sl.placeholder((n, 4), name="A")
+    bx = sl.compute((n, 2), lambda i, j: a[i, j] + a[i, j + 1] + a[i, j + 2], name="BX")
+    by = sl.compute((n - 2, 2), lambda i, j: bx[i, j] + bx[i + 1, j] + bx[i + 2, j], name="BY")
+    s = sl.create_schedule(by)
+    fused = s[by].fuse(*by.op.axis)
+    s[bx].vectorize(bx.op.axis[0])
+    s[bx].compute_at(s[by], fused)
+    func = check(s, [a], [by], {"n0": 7})
+    assert "select(i == 0" in str(func)
