@@ -33,6 +33,10 @@ def lane_stride(e: Expr, lane: Var) -> int | None:
         if a is None or b is None:
             return None
         return a + b if e.op == "+" else a - b
+    if isinstance(e, Binary) and e.op in ("min", "max"):
+        # min(u + c * lane, v + c * lane) = min(u, v) + c * lane: a clamped vector
+        a, b = lane_stride(e.a, lane), lane_stride(e.b, lane)
+        return a if a is not None and a == b else None
     if isinstance(e, Binary) and e.op == "*":
         for factor, other in ((e.a, e.b), (e.b, e.a)):
             if isinstance(factor, Const):

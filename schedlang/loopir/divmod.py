@@ -72,7 +72,7 @@ def _fold(e: Expr, ranges: dict[Var, Range]) -> Expr | None:
     if not (isinstance(e.b, Const) and int(e.b.value) > 0):
         return None
     d = int(e.b.value)
-    terms = linear_terms(e.a, 1)
+    terms = linear_terms(e.a, 1, opaque=True)
     if terms is None:
         return None
     quotient: list[tuple[Expr | None, int]] = []
@@ -93,20 +93,23 @@ def _fold(e: Expr, ranges: dict[Var, Range]) -> Expr | None:
     return _sum(quotient if e.op == "//" else remainder, e.dtype)
 
 
-def linear_terms(e: Expr, sign: int) -> list[tuple[Expr | None, int]] | None:
-    """``e`` as ``[(term, coefficient)]`` (None for the constant term), or None."""
+def linear_terms(e: Expr, sign: int, opaque: bool = False) -> list[tuple[Expr | None, int]] | None:
+    """``e`` as ``[(term, coefficient)]`` (None for the constant term), or None. With
+    `opaque`, a subexpression that is not a sum or a multiple is a term of its own, where
+    otherwise only variables are (a multiple of ``d`` drops out of ``e % d`` whatever it is)."""
     if isinstance(e, Const):
         return [(None, sign * int(e.value))]
     if isinstance(e, Binary) and e.op in ("+", "-"):
-        left, right = linear_terms(e.a, sign), linear_terms(e.b, sign if e.op == "+" else -sign)
+        left = linear_terms(e.a, sign, opaque)
+        right = linear_terms(e.b, sign if e.op == "+" else -sign, opaque)
         return None if left is None or right is None else left + right
     if isinstance(e, Unary) and e.op == "-":
-        return linear_terms(e.a, -sign)
+        return linear_terms(e.a, -sign, opaque)
     if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
-        return linear_terms(e.b, sign * int(e.a.value))
+        return linear_terms(e.b, sign * int(e.a.value), opaque)
     if isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
-        return linear_terms(e.a, sign * int(e.b.value))
-    if isinstance(e, Var):
+        return linear_terms(e.a, sign * int(e.b.value), opaque)
+    if isinstance(e, Var) or (opaque and dt.is_int(e.dtype)):
         return [(e, sign)]
     return None
 

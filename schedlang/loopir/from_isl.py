@@ -310,6 +310,8 @@ class _Translator:
         leaf = self.leaves[int(node.get_annotation().get_name()[4:])]
         st = leaf.placed.stmt
         roots = {v: self.expr(x) for v, x in zip(st.root_vars, leaf.roots)}
+        for d, (extent, g) in leaf.placed.clamps.items():
+            roots[st.root_vars[d]] = _clamped(roots[st.root_vars[d]], extent, g)
         offsets = {op: [self.expr(x) for x in xs] for op, xs in leaf.offsets.items()}
 
         def to_load(n: Expr) -> Expr | None:
@@ -479,3 +481,14 @@ def param_expr(pa: isl.PwAff, context: isl.Set, param_vars: dict[str, Var]) -> E
     """`pa`, a function of the sizes only, as an expression."""
     build = isl.AstBuild.from_context(context)
     return _Translator(None, {}, [], param_vars, {}).expr(build.expr_from_pw_aff(pa))
+
+
+def _clamped(index: Expr, extent: int, g: int) -> Expr:
+    """``min(index, extent - g + index % g)``: `index` where it is inside the tensor, an
+    element of the tensor past its end, and whole aligned vectors of `g` lanes either way
+    (`poly.box_fill`)."""
+    last: Expr = Const(extent - 1, "int32")
+    if g > 1:
+        lane = Binary("%", index, Const(g, "int32"), "int32")
+        last = Binary("+", Const(extent - g, "int32"), lane, "int32")
+    return Binary("min", index, last, "int32")

@@ -22,7 +22,7 @@ from ..ir import dtype as dt
 from ..ir.expr import Binary, Compare, Const, Expr, Var
 from ..ir.printer import expr_str
 from .divmod import linear_terms
-from .nodes import Allocate, For, If, Let, Stmt, ThreadAllReduce
+from .nodes import Allocate, For, If, Let, Seq, Stmt, ThreadAllReduce, seq
 from .visit import stmt_children, walk_stmt, with_children
 
 Terms = dict[Var | None, int]  # an affine form: coefficient per variable, None the constant
@@ -50,16 +50,46 @@ def _split_kernel(body: Stmt) -> Stmt:
     _collect(body, {}, lifted)
     if not lifted:
         return body
+    return _split_parts(body, lifted)
+
+
+def _split_parts(s: Stmt, lifted: dict[int, list[Terms]]) -> Stmt:
+    """`s` with the parts that hold liftable guards split in two. A sequence is split per run
+    of statements that hold some, so that code without any (a GEMM's k loop, when only the
+    stores after it are guarded) is not duplicated: two copies of a hot loop in one kernel
+    get registers for both."""
+    if isinstance(s, Allocate):
+        return with_children(s, (_split_parts(s.body, lifted),))
+    if not isinstance(s, Seq):
+        return _versions(s, lifted)
+    parts: list[Stmt] = []
+    run: list[Stmt] = []
+    for child in s.stmts:
+        if any(id(n) in lifted for n in walk_stmt(child)):
+            run.append(child)
+            continue
+        if run:
+            parts.append(_versions(seq(*run), lifted))
+            run = []
+        parts.append(child)
+    if run:
+        parts.append(_versions(seq(*run), lifted))
+    return seq(*parts)
+
+
+def _versions(s: Stmt, lifted: dict[int, list[Terms]]) -> Stmt:
+    """``if all_guards_hold: s_without_them else: s``, the guards being those of `s`."""
+    guards = {id(n) for n in walk_stmt(s) if id(n) in lifted}
     conditions: dict[str, Expr] = {}
-    for forms in lifted.values():
-        for form in forms:
+    for guard in guards:
+        for form in lifted[guard]:
             e = _as_condition(form)
             conditions.setdefault(expr_str(e), e)
     if not conditions:  # every lifted guard holds everywhere
-        return _drop_guards(body, set(lifted))
+        return _drop_guards(s, guards)
     shared: list[Allocate] = []
-    fast = _without_shared(_drop_guards(body, set(lifted)), [], set())
-    rest = _without_shared(body, shared, set())
+    fast = _without_shared(_drop_guards(s, guards), [], set())
+    rest = _without_shared(s, shared, set())
     split: Stmt = If(_all(list(conditions.values())), fast, rest)
     for alloc in reversed(shared):
         split = Allocate(alloc.buffer, split)

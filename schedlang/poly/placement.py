@@ -25,6 +25,7 @@ from ..schedule.axis import Axis
 from ..schedule.errors import BindError, PlacementError, message
 from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
+from .box_fill import box_clamps, box_domain
 from .loops import leaf_extents, loop_map
 from .space import Params
 from .statements import Statement
@@ -48,6 +49,8 @@ class Placed:
     # The block size per thread tag of the kernel it is part of (a root stage and the stages
     # computed inside it): a statement with no loop of a tag runs on thread 0 of it.
     kernel_threads: dict[str, int] = field(default_factory=dict)
+    # A copy filling its whole box (`box_fill`): root dimension -> (extent, granularity)
+    clamps: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -305,7 +308,20 @@ class Placement:
         roots = dict(zip(producer.root_axes, box_constant))
         roots.update({a: producer.extents[a] for a in producer.root_axes[nd:]})
         extents = self.extents[producer.name] = leaf_extents(producer, roots)
-        relative = needed.sum(bmin_map.neg()).wrap().flatten()
+        clamps = box_clamps(
+            self.schedule,
+            producer,
+            self.by_stage[producer.name],
+            bmin,
+            box_constant,
+            extents,
+            bool(expanded),
+            self.params.context,
+        )
+        if clamps is None:
+            relative = needed.sum(bmin_map.neg()).wrap().flatten()
+        else:
+            relative = box_domain(needed, box_constant)
         pre = base.template[: attach_dim + 1]
         templates = self._templates(producer, pre, q)
         placed = []
@@ -350,6 +366,7 @@ class Placement:
                     isl.PwMultiAff.from_map(store),
                     self._root_values(st, to_root),
                     shared_tags=shared_tags,
+                    clamps=clamps or {},
                 )
             )
         self.placed[producer.name] = placed

@@ -40,6 +40,9 @@ def stored(stmt) -> str:
         ((32 * jo + ji + 1) // 32, "(32 * jo + ji + 1) // 32"),  # ji + 1 may reach 32
         ((32 * jo + ji) // n, "(32 * jo + ji) // n"),  # not a constant divisor
         ((32 * jo - ji) // 32, "(32 * jo - ji) // 32"),  # negative remainder
+        ((64 * (jo % 2) + ji) % 32, "ji"),  # a multiple of 32 drops out, whatever it is
+        ((64 * (jo % 2) + ji) // 32, "2 * (jo % 2)"),
+        ((ji + (jo % 2)) % 32, "(ji + jo % 2) % 32"),  # jo % 2 is part of the remainder
     ],
     ids=str,
 )
@@ -50,7 +53,13 @@ def test_rewrites(index, expected):
 
 def test_values_unchanged():
     """Every rewrite keeps the value the interpreter computes (floor semantics)."""
-    for index in [(32 * jo + ji) // 32, (ji + 64 * jo + 5) % 32, (3 * ji + 8) // 4, (ji - 5) % 7]:
+    for index in [
+        (32 * jo + ji) // 32,
+        (ji + 64 * jo + 5) % 32,
+        (3 * ji + 8) // 4,
+        (ji - 5) % 7,
+        (16 * (jo % 3) - ji) // 8,
+    ]:
         out, stmt = nest(index, ji_extent=8)
         results = []
         for body in (stmt, simplify_divisions(stmt)):
