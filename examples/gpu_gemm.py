@@ -1,6 +1,7 @@
 """A float32 GEMM for the GPU written with TE's primitives, tuned for Hopper-class GPUs.
 
-``C[i, j] = sum_k At[k, i] * B[k, j]``: the layout of TE's GPU tutorial, where the first
+``C[i, j] = sum_k At[k, i] * B[k, j]`` (with leading batch axes, one product per batch:
+`examples.gpu_winograd`): the layout of TE's GPU tutorial, where the first
 operand is stored k-major, so that a column of a block's A tile, like a row of its B tile, is
 contiguous in shared memory and a thread reads its operands 16 bytes at a time (cuBLAS runs
 the same product from either layout at the same speed).
@@ -50,14 +51,32 @@ def schedule(
     group: int = 0,
 ) -> sl.Schedule:
     s = sl.create_schedule(c.op)
+    schedule_into(s, at, b, c, block, threads, vthreads, step, double_buffer, group)
+    return s
+
+
+def schedule_into(
+    s: sl.Schedule,
+    at: sl.Tensor,
+    b: sl.Tensor,
+    c: sl.Tensor,
+    block=BLOCK,
+    threads=THREADS,
+    vthreads=VTHREADS,
+    step=STEP,
+    double_buffer: bool = True,
+    group: int = 0,
+) -> None:
+    """The schedule above applied to stage `c` of `s` (a product inside a larger pipeline)."""
     aa = s.cache_read(at, "shared", [c])
     bb = s.cache_read(b, "shared", [c])
     al = s.cache_read(aa, "local", [c])
     bl = s.cache_read(bb, "local", [c])
     cc = s.cache_write(c, "local")
 
-    by, yi = s[c].split(c.op.axis[0], factor=block)
-    bx, xi = s[c].split(c.op.axis[1], factor=block)
+    *batch, rows, cols = c.op.axis
+    by, yi = s[c].split(rows, factor=block)
+    bx, xi = s[c].split(cols, factor=block)
     vy, yi = s[c].split(yi, nparts=vthreads)
     ty, yi = s[c].split(yi, nparts=threads)
     vx, xi = s[c].split(xi, nparts=vthreads)
@@ -69,6 +88,10 @@ def schedule(
         s[c].reorder(gx, by, bx, vy, vx, ty, tx, yi, xi)
         by = s[c].fuse(by, bx)
         by, bx = gx, by
+    if batch:  # a batch of products (leading axes of C), one per blockIdx.z
+        bz = s[c].fuse(*batch) if len(batch) > 1 else batch[0]
+        s[c].reorder(bz, by, bx)
+        s[c].bind(bz, sl.thread_axis("blockIdx.z"))
     for axis, tag in (
         (by, "blockIdx.y"),
         (bx, "blockIdx.x"),
@@ -97,7 +120,6 @@ def schedule(
             s[cache].double_buffer()
     for cache in (al, bl):
         s[cache].compute_at(s[cc], ki)
-    return s
 
 
 def build(m, n, k, target: str = "cuda -min-blocks-per-sm=2", **options):

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from examples import gpu_conv2d, gpu_elementwise, gpu_gemm, gpu_rows, gpu_transpose
+from examples import (
+    gpu_conv2d,
+    gpu_elementwise,
+    gpu_gemm,
+    gpu_rows,
+    gpu_transpose,
+    gpu_winograd,
+)
 from schedlang.loopir.interpret import run
 from tests.cuda.ptxas import assemble
 
@@ -92,13 +99,54 @@ def test_conv2d_recipe_at_small_tiles():
     a, w = _random(rng, (size, size, c, n)), _random(rng, (3, 3, c, f))
     out = np.full((size, size, f, n), np.nan, np.float32)
     run(kernel.lowered, [a, w, out])
+    np.testing.assert_allclose(out, _direct_conv(a, w, size), rtol=1e-5, atol=1e-5)
+
+
+def _direct_conv(a, w, size):
     padded = np.pad(a.astype(np.float64), ((1, 1), (1, 1), (0, 0), (0, 0)))
-    want = sum(
+    return sum(
         np.einsum("yxcn,cf->yxfn", padded[ry : ry + size, rx : rx + size], w[ry, rx])
         for ry in range(3)
         for rx in range(3)
     )
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [2, 4, 6])
+def test_winograd_matrices_compute_the_correlation(m):
+    at, g, bt = gpu_winograd.matrices(m)
+    rng = np.random.default_rng(m)
+    for _ in range(5):
+        d, f = rng.standard_normal(m + 2), rng.standard_normal(3)
+        np.testing.assert_allclose(
+            at @ ((g @ f) * (bt @ d)), np.correlate(d, f, "valid"), atol=1e-12
+        )
+
+
+@pytest.mark.parametrize(("m", "size"), [(4, 6), (2, 5)])
+def test_winograd_at_small_tiles(m, size):
+    """Sizes that leave partial tiles of outputs (6 = 4 + 2) and of the GEMM."""
+    n, c, f = 3, 5, 7
+    a_t, w_t, b_t, stages = gpu_winograd.winograd(n, c, f, size, m)
+    s = gpu_winograd.schedule(b_t, stages, m, 32, block=16, threads=4, vthreads=2, step=4)
+    kernel = sl.build(s, [a_t, w_t, b_t], target="cuda")
+    rng = np.random.default_rng(9)
+    a, w = _random(rng, (size, size, c, n)), _random(rng, (3, 3, c, f))
+    out = np.full((size, size, f, n), np.nan, np.float32)
+    run(kernel.lowered, [a, w, out])
+    want = _direct_conv(a, w, size)
+    # Winograd rounds differently from the direct sum: errors of a few ulps of the largest value
+    error = np.abs(out - want).max() / np.abs(want).max()
+    assert error < 1e-5, error
+
+
+def test_winograd_at_its_benchmark_shape_stays_in_registers():
+    """Four kernels (filter and input transforms, the batched GEMM, the output transform), none
+    spilling; the GEMM keeps its 16-byte loads."""
+    kernel = gpu_winograd.build(256, 256, 512, 14)
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
+    assert kernel.ptx.count(".entry") == 4
+    assert "ld.global.nc.v4" in kernel.ptx and "ld.shared.v4" in kernel.ptx
 
 
 def test_conv2d_recipe_at_its_own_shape_stays_in_registers():

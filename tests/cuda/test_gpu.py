@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from examples import gpu_gemm, gpu_winograd
 from tests.schedule.util import random_inputs
 
 from . import kernels
@@ -315,3 +316,36 @@ def test_ptx_for_a_newer_gpu_is_a_launch_error_that_names_the_kernel():
     x = np.ones(8, np.float32)
     with pytest.raises(sl.LaunchError, match=r"loading the PTX of kernel 'main'.*-arch=sm_"):
         kernel(x, x.copy(), np.empty_like(x))
+
+
+def test_example_gemm_with_partial_tiles_on_the_gpu():
+    """The example GEMM at sizes its 128-wide tiles overhang: the shared tiles are filled whole
+    from clamped reads (`poly.box_fill`), only the stores are guarded."""
+    m, n, k = 200, 236, 40
+    kernel = gpu_gemm.build(m, n, k)
+    rng = np.random.default_rng(4)
+    at = rng.standard_normal((k, m)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    kernel(at, b, c)
+    np.testing.assert_allclose(c, at.T.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_example_winograd_on_the_gpu():
+    """Winograd F(4x4, 3x3) with the example's own schedule at a shape that divides none of its
+    tiles, against the direct convolution in float64."""
+    n, c, f, size = 9, 19, 33, 13
+    kernel = gpu_winograd.build(n, c, f, size)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((size, size, c, n)).astype(np.float32)
+    w = rng.standard_normal((3, 3, c, f)).astype(np.float32)
+    out = np.full((size, size, f, n), np.nan, np.float32)
+    kernel(a, w, out)
+    padded = np.pad(a.astype(np.float64), ((1, 1), (1, 1), (0, 0), (0, 0)))
+    want = sum(
+        np.einsum("yxcn,cf->yxfn", padded[ry : ry + size, rx : rx + size], w[ry, rx])
+        for ry in range(3)
+        for rx in range(3)
+    )
+    error = np.abs(out - want).max() / np.abs(want).max()
+    assert error < 1e-5, error
