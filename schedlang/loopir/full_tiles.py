@@ -79,16 +79,16 @@ def _split_parts(s: Stmt, lifted: dict[int, list[Terms]]) -> Stmt:
 
 def _versions(s: Stmt, lifted: dict[int, list[Terms]]) -> Stmt:
     """``if all_guards_hold: s_without_them else: s``, the guards being those of `s`."""
-    guards = {id(n) for n in walk_stmt(s) if id(n) in lifted}
-    conditions: dict[str, Expr] = {}
+    guards = [id(n) for n in walk_stmt(s) if id(n) in lifted]  # in program order: the
+    conditions: dict[str, Expr] = {}  # code must not depend on where the nodes were allocated
     for guard in guards:
         for form in lifted[guard]:
             e = _as_condition(form)
             conditions.setdefault(expr_str(e), e)
     if not conditions:  # every lifted guard holds everywhere
-        return _drop_guards(s, guards)
+        return _drop_guards(s, set(guards))
     shared: list[Allocate] = []
-    fast = _without_shared(_drop_guards(s, guards), [], set())
+    fast = _without_shared(_drop_guards(s, set(guards)), [], set())
     rest = _without_shared(s, shared, set())
     split: Stmt = If(_all(list(conditions.values())), fast, rest)
     for alloc in reversed(shared):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from schedlang.build import _gpu_passes
 from schedlang.ir.printer import expr_str
 from schedlang.loopir.full_tiles import split_full_tiles
 from schedlang.loopir.interpret import run
@@ -137,3 +138,13 @@ def test_te_recipe_at_a_size_that_is_not_a_multiple_keeps_its_registers(size):
     assert "ld.shared.v4" in kernel.ptx
     if size % 8 == 0:  # at 999 the last step of k reads single words
         assert "ld.shared.b32" not in kernel.ptx
+
+
+def test_the_split_is_the_same_from_build_to_build():
+    """The whole-tile conditions are combined in program order, not in the order of the guards'
+    addresses: the PTX (and the compile cache's key) must not change between builds."""
+    texts = set()
+    for _ in range(4):
+        s, inputs, outputs = kernels.te_gemm_64(1000)
+        texts.add(str(_gpu_passes(sl.lower(s, [*inputs, *outputs]))))
+    assert len(texts) == 1
