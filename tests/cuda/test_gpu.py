@@ -349,3 +349,14 @@ def test_example_winograd_on_the_gpu():
     )
     error = np.abs(out - want).max() / np.abs(want).max()
     assert error < 1e-5, error
+
+
+def test_example_gemm_tuned_picks_a_step_and_is_right():
+    kernel, step = gpu_gemm.tuned(300, 260, 64, repeat=2)
+    assert step in (8, 16)
+    rng = np.random.default_rng(6)
+    at = rng.standard_normal((64, 300)).astype(np.float32)
+    b = rng.standard_normal((64, 260)).astype(np.float32)
+    c = np.full((300, 260), np.nan, np.float32)
+    kernel(at, b, c)
+    np.testing.assert_allclose(c, at.T.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
