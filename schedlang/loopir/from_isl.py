@@ -68,6 +68,28 @@ def _pieces(pma: isl.PwMultiAff, iter_to_dom: isl.PwMultiAff, build: isl.AstBuil
     return [build.expr_from_pw_aff(moved.get_pw_aff(d)) for d in range(moved.dim(isl.dim_type.out))]
 
 
+def _offsets(p: Placed, op: Operation, iter_to_dom: isl.PwMultiAff, build: isl.AstBuild):
+    """The box offsets of `op` as `p` reads it, as expressions of the loop iterators.
+
+    They are functions of the loops around the point where `op` is computed. Pulled back
+    through the statement's domain, where a block loop split and fused with another is a
+    quasi-affine function of the domain, isl may split them into many pieces (a select per
+    piece, and a register tile indexed by selects lives in local memory); then they are read
+    off those loops' iterators instead."""
+    pma = p.offsets[op]
+    if pma.n_piece() <= 1:
+        return _pieces(pma, iter_to_dom, build)
+    axes, on_loops = p.offsets_on_loops[op]
+    space = build.get_schedule_space()  # its dimensions are named c<schedule dimension>
+    names = [space.get_dim_name(isl.dim_type.set, k) for k in range(space.dim(isl.dim_type.set))]
+    wanted = [f"c{p.template.index(('dim', a))}" for a in axes]
+    if not set(wanted) <= set(names):  # a loop isl does not emit here (one value)
+        return _pieces(pma, iter_to_dom, build)
+    select = isl.MultiAff(f"{{ [{', '.join(names)}] -> [{', '.join(wanted)}] }}")
+    moved = on_loops.pullback_multi_aff(select.align_params(on_loops.get_space()))
+    return [build.expr_from_pw_aff(moved.get_pw_aff(d)) for d in range(moved.dim(isl.dim_type.out))]
+
+
 def _thread_values(schedule: Schedule, p: Placed, iter_to_dom, build) -> dict[int, isl.AstExpr]:
     dims = [
         d
@@ -107,7 +129,7 @@ def generate(
         sched = isl.Map.from_union_map(build.get_schedule())
         p = by_name[sched.get_tuple_name(isl.dim_type.in_)]
         iter_to_dom = isl.PwMultiAff.from_map(sched.reverse())
-        offsets = {op: _pieces(pma, iter_to_dom, build) for op, pma in p.offsets.items()}
+        offsets = {op: _offsets(p, op, iter_to_dom, build) for op in p.offsets}
         leaves.append(
             _Leaf(
                 p,

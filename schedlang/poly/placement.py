@@ -44,6 +44,11 @@ class Placed:
     store_index: isl.PwMultiAff  # extended -> index into the stage's buffer
     root_values: isl.PwMultiAff  # extended -> values of stmt.root_vars
     offsets: dict[Operation, isl.PwMultiAff] = field(default_factory=dict)
+    # The same offsets as functions of the loops named (those around the point where the
+    # tensor is computed), for when the composition above comes out in pieces (`from_isl`).
+    offsets_on_loops: dict[Operation, tuple[tuple[Axis, ...], isl.PwMultiAff]] = field(
+        default_factory=dict
+    )
     sched: isl.Map | None = None
     shared_tags: set[str] = field(default_factory=set)  # thread tags its loops share (_share)
     # The block size per thread tag of the kernel it is part of (a root stage and the stages
@@ -296,6 +301,7 @@ class Placement:
             pc.offsets[producer.op] = isl.PwMultiAff.from_map(
                 prefix_maps[id(pc)].apply_range(shift)
             )
+            pc.offsets_on_loops[producer.op] = (tuple(prefix_axes), isl.PwMultiAff.from_map(shift))
         extents = [
             bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx())) for d in range(nd)
         ]
