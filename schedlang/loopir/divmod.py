@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir.expr import Binary, Const, Expr, Unary, Var
 from .nodes import For, Let, Stmt
-from .visit import Memo, expr_children, rebuild_stmt, transform_expr
+from .visit import Memo, expr_children, rebuild_stmt, transform_expr, walk_expr
 
 Range = tuple[int, int]  # inclusive
 
@@ -95,8 +95,11 @@ def _fold(e: Expr, ranges: dict[Var, Range]) -> Expr | None:
 
 def linear_terms(e: Expr, sign: int, opaque: bool = False) -> list[tuple[Expr | None, int]] | None:
     """``e`` as ``[(term, coefficient)]`` (None for the constant term), or None. With
-    `opaque`, a subexpression that is not a sum or a multiple is a term of its own, where
-    otherwise only variables are (a multiple of ``d`` drops out of ``e % d`` whatever it is)."""
+    `opaque`, an index subexpression that is not a sum or a multiple (``x % 2``) is a term of
+    its own, where otherwise only variables are: a multiple of ``d`` drops out of ``e % d``
+    whatever it is. Only index arithmetic of loop variables and sizes, which the lowering
+    assumes does not overflow; a value loaded from memory may (``(A[i] * 4 + j) // 4`` wraps
+    in int32, and is not ``A[i]``)."""
     if isinstance(e, Const):
         return [(None, sign * int(e.value))]
     if isinstance(e, Binary) and e.op in ("+", "-"):
@@ -109,9 +112,16 @@ def linear_terms(e: Expr, sign: int, opaque: bool = False) -> list[tuple[Expr | 
         return linear_terms(e.b, sign * int(e.a.value), opaque)
     if isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
         return linear_terms(e.a, sign * int(e.b.value), opaque)
-    if isinstance(e, Var) or (opaque and dt.is_int(e.dtype)):
+    if isinstance(e, Var) or (opaque and _index_arithmetic(e)):
         return [(e, sign)]
     return None
+
+
+def _index_arithmetic(e: Expr) -> bool:
+    return dt.is_int(e.dtype) and all(type(n) in _INDEX_NODES for n in walk_expr(e))
+
+
+_INDEX_NODES = (Var, Const, Binary, Unary)
 
 
 def _range(e: Expr, ranges: dict[Var, Range]) -> Range | None:

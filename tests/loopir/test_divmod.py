@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import schedlang as sl
 from schedlang.ir.expr import Var, const
 from schedlang.ir.printer import expr_str
 from schedlang.loopir.divmod import simplify_divisions
@@ -73,3 +74,18 @@ def test_load_indices_too():
     src = Buffer("src", (const(4), const(32)), "int32")
     _, stmt = nest(L(src, ((32 * jo + ji) // 32, (32 * jo + ji) % 32), "int32"))
     assert stored(simplify_divisions(stmt)) == "src[jo, ji]"
+
+
+def test_a_loaded_value_is_not_folded_out_of_a_division():
+    """``(A[i] * 4 + j) // 4`` is not ``A[i]`` when the product wraps in int32, nor
+    ``(A[i] * 3 + j) % 3`` ``j``: only index arithmetic of loops and sizes is folded."""
+    a = sl.placeholder((2,), name="A", dtype="int32")
+    c = sl.compute((2, 4), lambda i, j: (a[i] * 4 + j) // 4, name="C")
+    d = sl.compute((2, 3), lambda i, j: (a[i] * 3 + j) % 3, name="D")
+    values = np.array([1 << 30, 1_000_000_000], np.int32)
+    for t in (c, d):
+        func = sl.lower(sl.create_schedule(t), [a, t])
+        want = sl.evaluate(t, {a: values})
+        got = np.full(want.shape, -7, np.int32)
+        run(func, [values, got])
+        np.testing.assert_array_equal(got, want)
