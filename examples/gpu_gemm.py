@@ -41,19 +41,10 @@ def gemm(m, n, k) -> tuple[sl.Tensor, sl.Tensor, sl.Tensor]:
     return at, b, c
 
 
-def schedule(
-    at: sl.Tensor,
-    b: sl.Tensor,
-    c: sl.Tensor,
-    block=BLOCK,
-    threads=THREADS,
-    vthreads=VTHREADS,
-    step=STEP,
-    double_buffer: bool = True,
-    group: int = 0,
-) -> sl.Schedule:
+def schedule(at: sl.Tensor, b: sl.Tensor, c: sl.Tensor, **options) -> sl.Schedule:
+    """The schedule of `c` alone; `options` as `schedule_into`'s."""
     s = sl.create_schedule(c.op)
-    schedule_into(s, at, b, c, block, threads, vthreads, step, double_buffer, group)
+    schedule_into(s, at, b, c, **options)
     return s
 
 

@@ -156,14 +156,10 @@ def _transform(s: sl.Schedule, t: sl.Tensor, threads: int, staged=()) -> None:
     s[t].bind(tx, sl.thread_axis("threadIdx.x"))
     s[t].unroll(e)
     s[t].unroll(q)
-    s[local].compute_at(s[t], tx)
-    for axis in (*s[local].op.reduce_axis, *s[local].op.axis):
-        s[local].unroll(axis)
+    _in_registers(s, local, s[t], tx)
     for stage in staged:
         s[stage].set_scope("local")
-        s[stage].compute_at(s[t], tx)
-        for axis in (*s[stage].op.axis, *s[stage].op.reduce_axis):
-            s[stage].unroll(axis)
+        _in_registers(s, stage, s[t], tx)
 
 
 def _output(s: sl.Schedule, b: sl.Tensor, mm: sl.Tensor, m: int, threads: int) -> None:
@@ -181,13 +177,16 @@ def _output(s: sl.Schedule, b: sl.Tensor, mm: sl.Tensor, m: int, threads: int) -
     s[b].bind(tx, sl.thread_axis("threadIdx.x"))
     s[b].unroll(yi)
     s[b].unroll(xi)
-    s[local].compute_at(s[b], tx)
-    for axis in (*s[local].op.reduce_axis, *s[local].op.axis):
-        s[local].unroll(axis)
-    staged = s.cache_read(mm, "local", [local])
-    s[staged].compute_at(s[b], tx)
-    for axis in s[staged].op.axis:
-        s[staged].unroll(axis)
+    _in_registers(s, local, s[b], tx)
+    _in_registers(s, s.cache_read(mm, "local", [local]), s[b], tx)
+
+
+def _in_registers(s: sl.Schedule, t: sl.Tensor, at: sl.Stage, thread) -> None:
+    """`t` computed per thread at loop `thread` of `at`, every loop unrolled (a constant
+    index into each of its registers)."""
+    s[t].compute_at(at, thread)
+    for axis in (*s[t].op.axis, *s[t].op.reduce_axis):
+        s[t].unroll(axis)
 
 
 def build(

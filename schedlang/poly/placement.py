@@ -294,14 +294,15 @@ class Placement:
         tensor = self.params.tensor(producer.op)
         bmin_map = isl.Map.from_pw_multi_aff(bmin_pma).set_tuple_name(isl.dim_type.out, tensor)
         lead_map = _proj(keep, expanded)  # prefix -> the virtual-thread indices of the parts
+        shift = bmin_map.reset_tuple_id(isl.dim_type.out)
+        if expanded:
+            shift = lead_map.flat_range_product(shift)
+        on_loops = (tuple(prefix_axes), isl.PwMultiAff.from_map(shift))
         for pc in readers:
-            shift = bmin_map.reset_tuple_id(isl.dim_type.out)
-            if expanded:
-                shift = lead_map.flat_range_product(shift)
             pc.offsets[producer.op] = isl.PwMultiAff.from_map(
                 prefix_maps[id(pc)].apply_range(shift)
             )
-            pc.offsets_on_loops[producer.op] = (tuple(prefix_axes), isl.PwMultiAff.from_map(shift))
+            pc.offsets_on_loops[producer.op] = on_loops
         extents = [
             bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx())) for d in range(nd)
         ]
