@@ -51,7 +51,7 @@ def parallel_loop(em: StmtEmitter, loop: For) -> None:
         inner.bind(var, arg, em.vars[var].index)
     base, lo, hi = args[-3:]
     with for_range(inner.b, lo, hi, loop.var.name) as i:
-        inner.bind(loop.var, inner.b.add(base, i, flags=("nsw",)), index=True)
+        inner.bind_loop(loop, inner.b.add(base, i, flags=("nsw",)))
         inner.stmt(loop.body)
     scope.finish()
 

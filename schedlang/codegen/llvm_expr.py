@@ -24,7 +24,8 @@ from ..errors import InternalError
 from ..ir import dtype as dt
 from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
 from ..ir.printer import expr_str
-from ..loopir.nodes import Buffer, Load
+from ..loopir.nodes import Buffer, For, Load
+from ..loopir.nonneg import nonnegative
 from ..loopir.visit import walk_expr
 from . import llvm_arith as arith
 from .alignment import access_align
@@ -41,7 +42,9 @@ from .llvm_types import (
     lanes_of,
     round_half,
     storage_type,
+    to_storage,
 )
+from .register_values import RegisterFile
 from .target import Target
 
 _FLOAT_ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}
@@ -71,6 +74,10 @@ class ExprEmitter:
         self.lanes: int | None = None
         self.mask: ir.Value | None = None
         self.known_factors: dict[Var, int] = {}  # `alignment.factor` of vector lane variables
+        self.lane_base: ir.Value | None = None  # the lane variable's value at lane 0
+        self.nonnegative: set[Var] = set()  # loop variables that start at 0 or above
+        self.tables: dict[Var, tuple[range, ir.Value]] = {}  # `register_values.table_loop`s
+        self.registers = RegisterFile()
         self._i64: dict[int, ir.Constant] = {}
 
     # -- helpers --------------------------------------------------------------------------
@@ -96,6 +103,14 @@ class ExprEmitter:
 
     def bind(self, var: Var, value: ir.Value, index: bool) -> None:
         self.vars[var] = Binding(value, index)
+
+    def bind_loop(self, loop: For, value: ir.Value) -> None:
+        """`loop`'s variable is the index `value`; never negative when its start is not."""
+        self.vars[loop.var] = Binding(value, True)
+        if nonnegative(loop.min, self.nonnegative.__contains__):
+            self.nonnegative.add(loop.var)
+        else:
+            self.nonnegative.discard(loop.var)
 
     def varying(self, e: Expr) -> bool:
         """Whether `e` may differ between lanes (inside a vectorized loop)."""
@@ -317,9 +332,34 @@ class ExprEmitter:
         return self.scalar_load(e.buffer, e.indices)
 
     def scalar_load(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
+        values = self.registers.values.get(buffer)
+        if values is not None:
+            tables = self.tables
+            value = self.registers.read(self.b, buffer, indices, self._constant_var, tables)
+            return from_storage(self.b, buffer.dtype, value)
         ptr = self.element(buffer, indices)
         raw = self.b.load(ptr, typ=storage_type(buffer.dtype), align=self.align(buffer, indices))
         return from_storage(self.b, buffer.dtype, raw)
+
+    def scalar_store(self, buffer: Buffer, indices: tuple[Expr, ...], value: ir.Value) -> None:
+        stored = to_storage(self.b, buffer.dtype, value)
+        values = self.registers.values.get(buffer)
+        if values is not None:
+            values[self.register(buffer, indices)] = stored
+            return
+        self.b.store(stored, self.element(buffer, indices), align=self.align(buffer, indices))
+
+    def register(self, buffer: Buffer, indices: tuple[Expr, ...]) -> int:
+        """The element of a promoted buffer (`register_values`) that `indices` name; inside a
+        vectorized loop, the element of lane 0."""
+        return self.registers.element(buffer, indices, self._constant_var)
+
+    def _constant_var(self, var: Var) -> int | None:
+        """The value of `var` when it is a compile-time constant (lane 0's for the lane)."""
+        if var is self.lane:
+            return _known(self.lane_base)
+        binding = self.vars.get(var)
+        return _known(binding.value) if binding is not None and binding.index else None
 
     # -- index mode -----------------------------------------------------------------------
     def index(self, e: Expr) -> ir.Value:
@@ -342,11 +382,23 @@ class ExprEmitter:
         x, y = self.unify(self.index(e.a), self.index(e.b))
         if e.op in ("+", "-", "*"):
             return self.index_op(e.op, x, y)
+        if e.op in ("//", "%") and self._natural(e):  # floor and truncation agree
+            return b.udiv(x, y) if e.op == "//" else b.urem(x, y)
         if e.op == "//":
             return arith.int_floordiv(b, x, y, "int64")
         if e.op == "%":
             return arith.int_floormod(b, x, y, "int64")
         return arith.min_max(b, e.op, x, y, "int64")
+
+    def _natural(self, e: Binary) -> bool:
+        """A division of a non-negative index by a positive constant: plain unsigned division
+        is then the floor division, and is one instruction where floor division is six."""
+        divisor = e.b
+        return (
+            isinstance(divisor, Const)
+            and int(divisor.value) > 0
+            and nonnegative(e.a, self.nonnegative.__contains__)
+        )
 
     def condition(self, e: Expr) -> ir.Value:
         """A guard (``bool``); comparisons of signed integers are compared as indices."""

@@ -8,6 +8,9 @@ parallel loop nested in another runs serially: the outer one already occupies th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from llvmlite import ir
 
 from ..errors import InternalError
@@ -15,8 +18,8 @@ from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, Th
 from .control import for_range, if_else, if_then
 from .llvm_expr import ExprEmitter
 from .llvm_function import FunctionScope
-from .llvm_types import to_storage
 from .llvm_vector import emit_vectorized
+from .register_values import table_loop
 from .target import Target
 
 _SERIAL_KINDS = ("serial", "unrolled", "vthread")
@@ -29,7 +32,6 @@ class StmtEmitter(ExprEmitter):
         super().__init__(scope.builder, target)
         self.scope = scope
         self.in_parallel = in_parallel
-        self.lane_base: ir.Value | None = None
         self.parallel_for: ir.Value | None = None
 
     def stmt(self, s: Stmt) -> None:
@@ -60,9 +62,7 @@ class StmtEmitter(ExprEmitter):
             raise InternalError(
                 f"a {s.value.dtype} value stored to the {s.buffer.dtype} buffer '{s.buffer.name}'"
             )
-        value = to_storage(self.b, s.buffer.dtype, self.value(s.value))
-        ptr = self.element(s.buffer, s.indices)
-        self.b.store(value, ptr, align=self.align(s.buffer, s.indices))
+        self.scalar_store(s.buffer, s.indices, self.value(s.value))
 
     def loop(self, s: For) -> None:
         if s.kind in _SERIAL_KINDS or (s.kind == "parallel" and self.in_parallel):
@@ -79,19 +79,42 @@ class StmtEmitter(ExprEmitter):
     def serial_loop(self, s: For) -> None:
         lo = self.index(s.min)
         hi = self.index_op("+", lo, self.index(s.extent))
+        written = self.registers.written_in(s.body)
+        pre = self.b.block
         with for_range(self.b, lo, hi, s.var.name) as i:
-            self.bind(s.var, i, index=True)
+            carried = self.registers.enter_loop(i, pre, written)
+            self.bind_loop(s, i)
+            if table_loop(s):
+                first = int(s.min.value)
+                self.tables[s.var] = (range(first, first + int(s.extent.value)), i)
             self.stmt(s.body)
+            self.registers.close_loop(carried, self.b.block)
+        self.tables.pop(s.var, None)
         del self.vars[s.var]
 
     def branch(self, s: If) -> None:
         cond = self.condition(s.cond)
         if s.otherwise is None:
-            with if_then(self.b, cond):
+            with self.when(cond):
                 self.stmt(s.then)
             return
+        before = self.registers.snapshot()
+        arms = []
         with if_else(self.b, cond) as (then, otherwise):
-            with then:
-                self.stmt(s.then)
-            with otherwise:
-                self.stmt(s.otherwise)
+            for arm, body in ((then, s.then), (otherwise, s.otherwise)):
+                with arm:
+                    self.registers.restore(before)
+                    self.stmt(body)
+                    arms.append((self.registers.snapshot(), self.b.block))
+        self.registers.join(self.b, arms)
+
+    @contextmanager
+    def when(self, cond: ir.Value, name: str = "if") -> Iterator[None]:
+        """Code in the ``with`` block runs only when `cond` holds; register arrays it writes
+        (`register_values`) join their earlier values after it."""
+        before = self.registers.snapshot()
+        pre = self.b.block
+        with if_then(self.b, cond, name):
+            yield
+            arm = (self.registers.snapshot(), self.b.block)
+        self.registers.join(self.b, [(before, pre), arm])

@@ -29,6 +29,7 @@ from .lanes import access_kind, reduction, why_scalar
 from .llvm_arith import min_max
 from .llvm_expr import Binding
 from .llvm_types import I1, I32, I64, constant, from_storage, round_half, storage_type, to_storage
+from .register_values import read_elements, write_vector
 
 if TYPE_CHECKING:
     from .llvm_expr import ExprEmitter
@@ -61,7 +62,7 @@ def emit_vectorized(em: StmtEmitter, loop: For) -> None:
     vector = em.b.add(em.splat(base, lanes), steps, flags=("nsw",))
     saved = (em.lane, em.lanes, em.mask, em.lane_base)
     em.lane, em.lanes, em.mask, em.lane_base = loop.var, lanes, None, base
-    em.bind(loop.var, vector, index=True)
+    em.bind_loop(loop, vector)
     em.known_factors[loop.var] = factor(loop.min, em.known_factors)  # its value at lane 0
     try:
         _stmt(em, loop.body)
@@ -152,11 +153,14 @@ def _store(em: StmtEmitter, s: Store) -> None:
                 value = em.value(s.value)
             else:
                 value = _reduce(em, s, *found)
-            ptr = em.element(buffer, s.indices)
-            b.store(to_storage(b, buffer.dtype, value), ptr, align=em.align(buffer, s.indices))
+            em.scalar_store(buffer, s.indices, value)
         return
     value = to_storage(b, buffer.dtype, em.splat(em.value(s.value), em.lanes))
     align = dt.itemsize(buffer.dtype)
+    registers = em.registers.values.get(buffer)
+    if registers is not None:  # contiguous, unmasked (`register_values.promoted`)
+        write_vector(b, registers, em.register(buffer, s.indices), value)
+        return
     if kind == "contiguous":
         align = em.align(buffer, s.indices)
         with _lane_zero(em):
@@ -212,6 +216,11 @@ def vector_load(em: ExprEmitter, e: Load) -> ir.Value:
             inside = b.block
         zero = constant(buffer.dtype, 0)
         return phi_of(b, [(zero, entry), (loaded, inside)])
+    registers = em.registers.values.get(buffer)
+    if registers is not None:  # contiguous, unmasked (`register_values.promoted`)
+        first = em.register(buffer, e.indices)
+        raw = read_elements(b, registers, list(range(first, first + em.lanes)))
+        return from_storage(b, buffer.dtype, raw)
     vector_t = ir.VectorType(etype, em.lanes)
     if kind == "contiguous":
         align = em.align(buffer, e.indices)

@@ -24,7 +24,6 @@ from ..ir import dtype as dt
 from ..ir.expr import Const
 from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
 from . import libdevice, softmath
-from .control import if_then
 from .llvm_types import I64, storage_type
 from .nvptx_allreduce import emit_allreduce
 from .nvptx_llvm import (
@@ -38,6 +37,7 @@ from .nvptx_llvm import (
     special_register,
 )
 from .nvptx_plan import KernelPlan
+from .register_values import promoted
 from .storage import constant_count
 from .target import Target
 
@@ -56,6 +56,7 @@ class NvptxTarget(Target):
         self.arch = arch
         self.kernel = kernel
         self._indices: dict[str, ir.Value] = {}  # hardware index -> its i64, read at entry
+        self._registers: set[int] | None = None  # local buffers kept in SSA values (by id)
 
     @property
     def key(self) -> str:
@@ -69,6 +70,11 @@ class NvptxTarget(Target):
         count = constant_count(buffer)
         if count is None or buffer.scope == "global":  # nvptx_plan rejects these first
             raise LoweringError(f"buffer '{buffer.name}' cannot be allocated inside a kernel")
+        if buffer.scope == "local" and id(buffer) in self._promoted():
+            em.registers.open(buffer)
+            em.stmt(stmt.body)
+            em.registers.close(buffer)
+            return
         if buffer.scope == "shared":
             ptr = shared_array(em.b, self.kernel.shared, stmt, f"{buffer.name}.shared")
         else:
@@ -76,6 +82,11 @@ class NvptxTarget(Target):
         em.buffers[buffer] = ptr
         em.stmt(stmt.body)
         del em.buffers[buffer]
+
+    def _promoted(self) -> set[int]:
+        if self._registers is None:
+            self._registers = promoted(self.kernel.body)
+        return self._registers
 
     def buffer_align(self, buffer: Buffer) -> int:
         """Parameters are checked at launch, temporaries come from cuMemAlloc, shared arrays
@@ -94,12 +105,12 @@ class NvptxTarget(Target):
         if not is_index_tag(tag):
             raise LoweringError(f"loop {loop.var.name} is bound to the unknown index {tag!r}")
         index = em.index_op("+", em.index(loop.min), self._hardware_index(em, tag))
-        em.bind(loop.var, index, index=True)
+        em.bind_loop(loop, index)
         if self._covers(loop):
             em.stmt(loop.body)
         else:
             limit = em.index_op("+", em.index(loop.min), em.index(loop.extent))
-            with if_then(b, b.icmp_signed("<", index, limit), f"{loop.var.name}.in"):
+            with em.when(b.icmp_signed("<", index, limit), f"{loop.var.name}.in"):
                 em.stmt(loop.body)
         del em.vars[loop.var]
 
