@@ -131,13 +131,13 @@ def timed_gpu_build(n: int) -> tuple[float, str]:
 def gpu_build_phases(n: int) -> tuple[dict[str, float], str]:
     """Seconds per step of the GPU GEMM's build, run one at a time as `sl.build` runs them
     (without its cache key); the PTX, which the caller checks against `sl.build`'s."""
-    from schedlang.build import _gpu_passes
     from schedlang.codegen.llvm_text import module_text
     from schedlang.codegen.nvptx_compile import _ptx, machine
     from schedlang.codegen.nvptx_module import build_module
     from schedlang.codegen.nvptx_plan import plan_kernels
     from schedlang.collector import paused
     from schedlang.driver import lower
+    from schedlang.loopir.gpu_passes import gpu_passes
 
     s, args = gpu_gemm_schedule(n)
     times = {}
@@ -146,7 +146,7 @@ def gpu_build_phases(n: int) -> tuple[dict[str, float], str]:
         func = lower(s, args)
         times["lowering (isl placement and AST, loop-IR passes)"] = time.perf_counter() - start
         start = time.perf_counter()
-        func = _gpu_passes(func)
+        func = gpu_passes(func)
         times["GPU loop-IR passes (registers, unrolling, tiles)"] = time.perf_counter() - start
         start = time.perf_counter()
         plan = plan_kernels(func)

@@ -81,11 +81,11 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     from .runtime.cuda_kernel import CudaKernel
 
     arch = check_arch(resolved.arch) if resolved.arch is not None else _default_arch()
-    func = _gpu_passes(lower(s, args, name))
+    compiled = compile_cuda(lower(s, args, name), arch, resolved.min_blocks)
     shown = f"cuda -arch={arch}"
     if resolved.min_blocks:
         shown += f" -min-blocks-per-sm={resolved.min_blocks}"
-    return CudaKernel(func, compile_cuda(func, arch, resolved.min_blocks), shown)
+    return CudaKernel(compiled.plan.func, compiled, shown)
 
 
 def _refuse_hardware_indices(s: Schedule) -> None:
@@ -114,26 +114,6 @@ def _refuse_hardware_indices(s: Schedule) -> None:
                     f"target='cuda', or {instead}",
                 )
             )
-
-
-def _gpu_passes(func):
-    """Local buffers in registers: register tiles computed whole (`loopir.register_guards`), their
-    index loops unrolled (`loopir.registers`), and whole tiles free of guards
-    (`loopir.full_tiles`). The simplifications share what they folded."""
-    from dataclasses import replace
-
-    from .loopir.divmod import simplify_divisions
-    from .loopir.full_tiles import split_full_tiles
-    from .loopir.register_guards import drop_register_guards
-    from .loopir.registers import mark_register_loops
-    from .loopir.simplify import simplify
-    from .loopir.unroll import unroll_loops
-
-    folded: dict = {}
-    body = mark_register_loops(drop_register_guards(func.body))
-    body = simplify(unroll_loops(body, folded), folded)
-    body = simplify(split_full_tiles(simplify_divisions(body)), folded)
-    return replace(func, body=body)
 
 
 def _default_arch() -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from ..errors import InternalError, LoweringError
+from ..loopir.gpu_passes import gpu_passes
 from ..loopir.nodes import LoweredFunc
 from ..platform_info import NVPTX_TRIPLE, probe_nvptx
 from . import libdevice, softmath
@@ -75,15 +76,17 @@ def machine(arch: str) -> llvm.TargetMachine:
 
 
 def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 0) -> CompiledCuda:
-    """`func` as PTX kernels for `arch`, each leaving room for `min_blocks` blocks per
-    multiprocessor when positive (cached by the function's fingerprint, the options and the
-    math library that calls link: libdevice or schedlang's own)."""
+    """`func`, as lowered, through the GPU loop-IR passes (`gpu_passes`; the plan holds the
+    result) to PTX kernels for `arch`, each leaving room for `min_blocks` blocks per
+    multiprocessor when positive. Cached by the fingerprint of `func` before the passes, which
+    are deterministic and multiply its size by unrolling; with the options and the math
+    library that calls link (libdevice or schedlang's own)."""
     math = "libdevice" if libdevice.find() is not None else "softmath"
     key = fingerprint(func, f"cuda {check_arch(arch)} {min_blocks} {math}")
     hit = _memory.get(key)
     if hit is not None:
         return hit
-    plan = plan_kernels(func)
+    plan = plan_kernels(gpu_passes(func))
     tm = machine(arch)
     text = module_text(build_module(plan, arch, str(tm.target_data), min_blocks))
     ptx = _ptx(text, [k.name for k in plan.kernels], tm)

@@ -1,4 +1,4 @@
-"""The loop-IR passes only the cuda target runs (`build._gpu_passes`): register tiles computed
+"""The loop-IR passes only the cuda target runs (`loopir.gpu_passes`): register tiles computed
 whole (`loopir.register_guards`) and whole tiles split from the guarded ones (`loopir.full_tiles`).
 
 Each schedule is built for cuda at sizes that leave partial tiles, and the interpreter runs the
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.build import _gpu_passes
 from schedlang.ir.printer import expr_str
 from schedlang.loopir.full_tiles import split_full_tiles
+from schedlang.loopir.gpu_passes import gpu_passes
 from schedlang.loopir.interpret import run
 from schedlang.loopir.nodes import Allocate, If, Store
 from schedlang.loopir.register_guards import drop_register_guards
@@ -146,5 +146,5 @@ def test_the_split_is_the_same_from_build_to_build():
     texts = set()
     for _ in range(4):
         s, inputs, outputs = kernels.te_gemm_64(1000)
-        texts.add(str(_gpu_passes(sl.lower(s, [*inputs, *outputs]))))
+        texts.add(str(gpu_passes(sl.lower(s, [*inputs, *outputs]))))
     assert len(texts) == 1

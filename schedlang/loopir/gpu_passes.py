@@ -1,0 +1,27 @@
+"""The loop-IR passes only GPU targets run, between lowering and code generation.
+
+Local buffers live in registers, which a thread can only index with constants: register tiles
+are computed whole (`register_guards`), the loops that index them are unrolled (`registers`,
+`unroll`), and the tiles that lie wholly inside the tensors get a version free of guards
+(`full_tiles`). The simplifications share what they folded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .divmod import simplify_divisions
+from .full_tiles import split_full_tiles
+from .nodes import LoweredFunc
+from .register_guards import drop_register_guards
+from .registers import mark_register_loops
+from .simplify import simplify
+from .unroll import unroll_loops
+
+
+def gpu_passes(func: LoweredFunc) -> LoweredFunc:
+    folded: dict = {}
+    body = mark_register_loops(drop_register_guards(func.body))
+    body = simplify(unroll_loops(body, folded), folded)
+    body = simplify(split_full_tiles(simplify_divisions(body)), folded)
+    return replace(func, body=body)
