@@ -224,16 +224,25 @@ def bench_conv2d(repeat: int) -> list[Row]:
 
 def bench_compile(repeat: int) -> list[Row]:
     """Seconds from schedule to loaded kernel for the GEMM, each time at a new size so that no
-    compile cache helps (the process's LLVM and CUDA are warm: the first build came before)."""
+    compile cache helps (the process's LLVM and CUDA are warm: the first build came before),
+    and Triton's from a new jit function with empty caches to its first launch done
+    (`triton_matmul`), in turn."""
+    from benchmarks import triton_matmul
+
     del repeat
-    samples = []
+    ours, peer = [], []
     for k in range(3):
         n = 4096 + 128 * (k + 1)
         start = time.perf_counter()
         kernel = gpu_gemm.build(n, n, n)
         kernel.launch_config  # loads the module  # noqa: B018
-        samples.append(time.perf_counter() - start)
-    print(f"compile gemm, schedule to loaded module: {[f'{x * 1e3:.0f} ms' for x in samples]}")
+        ours.append(time.perf_counter() - start)
+        a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+        peer.append(triton_matmul.compile_seconds(a, b, torch.empty(n, n, device="cuda")))
+    show = lambda xs: ", ".join(f"{x * 1e3:.0f}" for x in xs)  # noqa: E731
+    print(f"compile gemm, schedule to loaded module: {show(ours)} ms; Triton: {show(peer)} ms")
+    ratio = statistics.median(peer) / statistics.median(ours)
+    print(f"compile gemm, Triton / ours (medians): {ratio:.2f}x")
     return []
 
 
