@@ -26,7 +26,7 @@ from ..errors import InternalError
 from ..ir import dtype as dt
 from ..ir.expr import Binary, Const, Expr, Var
 from ..loopir.nodes import Allocate, Buffer, For, If, Load, Stmt, Store, ThreadAllReduce
-from ..loopir.visit import stmt_children, stmt_exprs, walk_expr, walk_stmt
+from ..loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
 from .lanes import MAX_LANES, access_kind, depends_on, why_scalar
 from .llvm_types import I32, storage_type
 from .storage import constant_count
@@ -57,7 +57,7 @@ def promoted(body: Stmt) -> set[int]:
                 candidates[id(s.buffer)] = count
     refused: set[int] = set()
     if candidates:
-        _scan(body, candidates, refused, None, None, False)
+        _Scan(candidates, refused).stmt(body, None, None, False)
     return set(candidates) - refused
 
 
@@ -72,43 +72,61 @@ def table_loop(loop: For) -> bool:
     return _constant(loop) and int(loop.extent.value) <= MAX_LANES
 
 
-def _scan(
-    s: Stmt,
-    candidates: dict[int, int],
-    refused: set[int],
-    lanes: For | None,
-    table: For | None,
-    opaque: bool,
-) -> None:
-    """Add to `refused` the candidates that `s` accesses at an element not known at compile
-    time; `lanes` is the vector loop around `s`, `table` the innermost `table_loop`, and in an
-    `opaque` context (under a lane mask, in a loop that is neither, in another function) no
-    access is known."""
-    if isinstance(s, ThreadAllReduce):
-        refused.update(id(x) for x in (*s.sources, *s.results))
-        return
-    if isinstance(s, If) and lanes is not None:
-        opaque = True  # under a lane mask
-    elif isinstance(s, For) and s.kind == "vectorized" and why_scalar(s) is None:
-        if lanes is not None or table is not None or not _constant(s):
-            opaque = True
-        lanes = s
-    elif isinstance(s, For) and table_loop(s):
-        table = s
-    elif isinstance(s, For) and s.kind == "parallel":
-        opaque = True  # possibly outlined into another function
-    for e in stmt_exprs(s):
-        for n in walk_expr(e):
-            if isinstance(n, Load) and id(n.buffer) in candidates and id(n.buffer) not in refused:
-                count = candidates[id(n.buffer)]
-                if opaque or not _known(n.indices, n.buffer, count, lanes, table):
-                    refused.add(id(n.buffer))
-    if isinstance(s, Store) and id(s.buffer) in candidates:
-        count = candidates[id(s.buffer)]
-        if opaque or not _known(s.indices, s.buffer, count, lanes, None):  # one element
-            refused.add(id(s.buffer))
-    for kid in stmt_children(s):
-        _scan(kid, candidates, refused, lanes, table, opaque)
+class _Scan:
+    """Adds to `refused` the candidates (buffer id -> element count) that a statement accesses
+    at an element not known at compile time. Unrolled copies share most of their expressions,
+    so each subexpression is searched for loads once per context."""
+
+    def __init__(self, candidates: dict[int, int], refused: set[int]) -> None:
+        self.candidates = candidates
+        self.refused = refused
+        self.seen: set[tuple] = set()
+
+    def stmt(self, s: Stmt, lanes: For | None, table: For | None, opaque: bool) -> None:
+        """`lanes` is the vector loop around `s`, `table` the innermost `table_loop`; in an
+        `opaque` context (under a lane mask, in a loop that is neither, in another function)
+        no access is known."""
+        if isinstance(s, ThreadAllReduce):
+            self.refused.update(id(x) for x in (*s.sources, *s.results))
+            return
+        if isinstance(s, If) and lanes is not None:
+            opaque = True  # under a lane mask
+        elif isinstance(s, For) and s.kind == "vectorized" and why_scalar(s) is None:
+            if lanes is not None or table is not None or not _constant(s):
+                opaque = True
+            lanes = s
+        elif isinstance(s, For) and table_loop(s):
+            table = s
+        elif isinstance(s, For) and s.kind == "parallel":
+            opaque = True  # possibly outlined into another function
+        context = (id(lanes), id(table), opaque)
+        for e in stmt_exprs(s):
+            self.expr(e, context, lanes, table, opaque)
+        if isinstance(s, Store):
+            self.access(s.buffer, s.indices, lanes, None, opaque)  # one element, not a table
+        for kid in stmt_children(s):
+            self.stmt(kid, lanes, table, opaque)
+
+    def expr(self, e: Expr, context: tuple, lanes, table, opaque: bool) -> None:
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if type(n) in (Var, Const):
+                continue
+            key = (id(n), *context)
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            if type(n) is Load:
+                self.access(n.buffer, n.indices, lanes, table, opaque)
+            stack.extend(expr_children(n))
+
+    def access(self, buffer: Buffer, indices, lanes, table, opaque: bool) -> None:
+        key = id(buffer)
+        if key not in self.candidates or key in self.refused:
+            return
+        if opaque or not _known(indices, buffer, self.candidates[key], lanes, table):
+            self.refused.add(key)
 
 
 def _constant(loop: For) -> bool:
@@ -157,9 +175,9 @@ def _table(
 def slot(buffer: Buffer, indices: tuple[Expr, ...], value_of: Lookup) -> int | None:
     """The element `indices` names (row-major, or by the buffer's strides), variables taking
     the values `value_of` gives; None when it is not a compile-time constant."""
-    values = [_evaluate(i, value_of) for i in indices]
+    values = [int(i.value) if type(i) is Const else _evaluate(i, value_of) for i in indices]
     layout = buffer.strides if buffer.strides is not None else buffer.shape[1:]
-    sizes = [_evaluate(e, _nothing) for e in layout]
+    sizes = [int(e.value) if type(e) is Const else None for e in layout]
     if None in values or None in sizes:
         return None
     if not values:
@@ -170,10 +188,6 @@ def slot(buffer: Buffer, indices: tuple[Expr, ...], value_of: Lookup) -> int | N
     for extent, i in zip(sizes, values[1:]):
         total = total * extent + i
     return total
-
-
-def _nothing(var: Var) -> None:
-    return None
 
 
 def _evaluate(e: Expr, value_of: Lookup) -> int | None:
