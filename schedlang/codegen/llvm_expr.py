@@ -79,6 +79,9 @@ class ExprEmitter:
         self.tables: dict[Var, tuple[range, ir.Value]] = {}  # `register_values.table_loop`s
         self.registers = RegisterFile()
         self._i64: dict[int, ir.Constant] = {}
+        # index arithmetic already emitted, reused within its block: unrolled copies compute
+        # the same address terms (``4 * threadIdx.x``) over and over
+        self._index_values: dict[tuple, tuple] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def splat(self, value: ir.Value, lanes: int | None) -> ir.Value:
@@ -301,7 +304,13 @@ class ExprEmitter:
             return x
         if op == "*" and (cx == 1 or cy == 0):
             return y
-        return getattr(self.b, _INDEX_INSTRUCTION[op])(x, y, flags=("nsw",))
+        key = (op, id(x), id(y))
+        found = self._index_values.get(key)
+        if found is not None and found[0] is self.b.block:
+            return found[1]
+        value = getattr(self.b, _INDEX_INSTRUCTION[op])(x, y, flags=("nsw",))
+        self._index_values[key] = (self.b.block, value, x, y)  # x, y kept: their ids are keys
+        return value
 
     def i64(self, value: int) -> ir.Constant:
         """`value` as an i64 constant, one object per value: index arithmetic makes and folds
