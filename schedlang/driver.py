@@ -17,7 +17,6 @@ from .loopir.divmod import simplify_divisions
 from .loopir.double_buffer import double_buffer
 from .loopir.from_isl import generate, param_expr
 from .loopir.nodes import Buffer, LoweredFunc
-from .loopir.simplify import simplify
 from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
 from .loopir.vector_inner import sink_vector_loops
@@ -64,8 +63,7 @@ def _lower(s: Schedule, args: list[Tensor], name: str) -> LoweredFunc:
     body = insert_barriers(body)
     body = sink_vector_loops(body)
     folded: dict = {}  # expressions simplified, for the next simplification to reuse
-    body = unroll_loops(body, folded)
-    body = simplify(body, folded)
+    body = unroll_loops(body, folded)  # simplified, sharing `folded`
     body = simplify_divisions(body)
     _dump("simplified", body)
     sizes = tuple(params.vars.values())

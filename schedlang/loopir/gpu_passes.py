@@ -22,6 +22,6 @@ from .unroll import unroll_loops
 def gpu_passes(func: LoweredFunc) -> LoweredFunc:
     folded: dict = {}
     body = mark_register_loops(drop_register_guards(func.body))
-    body = simplify(unroll_loops(body, folded), folded)
+    body = unroll_loops(body, folded)  # simplified, sharing `folded`
     body = simplify(split_full_tiles(simplify_divisions(body)), folded)
     return replace(func, body=body)
