@@ -3,8 +3,8 @@
 Buffers keep their address space, so accesses become ``ld.global``/``ld.shared`` directly:
 kernel parameters are global (address space 1), shared buffers are regions of the kernel's
 shared memory as the plan lays it out (`nvptx_llvm.SharedLayout`: static arrays up to 48 KB, one
-dynamic array above), and local buffers are stack slots, which LLVM promotes to registers when
-every index is known after unrolling. Every buffer starts
+dynamic array above), and local buffers are SSA values where every access names its element
+at compile time (`register_values`), stack slots otherwise. Every buffer starts
 at a multiple of 16 bytes (`buffer_align`), so accesses state the alignment their indices prove
 and LLVM emits 8- and 16-byte loads and stores for them. A loop bound to a hardware index reads
 it from its special register and runs its body where the index is below the loop's extent; the
