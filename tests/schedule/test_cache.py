@@ -68,8 +68,15 @@ def read_twice(s, a, b, c):
     s[a2].compute_at(s[c], c.op.axis[1])
 
 
-SCHEDULES = [read_root, read_at_row, read_at_tile, write_root, write_at_tile, write_and_read,
-             read_twice]
+SCHEDULES = [
+    read_root,
+    read_at_row,
+    read_at_tile,
+    write_root,
+    write_at_tile,
+    write_and_read,
+    read_twice,
+]
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda f: f.__name__)
