@@ -77,7 +77,7 @@ def schedule_into(
     s[c].reorder(by, bx, vy, vx, ty, tx, yi, xi)
     if group:
         # blocks launched in order of blockIdx.x walk down `group` block columns at a time
-        gx, bx = s[c].split(bx, factor=group)
+        gx, bx = s[c].split(bx, factor=_group_size(cols, block, group))
         s[c].reorder(gx, by, bx, vy, vx, ty, tx, yi, xi)
         by = s[c].fuse(by, bx)
         by, bx = gx, by
@@ -113,6 +113,16 @@ def schedule_into(
             s[cache].double_buffer()
     for cache in (al, bl):
         s[cache].compute_at(s[cc], ki)
+
+
+def _group_size(cols, block: int, group: int) -> int:
+    """The largest number of block columns, at most `group`, that divides their count: a
+    ragged last group would make the grid's extent depend on the group (not allowed)."""
+    try:
+        columns = -(-int(cols.dom.extent) // block)
+    except TypeError:
+        raise ValueError("group= needs a constant number of columns (a symbolic n)") from None
+    return max(g for g in range(1, group + 1) if columns % g == 0)
 
 
 def build(m, n, k, target: str = "cuda -min-blocks-per-sm=2", **options):

@@ -20,10 +20,11 @@ from schedlang.loopir.interpret import run
 from tests.cuda.ptxas import assemble
 
 
-@pytest.mark.parametrize(("n", "group"), [(45, 0), (64, 2)])
+@pytest.mark.parametrize(("n", "group"), [(45, 0), (64, 2), (96, 4)])
 def test_gpu_gemm_at_small_tiles_matches_the_reference(n, group):
     """The GEMM schedule with its tiles shrunk (so the interpreter is quick), at sizes that
-    divide none of them; also with its blocks launched in groups of 2 of its 4 columns."""
+    divide none of them; also with its blocks launched in groups of 2 of its 4 columns, and
+    with groups of 4 asked of 6 columns (which 4 does not divide: groups of 3)."""
     at, b, c = gpu_gemm.gemm(37, n, 19)
     s = gpu_gemm.schedule(at, b, c, block=16, threads=4, vthreads=2, step=4, group=group)
     kernel = sl.build(s, [at, b, c], target="cuda")
@@ -62,6 +63,19 @@ def test_gpu_gemm_in_groups_of_block_columns_keeps_its_tile_in_registers():
     report = assemble(kernel.ptx)
     assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
     assert "ld.local" not in kernel.ptx and "st.local" not in kernel.ptx
+
+
+def test_gpu_gemm_groups_divide_the_block_columns():
+    """A ragged last group of columns would make the grid depend on a loop (a LoweringError):
+    the group shrinks to the largest divisor of the column count instead (8 columns at 1000:
+    groups of 2 for 3)."""
+    kernel = gpu_gemm.build(1000, 1000, 1000, target="cuda -arch=sm_90", group=3)
+    (plan,) = kernel._compiled.plan.kernels
+    assert [int(e.value) for e in plan.grid[:2]] == [8 * 2, 8 // 2]
+    assemble(kernel.ptx)
+    with pytest.raises(ValueError, match="group= needs a constant"):
+        at, b, c = gpu_gemm.gemm(64, sl.var("n"), 64)
+        gpu_gemm.schedule(at, b, c, group=2)
 
 
 def test_vector_add_at_a_size_that_is_not_a_multiple_of_a_block():
