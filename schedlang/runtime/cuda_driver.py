@@ -23,6 +23,8 @@ from . import cubin_cache
 
 _lock = threading.Lock()
 _modules: dict[str, Any] = {}
+_device_lock = threading.Lock()
+_found: Device | None = None
 
 
 @functools.cache
@@ -80,8 +82,17 @@ def device() -> Device:
     return found
 
 
-@functools.cache
 def _device() -> Device:
+    """The device, initialised once: under a lock, as `cuda_start` may be initialising it on
+    its thread while the caller's asks for it."""
+    global _found
+    with _device_lock:
+        if _found is None:
+            _found = _initialise()
+        return _found
+
+
+def _initialise() -> Device:
     cuda = driver()
     try:
         status = cuda.cuInit(0)
