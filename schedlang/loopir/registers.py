@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.expr import Const, Var
-from .nodes import Allocate, For, If, Let, Load, Stmt, Store
+from .nodes import For, Load, Stmt, Store
 from .visit import stmt_children, stmt_exprs, walk_expr, walk_stmt, with_children
 
 MAX_COPIES = 256  # the most copies of a body that register promotion makes (nested loops multiply)
@@ -41,36 +41,6 @@ def _visit(s: Stmt) -> tuple[Stmt, int]:
     return s, copies
 
 
-def left_to_llvm(loop: For) -> bool:
-    """Whether an ``unrolled`` loop can reach the code generator as a loop, for LLVM to unroll
-    (`for_range`'s hint): its extent is a constant and nothing in its body needs its variable
-    as one: no index of a "local" buffer, bound of an inner loop, size of an allocation, nor a
-    guard (a partial tile's, which folds away in most copies and `full_tiles` may then drop).
-    Unrolled in the loop IR instead, it would give LLVM the same code once every later pass and
-    the IR generator had walked each copy (the k loop of a GEMM's register tile: 8 copies of 64
-    multiply-adds)."""
-    if not isinstance(loop.extent, Const):
-        return False
-    needed = {loop.var}  # the variable and those a Let computes from it
-    for s in walk_stmt(loop.body):
-        if isinstance(s, Let) and _uses((s.value,), needed):
-            needed.add(s.var)
-        elif isinstance(s, For) and _uses((s.min, s.extent), needed):
-            return False
-        elif isinstance(s, If) and _uses((s.cond,), needed):
-            return False
-        elif isinstance(s, Allocate) and _uses(s.buffer.shape, needed):
-            return False
-        if isinstance(s, Store) and s.buffer.scope == "local" and _uses(s.indices, needed):
-            return False
-        for e in stmt_exprs(s):
-            for node in walk_expr(e):
-                if isinstance(node, Load) and node.buffer.scope == "local":
-                    if _uses(node.indices, needed):
-                        return False
-    return True
-
-
 def _indexes_local(body: Stmt, var: Var) -> bool:
     for s in walk_stmt(body):
         if isinstance(s, Store) and s.buffer.scope == "local" and _uses(s.indices, var):
@@ -83,6 +53,5 @@ def _indexes_local(body: Stmt, var: Var) -> bool:
     return False
 
 
-def _uses(indices, var: Var | set[Var]) -> bool:
-    wanted = var if isinstance(var, set) else {var}
-    return any(node in wanted for i in indices for node in walk_expr(i) if type(node) is Var)
+def _uses(indices, var: Var) -> bool:
+    return any(node is var for i in indices for node in walk_expr(i))
