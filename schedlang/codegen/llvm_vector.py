@@ -158,7 +158,7 @@ def _store(em: StmtEmitter, s: Store) -> None:
     value = to_storage(b, buffer.dtype, em.splat(em.value(s.value), em.lanes))
     align = dt.itemsize(buffer.dtype)
     registers = em.registers.values.get(buffer)
-    if registers is not None:  # contiguous, unmasked (`register_values.promoted`)
+    if registers is not None:  # contiguous, under no If (`register_values.promoted`)
         write_vector(b, registers, em.register(buffer, s.indices), value)
         return
     if kind == "contiguous":
@@ -201,8 +201,9 @@ def _lane_pointer(em: ExprEmitter, buffer, offsets: ir.Value, at: ir.Constant) -
 
 
 def vector_load(em: ExprEmitter, e: Load) -> ir.Value:
-    """`e` inside a vectorized loop: a scalar if uniform, else a vector; inactive lanes of the
-    current mask are not read (their values are zero)."""
+    """`e` inside a vectorized loop: a scalar if uniform, else a vector. Inactive lanes of the
+    current mask read nothing from memory (their values are zero); a register array is read
+    whole, as reading it costs nothing and a select under the mask discards those lanes."""
     b, buffer = em.b, e.buffer
     kind = access_kind(buffer, e.indices, em.lane)
     etype = storage_type(buffer.dtype)
@@ -217,7 +218,7 @@ def vector_load(em: ExprEmitter, e: Load) -> ir.Value:
         zero = constant(buffer.dtype, 0)
         return phi_of(b, [(zero, entry), (loaded, inside)])
     registers = em.registers.values.get(buffer)
-    if registers is not None:  # contiguous, unmasked (`register_values.promoted`)
+    if registers is not None:  # contiguous (`register_values.promoted`); all lanes read
         first = em.register(buffer, e.indices)
         raw = read_elements(b, registers, list(range(first, first + em.lanes)))
         return from_storage(b, buffer.dtype, raw)

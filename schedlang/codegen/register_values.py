@@ -69,7 +69,7 @@ def table_loop(loop: For) -> bool:
         return False
     if loop.kind not in ("serial", "unrolled", "vthread", "vectorized"):
         return False
-    return _constant(loop) and int(loop.extent.value) <= MAX_LANES
+    return _constant(loop) and 0 < int(loop.extent.value) <= MAX_LANES
 
 
 class _Scan:
@@ -269,6 +269,8 @@ class RegisterFile:
 
     def written_in(self, s: Stmt) -> list[Buffer]:
         """The buffers in scope that `s` stores to."""
+        if not self.values:  # nothing to look for (the CPU target never promotes)
+            return []
         stored = {id(n.buffer) for n in walk_stmt(s) if isinstance(n, Store)}
         return [buffer for buffer in self.values if id(buffer) in stored]
 

@@ -10,10 +10,23 @@ import pytest
 
 import schedlang as sl
 from examples import gpu_gemm
+from schedlang.codegen.llvm_text import module_text
+from schedlang.codegen.nvptx_module import build_module
+from schedlang.codegen.nvptx_plan import plan_kernels
 from schedlang.codegen.register_values import promoted
 from schedlang.demo_cuda import te_gpu_gemm
 from schedlang.ir.expr import CommReducer, Var, const
-from schedlang.loopir.nodes import Allocate, Buffer, For, If, Load, Seq, Store, ThreadAllReduce
+from schedlang.loopir.nodes import (
+    Allocate,
+    Buffer,
+    For,
+    If,
+    Load,
+    LoweredFunc,
+    Seq,
+    Store,
+    ThreadAllReduce,
+)
 from tests.schedule.test_gpu_schedules import gemm_shared_local, matmul
 
 from .ptxas import assemble
@@ -66,6 +79,19 @@ def test_reads_in_a_short_counted_loop_qualify_but_writes_do_not():
     write = loop("j", 4, "serial", lambda j: Store(ACC, (j,), ZERO))
     assert kept_in_values(read)
     assert not kept_in_values(write)
+
+
+def test_a_counted_loop_of_no_iterations_names_no_element():
+    """Read at an element of its variable, it is no table (there is no last element to fall
+    back on), so the array stays in memory and the kernel compiles."""
+    reads = loop("j", 0, "serial", lambda j: Store(OUT, (j,), Load(ACC, (j,), "float32")))
+    body = Seq((Store(ACC, (const(0),), ZERO), reads))
+    assert not kept_in_values(body)
+    kernel = For(
+        Var("bx", "int32", "loop"), const(0), const(1), "bound", Allocate(ACC, body), "blockIdx.x"
+    )
+    plan = plan_kernels(LoweredFunc("empty_table", (OUT,), (), kernel))
+    assert "define" in module_text(build_module(plan, "sm_90", ""))
 
 
 def test_a_block_collective_keeps_memory():
