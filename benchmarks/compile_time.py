@@ -136,14 +136,14 @@ def gpu_build_phases(n: int) -> tuple[dict[str, float], str]:
     from schedlang.codegen.nvptx_module import build_module
     from schedlang.codegen.nvptx_plan import plan_kernels
     from schedlang.collector import paused
-    from schedlang.driver import lower
+    from schedlang.driver import lower_for_gpu
     from schedlang.loopir.gpu_passes import gpu_passes
 
     s, args = gpu_gemm_schedule(n)
     times = {}
     with paused():
         start = time.perf_counter()
-        func = lower(s, args)
+        func = lower_for_gpu(s, args)
         times["lowering (isl placement and AST, loop-IR passes)"] = time.perf_counter() - start
         start = time.perf_counter()
         func = gpu_passes(func)

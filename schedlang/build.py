@@ -78,13 +78,14 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
         _refuse_hardware_indices(s)
         return Kernel.for_cpu(lower(s, args, name))
     from .codegen.nvptx_compile import check_arch, compile_cuda
+    from .driver import lower_for_gpu
     from .runtime import cuda_start
     from .runtime.cuda_kernel import CudaKernel
 
     if resolved.arch is not None:
         check_arch(resolved.arch)
     cuda_start.start()  # beside the lowering, which needs no GPU
-    lowered = lower(s, args, name)
+    lowered = lower_for_gpu(s, args, name)
     arch = resolved.arch if resolved.arch is not None else _default_arch()
     compiled = compile_cuda(lowered, arch, resolved.min_blocks)
     shown = f"cuda -arch={arch}"

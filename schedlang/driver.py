@@ -17,6 +17,7 @@ from .loopir.divmod import simplify_divisions
 from .loopir.double_buffer import double_buffer
 from .loopir.from_isl import generate, param_expr
 from .loopir.nodes import Buffer, LoweredFunc
+from .loopir.registers import left_to_llvm
 from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
 from .loopir.vector_inner import sink_vector_loops
@@ -42,7 +43,15 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
         return _lower(s, list(args), name)
 
 
-def _lower(s: Schedule, args: list[Tensor], name: str) -> LoweredFunc:
+def lower_for_gpu(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
+    """As `lower`, but loops marked unrolled stay loops: the GPU passes unroll those whose
+    variables index registers, and LLVM the others (`registers.left_to_llvm`), so that no
+    pass in between walks copies it has no use for."""
+    with paused():
+        return _lower(s, list(args), name, keep=left_to_llvm)
+
+
+def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc:
     params = Params([stage.op for stage in s.stages])
     bodies = inline_bodies(s)
     statements = build_statements(s, bodies, params)
@@ -63,7 +72,7 @@ def _lower(s: Schedule, args: list[Tensor], name: str) -> LoweredFunc:
     body = insert_barriers(body)
     body = sink_vector_loops(body)
     folded: dict = {}  # expressions simplified, for the next simplification to reuse
-    body = unroll_loops(body, folded)  # simplified, sharing `folded`
+    body = unroll_loops(body, folded, keep)  # simplified, sharing `folded`
     body = simplify_divisions(body)
     _dump("simplified", body)
     sizes = tuple(params.vars.values())

@@ -14,8 +14,11 @@ from llvmlite import ir
 
 
 @contextmanager
-def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i") -> Iterator[ir.Value]:
-    """A loop over ``[lo, hi)`` (signed, step 1); yields the induction variable."""
+def for_range(
+    b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i", unroll: bool = False
+) -> Iterator[ir.Value]:
+    """A loop over ``[lo, hi)`` (signed, step 1); yields the induction variable. With
+    `unroll`, LLVM is told to unroll it completely (its trip count must be a constant)."""
     pre = b.block
     head = b.append_basic_block(f"{name}.head")
     body = b.append_basic_block(f"{name}.body")
@@ -29,8 +32,21 @@ def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i") -> I
     yield index
     step = b.add(index, ir.Constant(lo.type, 1), name=f"{name}.next", flags=("nsw",))
     index.add_incoming(step, b.block)
-    b.branch(head)
+    back = b.branch(head)
+    if unroll:
+        _unroll_fully(b.module, back)
     b.position_at_end(done)
+
+
+def _unroll_fully(module: ir.Module, back_edge: ir.Instruction) -> None:
+    """Mark the loop whose back edge is `back_edge` ``llvm.loop.unroll.full``. LLVM knows a
+    loop's metadata by a node whose first operand is the node itself, which llvmlite cannot
+    make: the node is made unique by a placeholder operand, then given its real operands."""
+    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.full")])
+    placeholder = ir.MetaDataString(module, f"loop {len(module.metadata)}")
+    loop_id = module.add_metadata([placeholder])
+    loop_id.operands = (loop_id, hint)
+    back_edge.set_metadata("llvm.loop", loop_id)
 
 
 @contextmanager

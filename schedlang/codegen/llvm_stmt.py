@@ -1,9 +1,10 @@
 """Loop-IR statements to LLVM IR: the statement half of the shared translator.
 
-Serial loops (and ``unrolled`` ones the loop IR left, and ``vthread`` loops, which one thread
-runs in turn) become counted loops over an i64 index; ``vectorized`` loops go to `llvm_vector`;
-``parallel`` and ``bound`` loops, allocations, barriers and block collectives to the target. A
-parallel loop nested in another runs serially: the outer one already occupies the threads.
+Serial loops (and ``unrolled`` ones the loop IR left, which LLVM is told to unroll, and
+``vthread`` loops, which one thread runs in turn) become counted loops over an i64 index;
+``vectorized`` loops go to `llvm_vector`; ``parallel`` and ``bound`` loops, allocations,
+barriers and block collectives to the target. A parallel loop nested in another runs serially:
+the outer one already occupies the threads.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class StmtEmitter(ExprEmitter):
         hi = self.index_op("+", lo, self.index(s.extent))
         written = self.registers.written_in(s.body)
         pre = self.b.block
-        with for_range(self.b, lo, hi, s.var.name) as i:
+        with for_range(self.b, lo, hi, s.var.name, unroll=s.kind == "unrolled") as i:
             carried = self.registers.enter_loop(i, pre, written)
             self.bind_loop(s, i)
             if table_loop(s):

@@ -3,7 +3,8 @@
 Local buffers live in registers, which a thread can only index with constants: register tiles
 are computed whole (`register_guards`), the loops that index them are unrolled (`registers`,
 `unroll`), and the tiles that lie wholly inside the tensors get a version free of guards
-(`full_tiles`). The simplifications share what they folded.
+(`full_tiles`). Other loops marked unrolled stay loops, for LLVM to unroll
+(`registers.left_to_llvm`). The simplifications share what they folded.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from .divmod import simplify_divisions
 from .full_tiles import split_full_tiles
 from .nodes import LoweredFunc
 from .register_guards import drop_register_guards
-from .registers import mark_register_loops
+from .registers import left_to_llvm, mark_register_loops
 from .simplify import simplify
 from .unroll import unroll_loops
 
@@ -22,6 +23,6 @@ from .unroll import unroll_loops
 def gpu_passes(func: LoweredFunc) -> LoweredFunc:
     folded: dict = {}
     body = mark_register_loops(drop_register_guards(func.body))
-    body = unroll_loops(body, folded)  # simplified, sharing `folded`
+    body = unroll_loops(body, folded, keep=left_to_llvm)  # simplified, sharing `folded`
     body = simplify(split_full_tiles(simplify_divisions(body)), folded)
     return replace(func, body=body)

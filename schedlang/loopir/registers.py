@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.expr import Const, Var
-from .nodes import For, Load, Stmt, Store
+from .nodes import Allocate, For, If, Let, Load, Stmt, Store
+from .simplify import simplify_expr
 from .visit import stmt_children, stmt_exprs, walk_expr, walk_stmt, with_children
 
 MAX_COPIES = 256  # the most copies of a body that register promotion makes (nested loops multiply)
@@ -41,6 +42,39 @@ def _visit(s: Stmt) -> tuple[Stmt, int]:
     return s, copies
 
 
+def left_to_llvm(loop: For) -> bool:
+    """Whether an ``unrolled`` loop can reach the code generator as a loop, for LLVM to unroll
+    (`for_range`'s hint): its extent is a constant and nothing in its body needs its variable
+    as one: no index of a "local" buffer, bound of an inner loop, size of an allocation, nor a
+    guard (a partial tile's, which folds away in most copies and `full_tiles` may then drop).
+    Unrolled in the loop IR instead, it would give LLVM the same code once every later pass and
+    the IR generator had walked each copy (the k loop of a GEMM's register tile: 8 copies of 64
+    multiply-adds)."""
+    if not isinstance(loop.extent, Const):
+        return False
+    needed = {loop.var}  # the variable and those a Let computes from it
+
+    def uses(exprs) -> bool:  # simplified: lowering leaves terms that cancel (k - k)
+        return _uses(tuple(simplify_expr(e) for e in exprs), needed)
+
+    for s in walk_stmt(loop.body):
+        if isinstance(s, Let) and uses((s.value,)):
+            needed.add(s.var)
+        elif isinstance(s, For) and uses((s.min, s.extent)):
+            return False
+        elif isinstance(s, If) and uses((s.cond,)):
+            return False
+        elif isinstance(s, Allocate) and uses(s.buffer.shape):
+            return False
+        if isinstance(s, Store) and s.buffer.scope == "local" and uses(s.indices):
+            return False
+        for e in stmt_exprs(s):
+            for node in walk_expr(e):
+                if isinstance(node, Load) and node.buffer.scope == "local" and uses(node.indices):
+                    return False
+    return True
+
+
 def _indexes_local(body: Stmt, var: Var) -> bool:
     for s in walk_stmt(body):
         if isinstance(s, Store) and s.buffer.scope == "local" and _uses(s.indices, var):
@@ -53,5 +87,6 @@ def _indexes_local(body: Stmt, var: Var) -> bool:
     return False
 
 
-def _uses(indices, var: Var) -> bool:
-    return any(node is var for i in indices for node in walk_expr(i))
+def _uses(indices, var: Var | set[Var]) -> bool:
+    wanted = var if isinstance(var, set) else {var}
+    return any(node in wanted for i in indices for node in walk_expr(i) if type(node) is Var)
