@@ -74,7 +74,7 @@ def check_arguments(
 def size_values(func: LoweredFunc, shaped: Sequence[object], sizes: Mapping[str, int]) -> list[int]:
     """The value of each of `func.sizes`, read off the shapes of `shaped` (one object with a
     ``.shape`` per parameter) or given by name in `sizes`; ValueError/TypeError otherwise."""
-    given = _named_sizes(func, sizes)
+    given = named_sizes(func, sizes)
     bound = _bind_sizes(list(func.params), dict(zip(func.params, shaped)), given, _pass_by_name)
     values = []
     for v in func.sizes:
@@ -148,7 +148,9 @@ def _check_array(buffer, array: object) -> None:
         )
 
 
-def _named_sizes(func: LoweredFunc, sizes: Mapping[str, int]) -> dict[Var, int]:
+def named_sizes(func: LoweredFunc, sizes: Mapping[str, int]) -> dict[Var, int]:
+    """`sizes` given by name (``n=100``) as values of `func`'s size variables; a TypeError
+    names one `func` does not have."""
     by_name = {v.name: v for v in func.sizes}
     given = {}
     for name, value in sizes.items():

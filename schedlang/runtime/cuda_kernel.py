@@ -17,7 +17,7 @@ from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from ..platform_info import cuda_available
 from . import cuda_driver
-from .arguments import written_params
+from .arguments import named_sizes, written_params
 from .cuda_arguments import Placed, place_arguments
 from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
 
@@ -57,14 +57,7 @@ class CudaKernel:
         """
         from ..loopir.interpret import run
 
-        by_name = {v.name: v for v in self.lowered.sizes}
-        unknown = sorted(set(sizes) - set(by_name))
-        if unknown:
-            raise TypeError(
-                f"'{self.lowered.name}' has no size {', '.join(map(repr, unknown))}; its sizes "
-                f"are {', '.join(by_name) or 'none'}"
-            )
-        run(self.lowered, list(arrays), {by_name[name]: n for name, n in sizes.items()})
+        run(self.lowered, list(arrays), named_sizes(self.lowered, sizes))
 
     @entry_point(also=(TypeError, ValueError))
     def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
