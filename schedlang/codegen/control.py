@@ -12,6 +12,8 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
+UNROLL_FULL = "llvm.loop.unroll.full"  # the loop hint `for_range(unroll=True)` attaches
+
 
 @contextmanager
 def for_range(
@@ -42,7 +44,7 @@ def _unroll_fully(module: ir.Module, back_edge: ir.Instruction) -> None:
     """Mark the loop whose back edge is `back_edge` ``llvm.loop.unroll.full``. LLVM knows a
     loop's metadata by a node whose first operand is the node itself, which llvmlite cannot
     make: the node is made unique by a placeholder operand, then given its real operands."""
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.full")])
+    hint = module.add_metadata([ir.MetaDataString(module, UNROLL_FULL)])
     placeholder = ir.MetaDataString(module, f"loop {len(module.metadata)}")
     loop_id = module.add_metadata([placeholder])
     loop_id.operands = (loop_id, hint)

@@ -24,6 +24,7 @@ from ..loopir.gpu_passes import gpu_passes
 from ..loopir.nodes import LoweredFunc
 from ..platform_info import NVPTX_TRIPLE, probe_nvptx
 from . import libdevice, softmath
+from .control import UNROLL_FULL
 from .cpu_jit import failed
 from .fingerprint import fingerprint
 from .llvm_text import module_text
@@ -35,7 +36,6 @@ _ARCH = re.compile(r"sm_(\d+)([af]?)")
 _PTX_FOR_NEWER = ((100, 86), (120, 87))  # (first architecture, PTX ISA) beyond sm_90
 _lock = threading.Lock()
 _memory: dict[str, CompiledCuda] = {}
-_UNROLL_HINT = "llvm.loop.unroll.full"
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,7 +116,7 @@ def _ptx(text: str, kernels: list[str], tm: llvm.TargetMachine) -> str:
         for value in (*module.functions, *module.global_variables):
             if not value.is_declaration and value.name not in kernels:
                 value.linkage = "internal"
-        if _UNROLL_HINT in text:
+        if UNROLL_FULL in text:
             _unroll_hinted_loops(module, tm)
         options = llvm.create_pipeline_tuning_options(speed_level=3)
         builder = llvm.create_pass_builder(tm, options)

@@ -8,9 +8,10 @@ recipes unroll those loops by hand; here the CUDA target does it for every sched
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
-from ..ir.expr import Const, Var
+from ..ir.expr import Const, Expr, Var
 from .nodes import Allocate, For, If, Let, Load, Stmt, Store
 from .simplify import simplify_expr
 from .visit import stmt_children, stmt_exprs, walk_expr, walk_stmt, with_children
@@ -66,27 +67,24 @@ def left_to_llvm(loop: For) -> bool:
             return False
         elif isinstance(s, Allocate) and uses(s.buffer.shape):
             return False
-        if isinstance(s, Store) and s.buffer.scope == "local" and uses(s.indices):
+        if any(uses(indices) for indices in _local_indices(s)):
             return False
-        for e in stmt_exprs(s):
-            for node in walk_expr(e):
-                if isinstance(node, Load) and node.buffer.scope == "local" and uses(node.indices):
-                    return False
     return True
 
 
 def _indexes_local(body: Stmt, var: Var) -> bool:
-    for s in walk_stmt(body):
-        if isinstance(s, Store) and s.buffer.scope == "local" and _uses(s.indices, var):
-            return True
-        for e in stmt_exprs(s):
-            for node in walk_expr(e):
-                if isinstance(node, Load) and node.buffer.scope == "local":
-                    if _uses(node.indices, var):
-                        return True
-    return False
+    return any(_uses(ix, {var}) for s in walk_stmt(body) for ix in _local_indices(s))
 
 
-def _uses(indices, var: Var | set[Var]) -> bool:
-    wanted = var if isinstance(var, set) else {var}
+def _local_indices(s: Stmt) -> Iterator[tuple[Expr, ...]]:
+    """The indices of the "local" buffer accesses `s` holds itself (not its sub-statements)."""
+    if isinstance(s, Store) and s.buffer.scope == "local":
+        yield s.indices
+    for e in stmt_exprs(s):
+        for node in walk_expr(e):
+            if isinstance(node, Load) and node.buffer.scope == "local":
+                yield node.indices
+
+
+def _uses(indices, wanted: set[Var]) -> bool:
     return any(node in wanted for i in indices for node in walk_expr(i) if type(node) is Var)
