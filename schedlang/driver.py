@@ -16,6 +16,7 @@ from .loopir.barriers import insert_barriers
 from .loopir.divmod import simplify_divisions
 from .loopir.double_buffer import double_buffer
 from .loopir.from_isl import generate, param_expr
+from .loopir.index_type import index_dtype
 from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.registers import left_to_llvm
 from .loopir.thread_reduce import lower_thread_reductions
@@ -62,8 +63,17 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     cross_thread = check_legality(s, placement, params)
     check_local_reads(s, placement, params)
     buffers, params_bufs, local = _buffers(s, args, placement, params)
+    sizes = tuple(params.vars.values())
+    index = index_dtype([stage.op for stage in s.stages], sizes, buffers.values())
     body, reductions = generate(
-        s, placement.all(), placement.extents, cross_thread, params.context, params.vars, buffers
+        s,
+        placement.all(),
+        placement.extents,
+        cross_thread,
+        params.context,
+        params.vars,
+        buffers,
+        index,
     )
     _dump("generated", body)
     body = lower_thread_reductions(body, reductions)
@@ -75,8 +85,7 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     body = unroll_loops(body, folded, keep)  # simplified, sharing `folded`
     body = simplify_divisions(body)
     _dump("simplified", body)
-    sizes = tuple(params.vars.values())
-    return LoweredFunc(name, tuple(params_bufs), sizes, body)
+    return LoweredFunc(name, tuple(params_bufs), sizes, body, index)
 
 
 def _buffers(s: Schedule, args: list[Tensor], placement: Placement, params: Params):

@@ -203,6 +203,13 @@ def var(name: str = "n", dtype: object = "int32") -> Var:
     return Var(name, kind, "size")
 
 
+def axis_dtype(*bounds: Expr) -> str:
+    """The dtype of an axis over `bounds`: int32, or int64 where a bound is wider (an int64
+    size, a constant past int32), so that the axis holds every value it takes, as in TE."""
+    wide = any(dt.bits(b.dtype) >= 32 and b.dtype != "int32" for b in bounds)
+    return "int64" if wide else "int32"
+
+
 def _extent(value: object, what: str) -> Expr:
     """A shape entry or extent: a positive constant, or an expression of size variables."""
     e = as_expr(value)
@@ -211,7 +218,7 @@ def _extent(value: object, what: str) -> Expr:
     if isinstance(e, Const):
         if e.value <= 0:
             raise AlgorithmError(f"{what} is {e.value}; extents must be positive")
-        return const(e.value, "int32")
+        return const(e.value)  # int32, or int64 past int32's range
     for node in walk(e):
         if isinstance(node, Var) and node.kind != "size":
             raise AlgorithmError(
@@ -252,15 +259,17 @@ def reduce_axis(dom: object, name: str = "rv") -> IterVar:
         else:
             extent = hi if _is_zero(lo) else hi - lo
         rng = Range(_start(lo, name), _extent(extent, f"the extent of reduce_axis '{name}'"))
+        kind = axis_dtype(rng.min, rng.extent, hi)
     else:
         rng = Range(const(0), _extent(dom, f"the extent of reduce_axis '{name}'"))
-    return IterVar(Var(name, "int32", "reduce"), rng, "reduce")
+        kind = axis_dtype(rng.extent)
+    return IterVar(Var(name, kind, "reduce"), rng, "reduce")
 
 
 def _start(lo: Expr, name: str) -> Expr:
     if not dt.is_int(lo.dtype):
         raise AlgorithmError(f"reduce_axis '{name}' starts at '{lo}' of dtype {lo.dtype}")
-    return const(lo.value, "int32") if isinstance(lo, Const) else lo
+    return const(lo.value) if isinstance(lo, Const) else lo
 
 
 def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
@@ -280,15 +289,20 @@ def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
     return [p.name for p in positional]
 
 
-@entry_point
+@entry_point(also=(TypeError,))
 def compute(
     shape: object, fcompute: Callable[..., object], name: str = "compute", tag: str = ""
 ) -> Tensor:
     """A tensor defined elementwise by ``fcompute(*indices)``; the axes take its argument names."""
+    if not callable(fcompute):
+        raise TypeError(
+            f"compute '{name}': fcompute must be a function of the indices "
+            f"(e.g. lambda i: A[i] * 2), not {fcompute!r}"
+        )
     extents = _shape(shape, name)
     names = _axis_names(fcompute, len(extents), name)
     axis = tuple(
-        IterVar(Var(n, "int32", "axis"), Range(const(0), ext), "data")
+        IterVar(Var(n, axis_dtype(ext), "axis"), Range(const(0), ext), "data")
         for n, ext in zip(names, extents)
     )
     result = fcompute(*axis)

@@ -13,7 +13,19 @@ from dataclasses import dataclass, replace
 import islpy as isl
 
 from ..errors import InternalError
-from ..ir.expr import Binary, CommReducer, Compare, Const, Expr, Read, Select, Unary, Var, const
+from ..ir.expr import (
+    Binary,
+    Cast,
+    CommReducer,
+    Compare,
+    Const,
+    Expr,
+    Read,
+    Select,
+    Unary,
+    Var,
+    const,
+)
 from ..ir.tensor import Operation
 from ..ir.visit import substitute, transform
 from ..poly.placement import Placed
@@ -115,12 +127,15 @@ def generate(
     params_context: isl.Set,
     param_vars: dict[str, Var],
     buffers: dict[Operation, Buffer],
+    index_dtype: str = "int32",
 ) -> Stmt:
     """The loop nest of `placed` statements, and its cross-thread reductions.
 
     `buffers` gives each tensor's buffer and `extents` each stage's loop extents (constant
     ones) where it is computed. The stores of reductions over a loop in `cross_thread` (a
     reduce axis bound to threadIdx.*) are returned with what `lower_thread_reductions` needs.
+    Loop variables and the index arithmetic isl generates have the dtype `index_dtype`
+    (`index_type`); the algorithm's axes and sizes are cast where theirs differs.
     """
     by_name = {p.stmt.name: p for p in placed}
     leaves: list[_Leaf] = []
@@ -149,14 +164,19 @@ def generate(
     build, _handle = build.set_at_each_domain(at_domain)
     # equalities made explicit first: isl's AST generation then runs about 10% faster
     ast = build.node_from_schedule_map(union.detect_equalities())
-    translator = _Translator(schedule, extents, leaves, param_vars, buffers, cross_thread)
+    translator = _Translator(
+        schedule, extents, leaves, param_vars, buffers, cross_thread, index_dtype
+    )
     body = translator.node(ast)
     return translator.keep_block_loops(body), translator.reductions
 
 
 class _Translator:
-    def __init__(self, schedule, extents, leaves, param_vars, buffers, cross_thread=()) -> None:
+    def __init__(
+        self, schedule, extents, leaves, param_vars, buffers, cross_thread=(), itype="int32"
+    ) -> None:
         self.schedule = schedule
+        self.itype = itype
         self.extents = extents
         self.cross_thread = cross_thread
         self.reductions: dict[Store, CrossThread] = {}
@@ -168,6 +188,9 @@ class _Translator:
         self.active: set[int] = set()  # schedule dimensions of the loops around the node
         # id of a statement -> the root slot of its stage and the blockIdx tags it is bound to
         self.block_tags: dict[int, tuple[tuple, set[str]]] = {}
+
+    def const(self, value: int) -> Const:
+        return const(value, self.itype)
 
     def node(self, node: isl.AstNode) -> Stmt:
         kind = node.get_type()
@@ -205,7 +228,7 @@ class _Translator:
         name = node.for_get_iterator().get_id().get_name()
         dim = int(name[1:])
         axis = self._axis_at(node, dim)
-        var = Var(self._unique(axis.name if axis is not None else name), "int32", "loop")
+        var = Var(self._unique(axis.name if axis is not None else name), self.itype, "loop")
         self.iterators[name] = var
         low = self.expr(node.for_get_init())
         upper = self._upper(node.for_get_cond(), name)
@@ -219,7 +242,7 @@ class _Translator:
         self.active.add(dim)
         body = self.node(node.for_get_body())
         self.active.discard(dim)
-        extent = _fold(Binary("-", upper, low, "int32"))
+        extent = _fold(Binary("-", upper, low, self.itype))
         if kind == "bound":
             return self._bound(axis, var, low, _fold(upper), body)
         full_vthread = kind == "vthread" and self.extents[axis.stage].get(axis) is not None
@@ -229,7 +252,7 @@ class _Translator:
             guard = Compare("<", var, upper)
             if not _is_zero(low):
                 guard = Binary("and", Compare(">=", var, low), guard, "bool")
-            return For(var, const(0), self._full(axis, kind, 1), kind, If(guard, body), thread)
+            return For(var, self.const(0), self._full(axis, kind, 1), kind, If(guard, body), thread)
         return For(var, low, extent, kind, body, thread)
 
     def _full(self, axis: Axis, kind: str, step: int) -> Const:
@@ -248,7 +271,7 @@ class _Translator:
                     f"by a constant factor first and {word} the inner loop",
                 )
             )
-        return const(-(-full // step))
+        return self.const(-(-full // step))
 
     def _kind(self, axis: Axis | None) -> tuple[str, str | None]:
         """The loop kind the schedule asked for on `axis`, and its thread tag."""
@@ -275,19 +298,26 @@ class _Translator:
                     "bind a loop that covers its range densely, or reorder the loops",
                 )
             )
-        self.iterators[name] = Binary("+", low, Binary("*", const(step), var, "int32"), "int32")
+        self.iterators[name] = Binary(
+            "+", low, Binary("*", self.const(step), var, self.itype), self.itype
+        )
         dim = int(name[1:])
         self.active.add(dim)
         body = self.node(node.for_get_body())
         self.active.discard(dim)
-        span = Binary("-", upper, low, "int32")
+        span = Binary("-", upper, low, self.itype)
         count = _fold(
-            Binary("//", Binary("+", span, const(step - 1), "int32"), const(step), "int32")
+            Binary(
+                "//",
+                Binary("+", span, self.const(step - 1), self.itype),
+                self.const(step),
+                self.itype,
+            )
         )
         if kind in ("unrolled", "vectorized") and not isinstance(count, Const):
             guarded = If(Compare("<", var, count), body)
-            return For(var, const(0), self._full(axis, kind, step), kind, guarded, None)
-        return For(var, const(0), count, kind, body, None)
+            return For(var, self.const(0), self._full(axis, kind, step), kind, guarded, None)
+        return For(var, self.const(0), count, kind, body, None)
 
     def _upper(self, cond: isl.AstExpr, name: str) -> Expr:
         """The exclusive upper bound from isl's loop condition ``c <= e`` or ``c < e``."""
@@ -297,7 +327,7 @@ class _Translator:
             raise InternalError(f"unexpected loop condition {cond}")
         bound = self.expr(cond.get_op_arg(1))
         if op == _OPS.le:
-            return _fold(Binary("+", bound, const(1), "int32"))
+            return _fold(Binary("+", bound, self.const(1), self.itype))
         if op == _OPS.lt:
             return bound
         raise InternalError(f"unexpected loop condition {cond}")
@@ -305,18 +335,18 @@ class _Translator:
     def expr(self, e: isl.AstExpr) -> Expr:
         kind = e.get_type()
         if kind == isl.ast_expr_type.int:
-            return const(int(e.get_val().to_python()), "int32")
+            return const(int(e.get_val().to_python()), self.itype)
         if kind == isl.ast_expr_type.id:
             name = e.get_id().get_name()
             if name in self.iterators:
                 return self.iterators[name]
             if name in self.param_vars:
-                return self.param_vars[name]
+                return _as(self.param_vars[name], self.itype)
             raise InternalError(f"unknown isl identifier {name}")
         op = e.get_op_type()
         args = [self.expr(e.get_op_arg(k)) for k in range(e.get_op_n_arg())]
         if op in _BINARY:
-            out = "bool" if _BINARY[op] in ("and", "or") else "int32"
+            out = "bool" if _BINARY[op] in ("and", "or") else self.itype
             result = Binary(_BINARY[op], args[0], args[1], out)
             for extra in args[2:]:
                 result = Binary(_BINARY[op], result, extra, out)
@@ -324,7 +354,7 @@ class _Translator:
         if op in _COMPARE:
             return Compare(_COMPARE[op], args[0], args[1])
         if op == _OPS.minus:
-            return Unary("-", args[0], "int32")
+            return Unary("-", args[0], self.itype)
         if op in (_OPS.cond, _OPS.select):
             return Select(args[0], args[1], args[2], args[1].dtype)
         raise InternalError(f"unexpected isl expression {e}")
@@ -334,7 +364,8 @@ class _Translator:
         st = leaf.placed.stmt
         roots = {v: self.expr(x) for v, x in zip(st.root_vars, leaf.roots)}
         for d, (extent, g) in leaf.placed.clamps.items():
-            roots[st.root_vars[d]] = _clamped(roots[st.root_vars[d]], extent, g)
+            roots[st.root_vars[d]] = _clamped(roots[st.root_vars[d]], extent, g, self.itype)
+        roots = {v: _as(x, v.dtype) for v, x in roots.items()}
         offsets = {op: [self.expr(x) for x in xs] for op, xs in leaf.offsets.items()}
 
         def to_load(n: Expr) -> Expr | None:
@@ -346,7 +377,7 @@ class _Translator:
                 # A buffer expanded per virtual thread is indexed by those first.
                 lead = tuple(shift[: len(shift) - len(indices)])
                 box = shift[len(lead) :]
-                indices = lead + tuple(Binary("-", i, o, "int32") for i, o in zip(indices, box))
+                indices = lead + tuple(Binary("-", i, o, self.itype) for i, o in zip(indices, box))
             return Load(self.buffers[n.tensor.op], indices, n.dtype)
 
         def lower(value: Expr) -> Expr:
@@ -405,8 +436,8 @@ class _Translator:
         )
         present = {s.thread for s in inside if isinstance(s, For) and s.kind == "bound"}
         for tag in sorted(wanted - present):
-            var = Var(self._unique(tag.replace("blockIdx.", "b")), "int32", "loop")
-            stmt = For(var, const(0), const(1), "bound", stmt, tag)
+            var = Var(self._unique(tag.replace("blockIdx.", "b")), self.itype, "loop")
+            stmt = For(var, self.const(0), self.const(1), "bound", stmt, tag)
         return stmt
 
     def _cross_thread_tags(self, leaf: _Leaf) -> tuple[str, ...]:
@@ -435,16 +466,16 @@ class _Translator:
             if dim in self.active:
                 continue
             value = self.expr(leaf.threads[dim])
-            var = Var(self._unique(entry[1].name), "int32", "loop")
-            loop = self._bound(entry[1], var, const(0), value, stmt)  # checks the extent
+            var = Var(self._unique(entry[1].name), self.itype, "loop")
+            loop = self._bound(entry[1], var, self.const(0), value, stmt)  # checks the extent
             stmt = replace(loop, body=If(Compare("==", var, value), stmt))
         if self.buffers[leaf.placed.stmt.stage.op].scope == "local":
             return stmt  # every thread keeps its own copy: each computes it (as in TE)
         for tag, extent in sorted(leaf.placed.kernel_threads.items()):
             if tag not in present:
-                var = Var(self._unique(tag.replace("threadIdx.", "t")), "int32", "loop")
-                guarded = If(Compare("==", var, const(0)), stmt)
-                stmt = For(var, const(0), const(extent), "bound", guarded, tag)
+                var = Var(self._unique(tag.replace("threadIdx.", "t")), self.itype, "loop")
+                guarded = If(Compare("==", var, self.const(0)), stmt)
+                stmt = For(var, self.const(0), self.const(extent), "bound", guarded, tag)
         return stmt
 
     def _bound(self, axis: Axis, var: Var, low: Expr, upper: Expr, body: Stmt) -> Stmt:
@@ -468,12 +499,12 @@ class _Translator:
                 )
             if not (isinstance(upper, Const) and upper.value == full):
                 conditions.append(Compare("<", var, upper))
-            extent: Expr = const(full)
+            extent: Expr = self.const(full)
         else:
             extent = upper
         for cond in conditions:
             body = If(cond, body)
-        return For(var, const(0), extent, "bound", body, tag)
+        return For(var, self.const(0), extent, "bound", body, tag)
 
     def _unique(self, label: str) -> str:
         unique, k = label, 1
@@ -493,25 +524,33 @@ def _fold(e: Expr) -> Expr:
     if isinstance(e, Binary) and e.op in ("+", "-"):
         a, b = _fold(e.a), _fold(e.b)
         if isinstance(a, Const) and isinstance(b, Const):
-            return const(a.value + b.value if e.op == "+" else a.value - b.value, "int32")
+            return const(a.value + b.value if e.op == "+" else a.value - b.value, e.dtype)
         if isinstance(b, Const) and b.value == 0:
             return a
         return Binary(e.op, a, b, e.dtype)
     return e
 
 
-def param_expr(pa: isl.PwAff, context: isl.Set, param_vars: dict[str, Var]) -> Expr:
-    """`pa`, a function of the sizes only, as an expression."""
+def param_expr(
+    pa: isl.PwAff, context: isl.Set, param_vars: dict[str, Var], index_dtype: str = "int32"
+) -> Expr:
+    """`pa`, a function of the sizes only, as an expression of dtype `index_dtype`."""
     build = isl.AstBuild.from_context(context)
-    return _Translator(None, {}, [], param_vars, {}).expr(build.expr_from_pw_aff(pa))
+    translator = _Translator(None, {}, [], param_vars, {}, (), index_dtype)
+    return translator.expr(build.expr_from_pw_aff(pa))
 
 
-def _clamped(index: Expr, extent: int, g: int) -> Expr:
+def _as(e: Expr, dtype: str) -> Expr:
+    """`e` in `dtype` (an algorithm's int32 axis in an int64 kernel, or the reverse)."""
+    return e if e.dtype == dtype else Cast(e, dtype)
+
+
+def _clamped(index: Expr, extent: int, g: int, dtype: str) -> Expr:
     """``min(index, extent - g + index % g)``: `index` where it is inside the tensor, an
     element of the tensor past its end, and whole aligned vectors of `g` lanes either way
     (`poly.box_fill`)."""
-    last: Expr = Const(extent - 1, "int32")
+    last: Expr = Const(extent - 1, dtype)
     if g > 1:
-        lane = Binary("%", index, Const(g, "int32"), "int32")
-        last = Binary("+", Const(extent - g, "int32"), lane, "int32")
-    return Binary("min", index, last, "int32")
+        lane = Binary("%", index, Const(g, dtype), dtype)
+        last = Binary("+", Const(extent - g, dtype), lane, dtype)
+    return Binary("min", index, last, dtype)

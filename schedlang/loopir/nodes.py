@@ -136,12 +136,15 @@ def seq(*stmts: Stmt | None) -> Stmt:
 @dataclass(frozen=True, slots=True, eq=False)
 class LoweredFunc:
     """A lowered schedule: `params` are the argument buffers in call order, `sizes` the
-    symbolic sizes read off them, `body` the loop nest."""
+    symbolic sizes read off them, `body` the loop nest, `index_dtype` the type its loop
+    variables and index arithmetic are declared in (`index_type`), whose range a call's sizes
+    must fit."""
 
     name: str
     params: tuple[Buffer, ...]
     sizes: tuple[Var, ...]
     body: Stmt
+    index_dtype: str = "int32"
 
     def __str__(self) -> str:
         from .printer import func_str
