@@ -5,8 +5,9 @@ checked here, in `args` order and with messages naming the parameter: the count,
 numpy array (or an ``sl.array`` on the cpu, or a DLPack export of host memory such as a torch
 CPU tensor, read through ``numpy.from_dlpack`` without a copy) of the parameter's dtype and
 rank, that shapes agree with each other through the symbolic sizes, that outputs are
-C-contiguous and writable, and that no output overlaps another argument (the generated code
-assumes its buffers do not alias).
+C-contiguous and writable, that sizes and element counts fit the kernel's index type
+(`size_limits`), and that no output overlaps another argument (the generated code assumes
+its buffers do not alias).
 
 The generated code indexes every buffer as a dense row-major array. An input with any other
 layout (a slice with a step, a transpose, a broadcast) is copied to a C-contiguous temporary for
@@ -30,6 +31,7 @@ from ..loopir.visit import walk_stmt
 from .device_array import DeviceArray
 from .dlpack_abi import HOST_DEVICES, device_name
 from .dlpack_import import device_of
+from .size_limits import SizeLimits
 
 
 def written_params(func: LoweredFunc) -> tuple[bool, ...]:
@@ -52,8 +54,10 @@ def check_arguments(
     written: Sequence[bool],
     arrays: Sequence[object],
     sizes: Mapping[str, int],
+    limits: SizeLimits,
 ) -> Call:
-    """Validate `arrays` (and `sizes` given by name) for `func`; raise ValueError/TypeError."""
+    """Validate `arrays` (and `sizes` given by name) for `func`, whose `written` parameters
+    and `limits` were worked out at build; raise ValueError/TypeError."""
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(b.name for b in params)
@@ -64,6 +68,7 @@ def check_arguments(
     for buffer, array in zip(params, arrays):
         _check_array(buffer, array)
     values = size_values(func, arrays, sizes)
+    limits.check(values, arrays)
     arrays = [_layout(buffer, array, out) for buffer, array, out in zip(params, arrays, written)]
     _check_overlap(params, arrays, written)
     buffers = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))

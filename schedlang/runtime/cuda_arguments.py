@@ -26,6 +26,7 @@ from . import cuda_driver, dlpack_import
 from .arguments import size_values
 from .device_array import DeviceArray
 from .dlpack_abi import HOST_DEVICES, KDL_CUDA, device_name, numpy_dtype
+from .size_limits import SizeLimits
 
 ALIGN = 16  # nvptx_llvm.BUFFER_ALIGN: the alignment the kernels assume of every buffer
 
@@ -71,9 +72,14 @@ class Placed:
 
 
 def place_arguments(
-    func: LoweredFunc, written: Sequence[bool], arrays: Sequence[object], sizes: Mapping[str, int]
+    func: LoweredFunc,
+    written: Sequence[bool],
+    arrays: Sequence[object],
+    sizes: Mapping[str, int],
+    limits: SizeLimits,
 ) -> Placed:
-    """Check `arrays` for `func` (ValueError/TypeError) and give each a device pointer."""
+    """Check `arrays` for `func` (ValueError/TypeError; `written` and `limits` worked out at
+    build) and give each a device pointer."""
     params = func.params
     if len(arrays) != len(params):
         names = ", ".join(b.name for b in params)
@@ -86,6 +92,7 @@ def place_arguments(
         if out and view.readonly:
             raise ValueError(f"argument '{buffer.name}' is an output but its array is read-only")
     values = size_values(func, views, sizes)
+    limits.check(values, views)
     _check_overlap(params, views, written)
     placed = Placed([], values, keep=list(arrays))
     for view, out in zip(views, written):

@@ -20,6 +20,7 @@ from . import cuda_driver
 from .arguments import named_sizes, written_params
 from .cuda_arguments import Placed, place_arguments
 from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
+from .size_limits import SizeLimits
 
 
 class CudaKernel:
@@ -35,6 +36,7 @@ class CudaKernel:
         self.target = target
         self._compiled = compiled
         self._written = written_params(lowered)
+        self._limits = SizeLimits(lowered)
         self._functions: list[Any] | None = None
 
     @entry_point(also=(TypeError, ValueError))
@@ -90,7 +92,7 @@ class CudaKernel:
         return statistics.median(samples)
 
     def _place(self, arrays: tuple[object, ...], sizes: dict[str, int]) -> Placed:
-        return place_arguments(self.lowered, self._written, arrays, sizes)
+        return place_arguments(self.lowered, self._written, arrays, sizes, self._limits)
 
     def _prepare(self, placed: Placed) -> Launch:
         device = cuda_driver.device()

@@ -15,6 +15,7 @@ from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from .arguments import check_arguments, written_params
 from .parallel import parallel_for_address, take_error
+from .size_limits import SizeLimits
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -34,6 +35,7 @@ class Kernel:
         self._compiled = compiled
         self._entry = _ENTRY(compiled.address)
         self._written = written_params(lowered)
+        self._limits = SizeLimits(lowered)
 
     @classmethod
     def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
@@ -42,7 +44,7 @@ class Kernel:
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> None:
-        self._run(check_arguments(self.lowered, self._written, arrays, sizes))
+        self._run(check_arguments(self.lowered, self._written, arrays, sizes, self._limits))
 
     def _failure(self, status: int) -> LaunchError:
         if status == OUT_OF_MEMORY:
@@ -58,7 +60,7 @@ class Kernel:
         """Median seconds per call over `repeat` calls, after `warmup` untimed ones."""
         if repeat < 1 or warmup < 0:
             raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
-        call = check_arguments(self.lowered, self._written, arrays, sizes)
+        call = check_arguments(self.lowered, self._written, arrays, sizes, self._limits)
         for _ in range(warmup):
             self._run(call)
         samples = []

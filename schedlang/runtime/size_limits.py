@@ -1,0 +1,173 @@
+"""The ranges a call's sizes must fit, worked out once per kernel.
+
+A kernel computes each size in its own dtype and its loop variables and indices in its
+`index_dtype` (`loopir.index_type`): int32 unless a size is declared wider or a constant shape
+needs more. A size bound past either range, or a buffer with more elements than the index
+type counts, would wrap silently and read or write the wrong memory, so such a call is refused
+before it runs. Which values to compare, and with what, depends only on the kernel and is
+listed here at build; a call then makes a few integer comparisons: each size against its
+limit, each array with a symbolic shape by its element count, and in the rare kernel that
+has them, the element counts of its temporaries and the ends of loops over sizes that no
+array shows (``n + 1``, ``n * m``), evaluated from the sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+
+from ..ir import dtype as dt
+from ..ir.expr import Binary, Cast, Const, Expr, Unary, Var
+from ..ir.printer import expr_str
+from ..ir.visit import walk
+from ..loopir.nodes import Allocate, Buffer, For, LoweredFunc
+from ..loopir.visit import walk_stmt
+
+_Eval = Callable[[Sequence[int]], int]
+_BINARY = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "min": min,
+    "max": max,
+}
+
+
+class SizeLimits:
+    """The checks a call of `func` makes on its sizes (in `func.sizes` order) and arrays."""
+
+    def __init__(self, func: LoweredFunc) -> None:
+        self.kernel = func.name
+        self.index_dtype = func.index_dtype
+        self.limit = int(dt.max_value(func.index_dtype))
+        self._sizes = tuple(
+            (k, v, min(int(dt.max_value(v.dtype)), self.limit)) for k, v in enumerate(func.sizes)
+        )
+        narrow = self.limit < 2**63 - 1  # no buffer in memory has 2**63 elements
+        position = {v: k for k, v in enumerate(func.sizes)}
+        checked = {expr_str(v) for v in func.sizes}  # a count that is one size is checked
+        self._arrays = tuple(
+            (k, b)
+            for k, b in enumerate(func.params)
+            if narrow and not _constant_layout(b) and expr_str(_flat_count(b)) not in checked
+        )
+        checked |= {expr_str(_flat_count(b)) for b in func.params}
+        self._derived: tuple[tuple[str, Expr, _Eval], ...] = ()
+        if narrow:
+            self._derived = tuple(_derived_checks(func, position, checked))
+
+    def check(self, values: Sequence[int], shaped: Sequence[object]) -> None:
+        """Raise ValueError unless every size in `values` and every count of `shaped` (one
+        object with a ``.shape`` per parameter, its shape already checked) fits."""
+        for k, v, limit in self._sizes:
+            if values[k] > limit:
+                raise ValueError(self._size_message(v, values[k], limit))
+        for k, buffer in self._arrays:
+            count = math.prod(shaped[k].shape)
+            if count > self.limit:
+                raise ValueError(
+                    f"argument '{buffer.name}' has {count} elements, more than the "
+                    f"{self.index_dtype} indices of kernel '{self.kernel}' reach (at most "
+                    f"{self.limit}); {_widen(buffer.shape)}"
+                )
+        for what, e, evaluate in self._derived:
+            try:
+                value = evaluate(values)
+            except ZeroDivisionError:  # a size of 0 divides: the loop or buffer is empty
+                continue
+            if value > self.limit:
+                bound = ", ".join(f"{v.name}={values[k]}" for k, v, _ in self._sizes)
+                raise ValueError(
+                    f"{what} of kernel '{self.kernel}' is {value} with {bound}, more than its "
+                    f"{self.index_dtype} indices reach (at most {self.limit}); {_widen((e,))}"
+                )
+
+    def _size_message(self, v: Var, value: int, limit: int) -> str:
+        own = int(dt.max_value(v.dtype)) == limit
+        roles = [f"the dtype of '{v.name}'"] if own else []
+        if self.limit == limit:
+            roles.append(f"the index type of kernel '{self.kernel}'")
+        kind = v.dtype if own else self.index_dtype
+        return (
+            f"size '{v.name}' is {value}, which does not fit {kind} (at most {limit}), "
+            f'{" and ".join(roles)}; declare it wider: sl.var("{v.name}", dtype="int64")'
+        )
+
+
+def _widen(exprs: Sequence[Expr]) -> str:
+    """Advice naming the sizes in `exprs` to declare int64."""
+    names = sorted({n.name for e in exprs for n in _vars(e)})
+    if not names:
+        return "split the work into smaller calls"
+    shown = ", ".join(f'sl.var("{name}", dtype="int64")' for name in names)
+    return f"declare {'its sizes' if len(names) > 1 else 'the size'} 64-bit: {shown}"
+
+
+def _vars(e: Expr) -> list[Var]:
+    return [n for n in walk(e) if isinstance(n, Var)]
+
+
+def _constant_layout(buffer: Buffer) -> bool:
+    return all(isinstance(e, Const) for e in (*buffer.shape, *(buffer.strides or ())))
+
+
+def _derived_checks(func: LoweredFunc, position: dict[Var, int], seen: set[str]):
+    """(what, expression, evaluator) for each temporary with a symbolic layout and each loop
+    whose bounds depend on sizes only: values a call cannot read off its arrays (those whose
+    text is in `seen` it can, or another check covers)."""
+    for s in walk_stmt(func.body):
+        if isinstance(s, Allocate) and not _constant_layout(s.buffer):
+            what, e = f"the temporary buffer '{s.buffer.name}'", _flat_count(s.buffer)
+        elif isinstance(s, For):
+            end = s.extent
+            if not (isinstance(s.min, Const) and s.min.value == 0):
+                end = Binary("+", s.min, s.extent, s.extent.dtype)
+            what, e = f"the loop '{s.var.name}'", end
+        else:
+            continue
+        evaluate = _compile(e, position)
+        text = expr_str(e)
+        if evaluate is None or isinstance(e, Const) or text in seen:
+            continue
+        seen.add(text)
+        yield what, e, evaluate
+
+
+def _flat_count(buffer: Buffer) -> Expr:
+    """The largest flat index of `buffer` plus one (for a non-empty buffer)."""
+    if buffer.strides is None:
+        total = buffer.shape[0] if buffer.shape else Const(1, "int64")
+        for n in buffer.shape[1:]:
+            total = Binary("*", total, n, "int64")
+        return total
+    total: Expr = Const(1, "int64")
+    for n, stride in zip(buffer.shape, buffer.strides):
+        last = Binary("-", n, Const(1, "int64"), "int64")
+        total = Binary("+", total, Binary("*", last, stride, "int64"), "int64")
+    return total
+
+
+def _compile(e: Expr, position: dict[Var, int]) -> _Eval | None:
+    """`e`, an integer expression of the sizes, as a function of their values (exact Python
+    integers, so the value is never wrapped); None when it involves anything else."""
+    if isinstance(e, Const):
+        value = int(e.value)
+        return lambda values: value
+    if isinstance(e, Var):
+        k = position.get(e)
+        return None if k is None else operator.itemgetter(k)
+    if isinstance(e, Cast) and dt.is_int(e.dtype):
+        return _compile(e.value, position)
+    if isinstance(e, Unary) and e.op == "-":
+        inner = _compile(e.a, position)
+        return None if inner is None else lambda values: -inner(values)
+    if isinstance(e, Binary) and e.op in _BINARY:
+        a, b = _compile(e.a, position), _compile(e.b, position)
+        if a is None or b is None:
+            return None
+        apply = _BINARY[e.op]
+        return lambda values: apply(a(values), b(values))
+    return None
