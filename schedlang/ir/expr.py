@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
+from .integers import as_int
 
 if TYPE_CHECKING:
     from .tensor import IterVar, Tensor
@@ -329,6 +330,7 @@ def const(value: Scalar, dtype: object = None) -> Const:
     """A constant; without `dtype` it is int32, float32 or bool by the Python type."""
     if isinstance(value, Const):
         value = value.value
+    value = _plain(value)
     name = dt.default_dtype(value) if dtype is None else dt.canonical(dtype)
     if dt.is_float(name):
         value = float(value)
@@ -352,6 +354,7 @@ def as_expr(value: object, like: str | None = None) -> Expr:
         return value.var
     if isinstance(value, Expr):
         return value
+    value = _plain(value)
     if isinstance(value, (bool, int, float)):
         name = dt.default_dtype(value) if like is None else dt.scalar_dtype(value, like)
         return const(value, name)
@@ -364,7 +367,17 @@ def as_expr(value: object, like: str | None = None) -> Expr:
     raise AlgorithmError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
 
 
+def _plain(value: object) -> object:
+    """`value`, or the Python int it holds when it is another kind of integer (numpy's): it
+    then takes the dtype of the expression beside it, as a Python int does."""
+    if isinstance(value, (Expr, bool, int, float)):
+        return value
+    integer = as_int(value)
+    return value if integer is None else integer
+
+
 def _operands(a: object, b: object) -> tuple[Expr, Expr]:
+    a, b = _plain(a), _plain(b)
     a_is_expr = not isinstance(a, (bool, int, float))
     b_is_expr = not isinstance(b, (bool, int, float))
     if a_is_expr:

@@ -26,6 +26,7 @@ import numpy as np
 from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes
 from ..ir.expr import Var
+from ..ir.integers import as_int
 from ..loopir.nodes import LoweredFunc, Store
 from ..loopir.visit import walk_stmt
 from .device_array import DeviceArray
@@ -162,7 +163,13 @@ def named_sizes(func: LoweredFunc, sizes: Mapping[str, int]) -> dict[Var, int]:
         if name not in by_name:
             known = ", ".join(by_name) or "none"
             raise TypeError(f"kernel '{func.name}' has no size '{name}' (its sizes: {known})")
-        given[by_name[name]] = int(value)
+        integer = as_int(value)
+        if integer is None:
+            raise TypeError(
+                f"size '{name}' of kernel '{func.name}' is {value!r}, not an integer; pass an "
+                "int or a numpy integer"
+            )
+        given[by_name[name]] = integer
     return given
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.expr import Const, Expr, Read, Reduce, Var, const, logical, select
+from ..ir.integers import as_int
 from ..ir.tensor import ComputeOp, IterVar, Range, Tensor
 from ..ir.visit import substitute
 from . import records as rec
@@ -46,8 +47,9 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
             f"'{stage.name}' already has primitives other than splits and fuses of its reduce "
             "axes; call rfactor first, then schedule both stages"
         )
-    if isinstance(factor_axis, bool) or not isinstance(factor_axis, int):
+    if as_int(factor_axis) is None:
         fail(f"factor_axis must be an integer, got {factor_axis!r}")
+    factor_axis = as_int(factor_axis)
     if not 0 <= factor_axis <= len(op.axis):
         fail(f"factor_axis must be in [0, {len(op.axis)}], got {factor_axis}")
     for r in stage.relations:

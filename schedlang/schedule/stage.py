@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import entry_point, user_location
 from ..ir.expr import Const
+from ..ir.integers import as_int
 from ..ir.tensor import ComputeOp, IterVar, Operation
 from . import records as rec
 from .axis import Axis, ThreadAxis
@@ -170,11 +171,12 @@ class Stage:
         return self._split(axis, amount, nparts is not None, loc)
 
     def _amount(self, amount: object, word: str, call: str, loc: str) -> int:
-        if isinstance(amount, Const):
-            amount = amount.value
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-            self._fail(FactorError, call, loc, f"{word} must be a positive integer, got {amount!r}")
-        return amount
+        value = as_int(amount)
+        if value is None or value <= 0:
+            shown = amount.value if isinstance(amount, Const) else amount
+            shown = shown if value is None else value  # np.int64(0) shown as 0
+            self._fail(FactorError, call, loc, f"{word} must be a positive integer, got {shown!r}")
+        return value
 
     def _split(self, axis: Axis, amount: int, by_nparts: bool, loc: str) -> tuple[Axis, Axis]:
         extent = self.extents[axis]
@@ -516,8 +518,9 @@ class Stage:
                 ScopeError, call, loc, f"'{resolved.name}' is a reduce axis, not a dimension"
             )
         for word, value in (("factor", factor), ("offset", offset)):
-            if isinstance(value, bool) or not isinstance(value, int):
+            if as_int(value) is None:
                 self._fail(FactorError, call, loc, f"{word} must be an integer, got {value!r}")
+        factor, offset = as_int(factor), as_int(offset)
         if factor <= 0 or not 0 <= offset < factor:
             self._fail(
                 FactorError,
