@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from schedlang.platform_info import cuda_available
 from schedlang.runtime.cuda_kernel import CudaKernel
 from schedlang.runtime.size_limits import SizeLimits
 
@@ -225,3 +226,35 @@ def test_checks_are_listed_at_build():
     constant = sl.placeholder((4, 8), name="K")
     k2 = sl.compute((4, 8), lambda i, j: constant[i, j], name="K2")
     assert SizeLimits(sl.lower(sl.create_schedule(k2), [constant, k2]))._arrays == ()
+
+
+def _gpu_pattern(index: str):
+    """``B[i] = i % 251`` over an `index` size, one thread per element."""
+    n = sl.var("n", dtype=index)
+    b = sl.compute((n,), lambda i: (i % 251).astype("uint8"), name="B")
+    s = sl.create_schedule(b)
+    outer, inner = s[b].split(b.op.axis[0], factor=256)
+    s[b].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[b].bind(inner, sl.thread_axis("threadIdx.x"))
+    return sl.build(s, [b], target="cuda")
+
+
+def test_an_int64_cuda_kernel_assembles():
+    from tests.cuda.ptxas import assemble
+
+    kernel = _gpu_pattern("int64")
+    assert kernel.lowered.index_dtype == "int64"
+    assemble(kernel.ptx)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="no usable CUDA GPU here")
+def test_a_gpu_kernel_writes_past_int32_with_int64_sizes_and_refuses_with_int32():
+    count = 2**31 + 8
+    out = sl.empty((count,), "uint8", "cuda")
+    with pytest.raises(ValueError, match=r"size 'n' is 2147483656, which does not fit int32"):
+        _gpu_pattern("int32")(out)
+    _gpu_pattern("int64")(out)
+    host = out.numpy()
+    for window in (np.arange(16), np.arange(count - 16, count), np.arange(2**31 - 8, 2**31 + 8)):
+        np.testing.assert_array_equal(host[window], (window % 251).astype(np.uint8))
