@@ -42,3 +42,7 @@ class ScopeError(ScheduleError):
 
 class RFactorError(ScheduleError):
     """rfactor of an axis or stage that cannot be factored."""
+
+
+class UnrollSizeError(ScheduleError):
+    """unroll of loops whose copies would take the compiler too long (`loopir.unroll_limit`)."""
