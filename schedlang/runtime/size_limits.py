@@ -91,9 +91,12 @@ class SizeLimits:
         if self.limit == limit:
             roles.append(f"the index type of kernel '{self.kernel}'")
         kind = v.dtype if own else self.index_dtype
+        advice = f'declare it wider: sl.var("{v.name}", dtype="int64")'
+        if limit == 2**63 - 1:
+            advice = "no kernel indexes that far; pass a smaller size"
         return (
             f"size '{v.name}' is {value}, which does not fit {kind} (at most {limit}), "
-            f'{" and ".join(roles)}; declare it wider: sl.var("{v.name}", dtype="int64")'
+            f"{' and '.join(roles)}; {advice}"
         )
 
 

@@ -110,6 +110,22 @@ def test_an_int32_size_in_an_int64_kernel_is_refused_by_its_own_dtype():
         kernel(x, np.empty_like(x), n=INT32_MAX + 1)
 
 
+def test_a_size_past_int64_is_refused():
+    n = sl.var("n", dtype="int64")
+    a = sl.placeholder((4,), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    b = sl.compute((4,), lambda i: sl.sum(a[i], axis=k), name="B")
+    kernel = sl.build(sl.create_schedule(b), [a, b])
+    x = np.ones(4, np.float32)
+    with pytest.raises(
+        ValueError,
+        match=r"size 'n' is 9223372036854775808, which does not fit int64 \(at most "
+        r"9223372036854775807\), the dtype of 'n' and the index type of kernel 'main'; no "
+        r"kernel indexes that far; pass a smaller size",
+    ):
+        kernel(x, np.empty_like(x), n=2**63)
+
+
 def _corners(n, m):
     """``B = [A[n - 1, 0], A[n - 1, m - 1]]``: the ends of A's last row."""
     a = sl.placeholder((n, m), "uint8", name="A")
