@@ -1,24 +1,23 @@
 """Compiling a lowered function for the CPU, once: an in-memory cache and an optional disk cache.
 
 In memory, compiled code is keyed by `fingerprint` (printed loop IR, types, target). Setting
-``SCHEDLANG_CACHE_DIR`` also keeps each object file on disk, under a key that adds the code
-generator's own source and the LLVM version, so a new schedlang never loads stale code; a later
-process then skips LLVM's optimiser and code generator and only links.
+``SCHEDLANG_CACHE_DIR`` also keeps each object file on disk (`disk_cache`: verified on read,
+skipped when it cannot be written), under a key that adds the code generator's own source and
+the LLVM version, so a new schedlang never loads stale code; a later process then skips LLVM's
+optimiser and code generator and only links.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from llvmlite import __version__ as llvmlite_version
 
 from ..loopir.nodes import LoweredFunc
-from . import cpu_jit
+from . import cpu_jit, disk_cache
 from .cpu_module import build_module, entry_symbol
 from .fingerprint import fingerprint
 from .llvm_text import module_text
@@ -52,10 +51,7 @@ def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:
     if hit is not None:
         return hit
     text = module_text(build_module(func, target, target.triple))
-    obj = _from_disk(key)
-    if obj is None:
-        obj = cpu_jit.object_code(text)
-        _to_disk(key, obj)
+    obj = disk_cache.load_or_make(_disk_path(key), lambda: cpu_jit.object_code(text))
     tracker, address = cpu_jit.link(obj, entry_symbol(func), imports, text)
     compiled = CompiledCpu(func, key, address, tracker, text)
     _memory[key] = compiled
@@ -68,11 +64,11 @@ def clear_memory_cache() -> None:
 
 
 def _disk_path(key: str) -> Path | None:
-    folder = os.environ.get("SCHEDLANG_CACHE_DIR")
-    if not folder:
+    folder = disk_cache.directory()
+    if folder is None:
         return None
     full = hashlib.sha256(f"{key} {_generator_version()}".encode()).hexdigest()
-    return Path(folder) / f"{full}.o"
+    return folder / f"{full}.o"
 
 
 @functools.cache
@@ -82,21 +78,3 @@ def _generator_version() -> str:
     for path in sources:
         digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def _from_disk(key: str) -> bytes | None:
-    path = _disk_path(key)
-    if path is None or not path.is_file():
-        return None
-    return path.read_bytes()
-
-
-def _to_disk(key: str, obj: bytes) -> None:
-    path = _disk_path(key)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as out:
-        out.write(obj)
-    os.replace(tmp, path)

@@ -3,26 +3,37 @@
 With ``SCHEDLANG_CACHE_DIR`` set, the PTX of a kernel is compiled to a cubin by the driver's
 linker (the same compiler `cuModuleLoadData` runs on PTX) and the cubin is stored under a key of
 the PTX's hash and the device's architecture; later processes load the cubin directly. Without
-the variable nothing is written, and PTX is loaded as it is.
+the variable nothing is written, and PTX is loaded as it is. The files go through
+`codegen.disk_cache`: a cubin that fails its checksum is compiled again, and a folder that cannot
+be written only costs the time of compiling.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from ..codegen import disk_cache
 
 
 def path_for(ptx: str, arch: str) -> Path | None:
     """Where the cubin of `ptx` for `arch` lives, or None when the disk cache is off."""
-    folder = os.environ.get("SCHEDLANG_CACHE_DIR")
-    if not folder:
+    folder = disk_cache.directory()
+    if folder is None:
         return None
     key = hashlib.sha256(f"{arch}\n{ptx}".encode()).hexdigest()
-    return Path(folder) / "cuda" / f"{key}.cubin"
+    return folder / "cuda" / f"{key}.cubin"
+
+
+def cubin(cuda: Any, check, ptx: str, arch: str, what: str) -> bytes | None:
+    """The cubin of `ptx` for `arch`, from the disk when a verified one is there, else compiled
+    and stored; None when the disk cache is off (the driver then compiles the PTX itself)."""
+    path = path_for(ptx, arch)
+    if path is None:
+        return None
+    return disk_cache.load_or_make(path, lambda: compile_ptx(cuda, check, ptx, what))
 
 
 def compile_ptx(cuda: Any, check, ptx: str, what: str) -> bytes:
@@ -38,12 +49,3 @@ def compile_ptx(cuda: Any, check, ptx: str, what: str) -> bytes:
         return ctypes.string_at(int(pointer), int(size))
     finally:
         cuda.cuLinkDestroy(state)
-
-
-def store(path: Path, cubin: bytes) -> None:
-    """Write `cubin` atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as out:
-        out.write(cubin)
-    os.replace(tmp, path)

@@ -139,13 +139,9 @@ def load_module(ptx: str, what: str) -> Any:
 
 def _load(ptx: str, what: str) -> tuple:
     cuda = driver()
-    path = cubin_cache.path_for(ptx, device().arch)
-    if path is None:
-        image = np.frombuffer(ptx.encode() + b"\0", np.uint8)
-        return cuda.cuModuleLoadData(image.ctypes.data)
-    if not path.is_file():
-        cubin_cache.store(path, cubin_cache.compile_ptx(cuda, check, ptx, what))
-    image = np.frombuffer(path.read_bytes(), np.uint8)
+    cubin = cubin_cache.cubin(cuda, check, ptx, device().arch, what)
+    data = ptx.encode() + b"\0" if cubin is None else cubin
+    image = np.frombuffer(data, np.uint8)
     return cuda.cuModuleLoadData(image.ctypes.data)
 
 

@@ -1,15 +1,20 @@
-"""The on-disk cubin cache: off without SCHEDLANG_CACHE_DIR, keyed by PTX and architecture, and
-used by a later load in place of compiling the PTX again."""
+"""The on-disk cubin cache: off without SCHEDLANG_CACHE_DIR, keyed by PTX and architecture, used
+by a later load in place of compiling the PTX again, compiled again when its file is damaged, and
+skipped with a warning when it cannot be written."""
 
 from __future__ import annotations
+
+import ctypes
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import schedlang as sl
+from schedlang.codegen import disk_cache
 from schedlang.runtime import cubin_cache
 
-from . import kernels
+from . import fake_driver, kernels
 
 
 def test_off_without_the_variable(monkeypatch):
@@ -26,20 +31,142 @@ def test_key_has_the_ptx_and_the_architecture(monkeypatch, tmp_path):
     assert one.parent == tmp_path / "cuda" and one.suffix == ".cubin"
 
 
-@pytest.mark.gpu
-@pytest.mark.usefixtures("gpu")
-def test_kernel_runs_from_a_cached_cubin(monkeypatch, tmp_path):
+@pytest.fixture
+def compiled_cubins(monkeypatch, tmp_path) -> list[str]:
+    """The PTX `compile_ptx` was asked to compile; each compiles to ``cubin of <ptx>``."""
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(disk_cache, "_warned", False)
+    asked: list[str] = []
+
+    def compile_ptx(cuda, check, ptx, what):
+        asked.append(ptx)
+        return f"cubin of {ptx}".encode()
+
+    monkeypatch.setattr(cubin_cache, "compile_ptx", compile_ptx)
+    return asked
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda e: e[:-3], id="truncated"),
+        pytest.param(lambda e: b"", id="empty"),
+        pytest.param(lambda e: e[:-1] + bytes([e[-1] ^ 1]), id="flipped"),
+        pytest.param(lambda e: b"cubin of ptx a", id="older-format"),
+    ],
+)
+def test_a_damaged_cubin_is_compiled_again_and_replaced(compiled_cubins, damage):
+    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") == b"cubin of ptx a"
+    path = cubin_cache.path_for("ptx a", "sm_90")
+    good = path.read_bytes()
+    path.write_bytes(damage(good))
+    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") == b"cubin of ptx a"
+    assert compiled_cubins == ["ptx a", "ptx a"] and path.read_bytes() == good
+    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") == b"cubin of ptx a"
+    assert len(compiled_cubins) == 2
+
+
+def test_an_unwritable_cubin_folder_warns_once_and_compiles(compiled_cubins, tmp_path):
+    (tmp_path / "cuda").write_text("a file where the cubin folder goes")
+    with pytest.warns(sl.SchedlangWarning, match="cannot write to .*unset SCHEDLANG_CACHE_DIR"):
+        for ptx in ("ptx a", "ptx b"):
+            assert (
+                cubin_cache.cubin(None, None, ptx, "sm_90", "kernel") == f"cubin of {ptx}".encode()
+            )
+    assert compiled_cubins == ["ptx a", "ptx b"]
+
+
+def test_without_the_variable_the_driver_gets_the_ptx(monkeypatch, compiled_cubins):
+    monkeypatch.delenv("SCHEDLANG_CACHE_DIR")
+    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") is None
+    assert compiled_cubins == []
+
+
+def test_the_driver_loads_the_recompiled_cubin(monkeypatch, compiled_cubins):
     from schedlang.runtime import cuda_driver as driver
 
-    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(tmp_path))
+    loaded: list[bytes] = []
+    expected = b"cubin of ptx a"
+
+    def load(address):
+        loaded.append(ctypes.string_at(address, len(expected)))
+        return (fake_driver.SUCCESS, "module")
+
+    monkeypatch.setattr(driver, "driver", lambda: SimpleNamespace(cuModuleLoadData=load))
+    monkeypatch.setattr(driver, "device", lambda: fake_driver.H100)
+    cubin_cache.path_for("ptx a", "sm_90").parent.mkdir()
+    cubin_cache.path_for("ptx a", "sm_90").write_bytes(b"\x7fELF, cut")
+    assert driver._load("ptx a", "kernel") == (fake_driver.SUCCESS, "module")
+    assert loaded == [expected] and compiled_cubins == ["ptx a"]
+
+
+def _vector_add_from_a_fresh_load():
+    """Build vector_add, load it anew (no module kept in memory) and check a run; the path of
+    its cubin."""
+    from schedlang.runtime import cuda_driver as driver
+
     s, inputs, outputs = kernels.vector_add()
     kernel = sl.build(s, inputs + outputs, target="cuda")
-    a, b = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
-    for attempt in range(2):  # compiled and stored, then loaded from the file
-        driver._modules.clear()
-        if attempt:
-            monkeypatch.setattr(cubin_cache, "compile_ptx", pytest.fail)
-        out = np.full(1000, np.nan, np.float32)
-        kernel(a, b, out)
-        np.testing.assert_array_equal(out, a + b)
-        assert len(list((tmp_path / "cuda").glob("*.cubin"))) == 1
+    driver._modules.clear()
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal(1003, np.float32), rng.standard_normal(1003, np.float32)
+    out = np.full(1003, np.nan, np.float32)
+    kernel(a, b, out)
+    np.testing.assert_allclose(out, sl.reference(outputs[0], dict(zip(inputs, (a, b)))))
+    return cubin_cache.path_for(kernel.ptx, driver.device().arch)
+
+
+@pytest.fixture
+def counted_compiles(monkeypatch, gpu) -> list[int]:
+    """One entry per PTX compiled to a cubin, once CUDA has started (its first load, of an empty
+    kernel, is on a thread of its own that would otherwise race with the test)."""
+    from schedlang.runtime import cuda_start
+
+    cuda_start.start()
+    cuda_start._thread.join(60)
+    compiled: list[int] = []
+    original = cubin_cache.compile_ptx
+
+    def counted(*args):
+        compiled.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(cubin_cache, "compile_ptx", counted)
+    return compiled
+
+
+@pytest.mark.gpu
+def test_kernel_runs_from_a_cached_cubin(monkeypatch, tmp_path, counted_compiles):
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(tmp_path))
+    path = _vector_add_from_a_fresh_load()
+    assert counted_compiles == [1] and disk_cache.read(path) is not None
+    assert _vector_add_from_a_fresh_load() == path
+    assert counted_compiles == [1]  # loaded from the file
+
+
+@pytest.mark.gpu
+def test_a_corrupted_cubin_is_compiled_again_on_the_gpu(monkeypatch, tmp_path, counted_compiles):
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(tmp_path))
+    path = _vector_add_from_a_fresh_load()
+    good = path.read_bytes()
+    path.write_bytes(_flip_middle(good))
+    _vector_add_from_a_fresh_load()
+    assert counted_compiles == [1, 1] and disk_cache.read(path) is not None
+    _vector_add_from_a_fresh_load()
+    assert counted_compiles == [1, 1]  # the replaced file is used
+
+
+@pytest.mark.gpu
+def test_an_unwritable_cache_runs_on_the_gpu(monkeypatch, tmp_path, counted_compiles):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file, not a folder")
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(blocker))
+    monkeypatch.setattr(disk_cache, "_warned", False)
+    with pytest.warns(sl.SchedlangWarning, match="cannot write to .*unset SCHEDLANG_CACHE_DIR"):
+        _vector_add_from_a_fresh_load()
+    assert counted_compiles == [1] and blocker.read_text() == "a file, not a folder"
+
+
+def _flip_middle(entry: bytes) -> bytes:
+    start, end = len(entry) // 4, 3 * len(entry) // 4
+    return entry[:start] + bytes(v ^ 0xFF for v in entry[start:end]) + entry[end:]

@@ -1,0 +1,112 @@
+"""Compiled code kept on disk under ``SCHEDLANG_CACHE_DIR``: read only when verified, written
+when possible, never a reason for a build to fail.
+
+The disk is the user's: a file can be cut short by a full disk or a killed process, changed by
+a failing drive, or left by an older schedlang; the folder can be read-only or not a folder at
+all. Machine code loaded from such a file would fail to link or, worse, run, so every entry
+carries a header (magic, format version, payload length, SHA-256 of the payload) that is checked
+before the payload is used. An entry that cannot be read or fails the check is a miss: the code
+is compiled again and the entry replaced. An entry that cannot be written is skipped, with one
+warning per process that says why and how to fix it. The CPU object cache (`cache`) and the
+GPU cubin cache (``runtime/cubin_cache``) both go through here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import warn
+
+VARIABLE = "SCHEDLANG_CACHE_DIR"
+MAGIC = b"SLCACHE\0"
+VERSION = 1
+_HEADER = struct.Struct("<8sIQ32s")  # magic, format version, payload length, SHA-256
+
+_warned = False  # whether this process has said that the cache cannot be written
+
+
+def directory() -> Path | None:
+    """The cache's folder, or None when the disk cache is off."""
+    folder = os.environ.get(VARIABLE)
+    return Path(folder) if folder else None
+
+
+def pack(payload: bytes) -> bytes:
+    """`payload` with the header that `unpack` checks."""
+    digest = hashlib.sha256(payload).digest()
+    return _HEADER.pack(MAGIC, VERSION, len(payload), digest) + payload
+
+
+def unpack(entry: bytes) -> bytes | None:
+    """The payload of `entry`, or None when `entry` is not exactly what `pack` made (cut
+    short, extended, altered, empty, or from another format)."""
+    if len(entry) < _HEADER.size:
+        return None
+    magic, version, length, digest = _HEADER.unpack_from(entry)
+    payload = entry[_HEADER.size :]
+    if magic != MAGIC or version != VERSION or length != len(payload):
+        return None
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    return payload
+
+
+def read(path: Path) -> bytes | None:
+    """The verified payload stored at `path`, or None for a miss (no file, unreadable, bad)."""
+    try:
+        entry = path.read_bytes()
+    except OSError:
+        return None
+    return unpack(entry)
+
+
+def write(path: Path, payload: bytes) -> bool:
+    """Store `payload` at `path` atomically (a reader never sees half an entry); False, with a
+    warning the first time in this process, when the disk refuses."""
+    try:
+        _write_atomically(path, pack(payload))
+    except OSError as error:
+        _warn_unwritable(path.parent, error)
+        return False
+    return True
+
+
+def load_or_make(path: Path | None, make: Callable[[], bytes]) -> bytes:
+    """The payload cached at `path`, or `make()` stored there; `path` None means no cache."""
+    if path is None:
+        return make()
+    payload = read(path)
+    if payload is None:
+        payload = make()
+        write(path, payload)
+    return payload
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _warn_unwritable(folder: Path, error: OSError) -> None:
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    reason = error.strerror or str(error)
+    warn(
+        f"the compile cache cannot write to '{folder}' ({type(error).__name__}: {reason}); "
+        f"schedlang goes on compiling without storing code on disk. Point {VARIABLE} at a "
+        f"writable directory, or unset {VARIABLE} to turn the disk cache off"
+    )
