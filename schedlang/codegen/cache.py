@@ -1,6 +1,8 @@
 """Compiling a lowered function for the CPU, once: an in-memory cache and an optional disk cache.
 
-In memory, compiled code is keyed by `fingerprint` (printed loop IR, types, target). Setting
+In memory, compiled code is keyed by `fingerprint` (printed loop IR, types, target) and shared
+by the kernels built from one lowered function while any of them lives; the last one to go
+unloads it, since a tuner builds thousands and keeps a few. Setting
 ``SCHEDLANG_CACHE_DIR`` also keeps each object file on disk (`disk_cache`: verified on read,
 skipped when it cannot be written), under a key that adds the code generator's own source and
 the LLVM version, so a new schedlang never loads stale code; a later process then skips LLVM's
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,17 +25,17 @@ from .cpu_module import build_module, entry_symbol
 from .fingerprint import fingerprint
 from .llvm_text import module_text
 
-_memory: dict[str, CompiledCpu] = {}
+_memory: weakref.WeakValueDictionary[str, CompiledCpu] = weakref.WeakValueDictionary()
 
 
 class CompiledCpu:
-    """A lowered function compiled and linked into this process."""
+    """A lowered function compiled and linked into this process, until this object goes."""
 
-    def __init__(self, func: LoweredFunc, key: str, address: int, tracker: object, text: str):
+    def __init__(self, func: LoweredFunc, key: str, address: int, linked: object, text: str):
         self.func, self.key, self.address = func, key, address
         self.symbol = entry_symbol(func)
         self.llvm_ir = text
-        self._tracker = tracker  # keeps the machine code mapped
+        self._linked = linked  # keeps the machine code mapped
 
     @property
     def asm(self) -> str:
@@ -52,14 +55,14 @@ def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:
         return hit
     text = module_text(build_module(func, target, target.triple))
     obj = disk_cache.load_or_make(_disk_path(key), lambda: cpu_jit.object_code(text))
-    tracker, address = cpu_jit.link(obj, entry_symbol(func), imports, text)
-    compiled = CompiledCpu(func, key, address, tracker, text)
+    linked, address = cpu_jit.link(obj, entry_symbol(func), imports, text)
+    compiled = CompiledCpu(func, key, address, linked, text)
     _memory[key] = compiled
     return compiled
 
 
 def clear_memory_cache() -> None:
-    """Forget compiled code (kernels already built keep theirs); for measuring compile time."""
+    """Forget compiled code (kernels alive keep theirs); for measuring compile time."""
     _memory.clear()
 
 

@@ -1,4 +1,4 @@
-"""LLVM for the host: one target machine and one JIT per process, through llvmlite.binding.
+"""LLVM for the host: one target machine per process, and its JITs, through llvmlite.binding.
 
 Generated IR is parsed, verified, optimised with LLVM's default ``-O3`` pipeline (the new pass
 manager, tuned for the host CPU and its features, no fast-math; LLVM's own loop unroller is off
@@ -6,6 +6,11 @@ because unrolling is the schedule's decision, and it costs a third of the compil
 to an object file (which the compile cache may keep on disk), and linked into the process by
 LLJIT. Anything that fails in here is schedlang's bug, never the user's: it is an `InternalError`
 with the IR attached.
+
+Linked code lives as long as the object `link` returns. Each link makes a library in its JIT,
+and a JIT keeps its libraries' bookkeeping (about 9 KB each) after their code is unloaded, so a
+JIT takes `LINKS_PER_JIT` libraries and then gives way to a fresh one; the old one is freed
+with the last code linked into it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import ctypes.util
 import functools
 import itertools
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,21 +28,25 @@ import llvmlite.binding as llvm
 
 from ..errors import InternalError
 from .cpu import CpuTarget
+from .llvm_passes import run_passes
+
+LINKS_PER_JIT = 64
 
 _lock = threading.Lock()
 _names = itertools.count()
+_jit: llvm.LLJIT | None = None
+_jit_links = 0
 
 
 @dataclass(frozen=True)
 class Host:
     target: CpuTarget
     machine: llvm.TargetMachine
-    jit: llvm.LLJIT
 
 
 @functools.cache
 def host() -> Host:
-    """The host's target machine and JIT, made on first use (LLVM initialisation is slow)."""
+    """The host's target and target machine, made on first use (LLVM initialisation is slow)."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     libm = ctypes.util.find_library("m")
@@ -48,7 +58,7 @@ def host() -> Host:
     machine = llvm.Target.from_triple(triple).create_target_machine(
         cpu=cpu, features=features, opt=3, codemodel="jitdefault", jit=True
     )
-    return Host(CpuTarget(triple, cpu, features), machine, llvm.create_lljit_compiler(machine))
+    return Host(CpuTarget(triple, cpu, features), machine)
 
 
 def failed(what: str, error: Exception, text: str) -> InternalError:
@@ -76,7 +86,7 @@ def optimized(text: str) -> llvm.ModuleRef:
     options.slp_vectorization = True
     options.loop_unrolling = False  # the schedule decides (unroll), done in the loop IR
     builder = llvm.create_pass_builder(machine, options)
-    builder.getModulePassManager().run(module, builder)
+    run_passes(builder.getModulePassManager(), module, builder)
     return module
 
 
@@ -95,16 +105,41 @@ def optimized_ir(text: str) -> str:
         return str(optimized(text))
 
 
-def link(obj: bytes, symbol: str, imports: Mapping[str, int], text: str) -> tuple[object, int]:
-    """Load `obj` (compiled from the IR `text`) into the process; the tracker keeps it alive,
+def link(obj: bytes, symbol: str, imports: Mapping[str, int], text: str) -> tuple[Linked, int]:
+    """Load `obj` (compiled from the IR `text`) into the process: the `Linked` keeps it loaded,
     the int is `symbol`'s address."""
     library = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
     for name, address in imports.items():
         library.import_symbol(name, address)
     library.export_symbol(symbol)
     with _lock:
+        jit = _next_jit()
         try:
-            tracker = library.link(host().jit, f"schedlang{next(_names)}")
+            tracker = library.link(jit, f"schedlang{next(_names)}")
         except RuntimeError as error:
             raise failed(f"link '{symbol}'", error, text) from None
-    return tracker, tracker[symbol]
+    return Linked(tracker, jit), tracker[symbol]
+
+
+class Linked:
+    """Code linked into the process, unloaded when this object is collected (its addresses
+    must not be called after that). It holds the JIT the code went into, which must outlive
+    the code."""
+
+    def __init__(self, tracker: llvm.ResourceTracker, jit: llvm.LLJIT) -> None:
+        unload = weakref.finalize(self, _unload, tracker, jit)
+        unload.atexit = False  # at exit the process unmaps everything anyway
+
+
+def _unload(tracker: llvm.ResourceTracker, jit: llvm.LLJIT) -> None:
+    """Unload the code; `jit` is passed only to stay alive until then."""
+    tracker.close()
+
+
+def _next_jit() -> llvm.LLJIT:
+    """The JIT the next library goes into (under `_lock`)."""
+    global _jit, _jit_links
+    if _jit is None or _jit_links == LINKS_PER_JIT:
+        _jit, _jit_links = llvm.create_lljit_compiler(host().machine), 0
+    _jit_links += 1
+    return _jit

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import weakref
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -27,6 +28,7 @@ from . import libdevice, softmath
 from .control import UNROLL_FULL
 from .cpu_jit import failed
 from .fingerprint import fingerprint
+from .llvm_passes import run_passes
 from .llvm_text import module_text
 from .nvptx_module import build_module
 from .nvptx_plan import DevicePlan, plan_kernels
@@ -35,7 +37,7 @@ DEFAULT_ARCH = "sm_90"
 _ARCH = re.compile(r"sm_(\d+)([af]?)")
 _PTX_FOR_NEWER = ((100, 86), (120, 87))  # (first architecture, PTX ISA) beyond sm_90
 _lock = threading.Lock()
-_memory: dict[str, CompiledCuda] = {}
+_memory: weakref.WeakValueDictionary[str, CompiledCuda] = weakref.WeakValueDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +83,7 @@ def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 
     result) to PTX kernels for `arch`, each leaving room for `min_blocks` blocks per
     multiprocessor when positive. Cached by the fingerprint of `func` before the passes, which
     are deterministic and multiply its size by unrolling; with the options and the math
-    library that calls link (libdevice or schedlang's own)."""
+    library that calls link (libdevice or schedlang's own). Kept while a kernel holds it."""
     math = "libdevice" if libdevice.find() is not None else "softmath"
     key = fingerprint(func, f"cuda {check_arch(arch)} {min_blocks} {math}")
     hit = _memory.get(key)
@@ -97,7 +99,7 @@ def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 
 
 
 def clear_memory_cache() -> None:
-    """Forget compiled kernels (those already built keep theirs); for measuring compile time."""
+    """Forget compiled kernels (those alive keep theirs); for measuring compile time."""
     _memory.clear()
 
 
@@ -120,7 +122,7 @@ def _ptx(text: str, kernels: list[str], tm: llvm.TargetMachine) -> str:
             _unroll_hinted_loops(module, tm)
         options = llvm.create_pipeline_tuning_options(speed_level=3)
         builder = llvm.create_pass_builder(tm, options)
-        builder.getModulePassManager().run(module, builder)
+        run_passes(builder.getModulePassManager(), module, builder)
         unresolved = [
             f.name for f in module.functions if f.is_declaration and not f.name.startswith("llvm.")
         ]
@@ -136,7 +138,7 @@ def _unroll_hinted_loops(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None
     GEMM's k loop came out with its addresses carried differently and ran 1-3% slower."""
     passes = llvm.create_new_module_pass_manager()
     passes.add_loop_unroll_pass()
-    passes.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(3)))
+    run_passes(passes, module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(3)))
 
 
 def _link_libdevice(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from ..errors import LaunchError
 from . import cubin_cache
 
 _lock = threading.Lock()
-_modules: dict[str, Any] = {}
+_modules: weakref.WeakValueDictionary[str, Module] = weakref.WeakValueDictionary()
 _device_lock = threading.Lock()
 _found: Device | None = None
 
@@ -125,14 +126,33 @@ def _initialise() -> Device:
     )
 
 
-def load_module(ptx: str, what: str) -> Any:
-    """The module of `ptx`, loaded once per process (the driver compiles PTX on load), from a
-    cubin on disk when ``SCHEDLANG_CACHE_DIR`` holds one (`cubin_cache`)."""
+class Module:
+    """A loaded CUDA module, unloaded (``cuModuleUnload``) when the last kernel holding it is
+    collected: a tuner loads thousands, and each keeps its code and constants on the device."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        unload = weakref.finalize(self, _unload, handle)
+        unload.atexit = False  # the driver frees everything at exit
+
+
+def _unload(handle: Any) -> None:
+    """From a finalizer, which has no caller to report to: a failure (the context already
+    destroyed at exit) leaves the module to the driver."""
+    cuda = driver()
+    if _found is not None:
+        cuda.cuCtxSetCurrent(_found.context)
+    cuda.cuModuleUnload(handle)
+
+
+def load_module(ptx: str, what: str) -> Module:
+    """The module of `ptx`, loaded once while some kernel holds it (the driver compiles PTX on
+    load), from a cubin on disk when ``SCHEDLANG_CACHE_DIR`` holds one (`cubin_cache`)."""
     key = hashlib.sha256(ptx.encode()).hexdigest()
     with _lock:
         module = _modules.get(key)
         if module is None:
-            module = check(_load(ptx, what), f"loading the PTX of {what}")
+            module = Module(check(_load(ptx, what), f"loading the PTX of {what}"))
             _modules[key] = module
     return module
 
@@ -145,8 +165,10 @@ def _load(ptx: str, what: str) -> tuple:
     return cuda.cuModuleLoadData(image.ctypes.data)
 
 
-def function(module: Any, name: str) -> Any:
-    return check(driver().cuModuleGetFunction(module, name.encode()), f"finding kernel {name}")
+def function(module: Module, name: str) -> Any:
+    """Kernel `name` of `module`, valid while `module` is alive."""
+    found = driver().cuModuleGetFunction(module.handle, name.encode())
+    return check(found, f"finding kernel {name}")
 
 
 def allow_dynamic_shared(function: Any, nbytes: int, what: str) -> None:

@@ -1,10 +1,10 @@
 """`CudaKernel`: a schedule compiled to PTX, called like the CPU `Kernel`.
 
 Building needs no GPU: the PTX is generated (and can be read, or checked with ptxas) on any
-machine. The GPU is touched on the first call, which loads the module (cached per process by
-the PTX's hash). A call checks and places its arguments, launches the kernels on the default
-stream, waits for them, and copies host outputs back; an error the driver reports while they
-run is a `LaunchError` naming the kernel.
+machine. The GPU is touched on the first call, which loads the module (shared by the kernels of
+one PTX, unloaded when the last of them is collected). A call checks and places its arguments,
+launches the kernels on the default stream, waits for them, and copies host outputs back; an
+error the driver reports while they run is a `LaunchError` naming the kernel.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class CudaKernel:
         self._compiled = compiled
         self._written = written_params(lowered)
         self._limits = SizeLimits(lowered)
+        self._module: cuda_driver.Module | None = None  # the functions' lifetime
         self._functions: list[Any] | None = None
 
     @entry_point(also=(TypeError, ValueError))
@@ -126,7 +127,7 @@ class CudaKernel:
                     name = f"kernel '{self.lowered.name}/{kernel.name}'"
                     cuda_driver.allow_dynamic_shared(function, kernel.dynamic_shared_bytes, name)
                 functions.append(function)
-            self._functions = functions
+            self._module, self._functions = module, functions
         return self._functions
 
     def _wait(self, doing: str) -> None:

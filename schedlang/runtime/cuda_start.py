@@ -18,6 +18,7 @@ from . import cuda_driver
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
+_empty: object = None  # the empty kernel's module, held for the process (it is tiny)
 
 
 def start() -> None:
@@ -30,11 +31,13 @@ def start() -> None:
 
 
 def _start() -> None:
+    global _empty
     try:
         if not probe_cuda().ok:
             return
         device = cuda_driver.device()
-        cuda_driver.load_module(_empty_kernel(device.arch), "the empty kernel CUDA starts with")
+        what = "the empty kernel CUDA starts with"
+        _empty = cuda_driver.load_module(_empty_kernel(device.arch), what)
     except Exception:  # reported by the caller's own first call (see the module's note)
         pass
 
