@@ -21,6 +21,7 @@ from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.registers import left_to_llvm
 from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
+from .loopir.unroll_limit import check_unroll_size
 from .loopir.vector_inner import sink_vector_loops
 from .poly.bounds import check_bounds
 from .poly.legality import check_legality
@@ -28,6 +29,7 @@ from .poly.local_reads import check_local_reads
 from .poly.placement import Placement
 from .poly.space import Params
 from .poly.statements import build_statements, inline_bodies
+from .poly.stored import check_storable
 from .schedule import records as rec
 from .schedule.errors import ScopeError, message
 from .schedule.schedule import Schedule
@@ -58,11 +60,13 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     statements = build_statements(s, bodies, params)
     _dump("statements", "\n".join(f"{st.name} {st.role}: {st.domain}" for st in statements))
     check_bounds(statements, params)
-    placement = Placement(s, statements, params)
+    arg_ops = _arg_ops(s, args)
+    check_storable(s, frozenset(arg_ops))
+    placement = Placement(s, statements, params, frozenset(arg_ops))
     _dump("schedule", "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
     cross_thread = check_legality(s, placement, params)
     check_local_reads(s, placement, params)
-    buffers, params_bufs, local = _buffers(s, args, placement, params)
+    buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
     sizes = tuple(params.vars.values())
     index = index_dtype([stage.op for stage in s.stages], sizes, buffers.values())
     body, reductions = generate(
@@ -82,19 +86,32 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     body = insert_barriers(body)
     body = sink_vector_loops(body)
     folded: dict = {}  # expressions simplified, for the next simplification to reuse
+    check_unroll_size(s, body)  # before any pass makes the copies
     body = unroll_loops(body, folded, keep)  # simplified, sharing `folded`
     body = simplify_divisions(body)
     _dump("simplified", body)
     return LoweredFunc(name, tuple(params_bufs), sizes, body, index)
 
 
-def _buffers(s: Schedule, args: list[Tensor], placement: Placement, params: Params):
-    arg_ops = []
-    for a in args:
+def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
+    """The ops of `args`, each once: two parameters for one tensor would be two arrays that
+    the kernel writes and reads as one."""
+    arg_ops: list[Operation] = []
+    for position, a in enumerate(args):
         op = a.op if isinstance(a, Tensor) else a
         if not isinstance(op, Operation) or op not in s._by_op:
             raise LoweringError(f"argument {a!r} is not a tensor of this schedule")
-        arg_ops.append(s._by_op[op].op)
+        op = s._by_op[op].op
+        if op in arg_ops:
+            raise LoweringError(
+                f"'{op.name}' is listed twice in args (positions {arg_ops.index(op)} and "
+                f"{position}); list each tensor once"
+            )
+        arg_ops.append(op)
+    return arg_ops
+
+
+def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params: Params):
     buffers: dict[Operation, Buffer] = {}
     for op in arg_ops:
         buffers[op] = Buffer(op.name, tuple(op.shape), op.dtype, "global")

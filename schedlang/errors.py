@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import sysconfig
 import warnings
 from collections.abc import Callable
 from types import TracebackType
@@ -95,11 +96,43 @@ def _users_frames(tb: TracebackType | None) -> TracebackType | None:
     return pruned
 
 
+_LIBRARY_DIRS = tuple(
+    os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "purelib", "platlib")
+)
+
+
+def _raised_by_schedlang(tb: TracebackType | None) -> bool:
+    """Whether the innermost frame of `tb` that is not a library's (numpy, islpy, llvmlite,
+    the standard library) is schedlang's own: then the error is ours, not a user's callback's."""
+    frames = []
+    while tb is not None:
+        frames.append(os.path.abspath(tb.tb_frame.f_code.co_filename))
+        tb = tb.tb_next
+    for filename in reversed(frames):
+        if _is_internal(filename):
+            return True
+        if not filename.startswith(_LIBRARY_DIRS):
+            return False
+    return False
+
+
+def _internal(function: Callable, error: Exception) -> InternalError:
+    return InternalError(
+        f"{function.__qualname__} failed inside schedlang: {type(error).__name__}: {error}. "
+        "This is a bug in schedlang, not a mistake of yours: please report it with the "
+        "algorithm and schedule that raised it"
+    )
+
+
 def entry_point(function: F | None = None, *, also: tuple[type[Exception], ...] = ()):
     """Mark a function users call: a `SchedlangError` other than `InternalError` (and the types
     in `also`, e.g. the `TypeError`/`ValueError` of a kernel call's arguments) leaves it with a
     traceback of the user's frames alone, so that it ends at the line that made the mistake
-    (JAX's ``api_boundary``). The exception, its message and its cause are unchanged."""
+    (JAX's ``api_boundary``). The exception, its message and its cause are unchanged.
+
+    Any other exception raised by schedlang's own code (an `islpy.Error`, an LLVM error, a
+    Python `KeyError`...) leaves as an `InternalError` that says so, caused by the original:
+    no raw library error reaches a user. One raised by a user's callback passes unchanged."""
 
     def mark(function: F) -> F:
         @functools.wraps(function)
@@ -111,6 +144,12 @@ def entry_point(function: F | None = None, *, also: tuple[type[Exception], ...] 
                 if not full and not isinstance(error, InternalError):
                     error.with_traceback(_users_frames(error.__traceback__))
                 raise  # a bare raise adds no frame of its own
+            except MemoryError:
+                raise
+            except Exception as error:
+                if not _raised_by_schedlang(error.__traceback__):
+                    raise
+                raise _internal(function, error) from error
 
         return entered  # type: ignore[return-value]
 

@@ -149,7 +149,18 @@ def test_internal_errors_keep_every_frame(monkeypatch):
     assert frames(info)[-1][0] == os.path.join(PACKAGE, "schedule", "schedule.py")
 
 
-def test_errors_that_are_not_schedlangs_keep_every_frame():
-    with pytest.raises(TypeError, match="not callable") as info:
+def test_a_function_that_is_not_one_ends_at_the_users_line():
+    line = here()
+    with pytest.raises(TypeError, match=r"fcompute must be a function of the indices") as info:
         sl.compute((16,), "A[i]")
-    assert frames(info)[-1][0] == os.path.join(PACKAGE, "ir", "tensor.py")
+    assert_ends_at(info, line)
+
+
+def test_errors_of_a_users_callback_keep_every_frame():
+    def fcompute(i):
+        return i.no_such_attribute
+
+    with pytest.raises(AttributeError, match="no_such_attribute") as info:
+        sl.compute((16,), fcompute)
+    assert frames(info)[-1] == (__file__, fcompute.__code__.co_firstlineno + 1)
+    assert any(f.startswith(PACKAGE + os.sep) for f, _ in frames(info))

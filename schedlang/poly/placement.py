@@ -29,6 +29,7 @@ from .box_fill import box_clamps, box_domain
 from .loops import leaf_extents, loop_map
 from .space import Params
 from .statements import Statement
+from .stored import check_stored_at
 
 THREAD_TAGS = tuple(t for t in HARDWARE_TAGS if t.startswith("threadIdx"))
 
@@ -110,6 +111,15 @@ def _check_attach_leaf(producer: Stage, consumer: Stage) -> None:
     )
 
 
+def largest_value(extent: isl.PwAff, context: isl.Set) -> int | None:
+    """The largest value of `extent` under `context`, when it has one. Taken over the set of its
+    values: an extent of a fused loop can be a rational expression that is integral on its
+    domain (``(3 + f)/3 : f mod 3 = 0``), which `PwAff.max_val` refuses."""
+    values = isl.Map.from_pw_aff(extent).range().intersect_params(context)
+    bound = values.dim_max_val(0)
+    return int(bound.to_python()) if bound.is_int() else None
+
+
 def _kind(entry: tuple) -> str:
     """What a schedule dimension is for one statement: a loop, or which constant."""
     return "dim" if entry[0] == "dim" else f"beta {entry[1]}"
@@ -122,9 +132,16 @@ def _ndims(s: isl.Set) -> int:
 class Placement:
     """Builds `Placed` statements and `Storage` for a schedule (see the module docstring)."""
 
-    def __init__(self, schedule: Schedule, statements: list[Statement], params: Params) -> None:
+    def __init__(
+        self,
+        schedule: Schedule,
+        statements: list[Statement],
+        params: Params,
+        stored: frozenset[Operation] = frozenset(),
+    ) -> None:
         self.schedule = schedule
         self.params = params
+        self.stored = stored  # intermediates in args: stored whole in the caller's arrays
         self.by_stage: dict[str, list[Statement]] = {}
         for st in statements:
             self.by_stage.setdefault(st.stage.name, []).append(st)
@@ -284,6 +301,9 @@ class Placement:
         if relaxed:
             needed = _free(keep, relaxed).apply_range(footprint)
         needed = needed.coalesce()
+        whole = producer.op in self.stored
+        if whole:
+            check_stored_at(self.schedule, producer.name, needed, prefix_axes)
         box = needed
         nd = len(producer.op.axis)
         bmin = [box.dim_min(d) for d in range(nd)]
@@ -298,7 +318,7 @@ class Placement:
         if expanded:
             shift = lead_map.flat_range_product(shift)
         on_loops = (tuple(prefix_axes), isl.PwMultiAff.from_map(shift))
-        for pc in readers:
+        for pc in readers if not whole else ():
             pc.offsets[producer.op] = isl.PwMultiAff.from_map(
                 prefix_maps[id(pc)].apply_range(shift)
             )
@@ -315,15 +335,19 @@ class Placement:
         roots = dict(zip(producer.root_axes, box_constant))
         roots.update({a: producer.extents[a] for a in producer.root_axes[nd:]})
         extents = self.extents[producer.name] = leaf_extents(producer, roots)
-        clamps = box_clamps(
-            self.schedule,
-            producer,
-            self.by_stage[producer.name],
-            bmin,
-            box_constant,
-            extents,
-            bool(expanded),
-            self.params.context,
+        clamps = (
+            None
+            if whole
+            else box_clamps(
+                self.schedule,
+                producer,
+                self.by_stage[producer.name],
+                bmin,
+                box_constant,
+                extents,
+                bool(expanded),
+                self.params.context,
+            )
         )
         if clamps is None:
             relative = needed.sum(bmin_map.neg()).wrap().flatten()
@@ -344,7 +368,7 @@ class Placement:
             xmap = _proj(total, list(range(keep, keep + nd)), st.name).intersect_domain(ext)
             data = xmap.sum(pmap.apply_range(bmin_map.reset_tuple_id(isl.dim_type.out)))
             to_root, relative_root = data, xmap
-            store = xmap
+            store = data if whole else xmap
             if expanded:
                 store = pmap.apply_range(lead_map).flat_range_product(xmap)
             if n_red:
@@ -398,6 +422,8 @@ class Placement:
         it): inside thread loops "local", inside block loops "shared", else "global"."""
         if stage.scope is not None:
             return stage.scope
+        if stage.op in self.stored:
+            return "global"
         tags = self._enclosing_tags(stage)
         if any(t.startswith("threadIdx") or t == "vthread" for t in tags):
             return "local"
@@ -424,6 +450,8 @@ class Placement:
         "local" and "global" buffers get a part per virtual thread (TE's virtual-thread
         injection expands them), since virtual threads interleave in one thread.
         """
+        if producer.op in self.stored:
+            return [], []  # stored at absolute indices: no parts to share or expand
         tags = [self._tag(a) for a in prefix_axes]
         if scope == "global" and any(t is not None and t != "vthread" for t in tags):
             raise _placement_error(
@@ -532,8 +560,7 @@ class Placement:
         return readers
 
     def _constant(self, extent: isl.PwAff) -> int | None:
-        bound = extent.intersect_params(self.params.context).max_val()
-        return int(bound.to_python()) if bound.is_int() else None
+        return largest_value(extent, self.params.context)
 
     def _param_bound(self, extent: isl.PwAff) -> isl.PwAff:
         """The largest value of `extent` over the prefix, as a function of the sizes."""

@@ -173,6 +173,14 @@ def create_schedule(outputs: object) -> Schedule:
         if not isinstance(op, Operation):
             raise ScheduleError(f"create_schedule takes tensors or ops, not {item!r}")
         ops.append(op)
+    if not ops:
+        raise ScheduleError("create_schedule: no outputs given; pass the tensors to compute")
+    if not any(isinstance(op, ComputeOp) for op in ops):
+        names = ", ".join(f"'{op.name}'" for op in ops)
+        raise ScheduleError(
+            f"create_schedule: every output ({names}) is a placeholder, so the schedule would "
+            "compute nothing; pass the tensors made by sl.compute"
+        )
     return Schedule(ops)
 
 

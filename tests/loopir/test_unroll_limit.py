@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-import schedlang.driver
 from schedlang.loopir.unroll_limit import MAX_UNROLLED
 from schedlang.schedule.errors import UnrollSizeError
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(schedlang.driver, "check_unroll_size"),
-    reason="sl.lower does not call check_unroll_size yet",
-)
 
 QUICK = 3.0  # seconds: a refusal must not wait for any compiler
 
