@@ -36,8 +36,11 @@ from .schedule.schedule import Schedule
 
 
 def _dump(name: str, value: object) -> None:
+    """Print a pass's result under SCHEDLANG_DUMP. A callable `value` is called only then:
+    printing isl objects costs time, and islpy keeps the strings it makes."""
     if os.environ.get("SCHEDLANG_DUMP"):
-        print(f"== {name} ==\n{value}\n")
+        shown = value() if callable(value) else value
+        print(f"== {name} ==\n{shown}\n")
 
 
 def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
@@ -58,12 +61,12 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     params = Params([stage.op for stage in s.stages])
     bodies = inline_bodies(s)
     statements = build_statements(s, bodies, params)
-    _dump("statements", "\n".join(f"{st.name} {st.role}: {st.domain}" for st in statements))
+    _dump("statements", lambda: "\n".join(f"{t.name} {t.role}: {t.domain}" for t in statements))
     check_bounds(statements, params)
     arg_ops = _arg_ops(s, args)
     check_storable(s, frozenset(arg_ops))
     placement = Placement(s, statements, params, frozenset(arg_ops))
-    _dump("schedule", "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
+    _dump("schedule", lambda: "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
     cross_thread = check_legality(s, placement, params)
     check_local_reads(s, placement, params)
     buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
