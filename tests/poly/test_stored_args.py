@@ -11,6 +11,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.loopir.interpret import run
+from schedlang.platform_info import cuda_available
 from schedlang.schedule.errors import PlacementError, ScopeError
 from tests.schedule.util import random_inputs
 
@@ -87,6 +88,20 @@ def test_an_intermediate_computed_per_gpu_thread_is_stored():
     kernel = sl.build(s, [a, b, c], target="cuda")
     assert "B[" in str(kernel.lowered)
     run_all(kernel, [a], [b, c], {"n": 77}, backends=("interpreter",))
+
+
+@pytest.mark.gpu
+def test_an_intermediate_computed_per_gpu_thread_is_stored_on_the_gpu():
+    if not cuda_available():
+        pytest.skip("no usable CUDA GPU here")
+    a, b, c = chain()
+    s = sl.create_schedule(c)
+    bx, tx = s[c].split(c.op.axis[0], factor=32)
+    s[c].bind(bx, sl.thread_axis("blockIdx.x"))
+    s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+    s[b].compute_at(s[c], tx)
+    kernel = sl.build(s, [a, b, c], target="cuda")
+    run_all(kernel, [a], [b, c], {"n": 1001}, backends=("cuda",))
 
 
 def test_an_inlined_intermediate_in_args_is_refused():
