@@ -2,9 +2,10 @@
 
 LLVM leaves some cases undefined that numpy defines: integer division by zero (numpy: 0),
 ``INT_MIN // -1`` (numpy wraps), shifts by the bit width or more (numpy: 0, or the sign for a
-right shift), float-to-int conversion out of range. Floor division and modulo of integers and
-floats follow numpy's rules (the result's sign follows the divisor). Every helper works on
-scalars and vectors alike.
+right shift). Float-to-int conversion out of range, which numpy leaves undefined too, saturates
+on every target and in the reference (`schedlang.ir.dtype.float_to_int`). Floor division and
+modulo of integers and floats follow numpy's rules (the result's sign follows the divisor).
+Every helper works on scalars and vectors alike.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from llvmlite import ir
 
 from ..ir import dtype as dt
 from .intrinsics import call_overloaded, intrinsic
-from .llvm_types import F32, F64, HALF, I32, I64, is_signed, lanes_of, round_half, vector_of
+from .llvm_types import F32, F64, HALF, I32, is_signed, lanes_of, round_half, vector_of
 
 
 def splat_like(value: int | float, like: ir.Value) -> ir.Constant:
@@ -134,7 +135,8 @@ def min_max(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: str) -> i
 
 
 def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str) -> ir.Value:
-    """`value` (compute type of `source`) converted to `target` as numpy's ``astype`` does."""
+    """`value` (compute type of `source`) converted to `target` as the reference converts it:
+    numpy's ``astype``, but saturating from floats to integers."""
     lanes = lanes_of(value)
     if source == target:
         return value
@@ -180,18 +182,19 @@ def _to_float_round_to_odd(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:
     return b.bitcast(bits, vector_of(F32, lanes))
 
 
+def float_to_int(b: ir.IRBuilder, value: ir.Value, target: str) -> ir.Value:
+    """A float (or vector) converted to the integer `target` as `dt.float_to_int` says: toward
+    zero, saturated, NaN to 0, which is what ``llvm.fptosi.sat``/``llvm.fptoui.sat`` define
+    (plain ``fptosi`` is poison out of range)."""
+    t = vector_of(ir.IntType(dt.bits(target)), lanes_of(value))
+    name = "llvm.fptosi.sat" if is_signed(target) else "llvm.fptoui.sat"
+    return b.call(intrinsic(b.module, name, [t, value.type], t, [value.type]), [value])
+
+
 def _to_int(b, value, source: str, target: str, lanes) -> ir.Value:
     t = vector_of(ir.IntType(dt.bits(target)), lanes)
     if dt.is_float(source):
-        # C conversion as numpy does it on x86: through int32 (int64 for the wide types).
-        via = I64 if dt.bits(target) >= 32 and target != "int32" else I32
-        wide_t = vector_of(via, lanes)
-        name = "llvm.fptosi.sat"
-        fn = intrinsic(b.module, name, [wide_t, value.type], wide_t, [value.type])
-        converted = b.call(fn, [value])
-        if via.width == dt.bits(target):
-            return converted
-        return b.trunc(converted, t)
+        return float_to_int(b, value, target)
     width = value.type.element.width if lanes else value.type.width
     target_width = dt.bits(target)
     if target_width == width:

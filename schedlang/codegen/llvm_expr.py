@@ -145,7 +145,10 @@ class ExprEmitter:
         if isinstance(e, Select):
             return self._select(e)
         if isinstance(e, Cast):
-            return arith.cast(self.b, self.value(e.value), e.value.dtype, e.dtype)
+            value = self.value(e.value)
+            if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
+                return self.target.float_to_int(self.b, value, e.dtype)
+            return arith.cast(self.b, value, e.value.dtype, e.dtype)
         if isinstance(e, Call):
             args = self.unify(*(self.value(a) for a in e.args))
             return call_math(self.b, self.target, e.name, args, e.dtype)

@@ -28,7 +28,17 @@ from .intrinsics import intrinsic
 from .lanes import access_kind, reduction, why_scalar
 from .llvm_arith import min_max
 from .llvm_expr import Binding
-from .llvm_types import I1, I32, I64, constant, from_storage, round_half, storage_type, to_storage
+from .llvm_types import (
+    HALF_FLOATS,
+    I1,
+    I32,
+    I64,
+    constant,
+    from_storage,
+    round_half,
+    storage_type,
+    to_storage,
+)
 from .register_values import read_elements, write_vector
 
 if TYPE_CHECKING:
@@ -265,6 +275,9 @@ def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
     old = em.scalar_load(s.buffer, s.indices)
     vector_t = terms.type
     scalar_t = vector_t.element
+    if dtype in HALF_FLOATS and op in ("+", "*"):
+        combine = b.fadd if op == "+" else b.fmul
+        return round_half(b, dtype, combine(old, _halving_tree(b, combine, terms, op, dtype)))
     if dt.is_float(dtype) and op in ("+", "*"):
         name = "llvm.vector.reduce.fadd" if op == "+" else "llvm.vector.reduce.fmul"
         fn = intrinsic(b.module, name, [vector_t], scalar_t, [scalar_t, vector_t])
@@ -284,6 +297,32 @@ def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
     if op in ("min", "max"):
         return min_max(b, op, old, combined, dtype)
     return b.add(old, combined) if op == "+" else b.mul(old, combined)
+
+
+def _halving_tree(b: ir.IRBuilder, combine, terms: ir.Value, op: str, dtype: str) -> ir.Value:
+    """The lanes of `terms` combined pairwise, halves against halves, rounding every partial
+    result to the 16-bit `dtype`: the reduction accumulates in its dtype in whatever order the
+    schedule chose, where LLVM's ``llvm.vector.reduce.fadd`` would keep float partial sums.
+    A lane count that is no power of two is padded with the identity."""
+    count = terms.type.count
+    width = 1 << (count - 1).bit_length()
+    if width != count:
+        padding = _identity(op, dtype, count)
+        terms = b.shuffle_vector(
+            terms, padding, _lanes([*range(count), *[count] * (width - count)])
+        )
+    while width > 1:
+        width //= 2
+        low = b.shuffle_vector(terms, terms, _lanes(range(width)))
+        high = b.shuffle_vector(terms, terms, _lanes(range(width, 2 * width)))
+        terms = round_half(b, dtype, combine(low, high))
+    return b.extract_element(terms, ir.Constant(I32, 0))
+
+
+def _lanes(indices) -> ir.Constant:
+    """A shuffle mask selecting `indices`."""
+    items = [ir.Constant(I32, i) for i in indices]
+    return ir.Constant(ir.VectorType(I32, len(items)), items)
 
 
 def _identity(op: str, dtype: str, lanes: int) -> ir.Constant:

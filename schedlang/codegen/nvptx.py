@@ -23,7 +23,7 @@ from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Const
 from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
-from . import libdevice, softmath
+from . import libdevice, nvptx_convert, softmath
 from .llvm_types import I64, storage_type
 from .nvptx_allreduce import emit_allreduce
 from .nvptx_llvm import (
@@ -135,6 +135,9 @@ class NvptxTarget(Target):
 
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         emit_allreduce(em, stmt, self.kernel.block)
+
+    def float_to_int(self, b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:
+        return nvptx_convert.float_to_int(b, value, dtype)
 
     def native_math(self, name: str) -> bool:
         return name in _NATIVE_MATH

@@ -12,7 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+from llvmlite import ir
+
 from ..ir import dtype as dt
+from .llvm_arith import float_to_int
 
 if TYPE_CHECKING:
     from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
@@ -62,6 +65,12 @@ class Target(ABC):
         state their alignment from it (`alignment`). Only the element size is guaranteed unless
         the target allocates, or the runtime checks, more."""
         return dt.itemsize(buffer.dtype)
+
+    def float_to_int(self, b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:
+        """A float (or vector) converted to the integer `dtype`, saturating as the reference
+        does (`llvm_arith.float_to_int`); a target whose own instruction already saturates
+        overrides it where LLVM's generic lowering is longer."""
+        return float_to_int(b, value, dtype)
 
     def native_math(self, name: str) -> bool:
         """Whether this target's LLVM backend lowers the intrinsic for `name` (``exp``, ...);

@@ -161,3 +161,28 @@ def min_value(dtype: str) -> int | float:
     if is_float(dtype):
         return -max_value(dtype)
     return int(np.iinfo(np.dtype(dtype)).min)
+
+
+def float_to_int(values: object, dtype: str) -> np.ndarray | np.generic:
+    """Floats converted to the integer `dtype` as every target converts them: toward zero,
+    saturated at the limits of `dtype` (so negatives give 0 for an unsigned type), and NaN to 0.
+    That is LLVM's ``llvm.fptosi.sat`` and PTX's ``cvt.rzi``; numpy's own ``astype`` leaves
+    values out of range undefined (INT_MIN on x86, and int8 wraps through int32).
+    A 0-d input gives a numpy scalar, as a ufunc does."""
+    exact = np.trunc(np.asarray(values).astype(np.float64))  # every float dtype fits in float64
+    lo, hi = min_value(dtype), max_value(dtype)
+    above = exact >= float(hi + 1)  # a power of two, so exact where float(hi) is not
+    below = exact < float(lo)
+    unsafe = above | below | np.isnan(exact)
+    out = np.where(unsafe, 0.0, exact).astype(to_numpy(dtype))
+    out[above] = hi
+    out[below] = lo
+    return out[()]
+
+
+def constant_to_int(value: float, source: str, target: str) -> int:
+    """A float constant of dtype `source` converted to the integer `target` as `float_to_int`
+    converts values, after rounding it to `source` as a kernel stores it."""
+    with np.errstate(over="ignore"):
+        stored = to_numpy(source).type(value)
+    return int(float_to_int(stored, target))

@@ -144,7 +144,11 @@ def reference(
     precision: str | None = None,
     sizes: Mapping[Var, int] | None = None,
 ) -> np.ndarray | list[np.ndarray]:
-    """Reference values of `outputs` (one array, or a list for a list of tensors)."""
+    """Reference values of `outputs` (one array, or a list for a list of tensors).
+
+    Where numpy leaves a value undefined the reference defines it as kernels compute it: a
+    float cast to an integer saturates (NaN gives 0), and a float16 or bfloat16 reduction
+    accumulates in its dtype, one term at a time in the order of the reduce axes."""
     single = isinstance(outputs, Tensor)
     outs = [outputs] if single else list(outputs)
     if precision not in (None, "float64"):
@@ -360,7 +364,10 @@ def _eval(e: Expr, ctx: _Context, mask: np.ndarray | None):
         no = _eval(e.false_value, ctx, ~cond if mask is None else mask & ~cond)
         return np.where(cond, yes, no)
     if isinstance(e, Cast):
-        return np.asarray(_eval(e.value, ctx, mask)).astype(ctx.np_dtype(e.dtype))
+        value = _eval(e.value, ctx, mask)
+        if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
+            return dt.float_to_int(value, e.dtype)
+        return np.asarray(value).astype(ctx.np_dtype(e.dtype))
     if isinstance(e, Call):
         return _call(e, ctx, [_eval(a, ctx, mask) for a in e.args])
     if isinstance(e, Read):
@@ -424,6 +431,8 @@ def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
     if cond is not None:
         source = np.where(cond, source, identity)
     builtin = _builtin_op(e.combiner)
+    if _rounds_each_step(identity.dtype) and builtin not in ("max", "min"):
+        return _fold_in_order(e.combiner, ctx, source, red_dims, identity)
     if builtin is not None:
         extra = {"dtype": source.dtype} if builtin in ("+", "*") else {}
         return _REDUCTIONS[builtin](source, axis=red_dims, initial=identity, **extra)
@@ -477,12 +486,58 @@ def _fold(comb: CommReducer, ctx: _Context, source, red_dims, identity) -> np.nd
     return values[..., 0]
 
 
+def _rounds_each_step(dtype: np.dtype) -> bool:
+    """Whether a reduction in `dtype` is evaluated one combination at a time, in order.
+
+    A reduction accumulates in its dtype, as in TE (``sl.sum(A[i, k].astype("float32"), k)``
+    asks for float32 accumulation of float16 data), and the loop nest of the unscheduled
+    algorithm combines the terms one after another in the lexicographic order of the reduce
+    axes, rounding after each. In float16 and bfloat16 the order is not rounding noise: a sum of
+    4096 float16 ones stops at 2048, where 2048 + 1 rounds back to 2048, while numpy's own
+    ``np.sum`` adds in float32 and pairwise and reaches 4096. So those dtypes are modelled
+    exactly. float32 and float64 keep numpy's summation (pairwise, vectorised): it is faster
+    and more accurate than a sequential loop, and a kernel's result differs from it by rounding
+    only, which tests allow for; the same stagnation happens in float32 only past 2**24 terms
+    of one size. Integers wrap the same in any order, and max and min are exact in any dtype."""
+    return dtype.itemsize < 4 and dtype.kind not in "biu"
+
+
+_IN_ORDER = {"+": np.add, "*": np.multiply}
+_ACCUMULATE_BELOW = 64  # outputs under which np.ufunc.accumulate beats a loop over the terms
+
+
+def _fold_in_order(comb: CommReducer, ctx: _Context, source, red_dims, identity) -> np.ndarray:
+    """Combine along the reduce dimensions one term at a time in their row-major order (see
+    `_rounds_each_step`), each step in the dtype. Vectorised over the outputs: a loop over the
+    terms with numpy operations on all outputs at once, or for few outputs and many terms
+    ``accumulate``, which also rounds every partial result."""
+    keep = source.shape[: red_dims[0]]
+    terms = source.reshape(keep + (-1,))
+    total = np.broadcast_to(identity, keep).copy()
+    ufunc = _IN_ORDER.get(_builtin_op(comb))
+    if ufunc is not None and total.size < _ACCUMULATE_BELOW:
+        if terms.shape[-1]:
+            total = ufunc(total, ufunc.accumulate(terms, axis=-1, dtype=identity.dtype)[..., -1])
+        return total
+    saved = ctx.env
+    for term in np.ascontiguousarray(np.moveaxis(terms, -1, 0)):
+        if ufunc is not None:
+            ufunc(total, term, out=total)
+            continue
+        ctx.env = {**saved, comb.lhs: total, comb.rhs: term}
+        total = np.asarray(_eval(comb.result, ctx, None)).astype(identity.dtype, copy=False)
+    ctx.env = saved
+    return total
+
+
 def _einsum(op: ComputeOp, ctx: _Context, shape: tuple[int, ...]) -> np.ndarray | None:
     """Sums of products of plainly indexed reads (matmul and kin) through `np.einsum`."""
     body = op.body
     if not isinstance(body, Reduce) or body.where is not None:
         return None
     if _builtin_op(body.combiner) != "+" or not dt.is_float(body.dtype):
+        return None
+    if _rounds_each_step(ctx.np_dtype(body.dtype)):
         return None
     ranges = {iv.var: (0, n) for iv, n in zip(op.axis, shape)}
     for iv in op.reduce_axis:

@@ -393,6 +393,8 @@ def _convert(e: Expr, dtype: str) -> Expr:
     if e.dtype == dtype:
         return e
     if isinstance(e, Const):
+        if dt.is_float(e.dtype) and dt.is_int(dtype):  # folded as a kernel converts it
+            return const(dt.constant_to_int(e.value, e.dtype, dtype), dtype)
         return const(e.value, dtype)
     return Cast(e, dtype)
 

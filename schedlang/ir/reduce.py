@@ -21,6 +21,8 @@ class Reducer:
 
     ``reducer(expr, axis=k, where=cond)`` builds a reduction over `k` (an IterVar or a list);
     ``reducer(a, b)`` with two expressions combines them elementwise (``sl.max(a, b)``).
+    A reduction accumulates in the dtype of `expr`, as in TE: a float16 sum rounds every
+    partial sum to float16, and ``expr.astype("float32")`` asks for float32 accumulation.
     """
 
     def __init__(
@@ -122,7 +124,8 @@ def comm_reducer(
     name: str = "reduce",
 ) -> Reducer:
     """A user reducer: `fcombine(x, y)` must be commutative and associative, and
-    `fidentity(dtype)` its identity (``fcombine(identity, y) == y``)."""
+    `fidentity(dtype)` its identity (``fcombine(identity, y) == y``). Each combination is
+    computed in the dtype of the reduced expression (see docs/concepts.md on accumulation)."""
     return Reducer(fcombine, fidentity, name)
 
 

@@ -145,6 +145,8 @@ class ExprCompiler:
             inner = self.expr(e.value, mask)
             if e.value.dtype == e.dtype:
                 return inner
+            if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
+                return f"{self.constant(dt.float_to_int, 'float_to_int')}({inner}, {e.dtype!r})"
             return f"{inner}.astype({self.np_dtype(e.dtype)})"
         if isinstance(e, Call):
             helper = self.constant(_call_helper(e.name, e.dtype), f"call_{e.name}_{e.dtype}")

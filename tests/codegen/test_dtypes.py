@@ -61,11 +61,6 @@ def test_casts_to_every_dtype(source):
     Kernel.for_cpu(func)(values, *results)
     for d, got, out in zip(dt.ALL, results, outs):
         want = sl.evaluate(out, {p: values})
-        if dt.is_float(source) and not dt.is_float(d) and d != "bool":
-            in_range = (values.astype("float64") > dt.min_value(d)) & (
-                values.astype("float64") < dt.max_value(d)
-            )
-            got, want = got[in_range], want[in_range]  # C leaves out-of-range conversions open
         assert _same(got, want), f"{source} -> {d}: {got} != {want}"
 
 
