@@ -10,23 +10,48 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 import schedlang as sl
+from schedlang.ir.tensor import ComputeOp
 
 EXTENTS = (1, 2, 3, 4, 5, 7, 8, 11, 13, 16)
 
 
 @dataclass
 class Case:
-    """An algorithm ready to schedule: its inputs and outputs (the kernel's arguments, in
-    order) and the value of each symbolic size, by name."""
+    """An algorithm ready to schedule: its inputs and outputs, the intermediate stages to
+    store in arguments too (`stored`), and the value of each symbolic size, by name."""
 
     family: str
     inputs: list[sl.Tensor]
     outputs: list[sl.Tensor]
     sizes: dict[str, int] = field(default_factory=dict)
+    stored: list[sl.Tensor] = field(default_factory=list)
+
+    @property
+    def computed(self) -> list[sl.Tensor]:
+        """The kernel's arguments after the inputs: outputs, then stored intermediates."""
+        return self.outputs + self.stored
 
     def describe(self) -> str:
         shapes = ", ".join(f"{t.name}{list(map(str, t.shape))}" for t in self.inputs)
-        return f"{self.family}({shapes}) sizes={self.sizes}"
+        stored = f" stored={[t.name for t in self.stored]}" if self.stored else ""
+        return f"{self.family}({shapes}) sizes={self.sizes}{stored}"
+
+
+def intermediates(case: Case) -> list[sl.Tensor]:
+    """The float32 stages between the inputs and the outputs (the arrays of the fuzzer's
+    arguments are float32)."""
+    found: list[sl.Tensor] = []
+    seen = {t.op for t in case.outputs}
+    stack = list(case.outputs)
+    while stack:
+        for t in stack.pop().op.input_tensors:
+            if t.op in seen:
+                continue
+            seen.add(t.op)
+            stack.append(t)
+            if isinstance(t.op, ComputeOp) and t.dtype == "float32":
+                found.append(t)
+    return found
 
 
 class Sizes:
@@ -170,6 +195,35 @@ def transpose(data, sizes: Sizes) -> Case:
     return Case("transpose", [a], [out])
 
 
+def casts(data, sizes: Sizes) -> Case:
+    """A float-to-integer cast, saturating for the larger scales, then a row sum accumulated
+    in a narrower float. The pairs are chosen so that every partial sum is an integer the
+    accumulator holds exactly, so that any order the schedule sums in gives the same value:
+    float16 holds integers to 2048 (16 int8 values), bfloat16 to 256 (16 values of at most 8)."""
+    rows, cols = sizes.extent(), sizes.extent()
+    a = sl.placeholder((rows, cols), name="A")
+    target, scale, accumulator = data.draw(
+        st.sampled_from(
+            [
+                ("int8", 4.0, "float16"),
+                ("int8", 100.0, "float16"),
+                ("int8", 1e3, "float16"),
+                ("uint8", -3.0, "float16"),
+                ("int8", 4.0, "bfloat16"),
+                ("int16", 1e5, "float32"),
+                ("int32", 1e12, "float32"),
+                ("uint32", 1e12, "float32"),
+            ]
+        ),
+        label="cast",
+    )
+    q = sl.compute((rows, cols), lambda i, j: (a[i, j] * scale).astype(target), name="Q")
+    k = sl.reduce_axis((0, cols), name="k")
+    r = sl.compute((rows,), lambda i: sl.sum(q[i, k].astype(accumulator), axis=k), name="R")
+    out = sl.compute((rows,), lambda i: r[i].astype("float32"), name="Out")
+    return Case("casts", [a], [out])
+
+
 FAMILIES = {
     "elementwise": elementwise,
     "matmul": matmul,
@@ -178,6 +232,7 @@ FAMILIES = {
     "reduction": reduction,
     "softmax": softmax,
     "transpose": transpose,
+    "casts": casts,
 }
 
 

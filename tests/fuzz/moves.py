@@ -108,6 +108,12 @@ class Scheduler:
         kind = self.draw(st.sampled_from(CPU_KINDS[:2] if self.gpu else CPU_KINDS))
         self.attempt(kind, lambda: getattr(stage, kind)(leaf))
 
+    def unroll_nest(self, stage: sl.Stage) -> None:
+        """Unroll every free loop of the stage: nested unrolls multiply into as many copies as
+        the loops' extents, past what a build may unroll, so the refusal gets drawn too."""
+        for leaf in [x for x in stage.leaves if x not in stage.annotations | stage.binds]:
+            self.attempt("unroll", lambda x=leaf: stage.unroll(x))
+
     def bind(self, stage: sl.Stage) -> None:
         leaf = self.leaf(stage, free=True)
         tag = self.draw(st.sampled_from(GPU_TAGS))
@@ -170,7 +176,7 @@ class Scheduler:
     # -- whole schedules ------------------------------------------------------------------
 
     def random_moves(self, count: int) -> None:
-        loops = ["split", "split", "tile", "fuse", "reorder", "annotate"]
+        loops = ["split", "split", "tile", "fuse", "reorder", "annotate", "unroll_nest"]
         placement = ["compute_at", "compute_at", "compute_inline", "compute_root"]
         memory = ["cache_read", "cache_write", "set_scope", "storage_align", "double_buffer"]
         moves = loops + placement + memory + ["rfactor"] + (["bind", "bind"] if self.gpu else [])

@@ -19,7 +19,7 @@ import schedlang as sl
 from schedlang.loopir.interpret import run
 from tests.schedule.util import random_inputs
 
-from .algorithms import Case, draw_case
+from .algorithms import Case, draw_case, intermediates
 from .guards import DeviceGuarded, Guarded
 from .moves import cpu_schedule, gpu_schedule
 from .verdict import FuzzFailure, Tally, lowering_verdict, watchdog
@@ -99,16 +99,27 @@ def _seed(data) -> int:
 
 def _scheduled(data, tally: Tally, schedule) -> tuple[Case, sl.Schedule]:
     case = draw_case(data)
+    tally.count(f"family: {case.family}")
     s = sl.create_schedule(case.outputs)
     schedule(data, s, tally)
+    _draw_stored(data, case, tally)
     note(f"{case.describe()}\n{s}")
     return case, s
+
+
+def _draw_stored(data, case: Case, tally: Tally) -> None:
+    """Now and then, intermediate stages listed in args after the outputs, as TE allows: the
+    kernel must leave their values whole in those arrays, wherever the schedule computes them."""
+    found = intermediates(case)
+    if found and data.draw(st.integers(0, 3), label="intermediates in args") == 0:
+        case.stored = data.draw(st.lists(st.sampled_from(found), min_size=1, unique=True))
+        tally.count("intermediates in args")
 
 
 def _build(case: Case, s: sl.Schedule, target: str, tally: Tally):
     """The kernel, or None after counting an error the user can act on."""
     try:
-        return sl.build(s, case.inputs + case.outputs, target=target)
+        return sl.build(s, case.inputs + case.computed, target=target)
     except sl.SchedlangError as err:
         tally.count(lowering_verdict(err))
         return None
@@ -116,19 +127,19 @@ def _build(case: Case, s: sl.Schedule, target: str, tally: Tally):
 
 def _compare(seed: int, case: Case, runners: dict[str, Runner], tally: Tally) -> None:
     values = random_inputs(case.inputs, case.sizes, seed)
-    wants = sl.reference(case.outputs, values)
+    wants = sl.reference(case.computed, values)
     for backend, execute in runners.items():
         inputs = [Guarded(values[p].shape, values[p]) for p in case.inputs]
         outputs = [Guarded(w.shape) for w in wants]
         execute(inputs + outputs)
-        for tensor, g in zip(case.inputs + case.outputs, inputs + outputs):
+        for tensor, g in zip(case.inputs + case.computed, inputs + outputs):
             damage = g.damage()
             if damage is not None:
                 raise FuzzFailure(f"{backend}: '{tensor.name}' {damage}")
         for tensor, g in zip(case.inputs, inputs):
             if g.changed():
                 raise FuzzFailure(f"{backend}: the input '{tensor.name}' was written")
-        for tensor, g, want in zip(case.outputs, outputs, wants):
+        for tensor, g, want in zip(case.computed, outputs, wants):
             close = np.isclose(g.view, want, rtol=1e-4, atol=1e-4)
             if not close.all():
                 wrong = np.argwhere(~close)
