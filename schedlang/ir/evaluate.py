@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
+from .accumulate import REDUCTIONS, Step, builtin_op, fold_in_order, fold_pairwise, rounds_each_step
 from .expr import (
     Binary,
     Call,
@@ -32,6 +33,7 @@ from .expr import (
     Var,
 )
 from .graph import post_order
+from .integers import as_int
 from .printer import expr_str
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from .visit import walk
@@ -62,7 +64,6 @@ _COMPARE = {
     ">": np.greater,
     ">=": np.greater_equal,
 }
-_REDUCTIONS = {"+": np.sum, "*": np.prod, "max": np.max, "min": np.min}
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -207,7 +208,13 @@ def _bind_sizes(
 ) -> dict[Var, int]:
     """Every size in `ops`, from `given` and the shapes of `arrays`; a size that cannot be read
     off them is an error whose advice, ``how_to_pass(name)``, is in the caller's own terms."""
-    sizes: dict[Var, int] = {v: int(n) for v, n in given.items()}
+    sizes: dict[Var, int] = {}
+    for v, n in given.items():
+        value = as_int(n)
+        if value is None:
+            name = getattr(v, "name", v)
+            raise TypeError(f"size '{name}' is given as {n!r}; a size is an integer")
+        sizes[v] = value
     pending: list[tuple[str, Expr, int]] = []
     for op, array in arrays.items():
         for d, (extent, n) in enumerate(zip(op.shape, array.shape)):
@@ -430,33 +437,14 @@ def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
     identity = np.array(e.combiner.identity.value, dtype=ctx.np_dtype(e.dtype))
     if cond is not None:
         source = np.where(cond, source, identity)
-    builtin = _builtin_op(e.combiner)
-    if _rounds_each_step(identity.dtype) and builtin not in ("max", "min"):
-        return _fold_in_order(e.combiner, ctx, source, red_dims, identity)
+    builtin = builtin_op(e.combiner)
+    step = _step(e.combiner, ctx)
+    if rounds_each_step(identity.dtype) and builtin not in ("max", "min"):
+        return fold_in_order(e.combiner, step, source, red_dims, identity)
     if builtin is not None:
         extra = {"dtype": source.dtype} if builtin in ("+", "*") else {}
-        return _REDUCTIONS[builtin](source, axis=red_dims, initial=identity, **extra)
-    return _fold(e.combiner, ctx, source, red_dims, identity)
-
-
-def _builtin_op(comb: CommReducer) -> str | None:
-    """'+', '*', 'max' or 'min' if `comb` is that plain combination with its usual identity."""
-    r = comb.result
-    if not (isinstance(r, Binary) and r.op in _REDUCTIONS):
-        return None
-    if not ({id(r.a), id(r.b)} == {id(comb.lhs), id(comb.rhs)}):
-        return None
-    identity = comb.identity.value
-    usual = {
-        "+": 0,
-        "*": 1,
-        "max": dt.min_value(comb.dtype),
-        "min": dt.max_value(comb.dtype),
-    }[r.op]
-    if r.op in ("max", "min") and dt.is_float(comb.dtype):
-        infinite = float("-inf") if r.op == "max" else float("inf")
-        return r.op if identity in (usual, infinite) else None
-    return r.op if identity == usual else None
+        return REDUCTIONS[builtin](source, axis=red_dims, initial=identity, **extra)
+    return fold_pairwise(step, source, red_dims, identity)
 
 
 def combine(comb: CommReducer, values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -466,68 +454,21 @@ def combine(comb: CommReducer, values: np.ndarray, axes: tuple[int, ...]) -> np.
     identity = np.array(comb.identity.value, dtype=values.dtype)
     if not axes:
         return moved.copy()
-    return _fold(comb, _Context({}, {}, None), moved, last, identity)
+    return fold_pairwise(_step(comb, _Context({}, {}, None)), moved, last, identity)
 
 
-def _fold(comb: CommReducer, ctx: _Context, source, red_dims, identity) -> np.ndarray:
-    """Combine along the reduce dimensions pairwise: log2(n) vectorised steps."""
-    keep = source.shape[: red_dims[0]]
-    values = np.ascontiguousarray(source).reshape(keep + (-1,))
-    saved = ctx.env
-    while values.shape[-1] > 1:
-        if values.shape[-1] % 2:
-            pad = np.broadcast_to(identity, keep + (1,))
-            values = np.concatenate([values, pad], axis=-1)
-        ctx.env = {**saved, comb.lhs: values[..., 0::2], comb.rhs: values[..., 1::2]}
-        values = np.asarray(_eval(comb.result, ctx, None)).astype(identity.dtype, copy=False)
-    ctx.env = saved
-    if values.shape[-1] == 0:
-        return np.broadcast_to(identity, keep).copy()
-    return values[..., 0]
+def _step(comb: CommReducer, ctx: _Context) -> Step:
+    """The reducer's combination of two arrays of partial results, evaluated in `ctx`."""
 
+    def step(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        saved = ctx.env
+        ctx.env = {**saved, comb.lhs: lhs, comb.rhs: rhs}
+        try:
+            return _eval(comb.result, ctx, None)
+        finally:
+            ctx.env = saved
 
-def _rounds_each_step(dtype: np.dtype) -> bool:
-    """Whether a reduction in `dtype` is evaluated one combination at a time, in order.
-
-    A reduction accumulates in its dtype, as in TE (``sl.sum(A[i, k].astype("float32"), k)``
-    asks for float32 accumulation of float16 data), and the loop nest of the unscheduled
-    algorithm combines the terms one after another in the lexicographic order of the reduce
-    axes, rounding after each. In float16 and bfloat16 the order is not rounding noise: a sum of
-    4096 float16 ones stops at 2048, where 2048 + 1 rounds back to 2048, while numpy's own
-    ``np.sum`` adds in float32 and pairwise and reaches 4096. So those dtypes are modelled
-    exactly. float32 and float64 keep numpy's summation (pairwise, vectorised): it is faster
-    and more accurate than a sequential loop, and a kernel's result differs from it by rounding
-    only, which tests allow for; the same stagnation happens in float32 only past 2**24 terms
-    of one size. Integers wrap the same in any order, and max and min are exact in any dtype."""
-    return dtype.itemsize < 4 and dtype.kind not in "biu"
-
-
-_IN_ORDER = {"+": np.add, "*": np.multiply}
-_ACCUMULATE_BELOW = 64  # outputs under which np.ufunc.accumulate beats a loop over the terms
-
-
-def _fold_in_order(comb: CommReducer, ctx: _Context, source, red_dims, identity) -> np.ndarray:
-    """Combine along the reduce dimensions one term at a time in their row-major order (see
-    `_rounds_each_step`), each step in the dtype. Vectorised over the outputs: a loop over the
-    terms with numpy operations on all outputs at once, or for few outputs and many terms
-    ``accumulate``, which also rounds every partial result."""
-    keep = source.shape[: red_dims[0]]
-    terms = source.reshape(keep + (-1,))
-    total = np.broadcast_to(identity, keep).copy()
-    ufunc = _IN_ORDER.get(_builtin_op(comb))
-    if ufunc is not None and total.size < _ACCUMULATE_BELOW:
-        if terms.shape[-1]:
-            total = ufunc(total, ufunc.accumulate(terms, axis=-1, dtype=identity.dtype)[..., -1])
-        return total
-    saved = ctx.env
-    for term in np.ascontiguousarray(np.moveaxis(terms, -1, 0)):
-        if ufunc is not None:
-            ufunc(total, term, out=total)
-            continue
-        ctx.env = {**saved, comb.lhs: total, comb.rhs: term}
-        total = np.asarray(_eval(comb.result, ctx, None)).astype(identity.dtype, copy=False)
-    ctx.env = saved
-    return total
+    return step
 
 
 def _einsum(op: ComputeOp, ctx: _Context, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -535,9 +476,9 @@ def _einsum(op: ComputeOp, ctx: _Context, shape: tuple[int, ...]) -> np.ndarray 
     body = op.body
     if not isinstance(body, Reduce) or body.where is not None:
         return None
-    if _builtin_op(body.combiner) != "+" or not dt.is_float(body.dtype):
+    if builtin_op(body.combiner) != "+" or not dt.is_float(body.dtype):
         return None
-    if _rounds_each_step(ctx.np_dtype(body.dtype)):
+    if rounds_each_step(ctx.np_dtype(body.dtype)):
         return None
     ranges = {iv.var: (0, n) for iv, n in zip(op.axis, shape)}
     for iv in op.reduce_axis:

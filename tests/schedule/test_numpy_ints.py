@@ -207,3 +207,23 @@ def test_a_size_given_by_name_refuses_floats_and_bools(bad):
     x = np.ones(4, np.float32)
     with pytest.raises(TypeError, match=r"size 'n' of kernel 'main' is .*, not an integer; pass"):
         kernel(x, np.empty_like(x), n=bad)
+
+
+@pytest.mark.parametrize("kind", INTS)
+def test_a_size_given_to_the_reference(kind):
+    n = sl.var("n")
+    a = sl.placeholder((4,), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    b = sl.compute((4,), lambda i: sl.sum(a[i], axis=k), name="B")
+    x = np.random.default_rng(5).random(4, dtype=np.float32)
+    np.testing.assert_allclose(sl.evaluate(b, {a: x}, sizes={n: kind(3)}), 3 * x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [np.float64(3.0), True, 3.5])
+def test_a_size_given_to_the_reference_refuses_floats_and_bools(bad):
+    n = sl.var("n")
+    a = sl.placeholder((4,), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    b = sl.compute((4,), lambda i: sl.sum(a[i], axis=k), name="B")
+    with pytest.raises(TypeError, match=r"size 'n' is given as .*; a size is an integer"):
+        sl.evaluate(b, {a: np.ones(4, np.float32)}, sizes={n: bad})
