@@ -2,14 +2,14 @@
 
 `run` executes a `LoweredFunc` on numpy arrays, in place, with exactly the numerics of the
 reference evaluator (`schedlang.ir.evaluate`): every operation is the same numpy operation on
-the same dtypes, so int32 wraps, ``//``/``%`` floor, float->int casts behave as C, float16 and
+the same dtypes, so int32 wraps, ``//``/``%`` floor, float->int casts saturate, float16 and
 bfloat16 math runs in float32 and rounds, and ``select`` evaluates only the branch it takes.
 
 Speed comes from compiling, not walking: the loop nest is translated once into Python source
 (loops become ``for`` loops over numpy scalars, expressions numpy expressions) and ``exec``-ed,
 then cached per function. Loops bound to ``threadIdx.*`` run SIMT-style: every value inside may
 be an array over the threads of a block and statements run under a mask of active threads; the
-runtime (`interpret_runtime`) checks barriers for divergence and shared memory for races. All
+runtime (`interpret.runtime`) checks barriers for divergence and shared memory for races. All
 other loops (``blockIdx.*`` included) run sequentially, in program order.
 """
 
@@ -19,13 +19,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InternalError, SchedlangError
-from ..ir import dtype as dt
-from ..ir.evaluate import _bind_sizes
-from ..ir.expr import Var
-from .interpret_compile import compile_func
-from .interpret_runtime import DivergentBarrierError, RaceError, Runtime
-from .nodes import LoweredFunc
+from ...errors import InternalError, SchedlangError
+from ...ir import dtype as dt
+from ...ir.evaluate import _bind_sizes
+from ...ir.expr import Var
+from ..nodes import LoweredFunc
+from .compile import compile_func
+from .runtime import DivergentBarrierError, RaceError, Runtime
 
 __all__ = ["DivergentBarrierError", "RaceError", "run"]
 

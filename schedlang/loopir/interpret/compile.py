@@ -1,7 +1,7 @@
 """Translation of a lowered function into Python source for `schedlang.loopir.interpret`.
 
 Code outside thread loops is plain Python over numpy scalars: ``for`` loops over ``np.arange``
-values, stores of global and local buffers inline (expressions: `interpret_expr`). Code inside
+values, stores of global and local buffers inline (expressions: `interpret.expr`). Code inside
 loops bound to ``threadIdx.*`` keeps a mask variable of active threads; there values may be
 arrays over the threads, and stores, loops over thread-dependent bounds and guards go through
 the `Runtime`, which applies the mask and tracks races. Every generated line remembers the
@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import InternalError
-from ..ir.expr import Const, Expr, Var, const
-from ..ir.printer import expr_str
-from .interpret_expr import ExprCompiler, Scoped, tuple_code
-from .nodes import (
+from ...errors import InternalError
+from ...ir.expr import Const, Expr, Var, const
+from ...ir.printer import expr_str
+from ..nodes import (
     LOOP_KINDS,
     THREAD_TAGS,
     Allocate,
@@ -32,8 +31,9 @@ from .nodes import (
     Store,
     ThreadAllReduce,
 )
-from .printer import stmt_head
-from .visit import walk_expr, walk_stmt
+from ..printer import stmt_head
+from ..visit import walk_expr, walk_stmt
+from .expr import ExprCompiler, Scoped, tuple_code
 
 _MAX_DEPTH = 15
 

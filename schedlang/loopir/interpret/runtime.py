@@ -24,9 +24,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import InternalError
-from ..ir import dtype as dt
-from ..ir.evaluate import combine
+from ...errors import InternalError
+from ...ir import dtype as dt
+from ...ir.evaluate import combine
 
 UNIFORM = -1  # code outside thread loops: every thread of the block runs it alike
 MANY = -2  # several threads read the element in this interval

@@ -17,15 +17,15 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import InternalError
-from ..ir import dtype as dt
-from ..ir.evaluate import _MATH
-from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
-from ..ir.printer import expr_str
-from .interpret_runtime import Mem, arange
-from .nodes import Buffer, For, Let, Load, LoweredFunc
-from .nonneg import nonnegative
-from .visit import walk_stmt
+from ...errors import InternalError
+from ...ir import dtype as dt
+from ...ir.evaluate import _MATH
+from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
+from ...ir.printer import expr_str
+from ..nodes import Buffer, For, Let, Load, LoweredFunc
+from ..nonneg import nonnegative
+from ..visit import walk_stmt
+from .runtime import Mem, arange
 
 _SYMBOL = {"and": "&", "or": "|"}
 
