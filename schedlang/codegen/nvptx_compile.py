@@ -26,7 +26,7 @@ from ..loopir.nodes import LoweredFunc
 from ..platform_info import NVPTX_TRIPLE, probe_nvptx
 from . import libdevice, softmath
 from .control import UNROLL_FULL
-from .cpu_jit import failed
+from .cpu.jit import failed
 from .fingerprint import fingerprint
 from .llvm_passes import run_passes
 from .llvm_text import module_text

@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from ..codegen.cache import CompiledCpu, compile_cpu
-from ..codegen.cpu_parallel import PARALLEL_FOR
+from ..codegen.cpu.cache import CompiledCpu, compile_cpu
+from ..codegen.cpu.parallel import PARALLEL_FOR
 from ..codegen.llvm_function import OUT_OF_MEMORY
 from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc

@@ -1,7 +1,7 @@
 """The thread pool behind ``parallel`` loops on the CPU.
 
 Compiled kernels call ``schedlang_parallel_for(task, closure, n)`` (see
-`schedlang.codegen.cpu_parallel`), which is `parallel_for` below behind a ctypes callback. It
+`schedlang.codegen.cpu.parallel`), which is `parallel_for` below behind a ctypes callback. It
 cuts ``[0, n)`` into one contiguous chunk per core and runs ``task(closure, lo, hi)`` on them:
 the first chunk in the calling thread, the others on a pool of ``os.cpu_count() - 1`` threads.
 ctypes releases the GIL for the duration of each foreign call, so the chunks run in parallel.

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen import cache, cpu_jit, disk_cache
+from schedlang.codegen import disk_cache
+from schedlang.codegen.cpu import cache
+from schedlang.codegen.cpu import jit as cpu_jit
 
 PAYLOAD = bytes(range(256)) * 3 + b"\x7fELF tail"
 UNWRITABLE = "cannot write to '.*'.*unset SCHEDLANG_CACHE_DIR to turn the disk cache off"

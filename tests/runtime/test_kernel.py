@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen import cache
+from schedlang.codegen.cpu import cache
 from schedlang.platform_info import cuda_available
 
 
@@ -92,7 +92,7 @@ def test_disk_cache_reuses_object_code(tmp_path):
     script = textwrap.dedent(
         """
         import numpy as np, schedlang as sl
-        from schedlang.codegen import cpu_jit
+        from schedlang.codegen.cpu import jit as cpu_jit
         n = sl.var("n")
         a = sl.placeholder((n,), name="A")
         c = sl.compute((n,), lambda i: a[i] * 2.0, name="C")

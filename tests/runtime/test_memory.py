@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen import cpu_jit
+from schedlang.codegen.cpu import jit as cpu_jit
 from schedlang.platform_info import cuda_available
 from schedlang.runtime import cuda_driver, cuda_start
 from tests.cuda.fake_driver import H100, SUCCESS, FakeDriver

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from ..errors import InternalError
-from .cpu import CpuTarget
-from .llvm_passes import run_passes
+from ...errors import InternalError
+from ..llvm_passes import run_passes
+from .target import CpuTarget
 
 LINKS_PER_JIT = 64
 

@@ -19,11 +19,12 @@ from pathlib import Path
 
 from llvmlite import __version__ as llvmlite_version
 
-from ..loopir.nodes import LoweredFunc
-from . import cpu_jit, disk_cache
-from .cpu_module import build_module, entry_symbol
-from .fingerprint import fingerprint
-from .llvm_text import module_text
+from ...loopir.nodes import LoweredFunc
+from .. import disk_cache
+from ..fingerprint import fingerprint
+from ..llvm_text import module_text
+from . import jit as cpu_jit
+from .module import build_module, entry_symbol
 
 _memory: weakref.WeakValueDictionary[str, CompiledCpu] = weakref.WeakValueDictionary()
 
@@ -76,7 +77,7 @@ def _disk_path(key: str) -> Path | None:
 
 @functools.cache
 def _generator_version() -> str:
-    sources = sorted(Path(__file__).parent.glob("*.py"))
+    sources = sorted(Path(__file__).parents[1].rglob("*.py"))  # all of codegen/
     digest = hashlib.sha256(llvmlite_version.encode())
     for path in sources:
         digest.update(path.read_bytes())

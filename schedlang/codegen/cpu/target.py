@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ..errors import LoweringError
-from ..ir import dtype as dt
-from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
-from .control import if_then
-from .cpu_parallel import parallel_loop
-from .intrinsics import function
-from .llvm_function import OUT_OF_MEMORY
-from .llvm_types import I64, PTR, storage_type
-from .storage import constant_count
-from .target import Target
+from ...errors import LoweringError
+from ...ir import dtype as dt
+from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
+from ..control import if_then
+from ..intrinsics import function
+from ..llvm_function import OUT_OF_MEMORY
+from ..llvm_types import I64, PTR, storage_type
+from ..storage import constant_count
+from ..target import Target
+from .parallel import parallel_loop
 
 if TYPE_CHECKING:
-    from .llvm_stmt import StmtEmitter
+    from ..llvm_stmt import StmtEmitter
 
 STACK_LIMIT = 64 * 1024
 ALIGN = 64

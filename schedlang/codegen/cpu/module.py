@@ -12,11 +12,11 @@ import re
 
 from llvmlite import ir
 
-from ..loopir.nodes import LoweredFunc
-from .llvm_function import FunctionScope
-from .llvm_stmt import StmtEmitter
-from .llvm_types import I32, I64, PTR
-from .target import Target
+from ...loopir.nodes import LoweredFunc
+from ..llvm_function import FunctionScope
+from ..llvm_stmt import StmtEmitter
+from ..llvm_types import I32, I64, PTR
+from ..target import Target
 
 
 def entry_symbol(func: LoweredFunc) -> str:
