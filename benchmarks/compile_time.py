@@ -119,7 +119,7 @@ def gpu_gemm_schedule(n: int):
 
 def timed_gpu_build(n: int) -> tuple[float, str]:
     """Seconds for `sl.build` of the GPU GEMM at n^3 (compile cache cleared), and its PTX."""
-    from schedlang.codegen import nvptx_compile
+    from schedlang.codegen.nvptx import compile as nvptx_compile
 
     nvptx_compile.clear_memory_cache()
     s, args = gpu_gemm_schedule(n)
@@ -132,9 +132,9 @@ def gpu_build_phases(n: int) -> tuple[dict[str, float], str]:
     """Seconds per step of the GPU GEMM's build, run one at a time as `sl.build` runs them
     (without its cache key); the PTX, which the caller checks against `sl.build`'s."""
     from schedlang.codegen.llvm_text import module_text
-    from schedlang.codegen.nvptx_compile import _ptx, machine
-    from schedlang.codegen.nvptx_module import build_module
-    from schedlang.codegen.nvptx_plan import plan_kernels
+    from schedlang.codegen.nvptx.compile import _ptx, machine
+    from schedlang.codegen.nvptx.module import build_module
+    from schedlang.codegen.nvptx.plan import plan_kernels
     from schedlang.collector import paused
     from schedlang.driver import lower_for_gpu
     from schedlang.loopir.gpu_passes import gpu_passes

@@ -1,4 +1,4 @@
-"""Maximum error in ulps of schedlang's own float math (`schedlang.codegen.softmath`), the
+"""Maximum error in ulps of schedlang's own float math (`schedlang.codegen.nvptx.softmath`), the
 functions the CUDA target uses where NVIDIA's libdevice is missing.
 
 The library's LLVM IR, the same the GPU runs, is compiled for this CPU and applied to:
@@ -11,7 +11,7 @@ The library's LLVM IR, the same the GPU runs, is compiled for this CPU and appli
 - float64, one argument: 10 million points, half random bit patterns over the whole range,
   half uniform over the function's working interval, plus the special values.
 
-References and the error measure are `schedlang.codegen.softmath.accuracy`'s: numpy's float64
+References and the error measure are `schedlang.codegen.nvptx.softmath.accuracy`'s: numpy's float64
 functions for float32, long double (x87) ones for float64. Errors count against the exact
 value, so a correctly rounded result has error <= 0.5.
 
@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from schedlang.codegen.softmath import FUNCTIONS, host
-from schedlang.codegen.softmath.accuracy import reference, ulp_error
+from schedlang.codegen.nvptx.softmath import FUNCTIONS, host
+from schedlang.codegen.nvptx.softmath.accuracy import reference, ulp_error
 
 UNARY = [f for f in FUNCTIONS if f != "pow"]
 CHUNK = 1 << 22

@@ -77,7 +77,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
         _refuse_hardware_indices(s)
         return Kernel.for_cpu(lower(s, args, name))
-    from .codegen.nvptx_compile import check_arch, compile_cuda
+    from .codegen.nvptx.compile import check_arch, compile_cuda
     from .driver import lower_for_gpu
     from .runtime import cuda_start
     from .runtime.cuda_kernel import CudaKernel
@@ -124,7 +124,7 @@ def _refuse_hardware_indices(s: Schedule) -> None:
 
 def _default_arch() -> str:
     """The GPU's own architecture when one is usable here, else sm_90 (Hopper)."""
-    from .codegen.nvptx_compile import DEFAULT_ARCH
+    from .codegen.nvptx.compile import DEFAULT_ARCH
     from .platform_info import cuda_available, cuda_devices
 
     if cuda_available():

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from schedlang.codegen import libdevice, nvptx_compile
+from schedlang.codegen.nvptx import compile as nvptx_compile
+from schedlang.codegen.nvptx import libdevice
 from schedlang.platform_info import cuda_available
 
 from .cuda.fake_driver import FakeDriver, install

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen import nvptx_compile, softmath
-from schedlang.codegen.softmath import host
-from schedlang.codegen.softmath.accuracy import reference, ulp_error
+from schedlang.codegen.nvptx import compile as nvptx_compile
+from schedlang.codegen.nvptx import softmath
+from schedlang.codegen.nvptx.softmath import host
+from schedlang.codegen.nvptx.softmath.accuracy import reference, ulp_error
 from tests.cuda.ptxas import assemble
 
 UNARY = [f for f in softmath.FUNCTIONS if f != "pow"]

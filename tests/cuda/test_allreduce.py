@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen.nvptx_allreduce import layout
+from schedlang.codegen.nvptx.allreduce import layout
 from schedlang.ir.expr import const
 from schedlang.ir.reduce import sum as sum_reducer
 from schedlang.loopir.interpret import run

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen import libdevice, nvptx_compile
-from schedlang.codegen.nvptx_llvm import lay_out_shared
-from schedlang.codegen.nvptx_plan import plan_kernels
+from schedlang.codegen.nvptx import compile as nvptx_compile
+from schedlang.codegen.nvptx import libdevice
+from schedlang.codegen.nvptx.nvvm import lay_out_shared
+from schedlang.codegen.nvptx.plan import plan_kernels
 from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
 from schedlang.loopir.visit import walk_stmt

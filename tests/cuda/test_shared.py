@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen import nvptx_compile, nvptx_llvm
+from schedlang.codegen.nvptx import compile as nvptx_compile
+from schedlang.codegen.nvptx import nvvm as nvptx_llvm
 
 from .fake_driver import FakeDriver, install
 from .kernels import REDUCTIONS, SCHEDULES, gemm_shared, shared_rows

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.codegen.softmath import host
-from schedlang.codegen.softmath.accuracy import reference, ulp_error
+from schedlang.codegen.nvptx.softmath import host
+from schedlang.codegen.nvptx.softmath.accuracy import reference, ulp_error
 from tests.codegen.test_softmath import BOUND, UNARY, points, special_values
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]

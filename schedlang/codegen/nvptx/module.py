@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..platform_info import NVPTX_TRIPLE
-from .llvm_function import FunctionScope
-from .llvm_stmt import StmtEmitter
-from .llvm_types import I32, I64
-from .nvptx import NvptxTarget
-from .nvptx_llvm import BUFFER_ALIGN, GLOBAL
-from .nvptx_plan import DevicePlan, KernelPlan
+from ...platform_info import NVPTX_TRIPLE
+from ..llvm_function import FunctionScope
+from ..llvm_stmt import StmtEmitter
+from ..llvm_types import I32, I64
+from .nvvm import BUFFER_ALIGN, GLOBAL
+from .plan import DevicePlan, KernelPlan
+from .target import NvptxTarget
 
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import LoweringError
-from ..ir import dtype as dt
-from ..ir.expr import Const, Expr, Var, const
-from ..ir.printer import expr_str
-from ..loopir.nodes import (
+from ...errors import LoweringError
+from ...ir import dtype as dt
+from ...ir.expr import Const, Expr, Var, const
+from ...ir.printer import expr_str
+from ...loopir.nodes import (
     Allocate,
     Barrier,
     Buffer,
@@ -38,12 +38,12 @@ from ..loopir.nodes import (
     Store,
     ThreadAllReduce,
 )
-from ..loopir.printer import stmt_head
-from ..loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
-from .nvptx_allreduce import scratch_sizes
-from .nvptx_llvm import SharedLayout, lay_out_shared
-from .nvptx_uniform import guard_uniform_stores
-from .storage import constant_count
+from ...loopir.printer import stmt_head
+from ...loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
+from ..storage import constant_count
+from .allreduce import scratch_sizes
+from .nvvm import SharedLayout, lay_out_shared
+from .uniform import guard_uniform_stores
 
 MAX_THREADS = 1024  # per block, on every CUDA GPU since compute capability 2.0
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")

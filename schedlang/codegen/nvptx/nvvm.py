@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ..errors import InternalError
-from .intrinsics import function
-from .llvm_types import I8, I32, I64
+from ...errors import InternalError
+from ..intrinsics import function
+from ..llvm_types import I8, I32, I64
 
 GLOBAL, SHARED, LOCAL = 1, 3, 5
 BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks

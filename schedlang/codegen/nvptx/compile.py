@@ -20,18 +20,18 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from ..errors import InternalError, LoweringError
-from ..loopir.gpu_passes import gpu_passes
-from ..loopir.nodes import LoweredFunc
-from ..platform_info import NVPTX_TRIPLE, probe_nvptx
+from ...errors import InternalError, LoweringError
+from ...loopir.gpu_passes import gpu_passes
+from ...loopir.nodes import LoweredFunc
+from ...platform_info import NVPTX_TRIPLE, probe_nvptx
+from ..control import UNROLL_FULL
+from ..cpu.jit import failed
+from ..fingerprint import fingerprint
+from ..llvm_passes import run_passes
+from ..llvm_text import module_text
 from . import libdevice, softmath
-from .control import UNROLL_FULL
-from .cpu.jit import failed
-from .fingerprint import fingerprint
-from .llvm_passes import run_passes
-from .llvm_text import module_text
-from .nvptx_module import build_module
-from .nvptx_plan import DevicePlan, plan_kernels
+from .module import build_module
+from .plan import DevicePlan, plan_kernels
 
 DEFAULT_ARCH = "sm_90"
 _ARCH = re.compile(r"sm_(\d+)([af]?)")

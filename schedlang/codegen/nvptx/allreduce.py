@@ -33,16 +33,16 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ..ir import dtype as dt
-from ..ir.expr import CommReducer, const
-from ..loopir.nodes import ThreadAllReduce
-from .control import for_range, if_then
-from .intrinsics import function
-from .llvm_types import I32, I64, constant, from_storage, storage_type, to_storage
-from .nvptx_llvm import barrier, shared_array, special_register
+from ...ir import dtype as dt
+from ...ir.expr import CommReducer, const
+from ...loopir.nodes import ThreadAllReduce
+from ..control import for_range, if_then
+from ..intrinsics import function
+from ..llvm_types import I32, I64, constant, from_storage, storage_type, to_storage
+from .nvvm import barrier, shared_array, special_register
 
 if TYPE_CHECKING:
-    from .llvm_stmt import StmtEmitter
+    from ..llvm_stmt import StmtEmitter
 
 WARP = 32
 _TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.expr import Var, const
-from ..loopir.nodes import (
+from ...ir.expr import Var, const
+from ...loopir.nodes import (
     Allocate,
     Barrier,
     For,
@@ -30,7 +30,7 @@ from ..loopir.nodes import (
     ThreadAllReduce,
     seq,
 )
-from ..loopir.visit import walk_stmt
+from ...loopir.visit import walk_stmt
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 

@@ -19,14 +19,18 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ..errors import LoweringError
-from ..ir import dtype as dt
-from ..ir.expr import Const
-from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
-from . import libdevice, nvptx_convert, softmath
-from .llvm_types import I64, storage_type
-from .nvptx_allreduce import emit_allreduce
-from .nvptx_llvm import (
+from ...errors import LoweringError
+from ...ir import dtype as dt
+from ...ir.expr import Const
+from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
+from ..llvm_types import I64, storage_type
+from ..register_values import promoted
+from ..storage import constant_count
+from ..target import Target
+from . import convert as nvptx_convert
+from . import libdevice, softmath
+from .allreduce import emit_allreduce
+from .nvvm import (
     BUFFER_ALIGN,
     GLOBAL,
     LOCAL,
@@ -36,13 +40,10 @@ from .nvptx_llvm import (
     shared_array,
     special_register,
 )
-from .nvptx_plan import KernelPlan
-from .register_values import promoted
-from .storage import constant_count
-from .target import Target
+from .plan import KernelPlan
 
 if TYPE_CHECKING:
-    from .llvm_stmt import StmtEmitter
+    from ..llvm_stmt import StmtEmitter
 
 _NATIVE_MATH = ("sqrt", "abs", "floor", "ceil", "round")
 
