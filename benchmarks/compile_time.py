@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for examples/
 
 import schedlang as sl  # noqa: E402
 from examples import gpu_gemm  # noqa: E402
-from schedlang.codegen import cache  # noqa: E402
+from schedlang.codegen.cpu import cache  # noqa: E402
 
 RUNS = 7
 GPU_SIZES = (4096, 4000)
@@ -131,7 +131,7 @@ def timed_gpu_build(n: int) -> tuple[float, str]:
 def gpu_build_phases(n: int) -> tuple[dict[str, float], str]:
     """Seconds per step of the GPU GEMM's build, run one at a time as `sl.build` runs them
     (without its cache key); the PTX, which the caller checks against `sl.build`'s."""
-    from schedlang.codegen.llvm_text import module_text
+    from schedlang.codegen.llvm.text import module_text
     from schedlang.codegen.nvptx.compile import _ptx, machine
     from schedlang.codegen.nvptx.module import build_module
     from schedlang.codegen.nvptx.plan import plan_kernels

@@ -7,7 +7,7 @@ only calls ``cuLaunchKernel`` for each kernel, so that `Kernel.time` can measure
 alone and run them again without host work in between. The kernels run on CUDA's legacy
 default stream, which runs them one after another and waits for work that torch or cupy queued
 on theirs. A kernel whose grid is empty (a size of zero) is skipped. A kernel with more than
-48 KB of shared memory has it as dynamic shared memory (`nvptx_llvm`), which each launch passes
+48 KB of shared memory has it as dynamic shared memory (`nvptx.nvvm`), which each launch passes
 and which the kernel opted into when it was loaded. The block shape and shared memory are
 checked against the device before anything launches, so an impossible schedule is a
 `LaunchError` that says what to change rather than the driver's ``CUDA_ERROR_INVALID_VALUE``

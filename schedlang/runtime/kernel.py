@@ -10,7 +10,7 @@ import numpy as np
 
 from ..codegen.cpu.cache import CompiledCpu, compile_cpu
 from ..codegen.cpu.parallel import PARALLEL_FOR
-from ..codegen.llvm_function import OUT_OF_MEMORY
+from ..codegen.llvm.function import OUT_OF_MEMORY
 from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from .arguments import check_arguments, written_params

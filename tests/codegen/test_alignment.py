@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import schedlang as sl
-from schedlang.codegen.alignment import access_align, factor
+from schedlang.codegen.llvm.alignment import access_align, factor
 from schedlang.ir.expr import Const
 from schedlang.loopir.nodes import Buffer
 

@@ -175,7 +175,7 @@ def column_reduce(m=6, n=37, threads=8, rows=4):
 
 ABSMAX = sl.comm_reducer(lambda x, y: sl.maximum(sl.abs(x), sl.abs(y)), lambda t: 0, "absmax")
 
-# name: (schedule, arguments, the form `nvptx_allreduce.layout` gives its collective)
+# name: (schedule, arguments, the form `nvptx.allreduce.layout` gives its collective)
 REDUCTIONS = {
     "warp": (row_reduce, (), "warp"),
     "warp_max": (row_reduce, (7, 37, 16, 4, "max"), "warp"),

@@ -10,10 +10,10 @@ import pytest
 
 import schedlang as sl
 from examples import gpu_gemm
-from schedlang.codegen.llvm_text import module_text
+from schedlang.codegen.llvm.register_values import promoted
+from schedlang.codegen.llvm.text import module_text
 from schedlang.codegen.nvptx.module import build_module
 from schedlang.codegen.nvptx.plan import plan_kernels
-from schedlang.codegen.register_values import promoted
 from schedlang.demo_cuda import te_gpu_gemm
 from schedlang.ir.expr import CommReducer, Var, const
 from schedlang.loopir.nodes import (

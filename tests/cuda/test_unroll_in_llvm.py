@@ -12,7 +12,7 @@ from llvmlite import ir
 
 import schedlang as sl
 from examples import gpu_gemm
-from schedlang.codegen.control import for_range
+from schedlang.codegen.llvm.control import for_range
 from schedlang.codegen.nvptx.compile import _unroll_hinted_loops, machine
 from schedlang.ir.expr import Var, binary, const
 from schedlang.loopir.interpret import run

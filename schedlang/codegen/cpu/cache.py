@@ -22,7 +22,7 @@ from llvmlite import __version__ as llvmlite_version
 from ...loopir.nodes import LoweredFunc
 from .. import disk_cache
 from ..fingerprint import fingerprint
-from ..llvm_text import module_text
+from ..llvm.text import module_text
 from . import jit as cpu_jit
 from .module import build_module, entry_symbol
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from ...errors import InternalError
-from ..llvm_passes import run_passes
+from ..llvm.passes import run_passes
 from .target import CpuTarget
 
 LINKS_PER_JIT = 64

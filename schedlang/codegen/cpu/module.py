@@ -13,10 +13,10 @@ import re
 from llvmlite import ir
 
 from ...loopir.nodes import LoweredFunc
-from ..llvm_function import FunctionScope
-from ..llvm_stmt import StmtEmitter
-from ..llvm_types import I32, I64, PTR
-from ..target import Target
+from ..llvm.function import FunctionScope
+from ..llvm.stmt import StmtEmitter
+from ..llvm.target import Target
+from ..llvm.types import I32, I64, PTR
 
 
 def entry_symbol(func: LoweredFunc) -> str:

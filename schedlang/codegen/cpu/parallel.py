@@ -18,19 +18,19 @@ from llvmlite import ir
 from ...ir.expr import Expr, Var
 from ...loopir.nodes import Allocate, Buffer, For, Load, Store
 from ...loopir.visit import stmt_exprs, walk_expr, walk_stmt
-from ..control import for_range
-from ..intrinsics import function
-from ..llvm_function import OUT_OF_MEMORY, PARALLEL_FAILED, FunctionScope
-from ..llvm_types import I32, I64, PTR
+from ..llvm.control import for_range
+from ..llvm.function import OUT_OF_MEMORY, PARALLEL_FAILED, FunctionScope
+from ..llvm.intrinsics import function
+from ..llvm.types import I32, I64, PTR
 
 if TYPE_CHECKING:
-    from ..llvm_stmt import StmtEmitter
+    from ..llvm.stmt import StmtEmitter
 
 PARALLEL_FOR = "schedlang_parallel_for"
 
 
 def parallel_loop(em: StmtEmitter, loop: For) -> None:
-    from ..llvm_stmt import StmtEmitter
+    from ..llvm.stmt import StmtEmitter
 
     b, module = em.b, em.b.module
     variables, buffers = _captures(em, loop)

@@ -17,16 +17,16 @@ from llvmlite import ir
 from ...errors import LoweringError
 from ...ir import dtype as dt
 from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
-from ..control import if_then
-from ..intrinsics import function
-from ..llvm_function import OUT_OF_MEMORY
-from ..llvm_types import I64, PTR, storage_type
-from ..storage import constant_count
-from ..target import Target
+from ..llvm.control import if_then
+from ..llvm.function import OUT_OF_MEMORY
+from ..llvm.intrinsics import function
+from ..llvm.storage import constant_count
+from ..llvm.target import Target
+from ..llvm.types import I64, PTR, storage_type
 from .parallel import parallel_loop
 
 if TYPE_CHECKING:
-    from ..llvm_stmt import StmtEmitter
+    from ..llvm.stmt import StmtEmitter
 
 STACK_LIMIT = 64 * 1024
 ALIGN = 64

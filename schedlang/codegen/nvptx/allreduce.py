@@ -22,7 +22,7 @@ Every member of a group combines the same values in the same order, so all get t
 The two shared-memory forms end with a barrier, so that the scratch can be written again (by
 the next iteration of a loop around the collective). Each collective has its own scratch, one
 shared array per source, whose sizes (`scratch_sizes`) the kernel's shared layout
-(`nvptx_plan`) places next to its shared buffers.
+(`nvptx.plan`) places next to its shared buffers.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from llvmlite import ir
 from ...ir import dtype as dt
 from ...ir.expr import CommReducer, const
 from ...loopir.nodes import ThreadAllReduce
-from ..control import for_range, if_then
-from ..intrinsics import function
-from ..llvm_types import I32, I64, constant, from_storage, storage_type, to_storage
+from ..llvm.control import for_range, if_then
+from ..llvm.intrinsics import function
+from ..llvm.types import I32, I64, constant, from_storage, storage_type, to_storage
 from .nvvm import barrier, shared_array, special_register
 
 if TYPE_CHECKING:
-    from ..llvm_stmt import StmtEmitter
+    from ..llvm.stmt import StmtEmitter
 
 WARP = 32
 _TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")

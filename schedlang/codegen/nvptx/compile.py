@@ -24,11 +24,11 @@ from ...errors import InternalError, LoweringError
 from ...loopir.gpu_passes import gpu_passes
 from ...loopir.nodes import LoweredFunc
 from ...platform_info import NVPTX_TRIPLE, probe_nvptx
-from ..control import UNROLL_FULL
 from ..cpu.jit import failed
 from ..fingerprint import fingerprint
-from ..llvm_passes import run_passes
-from ..llvm_text import module_text
+from ..llvm.control import UNROLL_FULL
+from ..llvm.passes import run_passes
+from ..llvm.text import module_text
 from . import libdevice, softmath
 from .module import build_module
 from .plan import DevicePlan, plan_kernels

@@ -15,10 +15,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir import dtype as dt
-from ..intrinsics import call_overloaded, function
-from ..llvm_arith import float_to_int as generic_float_to_int
-from ..llvm_arith import splat_like
-from ..llvm_types import F64, is_signed, lanes_of
+from ..llvm.arith import float_to_int as generic_float_to_int
+from ..llvm.arith import splat_like
+from ..llvm.intrinsics import call_overloaded, function
+from ..llvm.types import F64, is_signed, lanes_of
 
 
 def float_to_int(b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:

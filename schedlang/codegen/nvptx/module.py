@@ -17,9 +17,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...platform_info import NVPTX_TRIPLE
-from ..llvm_function import FunctionScope
-from ..llvm_stmt import StmtEmitter
-from ..llvm_types import I32, I64
+from ..llvm.function import FunctionScope
+from ..llvm.stmt import StmtEmitter
+from ..llvm.types import I32, I64
 from .nvvm import BUFFER_ALIGN, GLOBAL
 from .plan import DevicePlan, KernelPlan
 from .target import NvptxTarget

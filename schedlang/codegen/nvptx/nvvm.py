@@ -1,7 +1,7 @@
 """LLVM IR that only NVPTX has, shared by the target and its block collectives: the special
 registers holding a thread's position, the block barrier, and shared memory.
 
-A kernel's shared memory is laid out once, by `nvptx_plan` (`SharedLayout`): every shared
+A kernel's shared memory is laid out once, by `nvptx.plan` (`SharedLayout`): every shared
 buffer and every scratch array of a block collective gets a region at a 16-byte aligned offset,
 and the layout's size is the kernel's shared memory, which the launcher checks and passes. The
 code here only places what the layout says. Up to 48 KB (`STATIC_SHARED_LIMIT`, what a block
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ...errors import InternalError
-from ..intrinsics import function
-from ..llvm_types import I8, I32, I64
+from ..llvm.intrinsics import function
+from ..llvm.types import I8, I32, I64
 
 GLOBAL, SHARED, LOCAL = 1, 3, 5
 BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks

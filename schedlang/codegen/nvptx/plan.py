@@ -12,8 +12,8 @@ global memory is passed to it, together with every symbolic size.
 A kernel's grid is given by its outermost ``blockIdx`` loops (their extents, functions of the
 sizes, are evaluated at launch) and its block by the largest constant extent of the loops of
 each ``threadIdx`` tag (`loopir.barriers` assumes the same); its static shared memory counts
-the scratch of its block collectives too (`nvptx_allreduce`). Stores that every thread would
-run alike are narrowed to one thread by `nvptx_uniform`.
+the scratch of its block collectives too (`nvptx.allreduce`). Stores that every thread would
+run alike are narrowed to one thread by `nvptx.uniform`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ...loopir.nodes import (
 )
 from ...loopir.printer import stmt_head
 from ...loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
-from ..storage import constant_count
+from ..llvm.storage import constant_count
 from .allreduce import scratch_sizes
 from .nvvm import SharedLayout, lay_out_shared
 from .uniform import guard_uniform_stores

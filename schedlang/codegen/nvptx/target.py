@@ -2,14 +2,14 @@
 
 Buffers keep their address space, so accesses become ``ld.global``/``ld.shared`` directly:
 kernel parameters are global (address space 1), shared buffers are regions of the kernel's
-shared memory as the plan lays it out (`nvptx_llvm.SharedLayout`: static arrays up to 48 KB, one
+shared memory as the plan lays it out (`nvptx.nvvm.SharedLayout`: static arrays up to 48 KB, one
 dynamic array above), and local buffers are SSA values where every access names its element
 at compile time (`register_values`), stack slots otherwise. Every buffer starts
 at a multiple of 16 bytes (`buffer_align`), so accesses state the alignment their indices prove
 and LLVM emits 8- and 16-byte loads and stores for them. A loop bound to a hardware index reads
 it from its special register and runs its body where the index is below the loop's extent; the
 guard is left out where the launch shape already guarantees it. Barriers are ``bar.sync 0``;
-block collectives (cross-thread reductions) are `nvptx_allreduce`'s. Math that the NVPTX backend
+block collectives (cross-thread reductions) are `nvptx.allreduce`'s. Math that the NVPTX backend
 cannot lower itself calls libdevice, or schedlang's own `softmath` where libdevice is missing.
 """
 
@@ -23,10 +23,10 @@ from ...errors import LoweringError
 from ...ir import dtype as dt
 from ...ir.expr import Const
 from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
-from ..llvm_types import I64, storage_type
-from ..register_values import promoted
-from ..storage import constant_count
-from ..target import Target
+from ..llvm.register_values import promoted
+from ..llvm.storage import constant_count
+from ..llvm.target import Target
+from ..llvm.types import I64, storage_type
 from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
@@ -43,7 +43,7 @@ from .nvvm import (
 from .plan import KernelPlan
 
 if TYPE_CHECKING:
-    from ..llvm_stmt import StmtEmitter
+    from ..llvm.stmt import StmtEmitter
 
 _NATIVE_MATH = ("sqrt", "abs", "floor", "ceil", "round")
 
@@ -69,7 +69,7 @@ class NvptxTarget(Target):
     def allocate(self, em: StmtEmitter, stmt: Allocate) -> None:
         buffer = stmt.buffer
         count = constant_count(buffer)
-        if count is None or buffer.scope == "global":  # nvptx_plan rejects these first
+        if count is None or buffer.scope == "global":  # the plan (`plan`) rejects these first
             raise LoweringError(f"buffer '{buffer.name}' cannot be allocated inside a kernel")
         if buffer.scope == "local" and id(buffer) in self._promoted():
             em.registers.open(buffer)

@@ -4,7 +4,7 @@ Each function is an ordinary LLVM definition, ``sl.exp`` (double) or ``sl.expf``
 from IEEE additions, multiplications, divisions, fma, integer bit operations and a 2/pi table:
 no fast-math flags, no flush-to-zero, and NaN, infinities, signed zeros, overflow and subnormal
 results as C99 and numpy have them. The CUDA target links the library into a module that
-calls it (`nvptx_compile`) where libdevice is missing or ``SCHEDLANG_LIBDEVICE=none``; the
+calls it (`nvptx.compile`) where libdevice is missing or ``SCHEDLANG_LIBDEVICE=none``; the
 host JIT compiles the very same IR for measuring it (`host`, ``benchmarks/ulp.py``), and
 because every fused operation is an explicit ``llvm.fma`` both give the same bits.
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from ...intrinsics import call_overloaded
+from ...llvm.intrinsics import call_overloaded
 
 F64 = ir.DoubleType()
 F32 = ir.FloatType()

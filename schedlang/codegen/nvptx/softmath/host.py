@@ -12,8 +12,8 @@ from collections.abc import Callable
 import numpy as np
 from llvmlite import ir
 
-from ...control import for_range
 from ...cpu import jit as cpu_jit
+from ...llvm.control import for_range
 from . import FUNCTIONS, define, symbol
 from .emit import I32, I64
 

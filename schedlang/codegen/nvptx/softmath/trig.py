@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...intrinsics import intrinsic
+from ...llvm.intrinsics import intrinsic
 from .constants import PIO2, TWO_OVER_PI, cos_tail, sin_tail, two_over_pi_words
 from .emit import F64, I1, I32, I64, I128, Emit
 

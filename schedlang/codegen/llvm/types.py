@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..errors import InternalError
-from ..ir import dtype as dt
+from ...errors import InternalError
+from ...ir import dtype as dt
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)

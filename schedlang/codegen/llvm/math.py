@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ..errors import InternalError
-from ..ir import dtype as dt
+from ...errors import InternalError
+from ...ir import dtype as dt
+from .arith import splat_like
 from .intrinsics import call_overloaded, function, intrinsic
-from .llvm_arith import splat_like
-from .llvm_types import F64, I1, I32, is_signed, lanes_of, round_half, vector_of
+from .types import F64, I1, I32, is_signed, lanes_of, round_half, vector_of
 
 if TYPE_CHECKING:
     from .target import Target

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir import dtype as dt
+from ...ir import dtype as dt
 from .intrinsics import call_overloaded, intrinsic
-from .llvm_types import F32, F64, HALF, I32, is_signed, lanes_of, round_half, vector_of
+from .types import F32, F64, HALF, I32, is_signed, lanes_of, round_half, vector_of
 
 
 def splat_like(value: int | float, like: ir.Value) -> ir.Constant:

@@ -2,7 +2,7 @@
 
 Serial loops (and ``unrolled`` ones the loop IR left, which LLVM is told to unroll, and
 ``vthread`` loops, which one thread runs in turn) become counted loops over an i64 index;
-``vectorized`` loops go to `llvm_vector`; ``parallel`` and ``bound`` loops, allocations,
+``vectorized`` loops go to `llvm.vector`; ``parallel`` and ``bound`` loops, allocations,
 barriers and block collectives to the target. A parallel loop nested in another runs serially:
 the outer one already occupies the threads.
 """
@@ -14,14 +14,14 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
-from ..errors import InternalError
-from ..loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, ThreadAllReduce
+from ...errors import InternalError
+from ...loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, ThreadAllReduce
 from .control import for_range, if_else, if_then
-from .llvm_expr import ExprEmitter
-from .llvm_function import FunctionScope
-from .llvm_vector import emit_vectorized
+from .expr import ExprEmitter
+from .function import FunctionScope
 from .register_values import table_loop
 from .target import Target
+from .vector import emit_vectorized
 
 _SERIAL_KINDS = ("serial", "unrolled", "vthread")
 

@@ -8,7 +8,7 @@ addresses and widen nothing. Both agree whenever no int32 operation overflows, w
 loop bounds and in-bounds accesses guarantee.
 
 Inside a vectorized loop (`lanes` set) a value is either a scalar (uniform across lanes) or a
-vector; operations splat scalars where they meet vectors, and loads go through `llvm_vector`
+vector; operations splat scalars where they meet vectors, and loads go through `llvm.vector`
 under the current lane `mask`.
 """
 
@@ -20,19 +20,21 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ..errors import InternalError
-from ..ir import dtype as dt
-from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
-from ..ir.printer import expr_str
-from ..loopir.nodes import Buffer, For, Load
-from ..loopir.nonneg import nonnegative
-from ..loopir.visit import walk_expr
-from . import llvm_arith as arith
+from ...errors import InternalError
+from ...ir import dtype as dt
+from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
+from ...ir.printer import expr_str
+from ...loopir.nodes import Buffer, For, Load
+from ...loopir.nonneg import nonnegative
+from ...loopir.visit import walk_expr
+from . import arith
 from .alignment import access_align
 from .control import if_else, phi_of
 from .intrinsics import call_overloaded
-from .llvm_math import call_math
-from .llvm_types import (
+from .math import call_math
+from .register_values import RegisterFile
+from .target import Target
+from .types import (
     I32,
     I64,
     compute_type,
@@ -44,8 +46,6 @@ from .llvm_types import (
     storage_type,
     to_storage,
 )
-from .register_values import RegisterFile
-from .target import Target
 
 _FLOAT_ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}
 _INT_ARITH = {"+": "add", "-": "sub", "*": "mul", "&": "and_", "|": "or_", "^": "xor"}
@@ -63,7 +63,7 @@ class Binding:
 
 
 class ExprEmitter:
-    """Expression translation; `llvm_stmt.StmtEmitter` adds statements."""
+    """Expression translation; `llvm.stmt.StmtEmitter` adds statements."""
 
     def __init__(self, builder: ir.IRBuilder, target: Target) -> None:
         self.b = builder
@@ -338,7 +338,7 @@ class ExprEmitter:
 
     def load(self, e: Load) -> ir.Value:
         if self.lanes is not None:
-            from .llvm_vector import vector_load
+            from .vector import vector_load
 
             return vector_load(self, e)
         return self.scalar_load(e.buffer, e.indices)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
-from .llvm_types import I32, PTR
+from .types import I32, PTR
 
 OK = 0
 OUT_OF_MEMORY = 1

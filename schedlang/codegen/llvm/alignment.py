@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..ir import dtype as dt
-from ..ir.expr import Binary, Cast, Const, Expr, Var
-from ..loopir.nodes import Buffer
+from ...ir import dtype as dt
+from ...ir.expr import Binary, Cast, Const, Expr, Var
+from ...loopir.nodes import Buffer
 
 _CAP = 1 << 16  # stands for "divisible by anything we would ask about" (an offset of zero)
 

@@ -22,14 +22,14 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from ..errors import InternalError
-from ..ir import dtype as dt
-from ..ir.expr import Binary, Const, Expr, Var
-from ..loopir.nodes import Allocate, Buffer, For, If, Load, Stmt, Store, ThreadAllReduce
-from ..loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
+from ...errors import InternalError
+from ...ir import dtype as dt
+from ...ir.expr import Binary, Const, Expr, Var
+from ...loopir.nodes import Allocate, Buffer, For, If, Load, Stmt, Store, ThreadAllReduce
+from ...loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
 from .lanes import MAX_LANES, access_kind, depends_on, why_scalar
-from .llvm_types import I32, storage_type
 from .storage import constant_count
+from .types import I32, storage_type
 
 Lookup = Callable[[Var], "int | None"]  # a variable's value, when known
 

@@ -6,8 +6,8 @@ known when the code is generated; `constant_count` gives it, or None when the sh
 
 from __future__ import annotations
 
-from ..ir.expr import Const
-from ..loopir.nodes import Buffer
+from ...ir.expr import Const
+from ...loopir.nodes import Buffer
 
 
 def constant_count(buffer: Buffer) -> int | None:

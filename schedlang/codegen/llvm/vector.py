@@ -18,17 +18,18 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ..errors import warn
-from ..ir import dtype as dt
-from ..loopir.nodes import For, If, Let, Load, Seq, Stmt, Store
-from ..loopir.visit import walk_stmt
+from ...errors import warn
+from ...ir import dtype as dt
+from ...loopir.nodes import For, If, Let, Load, Seq, Stmt, Store
+from ...loopir.visit import walk_stmt
 from .alignment import factor
+from .arith import min_max
 from .control import if_else, if_then, phi_of
+from .expr import Binding
 from .intrinsics import intrinsic
 from .lanes import access_kind, reduction, why_scalar
-from .llvm_arith import min_max
-from .llvm_expr import Binding
-from .llvm_types import (
+from .register_values import read_elements, write_vector
+from .types import (
     HALF_FLOATS,
     I1,
     I32,
@@ -39,11 +40,10 @@ from .llvm_types import (
     storage_type,
     to_storage,
 )
-from .register_values import read_elements, write_vector
 
 if TYPE_CHECKING:
-    from .llvm_expr import ExprEmitter
-    from .llvm_stmt import StmtEmitter
+    from .expr import ExprEmitter
+    from .stmt import StmtEmitter
 
 
 def _gpu_lanes(loop: For) -> bool:

@@ -1,6 +1,6 @@
 """What the shared translator asks of a target.
 
-`llvm_stmt.StmtEmitter` translates everything that means the same on every target. The rest
+`llvm.stmt.StmtEmitter` translates everything that means the same on every target. The rest
 differs between a CPU and a GPU and is a method here: where memory of each scope lives and how an
 `Allocate` obtains it, how a ``parallel`` loop runs, what a loop bound to ``threadIdx.x`` is, what
 a barrier and a block collective are, and which function implements a math call LLVM has no
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ..ir import dtype as dt
-from .llvm_arith import float_to_int
+from ...ir import dtype as dt
+from .arith import float_to_int
 
 if TYPE_CHECKING:
-    from ..loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
-    from .llvm_stmt import StmtEmitter
+    from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
+    from .stmt import StmtEmitter
 
 
 class Target(ABC):
@@ -68,7 +68,7 @@ class Target(ABC):
 
     def float_to_int(self, b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:
         """A float (or vector) converted to the integer `dtype`, saturating as the reference
-        does (`llvm_arith.float_to_int`); a target whose own instruction already saturates
+        does (`llvm.arith.float_to_int`); a target whose own instruction already saturates
         overrides it where LLVM's generic lowering is longer."""
         return float_to_int(b, value, dtype)
 

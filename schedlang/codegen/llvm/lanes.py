@@ -9,10 +9,10 @@ can be emitted this way at all; when it cannot, the loop runs as a scalar loop (
 
 from __future__ import annotations
 
-from ..ir import dtype as dt
-from ..ir.expr import Binary, Cast, Const, Expr, Var
-from ..loopir.nodes import Buffer, For, If, Let, Load, Seq, Stmt, Store
-from ..loopir.visit import expr_children, walk_expr
+from ...ir import dtype as dt
+from ...ir.expr import Binary, Cast, Const, Expr, Var
+from ...loopir.nodes import Buffer, For, If, Let, Load, Seq, Stmt, Store
+from ...loopir.visit import expr_children, walk_expr
 
 MAX_LANES = 64
 REDUCE_OPS = ("+", "*", "min", "max")
