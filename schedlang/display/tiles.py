@@ -65,7 +65,7 @@ def tile_map(kernel_or_lowered: object, tensor: object, sizes: Mapping[object, i
     loops = [x for x in walk_stmt(func.body) if isinstance(x, For)]
     parallel = not any(x.kind == "bound" for x in loops)
     body = _Recorder(target, record, parallel).stmt(func.body, {})
-    recording = LoweredFunc(func.name, (*func.params, record), func.sizes, body)
+    recording = LoweredFunc(func.name, (*func.params, record), func.sizes, body, func.index_dtype)
     bound = bind_sizes([b.shape for b in func.params], sizes, "tile_map")
     arrays = [_filled(b, bound) for b in recording.params]
     arrays[-1][...] = UNWRITTEN

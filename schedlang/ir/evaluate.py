@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .accumulate import REDUCTIONS, Step, builtin_op, fold_in_order, fold_pairwise, rounds_each_step
+from .exact import exact_int
 from .expr import (
     Binary,
     Call,
@@ -284,6 +285,12 @@ def _size_vars(e: Expr) -> list[Var]:
 
 
 def _size_value(e: Expr, sizes: Mapping[Var, int]) -> int:
+    """`e` with `sizes` bound, exactly: in its own dtype a size expression wraps or overflows
+    just where a call's sizes are too large, and the message saying so needs its value."""
+    order = list(sizes)
+    exact = exact_int(e, {v: k for k, v in enumerate(order)})
+    if exact is not None:
+        return exact([sizes[v] for v in order])
     ctx = _Context(dict(sizes), {}, None)
     return int(_eval(e, ctx, None))
 

@@ -17,7 +17,7 @@ from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from ..platform_info import cuda_available
 from . import cuda_driver
-from .arguments import named_sizes, written_params
+from .arguments import check_arguments, named_sizes, written_params
 from .cuda_arguments import Placed, place_arguments
 from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
 from .size_limits import SizeLimits
@@ -60,6 +60,7 @@ class CudaKernel:
         """
         from ..loopir.interpret import run
 
+        check_arguments(self.lowered, self._written, arrays, sizes, self._limits)  # as a call
         run(self.lowered, list(arrays), named_sizes(self.lowered, sizes))
 
     @entry_point(also=(TypeError, ValueError))

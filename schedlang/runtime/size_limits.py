@@ -14,26 +14,15 @@ array shows (``n + 1``, ``n * m``), evaluated from the sizes.
 from __future__ import annotations
 
 import math
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..ir import dtype as dt
-from ..ir.expr import Binary, Cast, Const, Expr, Unary, Var
+from ..ir.exact import Exact, exact_int
+from ..ir.expr import Binary, Const, Expr, Var
 from ..ir.printer import expr_str
 from ..ir.visit import walk
 from ..loopir.nodes import Allocate, Buffer, For, LoweredFunc
 from ..loopir.visit import walk_stmt
-
-_Eval = Callable[[Sequence[int]], int]
-_BINARY = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "//": operator.floordiv,
-    "%": operator.mod,
-    "min": min,
-    "max": max,
-}
 
 
 class SizeLimits:
@@ -55,7 +44,7 @@ class SizeLimits:
             if narrow and not _constant_layout(b) and expr_str(_flat_count(b)) not in checked
         )
         checked |= {expr_str(_flat_count(b)) for b in func.params}
-        self._derived: tuple[tuple[str, Expr, _Eval], ...] = ()
+        self._derived: tuple[tuple[str, Expr, Exact], ...] = ()
         if narrow:
             self._derived = tuple(_derived_checks(func, position, checked))
 
@@ -131,7 +120,7 @@ def _derived_checks(func: LoweredFunc, position: dict[Var, int], seen: set[str])
             what, e = f"the loop '{s.var.name}'", end
         else:
             continue
-        evaluate = _compile(e, position)
+        evaluate = exact_int(e, position)
         text = expr_str(e)
         if evaluate is None or isinstance(e, Const) or text in seen:
             continue
@@ -151,26 +140,3 @@ def _flat_count(buffer: Buffer) -> Expr:
         last = Binary("-", n, Const(1, "int64"), "int64")
         total = Binary("+", total, Binary("*", last, stride, "int64"), "int64")
     return total
-
-
-def _compile(e: Expr, position: dict[Var, int]) -> _Eval | None:
-    """`e`, an integer expression of the sizes, as a function of their values (exact Python
-    integers, so the value is never wrapped); None when it involves anything else."""
-    if isinstance(e, Const):
-        value = int(e.value)
-        return lambda values: value
-    if isinstance(e, Var):
-        k = position.get(e)
-        return None if k is None else operator.itemgetter(k)
-    if isinstance(e, Cast) and dt.is_int(e.dtype):
-        return _compile(e.value, position)
-    if isinstance(e, Unary) and e.op == "-":
-        inner = _compile(e.a, position)
-        return None if inner is None else lambda values: -inner(values)
-    if isinstance(e, Binary) and e.op in _BINARY:
-        a, b = _compile(e.a, position), _compile(e.b, position)
-        if a is None or b is None:
-            return None
-        apply = _BINARY[e.op]
-        return lambda values: apply(a(values), b(values))
-    return None

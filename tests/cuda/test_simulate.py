@@ -38,3 +38,19 @@ def test_simulate_checks_its_arguments_like_a_call():
         kernel.simulate(np.ones(53, np.float32), np.ones(51, np.float32), m=3)
     with pytest.raises(ValueError, match="B"):
         kernel.simulate(np.ones(53, np.float32), np.ones(50, np.float32))
+    with pytest.raises(TypeError, match=r"'B' .*float32.*float64|dtype"):
+        kernel.simulate(np.ones(53, np.float32), np.ones(51, np.float64))
+
+
+def test_simulate_refuses_a_size_past_the_index_type_like_a_call():
+    a, b, s = _shared_stencil()
+    kernel = sl.build(s, [a, b], target="cuda")
+    big = 2**31 + 1  # arrays of that many elements, all one element: nothing allocated
+
+    def huge(n):
+        return np.lib.stride_tricks.as_strided(np.ones(1, np.float32), (n,), (0,))
+
+    with pytest.raises(ValueError, match=r"size 'n' is 2147483649, which does not fit int32"):
+        kernel.simulate(huge(big), huge(big - 2))
+    with pytest.raises(ValueError, match=r"is n - 2 = 2147483647 with n=2147483649, but its"):
+        kernel.simulate(huge(big), huge(3))
