@@ -7,8 +7,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedlang.platform_info import cuda_available
-
 from .guards import PAD, Guarded
 from .properties import cpu_property, gpu_device_property, gpu_interpreter_property
 from .verdict import Tally
@@ -37,7 +35,6 @@ def test_gpu_schedules_in_the_simt_interpreter(data):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not cuda_available(), reason="no usable CUDA GPU here")
 @sample(120)
 @given(data=st.data())
 def test_gpu_schedules_on_the_gpu(data):

@@ -15,7 +15,6 @@ import pytest
 
 import schedlang as sl
 from schedlang.codegen.cpu import jit as cpu_jit
-from schedlang.platform_info import cuda_available
 from schedlang.runtime import cuda_driver, cuda_start
 from tests.cuda.fake_driver import H100, SUCCESS, FakeDriver
 from tests.cuda.kernels import vector_add
@@ -176,7 +175,6 @@ def _run_vector_add(kernel, inputs, outputs, seed: int) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not cuda_available(), reason="no usable CUDA GPU here")
 def test_a_dropped_cuda_kernel_unloads_its_module(monkeypatch):
     spy = _UnloadSpy(cuda_driver.driver())
     monkeypatch.setattr(cuda_driver, "driver", lambda: spy)
@@ -190,7 +188,6 @@ def test_a_dropped_cuda_kernel_unloads_its_module(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not cuda_available(), reason="no usable CUDA GPU here")
 def test_device_memory_comes_back_after_many_cuda_kernels():
     cuda = cuda_driver.driver()
 

@@ -1,0 +1,14 @@
+"""Tests marked ``gpu`` skip in one place when no GPU is usable, so a run without one says why
+once instead of once per file."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedlang.platform_info import cuda_available, probe_cuda
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None and not cuda_available():
+        pytest.skip(f"no usable CUDA GPU here: {probe_cuda().detail}")
