@@ -32,6 +32,7 @@ from examples import (  # noqa: E402
     gpu_conv2d,
     gpu_elementwise,
     gpu_gemm,
+    gpu_gemm_fp16,
     gpu_rows,
     gpu_transpose,
     gpu_winograd,
@@ -131,6 +132,70 @@ def bench_gemm(repeat: int) -> list[Row]:
         name = f"gemm {n}^3 fp32 (k by {step})"
         rows.append(Row(name, ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s"))
     return rows
+
+
+def bench_gemm_fp16(repeat: int, options: dict | None = None) -> list[Row]:
+    """The tensor-core GEMM (`examples/gpu_gemm_fp16.py`, mma.sync), float16 and bfloat16
+    operands accumulated in float32 and stored in the operands' dtype, as torch.matmul
+    (cuBLAS) computes them."""
+    rows = []
+    for dtype, n in itertools.product(("float16", "bfloat16"), (4096, 4000, 8192)):
+        kind = getattr(torch, dtype)
+
+        def make(n=n, kind=kind):
+            a, b = (torch.randn(n, n, device="cuda").to(kind) for _ in range(2))
+            return a, b, torch.empty(n, n, device="cuda", dtype=kind)
+
+        sets = rotation(make, 2 * 2 * n * n + 4 * n * n)
+        a, b, c = sets[0]
+        c.fill_(float("nan"))
+        kernel = gpu_gemm_fp16.build(n, n, n, dtype, out_dtype=dtype, **(options or {}))
+        kernel(a, b, c)
+        check(c, a.double() @ b.double(), f"gemm {dtype} {n}", rtol=1e-2)
+        reps = max(5, repeat // (n // 2048) ** 2)
+        ours = rotated_kernel_time(kernel, sets, reps)
+        peer = event_time(partial(_cublas_half, itertools.cycle(sets)), reps)
+        name = f"gemm {n}^3 {dtype} (mma.sync)"
+        rows.append(Row(name, ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s"))
+    return rows
+
+
+def bench_gemm_fp16_variants(repeat: int) -> list[Row]:
+    """Schedules of the tensor-core GEMM at 4096^3 float16 side by side (block and warp tiles,
+    k step): what each shape of the schedule is worth, against the same cuBLAS call."""
+    n = 4096
+    variants = {
+        "128x128 blocks, 64x32 warps, k by 32, 3 stages": {},
+        "same, 2 stages": dict(stages=2),
+        "same, 4 stages": dict(stages=4),
+        "same, double buffered through registers": dict(stages=0, double_buffer=True),
+        "128x128 blocks, 64x64 warps, 3 stages": dict(warp_cols=64),
+        "128x256 blocks, 64x64 warps, 3 stages": dict(block_cols=256, warp_cols=64),
+        "256x128 blocks, 64x64 warps, 3 stages": dict(block_rows=256, warp_cols=64),
+        "128x128 blocks, 64x32 warps, k by 64, 3 stages": dict(step=64),
+    }
+
+    def make():
+        a, b = (torch.randn(n, n, device="cuda").half() for _ in range(2))
+        return a, b, torch.empty(n, n, device="cuda", dtype=torch.float16)
+
+    sets = rotation(make, 3 * 2 * n * n)
+    a, b, c = sets[0]
+    peer = event_time(partial(_cublas_half, itertools.cycle(sets)), repeat)
+    rows = []
+    for name, options in variants.items():
+        c.fill_(float("nan"))
+        kernel = gpu_gemm_fp16.build(n, n, n, "float16", out_dtype="float16", **options)
+        kernel(a, b, c)
+        check(c, a.double() @ b.double(), f"gemm fp16 {name}", rtol=1e-2)
+        ours = rotated_kernel_time(kernel, sets, repeat)
+        rows.append(Row(f"gemm 4096^3 fp16, {name}", ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s"))
+    return rows
+
+
+def _cublas_half(turns) -> torch.Tensor:
+    a, b, c = next(turns)
+    return torch.matmul(a, b, out=c)
 
 
 def _cublas_matmul(turns) -> torch.Tensor:
@@ -289,6 +354,8 @@ def _fresh_process(code: str, n: int) -> float:
 
 BENCHMARKS = {
     "gemm": bench_gemm,
+    "gemm_fp16": bench_gemm_fp16,
+    "gemm_fp16_variants": bench_gemm_fp16_variants,
     "elementwise": bench_elementwise,
     "transpose": bench_transpose,
     "rows": bench_rows,

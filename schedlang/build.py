@@ -75,6 +75,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     if resolved.name == "cpu":
         from .runtime.kernel import Kernel
 
+        _refuse_tensor_cores(s)
         _refuse_hardware_indices(s)
         return Kernel.for_cpu(lower(s, args, name))
     from .codegen.nvptx.compile import check_arch, compile_cuda
@@ -92,6 +93,24 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     if resolved.min_blocks:
         shown += f" -min-blocks-per-sm={resolved.min_blocks}"
     return CudaKernel(compiled.plan.func, compiled, shown)
+
+
+def _refuse_tensor_cores(s: Schedule) -> None:
+    """The cpu target has no tensor cores: named at the tensorize that asked for them."""
+    from .schedule import records as rec
+    from .schedule.errors import message
+
+    for r in s.records:
+        if isinstance(r, rec.Tensorize):
+            raise LoweringError(
+                message(
+                    r.stage,
+                    f"tensorize({r.axis.name}, {r.intrin!r})",
+                    r.loc,
+                    "tensor-core instructions run on a CUDA GPU, the cpu target has none: build "
+                    "with target='cuda' (kernel.simulate runs it on the CPU)",
+                )
+            )
 
 
 def _refuse_hardware_indices(s: Schedule) -> None:

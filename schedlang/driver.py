@@ -18,6 +18,7 @@ from .loopir.double_buffer import double_buffer
 from .loopir.from_isl import generate, param_expr
 from .loopir.index_type import index_dtype
 from .loopir.nodes import Buffer, LoweredFunc
+from .loopir.pipeline import pipeline
 from .loopir.registers import left_to_llvm
 from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
@@ -30,6 +31,7 @@ from .poly.placement import Placement
 from .poly.space import Params
 from .poly.statements import build_statements, inline_bodies
 from .poly.stored import check_storable
+from .poly.tensorize import plan_tensorize, restrict_to_tiles
 from .schedule import records as rec
 from .schedule.errors import ScopeError, message
 from .schedule.schedule import Schedule
@@ -69,6 +71,8 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     _dump("schedule", lambda: "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
     cross_thread = check_legality(s, placement, params)
     check_local_reads(s, placement, params)
+    plans = plan_tensorize(s, placement, params)
+    restrict_to_tiles(placement, plans)
     buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
     sizes = tuple(params.vars.values())
     index = index_dtype([stage.op for stage in s.stages], sizes, buffers.values())
@@ -81,11 +85,13 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
         params.vars,
         buffers,
         index,
+        plans,
     )
     _dump("generated", body)
     body = lower_thread_reductions(body, reductions)
     body = insert_allocations(body, local)
     body = double_buffer(body, _doubled(s, buffers))
+    body = pipeline(body, _pipelined(s, buffers))
     body = insert_barriers(body)
     body = sink_vector_loops(body)
     folded: dict = {}  # expressions simplified, for the next simplification to reuse
@@ -159,21 +165,47 @@ def _doubled(s: Schedule, buffers: dict) -> list[Buffer]:
     loop of their consumer."""
     found = []
     for stage in s.stages:
-        if not stage.double_buffered:
-            continue
-        if not isinstance(stage.attach, rec.ComputeAt):
-            record = s.record_for(rec.DoubleBuffer, stage=stage.name)
-            raise ScopeError(
-                message(
-                    stage.name,
-                    "double_buffer()",
-                    record.loc,
-                    f"'{stage.name}' is not computed at a loop of its consumer, so nothing "
-                    "refills it; compute_at the loop whose iterations consume it",
-                )
-            )
-        found.append(buffers[stage.op])
+        if stage.double_buffered:
+            _check_refilled(s, stage, rec.DoubleBuffer, "double_buffer()")
+            found.append(buffers[stage.op])
     return found
+
+
+def _pipelined(s: Schedule, buffers: dict) -> dict[Buffer, int]:
+    """The buffers of the stages that asked for pipeline(), with their numbers of stages."""
+    found = {}
+    for stage in s.stages:
+        if stage.pipeline_stages is not None:
+            call = f"pipeline(stages={stage.pipeline_stages})"
+            _check_refilled(s, stage, rec.Pipeline, call)
+            if buffers[stage.op].scope != "shared":
+                record = s.record_for(rec.Pipeline, stage=stage.name)
+                raise ScopeError(
+                    message(
+                        stage.name,
+                        call,
+                        record.loc,
+                        f"'{stage.name}' is in {buffers[stage.op].scope} memory; asynchronous "
+                        "copies fill shared memory: set_scope('shared') or compute it inside "
+                        "the block loops",
+                    )
+                )
+            found[buffers[stage.op]] = stage.pipeline_stages
+    return found
+
+
+def _check_refilled(s: Schedule, stage, record_type: type, call: str) -> None:
+    if not isinstance(stage.attach, rec.ComputeAt):
+        record = s.record_for(record_type, stage=stage.name)
+        raise ScopeError(
+            message(
+                stage.name,
+                call,
+                record.loc,
+                f"'{stage.name}' is not computed at a loop of its consumer, so nothing "
+                "refills it; compute_at the loop whose iterations consume it",
+            )
+        )
 
 
 def _strides(align: dict[int, tuple[int, int]], shape: tuple) -> tuple | None:

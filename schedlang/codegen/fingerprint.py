@@ -11,7 +11,19 @@ from __future__ import annotations
 import hashlib
 
 from ..ir.expr import Const, Expr, Var
-from ..loopir.nodes import Allocate, Buffer, For, Let, LoweredFunc, Stmt, Store, ThreadAllReduce
+from ..loopir.nodes import (
+    Allocate,
+    AsyncCopy,
+    AsyncWait,
+    Buffer,
+    For,
+    Let,
+    LoweredFunc,
+    MatrixOp,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+)
 from ..loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
 
 
@@ -66,4 +78,11 @@ def _stmt_token(s: Stmt, buffer, ident) -> str:
         token += f":var{ident(s.var)}:{s.var.dtype}"
     if isinstance(s, (Store, Allocate)):
         token += f":{buffer(s.buffer)}"
+    if isinstance(s, MatrixOp):  # its bases and value are among `stmt_exprs`
+        for t in (s.dst, *s.srcs):
+            token += f":{s.op}:{buffer(t.buffer)}:{tuple(t.dims)}:{tuple(t.shape)}"
+    if isinstance(s, AsyncCopy):  # its indices are among `stmt_exprs`
+        token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.lanes}"
+    if isinstance(s, AsyncWait):
+        token += f":{s.pending}"
     return token

@@ -44,12 +44,16 @@ from ..ir.printer import expr_str
 from .divmod import linear_terms
 from .nodes import (
     Allocate,
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
     Barrier,
     Buffer,
     For,
     If,
     Let,
     Load,
+    MatrixOp,
     Seq,
     Stmt,
     Store,
@@ -152,6 +156,18 @@ class _Inserter:
             return s, _Summary({}, {}, True)
         if isinstance(s, ThreadAllReduce):
             return s, _NOTHING  # its buffers are local; the target synchronises inside it
+        if isinstance(s, MatrixOp):
+            accesses = self.matrix_accesses(s, ctx)
+            return s, _Summary(accesses, accesses, False)
+        if isinstance(s, AsyncCopy):
+            # a store that lands later; the pipeline that issues it waits and synchronises
+            # before the copy is read, and reads of other copies are told apart by their index
+            reads = self.reads(s, (*s.dst_index, *s.src_index), ctx)
+            write = self.access(s, s.dst, s.dst_index, True, ctx)
+            accesses = reads if write is None else {**reads, write.key: write}
+            return s, _Summary(accesses, accesses, False)
+        if isinstance(s, (AsyncCommit, AsyncWait)):
+            return s, _NOTHING
         if isinstance(s, Seq):
             return self.seq(s, ctx)
         if isinstance(s, If):
@@ -329,6 +345,20 @@ class _Inserter:
         key = next(self.keys)
         return _Access(key, buffer, write, expanded, ctx.tags, ctx.pins, frozenset(), site)
 
+    def matrix_accesses(self, s: MatrixOp, ctx: _Ctx) -> _Accesses:
+        """A tensor instruction's accesses: the lanes of a warp (threadIdx.x) read or write
+        a whole tile together, so no element of it is one thread's own (its tile dimensions
+        are an index no other access shares)."""
+        lanes = replace(ctx, tags=ctx.tags | {"threadIdx.x"})
+        found = self.reads(s, [i for t in (s.dst, *s.srcs) for i in t.base], ctx)
+        for tile, write in ((s.dst, True), *((t, False) for t in s.srcs)):
+            spread = Var("tile", tile.base[0].dtype, "loop")
+            indices = tuple(spread if d in tile.dims else i for d, i in enumerate(tile.base))
+            access = self.access(s, tile.buffer, indices, write, lanes)
+            if access is not None:
+                found[access.key] = access
+        return found
+
     def reads(self, site: Stmt, exprs, ctx: _Ctx) -> _Accesses:
         found: _Accesses = {}
         for e in exprs:
@@ -422,10 +452,19 @@ def _conflict(pending: _Accesses, later: _Accesses) -> tuple[_Access, _Access] |
                 continue  # one store writes an element's one value, whichever thread runs
             if a.threads and b.threads and _own_elements(a, b):
                 continue
-            if _other_copy(a, b):
+            if _other_copy(a, b) or _other_constant(a, b):
                 continue
             return a, b
     return None
+
+
+def _other_constant(a: _Access, b: _Access) -> bool:
+    """Do `a` and `b` differ in a dimension indexed by two different constants (the copies of
+    a pipeline's prologue)?"""
+    return any(
+        isinstance(x, Const) and isinstance(y, Const) and x.value != y.value
+        for x, y in zip(a.indices, b.indices)
+    )
 
 
 def _other_copy(a: _Access, b: _Access) -> bool:

@@ -29,12 +29,14 @@ from ..ir.expr import (
 from ..ir.tensor import Operation
 from ..ir.visit import substitute, transform
 from ..poly.placement import Placed
+from ..poly.tensorize import TensorPlan, TileOf
 from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.errors import AnnotationError, BindError, message
+from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
-from .nodes import Buffer, For, If, Load, Seq, Stmt, Store, seq
-from .visit import walk_stmt
+from .nodes import Buffer, For, If, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
+from .visit import walk_expr, walk_stmt
 
 _OPS = isl.ast_expr_op_type
 _BINARY = {
@@ -128,6 +130,7 @@ def generate(
     param_vars: dict[str, Var],
     buffers: dict[Operation, Buffer],
     index_dtype: str = "int32",
+    plans: dict[str, TensorPlan] | None = None,
 ) -> Stmt:
     """The loop nest of `placed` statements, and its cross-thread reductions.
 
@@ -135,7 +138,9 @@ def generate(
     ones) where it is computed. The stores of reductions over a loop in `cross_thread` (a
     reduce axis bound to threadIdx.*) are returned with what `lower_thread_reductions` needs.
     Loop variables and the index arithmetic isl generates have the dtype `index_dtype`
-    (`index_type`); the algorithm's axes and sizes are cast where theirs differs.
+    (`index_type`); the algorithm's axes and sizes are cast where theirs differs. The
+    statements of tensorized stages (`plans`, their domains already one instance per tile)
+    become `MatrixOp`s at their tiles' bases.
     """
     by_name = {p.stmt.name: p for p in placed}
     leaves: list[_Leaf] = []
@@ -165,7 +170,7 @@ def generate(
     # equalities made explicit first: isl's AST generation then runs about 10% faster
     ast = build.node_from_schedule_map(union.detect_equalities())
     translator = _Translator(
-        schedule, extents, leaves, param_vars, buffers, cross_thread, index_dtype
+        schedule, extents, leaves, param_vars, buffers, cross_thread, index_dtype, plans or {}
     )
     body = translator.node(ast)
     return translator.keep_block_loops(body), translator.reductions
@@ -173,9 +178,18 @@ def generate(
 
 class _Translator:
     def __init__(
-        self, schedule, extents, leaves, param_vars, buffers, cross_thread=(), itype="int32"
+        self,
+        schedule,
+        extents,
+        leaves,
+        param_vars,
+        buffers,
+        cross_thread=(),
+        itype="int32",
+        plans=None,
     ) -> None:
         self.schedule = schedule
+        self.plans: dict[str, TensorPlan] = plans or {}
         self.itype = itype
         self.extents = extents
         self.cross_thread = cross_thread
@@ -385,7 +399,10 @@ class _Translator:
 
         buffer = self.buffers[st.stage.op]
         index = tuple(self.expr(x) for x in leaf.store)
-        if st.role == "update":
+        plan = self.plans.get(st.stage.name)
+        if plan is not None:
+            stmt = self._matrix(plan, st.role, buffer, index, lower(st.value))
+        elif st.role == "update":
             comb = st.stage.op.body.combiner
             old = Load(buffer, index, buffer.dtype)
             new = substitute(comb.result, {comb.lhs: old, comb.rhs: lower(st.value)})
@@ -396,7 +413,7 @@ class _Translator:
             stmt = If(lower(st.where), store) if st.where is not None else store
         else:
             stmt = Store(buffer, index, lower(st.value))
-        stmt = self._single_thread(leaf, stmt)
+        stmt = self._single_thread(leaf, stmt, lanes=plan is not None)
         tags = {
             tag
             for entry in leaf.placed.template
@@ -449,11 +466,31 @@ class _Translator:
         ]
         return tuple(sorted(self.schedule[a.stage].binds[a] for a in axes))
 
-    def _single_thread(self, leaf: _Leaf, stmt: Stmt) -> Stmt:
+    def _matrix(self, plan: TensorPlan, role: str, buffer: Buffer, index, value: Expr) -> Stmt:
+        """The `MatrixOp` of one tile of a tensorized statement: `index` and the indices of
+        the loads in `value` are its tiles' bases (the tile loops are at 0 here)."""
+        dst = self._tile(plan.dst, buffer, index)
+        kind = plan.ops[role]
+        if kind == "fill":
+            return MatrixOp("fill", dst, (), value)
+        srcs = []
+        for tile in plan.srcs:
+            wanted = self.buffers[tile.op]
+            load = next(n for n in walk_expr(value) if isinstance(n, Load) and n.buffer is wanted)
+            srcs.append(self._tile(tile, wanted, load.indices))
+        return MatrixOp(kind, dst, tuple(srcs))
+
+    def _tile(self, tile: TileOf, buffer: Buffer, base: tuple) -> Tile:
+        lead = len(buffer.shape) - len(base)  # a buffer expanded per virtual thread
+        dims = (tile.dims[0] + lead, tile.dims[1] + lead)
+        return Tile(buffer, tuple(base), dims, tile.shape)
+
+    def _single_thread(self, leaf: _Leaf, stmt: Stmt, lanes: bool = False) -> Stmt:
         """A statement instance runs on one thread. isl emits no loop for a thread dimension
         with one value, and a statement with no loop of a tag its kernel uses would run on
         every thread of that tag; both are wrapped in a loop of the tag guarded to one thread,
-        except stores to "local" buffers, which every thread needs its own copy of."""
+        except stores to "local" buffers and fragments, which every thread needs its own copy
+        of. A tensor instruction (`lanes`) runs on all threadIdx.x: they are a warp's lanes."""
         present = set()
         for dim, entry in enumerate(leaf.placed.template):
             if entry[0] != "dim":
@@ -469,10 +506,11 @@ class _Translator:
             var = Var(self._unique(entry[1].name), self.itype, "loop")
             loop = self._bound(entry[1], var, self.const(0), value, stmt)  # checks the extent
             stmt = replace(loop, body=If(Compare("==", var, value), stmt))
-        if self.buffers[leaf.placed.stmt.stage.op].scope == "local":
+        scope = self.buffers[leaf.placed.stmt.stage.op].scope
+        if scope == "local" or scope in FRAGMENT_SCOPES:
             return stmt  # every thread keeps its own copy: each computes it (as in TE)
         for tag, extent in sorted(leaf.placed.kernel_threads.items()):
-            if tag not in present:
+            if tag not in present and not (lanes and tag == "threadIdx.x"):
                 var = Var(self._unique(tag.replace("threadIdx.", "t")), self.itype, "loop")
                 guarded = If(Compare("==", var, self.const(0)), stmt)
                 stmt = For(var, self.const(0), self.const(extent), "bound", guarded, tag)

@@ -19,6 +19,7 @@ from .nodes import (
     If,
     Let,
     LoweredFunc,
+    MatrixOp,
     Seq,
     Stmt,
     ThreadAllReduce,
@@ -99,6 +100,8 @@ def _stmt(s: Stmt, depth: int, long: bool) -> str:
         return _line("barrier()", badge("barrier"))
     if isinstance(s, ThreadAllReduce):
         return _line(stmt_head(s), badge("allreduce"))
+    if isinstance(s, MatrixOp):
+        return _line(stmt_head(s), badge("tensor core"))
     return _line(stmt_head(s))
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import CommReducer, Expr, Var
+from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.stage import HARDWARE_TAGS
 
 LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel", "bound", "vthread")
-SCOPES = ("global", "shared", "local")
+SCOPES = ("global", "shared", "local", *FRAGMENT_SCOPES)
 THREAD_TAGS = tuple(tag for tag in HARDWARE_TAGS if tag != "vthread")
 
 
@@ -116,6 +117,72 @@ class ThreadAllReduce(Stmt):
     sources: tuple[Buffer, ...]
     results: tuple[Buffer, ...]
     tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tile:
+    """A `shape` (rows, columns) tile of `buffer` whose element (0, 0) is at index `base`; its
+    rows run along buffer dimension ``dims[0]`` and its columns along ``dims[1]``.
+
+    For a buffer in a fragment scope (`FRAGMENT_SCOPES`), the tile is a logical matrix of the
+    warp (`fragments` says which lane holds which element): ``dims`` are then the buffer's last
+    two dimensions and `base` is a multiple of `shape` along them."""
+
+    buffer: Buffer
+    base: tuple[Expr, ...]
+    dims: tuple[int, int]
+    shape: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MatrixOp(Stmt):
+    """A warp-collective tensor-core operation (`schedlang.loopir.fragments`): the 32 lanes of
+    each warp (``threadIdx.x`` is the lane; the block's x extent is 32) run it together, so it
+    stands under no loop bound to ``threadIdx.x`` and under no condition that differs between
+    the lanes of a warp. Its tiles' bases are the same for every lane of a warp.
+
+    - ``"fill"``: ``dst`` (an accumulator fragment) := `value` everywhere;
+    - ``"load"``: ``dst`` (a fragment) := ``srcs[0]`` (a tile of a shared, global or local
+      buffer of the same dtype);
+    - ``"mma"``: ``dst`` += ``srcs[0] @ srcs[1]`` (matrix_a m x k, matrix_b k x n, accumulator
+      m x n fragments; products and sums in the accumulator's dtype);
+    - ``"store"``: ``dst`` (a tile of a shared, global or local buffer) := ``srcs[0]`` (an
+      accumulator fragment), converted to ``dst``'s dtype.
+    """
+
+    op: str
+    dst: Tile
+    srcs: tuple[Tile, ...] = ()
+    value: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AsyncCopy(Stmt):
+    """``dst[dst_index + l] = src[src_index + l]`` for the `lanes` consecutive elements ``l``
+    of the last dimension, copied by the thread in the background (``cp.async``): `src` is a
+    global buffer, `dst` a shared one, and the bytes moved (``lanes`` x the element size) are 4,
+    8 or 16, aligned to that size at both ends. The elements are in `dst` only once an
+    `AsyncWait` of the same thread has waited for the group the copy was committed with
+    (`AsyncCommit`); other threads see them after a `Barrier` that follows that wait."""
+
+    dst: Buffer
+    dst_index: tuple[Expr, ...]
+    src: Buffer
+    src_index: tuple[Expr, ...]
+    lanes: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AsyncCommit(Stmt):
+    """Closes a group: the `AsyncCopy`s this thread issued since its last commit."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AsyncWait(Stmt):
+    """This thread waits until at most `pending` of its committed groups are still in flight
+    (the older ones have landed)."""
+
+    pending: int
 
 
 @dataclass(frozen=True, slots=True, eq=False)

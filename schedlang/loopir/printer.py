@@ -20,16 +20,21 @@ from ..ir.expr import Const, Expr, binary
 from ..ir.printer import expr_str
 from .nodes import (
     Allocate,
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
     Barrier,
     Buffer,
     For,
     If,
     Let,
     LoweredFunc,
+    MatrixOp,
     Seq,
     Stmt,
     Store,
     ThreadAllReduce,
+    Tile,
 )
 from .simplify import simplify_expr
 
@@ -73,11 +78,42 @@ def stmt_head(stmt: Stmt) -> str:
         return _allocate_str(stmt.buffer)
     if isinstance(stmt, Barrier):
         return "barrier()"
+    if isinstance(stmt, MatrixOp):
+        return matrix_op_str(stmt)
+    if isinstance(stmt, AsyncCopy):
+        dst = ", ".join(expr_str(i) for i in stmt.dst_index)
+        src = ", ".join(expr_str(i) for i in stmt.src_index)
+        lanes = f":+{stmt.lanes}" if stmt.lanes > 1 else ""
+        return f"{stmt.dst.name}[{dst}{lanes}] = async_copy({stmt.src.name}[{src}{lanes}])"
+    if isinstance(stmt, AsyncCommit):
+        return "async_commit()"
+    if isinstance(stmt, AsyncWait):
+        return f"async_wait(pending={stmt.pending})"
     if isinstance(stmt, ThreadAllReduce):
         outs = ", ".join(f"{b.name}[0]" for b in stmt.results)
         ins = ", ".join(f"{c.name}({b.name}[0])" for c, b in zip(stmt.combiners, stmt.sources))
         return f"{outs} = thread_allreduce({ins}) over {', '.join(stmt.tags)}"
     return f"<{type(stmt).__name__}>"
+
+
+def matrix_op_str(s: MatrixOp) -> str:
+    """A tensor-core operation as one line: the tiles it reads and writes, with their shapes."""
+    dst = tile_str(s.dst)
+    if s.op == "fill":
+        return f"{dst} = fill({expr_str(s.value)})"
+    if s.op == "mma":
+        a, b = (tile_str(t) for t in s.srcs)
+        return f"{dst} += mma_sync({a} @ {b})"
+    return f"{dst} = {s.op}_matrix({tile_str(s.srcs[0])})"
+
+
+def tile_str(t: Tile) -> str:
+    """``A[i:+16, k:+16]``: the tile's base and extent along its two dimensions, its base
+    elsewhere."""
+    parts = [expr_str(i) for i in t.base]
+    for d, n in zip(t.dims, t.shape):
+        parts[d] = f"{parts[d]}:+{n}"
+    return f"{t.buffer.name}[{', '.join(parts)}]"
 
 
 def _emit(s: Stmt, depth: int, lines: list[str]) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from ..ir.expr import Const, Expr, Var
-from .nodes import Allocate, For, If, Let, Load, Stmt, Store
+from ..ir.expr import Binary, Compare, Const, Expr, Var, const
+from .nodes import FRAGMENT_SCOPES, Allocate, For, If, Let, Load, MatrixOp, Stmt, Store
 from .simplify import simplify_expr
 from .visit import stmt_children, stmt_exprs, walk_expr, walk_stmt, with_children
 
@@ -22,8 +22,11 @@ _UNROLLABLE = ("serial", "vthread")  # a virtual thread is a serial loop over it
 
 def mark_register_loops(stmt: Stmt) -> Stmt:
     """`stmt` with serial and virtual-thread loops of constant extent whose variable indexes a
-    "local" buffer marked ``unrolled``, innermost first, as long as the copies of one body stay
-    within `MAX_COPIES`. `unroll_loops` then unrolls them."""
+    "local" buffer (or a fragment) marked ``unrolled``, innermost first, as long as the copies
+    of one body stay within `MAX_COPIES`. `unroll_loops` then unrolls them. A loop whose extent
+    is only bounded by a constant (``min(3, n - 8 * i) + 1``: the register tiles of a block cut
+    by the edge of the domain) runs that constant count, the iterations past its extent
+    guarded."""
     return _visit(stmt)[0]
 
 
@@ -35,12 +38,29 @@ def _visit(s: Stmt) -> tuple[Stmt, int]:
     copies = max((r[1] for r in results), default=1)
     if any(a is not b for a, b in zip(new, kids)):
         s = with_children(s, new)
-    if not (isinstance(s, For) and s.kind in _UNROLLABLE and isinstance(s.extent, Const)):
+    if not (isinstance(s, For) and s.kind in _UNROLLABLE):
         return s, copies
-    extent = int(s.extent.value)
-    if copies * extent <= MAX_COPIES and _indexes_local(s.body, s.var):
-        return replace(s, kind="unrolled"), copies * extent
-    return s, copies
+    extent = _largest(s.extent)
+    if extent is None or copies * extent > MAX_COPIES or not _indexes_local(s.body, s.var):
+        return s, copies
+    if not isinstance(s.extent, Const):  # a partial tile: the full count, the tail guarded
+        end = Binary("+", s.min, s.extent, s.var.dtype)
+        s = replace(s, extent=const(extent, s.var.dtype), body=If(Compare("<", s.var, end), s.body))
+    return replace(s, kind="unrolled"), copies * extent
+
+
+def _largest(extent: Expr) -> int | None:
+    """A constant that `extent` never exceeds, where its form shows one: a constant, or isl's
+    ``min(c, e) + k`` of a loop over the tiles of a box cut at the edge of the domain."""
+    if isinstance(extent, Const):
+        return int(extent.value)
+    if isinstance(extent, Binary) and extent.op == "min":
+        bounds = [b for b in (_largest(extent.a), _largest(extent.b)) if b is not None]
+        return min(bounds) if bounds else None
+    if isinstance(extent, Binary) and extent.op == "+":
+        a, b = _largest(extent.a), _largest(extent.b)
+        return a + b if a is not None and b is not None else None
+    return None
 
 
 def left_to_llvm(loop: For) -> bool:
@@ -77,9 +97,14 @@ def _indexes_local(body: Stmt, var: Var) -> bool:
 
 
 def _local_indices(s: Stmt) -> Iterator[tuple[Expr, ...]]:
-    """The indices of the "local" buffer accesses `s` holds itself (not its sub-statements)."""
+    """The indices of the "local" buffer accesses `s` holds itself (not its sub-statements),
+    tensor-core fragments' tile bases included (fragments are registers too)."""
     if isinstance(s, Store) and s.buffer.scope == "local":
         yield s.indices
+    if isinstance(s, MatrixOp):
+        for tile in (s.dst, *s.srcs):
+            if tile.buffer.scope in FRAGMENT_SCOPES:
+                yield tile.base
     for e in stmt_exprs(s):
         for node in walk_expr(e):
             if isinstance(node, Load) and node.buffer.scope == "local":

@@ -18,8 +18,8 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _BINARY, _COMPARE
 from ..ir.expr import Binary, Cast, Compare, Const, Expr, Select, Unary, Var
 from ..ir.printer import expr_str
-from .nodes import Allocate, For, If, Let, Load, Seq, Stmt, Store
-from .visit import Memo, substitute_stmt, transform_expr
+from .nodes import Allocate, AsyncCopy, For, If, Let, Load, MatrixOp, Seq, Stmt, Store
+from .visit import Memo, rebuild_stmt, substitute_stmt, transform_expr
 
 _EMPTY = Seq(())
 _LEAVES = (Var, Const, Load)  # nothing to fold (the commonest nodes)
@@ -81,6 +81,8 @@ class _Simplifier:
                 new = self.stmt(child)
                 flat.extend(new.stmts if isinstance(new, Seq) else (new,))
             return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+        if isinstance(s, (MatrixOp, AsyncCopy)):
+            return rebuild_stmt(s, self.expr, self.stmt)
         return s
 
     def _for(self, s: For) -> Stmt:

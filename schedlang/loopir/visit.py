@@ -12,7 +12,23 @@ from collections.abc import Callable, Iterator
 from ..errors import InternalError
 from ..ir.expr import Const, Expr, Var
 from ..ir.visit import children, rebuild
-from .nodes import Allocate, Barrier, For, If, Let, Load, Seq, Stmt, Store, ThreadAllReduce
+from .nodes import (
+    Allocate,
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
+    Barrier,
+    For,
+    If,
+    Let,
+    Load,
+    MatrixOp,
+    Seq,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+    Tile,
+)
 
 ExprFn = Callable[[Expr], "Expr | None"]
 StmtFn = Callable[[Stmt], "Stmt | None"]
@@ -163,6 +179,11 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (s.value,)
     if isinstance(s, Allocate):
         return tuple(s.buffer.shape)
+    if isinstance(s, MatrixOp):
+        value = () if s.value is None else (s.value,)
+        return (*(i for t in (s.dst, *s.srcs) for i in t.base), *value)
+    if isinstance(s, AsyncCopy):
+        return (*s.dst_index, *s.src_index)
     return ()
 
 
@@ -226,9 +247,27 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         if all(a is b for a, b in zip(stmts, s.stmts)):
             return s
         return Seq(stmts)
-    if isinstance(s, (Barrier, ThreadAllReduce)):
+    if isinstance(s, MatrixOp):
+        tiles = tuple(_tile(t, ex) for t in (s.dst, *s.srcs))
+        value = None if s.value is None else ex(s.value)
+        if value is s.value and all(a is b for a, b in zip(tiles, (s.dst, *s.srcs))):
+            return s
+        return MatrixOp(s.op, tiles[0], tiles[1:], value)
+    if isinstance(s, AsyncCopy):
+        dst, src = tuple(ex(i) for i in s.dst_index), tuple(ex(i) for i in s.src_index)
+        if all(a is b for a, b in zip(dst + src, s.dst_index + s.src_index)):
+            return s
+        return AsyncCopy(s.dst, dst, s.src, src, s.lanes)
+    if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait)):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")
+
+
+def _tile(t: Tile, ex: Callable[[Expr], Expr]) -> Tile:
+    base = tuple(ex(i) for i in t.base)
+    if all(a is b for a, b in zip(base, t.base)):
+        return t
+    return Tile(t.buffer, base, t.dims, t.shape)
 
 
 def substitute_stmt(s: Stmt, mapping: dict[Var, Expr]) -> Stmt:

@@ -118,7 +118,9 @@ def _view(buffer: Buffer, array: object) -> _View:
     if isinstance(array, DeviceArray):
         return _View(array.shape, array.dtype, array.ptr, None, False)
     interface = getattr(array, "__cuda_array_interface__", None)
-    if interface is not None:
+    # the interface has no name for bfloat16 (torch calls it "<V2", raw bytes): DLPack has
+    opaque = interface is not None and np.dtype(interface["typestr"]).kind == "V"
+    if interface is not None and not (opaque and hasattr(array, "__dlpack__")):
         return _interface_view(buffer, interface)
     device = dlpack_import.device_of(array)
     if device is None:

@@ -25,6 +25,11 @@ class AnnotationError(ScheduleError):
     """unroll / vectorize / parallel that conflicts with another annotation."""
 
 
+class TensorizeError(ScheduleError):
+    """tensorize of loops that do not compute what the tensor instruction does (shape, access
+    pattern, dtypes, scopes, a tile cut by the domain's edge)."""
+
+
 class LegalityError(ScheduleError):
     """The schedule would reorder dependent computations or run them in parallel."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .axis import Axis
+from .intrin import TensorIntrin
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,15 @@ class DoubleBuffer:
 
 
 @dataclass(frozen=True, slots=True)
+class Pipeline:
+    """``s[T].pipeline(stages)``: T filled by asynchronous copies, `stages` - 1 steps ahead."""
+
+    stage: str
+    stages: int
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class StorageAlign:
     """The stride of the buffer dimension of root axis `axis` is ``factor * k + offset``."""
 
@@ -128,6 +138,16 @@ class StorageAlign:
     axis: Axis
     factor: int
     offset: int
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Tensorize:
+    """The loops of `stage` from `axis` inwards run as the tensor-core intrinsic `intrin`."""
+
+    stage: str
+    axis: Axis
+    intrin: TensorIntrin
     loc: str = ""
 
 
@@ -145,5 +165,7 @@ Record = (
     | RFactor
     | SetScope
     | DoubleBuffer
+    | Pipeline
     | StorageAlign
+    | Tensorize
 )

@@ -227,10 +227,14 @@ def apply_record(s: Schedule, r: object) -> None:
         s.rfactor(stage, r.axis, r.factor_axis)
     elif isinstance(r, rec.DoubleBuffer):
         stage.double_buffer()
+    elif isinstance(r, rec.Pipeline):
+        stage.pipeline(r.stages)
     elif isinstance(r, rec.SetScope):
         stage.set_scope(r.scope)
     elif isinstance(r, rec.StorageAlign):
         stage.storage_align(r.axis, r.factor, r.offset)
+    elif isinstance(r, rec.Tensorize):
+        stage.tensorize(r.axis, r.intrin)
 
 
 __all__ = ["Axis", "Schedule", "apply_record", "create_schedule", "replay", "thread_axis"]

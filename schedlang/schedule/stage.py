@@ -17,8 +17,10 @@ from .errors import (
     FactorError,
     PlacementError,
     ScopeError,
+    TensorizeError,
     message,
 )
+from .intrin import FRAGMENT_SCOPES, TensorIntrin
 
 if TYPE_CHECKING:
     from .schedule import Schedule
@@ -32,7 +34,7 @@ HARDWARE_TAGS = (
     "threadIdx.z",
     "vthread",
 )
-SCOPES = ("global", "shared", "local")
+SCOPES = ("global", "shared", "local", *FRAGMENT_SCOPES)
 
 
 def _ceildiv(a: int, b: int) -> int:
@@ -48,6 +50,8 @@ class Stage:
         self.scope: str | None = None  # None: "global", or inferred from where it is computed
         self.align: dict[int, tuple[int, int]] = {}  # buffer dimension -> (factor, offset)
         self.double_buffered = False
+        self.pipeline_stages: int | None = None
+        self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
         self._adopt(op)
 
@@ -85,6 +89,7 @@ class Stage:
             or self.binds
             or self.leaves != list(self.root_axes)
             or self.attach is not None
+            or self.tensorized is not None
         )
 
     def __repr__(self) -> str:
@@ -384,6 +389,55 @@ class Stage:
         self.binds[resolved] = tag
         self._record(rec.Bind(self.name, resolved, tag, loc))
 
+    @entry_point
+    def tensorize(self, axis: object, intrin: object) -> None:
+        """Run the loops from `axis` inwards as the tensor-core instruction `intrin` (one of
+        `schedlang.intrin`'s). Lowering proves that those loops compute what `intrin` does.
+
+        Before (an accumulator stage ``CF``, its 16 x 16 x 16 tile innermost)::
+
+            for ii in range(16):
+              for jj in range(16):
+                for kk in range(16):
+                  CF[ii, jj] = CF[ii, jj] + float32(AF[ii, kk]) * float32(BF[kk, jj])
+
+        After ``s[CF].tensorize(ii, sl.intrin.mma_sync())``::
+
+            CF[0:+16, 0:+16] += mma_sync(AF[0:+16, 0:+16] @ BF[0:+16, 0:+16])
+        """
+        loc = user_location()
+        call = f"tensorize({getattr(axis, 'name', axis)}, {intrin!r})"
+        self._require_compute(call, loc)
+        resolved = self._axis(axis, call, loc)
+        if not isinstance(intrin, TensorIntrin):
+            self._fail(
+                TensorizeError,
+                call,
+                loc,
+                f"{intrin!r} is not a tensor intrinsic; use one of sl.intrin.load_matrix, "
+                "mma_sync or store_matrix",
+            )
+        if self.tensorized is not None:
+            self._fail(
+                TensorizeError,
+                call,
+                loc,
+                f"'{self.name}' is already tensorized at '{self.tensorized.axis.name}'",
+            )
+        inner = self.leaves[self.leaves.index(resolved) :]
+        for leaf in inner:
+            if leaf in self.binds or leaf in self.annotations:
+                how = self.binds.get(leaf) or self.annotations[leaf]
+                self._fail(
+                    TensorizeError,
+                    call,
+                    loc,
+                    f"'{leaf.name}' is {how}; the loops a tensor instruction replaces "
+                    "cannot also be bound or annotated",
+                )
+        self.tensorized = rec.Tensorize(self.name, resolved, intrin, loc)
+        self._record(self.tensorized)
+
     # -- placement -----------------------------------------------------------------------
 
     @entry_point
@@ -493,8 +547,57 @@ class Stage:
         self._require_compute(call, loc)
         if self.op in self.schedule.output_ops:
             self._fail(ScopeError, call, loc, f"'{self.name}' is an output: it is not staged")
+        if self.pipeline_stages is not None:
+            self._fail(ScopeError, call, loc, f"'{self.name}' is already pipelined")
         self.double_buffered = True
         self._record(rec.DoubleBuffer(self.name, loc))
+
+    @entry_point
+    def pipeline(self, stages: int = 3) -> None:
+        """Fill this stage's buffer (a shared tile refilled in a loop of its consumer) with
+        asynchronous copies (``cp.async``), `stages` - 1 iterations of that loop ahead of
+        their use, in `stages` copies of the buffer: the copies of the next tiles are in
+        flight while the current one is used (Triton's ``num_stages``). ``stages=2`` is
+        ``double_buffer`` without the registers.
+
+        Before (a tile of A refilled per step of k)::
+
+            for k.outer in range(0, 8):
+              barrier()
+              A.shared[...] = A[..., 32 * k.outer + ...]
+              barrier()
+              ... A.shared[...] ...
+
+        After ``s[A.shared].pipeline(stages=3)``::
+
+            A.shared[0, ...] = async_copy(A[..., 0 + ...]); async_commit()
+            A.shared[1, ...] = async_copy(A[..., 32 + ...]); async_commit()
+            for k.outer in range(0, 8):
+              async_wait(pending=1)
+              barrier()
+              if k.outer + 2 < 8:
+                A.shared[(k.outer + 2) % 3, ...] = async_copy(A[..., 32 * (k.outer + 2) + ...])
+              async_commit()
+              ... A.shared[k.outer % 3, ...] ...
+        """
+        loc = user_location()
+        call = f"pipeline(stages={stages!r})"
+        self._require_compute(call, loc)
+        count = as_int(stages)
+        if count is None or count < 2:
+            self._fail(FactorError, call, loc, f"stages must be an integer >= 2, got {stages!r}")
+        if self.op in self.schedule.output_ops:
+            self._fail(ScopeError, call, loc, f"'{self.name}' is an output: it is not staged")
+        if self.double_buffered:
+            self._fail(
+                ScopeError,
+                call,
+                loc,
+                f"'{self.name}' is double buffered already; pipeline(stages=2) is the "
+                "asynchronous form of that: use one of them",
+            )
+        self.pipeline_stages = count
+        self._record(rec.Pipeline(self.name, count, loc))
 
     @entry_point
     def storage_align(self, axis: object, factor: int, offset: int) -> None:

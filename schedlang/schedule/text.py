@@ -75,11 +75,15 @@ def _line(r, st: str, ref) -> str:
         return f'{_ident(r.cache)} = s.cache_read({_ident(r.stage)}, "{r.scope}", [{readers}])'
     if isinstance(r, rec.CacheWrite):
         return f'{_ident(r.cache)} = s.cache_write({_ident(r.stage)}, "{r.scope}")'
+    if isinstance(r, rec.Tensorize):
+        return f"{st}.tensorize({ref(r.axis)}, {r.intrin.name})"
     if isinstance(r, rec.RFactor):
         args = f"{_ident(r.stage)}, {ref(r.axis)}, factor_axis={r.factor_axis}"
         return f"{_ident(r.factored)} = s.rfactor({args})"
     if isinstance(r, rec.DoubleBuffer):
         return f"{st}.double_buffer()"
+    if isinstance(r, rec.Pipeline):
+        return f"{st}.pipeline(stages={r.stages})"
     if isinstance(r, rec.SetScope):
         return f'{st}.set_scope("{r.scope}")'
     if isinstance(r, rec.StorageAlign):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.expr import Expr, Var
-from ...loopir.nodes import Allocate, Buffer, For, Load, Store
+from ...loopir.nodes import Allocate, AsyncCopy, Buffer, For, Load, Store
 from ...loopir.visit import stmt_exprs, walk_expr, walk_stmt
 from ..llvm.control import for_range
 from ..llvm.function import OUT_OF_MEMORY, PARALLEL_FAILED, FunctionScope
@@ -124,4 +124,7 @@ def _captures(em: StmtEmitter, loop: For) -> tuple[list[Var], list[Buffer]]:
             see(e)
         if isinstance(s, (Store, Allocate)):
             see_buffer(s.buffer)
+        elif isinstance(s, AsyncCopy):
+            see_buffer(s.dst)
+            see_buffer(s.src)
     return list(variables), list(buffers)

@@ -4,8 +4,10 @@ Memory is one address space. ``local`` buffers of constant size live on the stac
 function that allocates them (up to `STACK_LIMIT` bytes); other constant-size buffers are
 allocated once per function call (a parallel task is a function, so a buffer allocated inside a
 parallel loop is private to each task) and dynamic ones where their `Allocate` is, all with
-``malloc``. Barriers are no-ops: one thread runs a block. Loops bound to GPU indices and
-cross-thread reductions are errors.
+``malloc``. Barriers are no-ops: one thread runs a block. Asynchronous copies copy at once
+(their data is promised only after a wait, so that is legal) and commits and waits are nothing.
+Loops bound to GPU indices, cross-thread reductions and tensor-core operations (and their
+fragments) are errors.
 """
 
 from __future__ import annotations
@@ -16,7 +18,16 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
+from ...loopir.nodes import (
+    FRAGMENT_SCOPES,
+    Allocate,
+    AsyncCopy,
+    Buffer,
+    For,
+    MatrixOp,
+    ThreadAllReduce,
+)
+from ..llvm.async_copy import emit_synchronous_copy
 from ..llvm.control import if_then
 from ..llvm.function import OUT_OF_MEMORY
 from ..llvm.intrinsics import function
@@ -30,6 +41,7 @@ if TYPE_CHECKING:
 
 STACK_LIMIT = 64 * 1024
 ALIGN = 64
+TENSOR_CORES_NEED_CUDA = "tensor-core operations need the cuda target; build for target='cuda'"
 
 
 class CpuTarget(Target):
@@ -49,6 +61,10 @@ class CpuTarget(Target):
 
     def allocate(self, em: StmtEmitter, stmt: Allocate) -> None:
         buffer = stmt.buffer
+        if buffer.scope in FRAGMENT_SCOPES:  # reached before the ops that use it
+            raise LoweringError(
+                f"'{buffer.name}' is a {buffer.scope} fragment: " + TENSOR_CORES_NEED_CUDA
+            )
         count = constant_count(buffer)
         size = dt.itemsize(buffer.dtype)
         if count is not None and buffer.scope == "local" and count * size <= STACK_LIMIT:
@@ -82,6 +98,18 @@ class CpuTarget(Target):
             "threads of a GPU block; the cpu target has no threads, so build it with "
             "target='cuda' or leave the reduce axis unbound"
         )
+
+    def matrix_op(self, em: StmtEmitter, stmt: MatrixOp) -> None:
+        raise LoweringError(TENSOR_CORES_NEED_CUDA)
+
+    def async_copy(self, em: StmtEmitter, stmt: AsyncCopy) -> None:
+        emit_synchronous_copy(em, stmt)
+
+    def async_commit(self, em: StmtEmitter) -> None:
+        del em  # every copy has landed already
+
+    def async_wait(self, em: StmtEmitter, pending: int) -> None:
+        del em, pending
 
     def external_math(self, name: str, dtype: str) -> str:
         return name if dtype == "float64" else f"{name}f"

@@ -14,6 +14,12 @@ loop of a few constant iterations (`table_loop`), one element per iteration, cho
 loop's index (LLVM unrolls such loops and folds the choice). Accesses
 under a lane mask (an ``If`` in a vectorized loop), in a block collective, or anywhere else
 keep the buffer in memory.
+
+Tensor-core fragments (`FRAGMENT_SCOPES`) qualify the same way: their storage is the
+`fragments.lane_size` elements of one lane, and a `MatrixOp` names the run of slots of one tile
+(`fragments.tile_offset`), which must be a constant. A local buffer that a `MatrixOp` reads or
+writes as a tile is indexed by the lane, so it stays in memory, as does one an asynchronous
+copy (`AsyncCopy`) names, which moves its elements by address.
 """
 
 from __future__ import annotations
@@ -25,7 +31,20 @@ from llvmlite import ir
 from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Const, Expr, Var
-from ...loopir.nodes import Allocate, Buffer, For, If, Load, Stmt, Store, ThreadAllReduce
+from ...loopir import fragments
+from ...loopir.nodes import (
+    FRAGMENT_SCOPES,
+    Allocate,
+    AsyncCopy,
+    Buffer,
+    For,
+    If,
+    Load,
+    MatrixOp,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+)
 from ...loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
 from .lanes import MAX_LANES, access_kind, depends_on, why_scalar
 from .storage import constant_count
@@ -51,14 +70,21 @@ def promoted(body: Stmt) -> set[int]:
     the module docstring), found in one pass over `body`."""
     candidates: dict[int, int] = {}
     for s in walk_stmt(body):
-        if isinstance(s, Allocate) and s.buffer.scope == "local":
-            count = constant_count(s.buffer)
+        if isinstance(s, Allocate) and s.buffer.scope in ("local", *FRAGMENT_SCOPES):
+            count = element_count(s.buffer)
             if count is not None and 0 < count <= MAX_ELEMENTS:
                 candidates[id(s.buffer)] = count
     refused: set[int] = set()
     if candidates:
         _Scan(candidates, refused).stmt(body, None, None, False)
     return set(candidates) - refused
+
+
+def element_count(buffer: Buffer) -> int | None:
+    """The elements a thread stores of `buffer`: a fragment's lane's, else its whole count."""
+    if buffer.scope in FRAGMENT_SCOPES:
+        return fragments.lane_size(buffer)
+    return constant_count(buffer)
 
 
 def table_loop(loop: For) -> bool:
@@ -89,6 +115,10 @@ class _Scan:
         if isinstance(s, ThreadAllReduce):
             self.refused.update(id(x) for x in (*s.sources, *s.results))
             return
+        if isinstance(s, AsyncCopy):  # copied by address (global to shared: never candidates)
+            self.refused.update((id(s.dst), id(s.src)))
+        if isinstance(s, MatrixOp):
+            self.matrix_op(s, opaque or lanes is not None)
         if isinstance(s, If) and lanes is not None:
             opaque = True  # under a lane mask
         elif isinstance(s, For) and s.kind == "vectorized" and why_scalar(s) is None:
@@ -121,12 +151,36 @@ class _Scan:
                 self.access(n.buffer, n.indices, lanes, table, opaque)
             stack.extend(expr_children(n))
 
+    def matrix_op(self, s: MatrixOp, opaque: bool) -> None:
+        """A fragment tile qualifies at a constant run of slots; a memory tile never does."""
+        for tile in (s.dst, *s.srcs):
+            key = id(tile.buffer)
+            if key not in self.candidates or key in self.refused:
+                continue
+            if tile.buffer.scope not in FRAGMENT_SCOPES or opaque:
+                self.refused.add(key)
+                continue
+            shape = tuple(tile.shape)
+            first = _evaluate(fragments.tile_offset(tile.buffer, shape, tuple(tile.base)), _none)
+            count = fragments.slots(tile.buffer.scope, shape)
+            if first is None or not 0 <= first <= self.candidates[key] - count:
+                self.refused.add(key)
+
     def access(self, buffer: Buffer, indices, lanes, table, opaque: bool) -> None:
+        if buffer.scope in FRAGMENT_SCOPES:
+            raise InternalError(
+                f"fragment '{buffer.name}' is read or written by a Load or Store; only tensor-core "
+                "operations (MatrixOp) access fragments"
+            )
         key = id(buffer)
         if key not in self.candidates or key in self.refused:
             return
         if opaque or not _known(indices, buffer, self.candidates[key], lanes, table):
             self.refused.add(key)
+
+
+def _none(var: Var) -> None:
+    del var
 
 
 def _constant(loop: For) -> bool:
@@ -211,7 +265,7 @@ class RegisterFile:
     def open(self, buffer: Buffer) -> None:
         """`buffer` comes into scope, uninitialised (undefined, as a fresh stack slot)."""
         undefined = ir.Constant(storage_type(buffer.dtype), ir.Undefined)
-        self.values[buffer] = [undefined] * constant_count(buffer)
+        self.values[buffer] = [undefined] * element_count(buffer)
 
     def close(self, buffer: Buffer) -> None:
         del self.values[buffer]
@@ -271,7 +325,12 @@ class RegisterFile:
         """The buffers in scope that `s` stores to."""
         if not self.values:  # nothing to look for (the CPU target never promotes)
             return []
-        stored = {id(n.buffer) for n in walk_stmt(s) if isinstance(n, Store)}
+        stored = set()
+        for n in walk_stmt(s):
+            if isinstance(n, Store):
+                stored.add(id(n.buffer))
+            elif isinstance(n, MatrixOp):
+                stored.add(id(n.dst.buffer))
         return [buffer for buffer in self.values if id(buffer) in stored]
 
     def enter_loop(self, index: ir.PhiInstr, pre: ir.Block, written: list[Buffer]) -> list:

@@ -3,8 +3,8 @@
 Serial loops (and ``unrolled`` ones the loop IR left, which LLVM is told to unroll, and
 ``vthread`` loops, which one thread runs in turn) become counted loops over an i64 index;
 ``vectorized`` loops go to `llvm.vector`; ``parallel`` and ``bound`` loops, allocations,
-barriers and block collectives to the target. A parallel loop nested in another runs serially:
-the outer one already occupies the threads.
+barriers, block collectives, tensor-core operations and asynchronous copies to the target. A
+parallel loop nested in another runs serially: the outer one already occupies the threads.
 """
 
 from __future__ import annotations
@@ -15,7 +15,21 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from ...errors import InternalError
-from ...loopir.nodes import Allocate, Barrier, For, If, Let, Seq, Stmt, Store, ThreadAllReduce
+from ...loopir.nodes import (
+    Allocate,
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
+    Barrier,
+    For,
+    If,
+    Let,
+    MatrixOp,
+    Seq,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+)
 from .control import for_range, if_else, if_then
 from .expr import ExprEmitter
 from .function import FunctionScope
@@ -55,6 +69,14 @@ class StmtEmitter(ExprEmitter):
             self.target.barrier(self)
         elif isinstance(s, ThreadAllReduce):
             self.target.thread_allreduce(self, s)
+        elif isinstance(s, MatrixOp):
+            self.target.matrix_op(self, s)
+        elif isinstance(s, AsyncCopy):
+            self.target.async_copy(self, s)
+        elif isinstance(s, AsyncCommit):
+            self.target.async_commit(self)
+        elif isinstance(s, AsyncWait):
+            self.target.async_wait(self, s.pending)
         else:
             raise InternalError(f"code generation cannot translate a {type(s).__name__}")
 

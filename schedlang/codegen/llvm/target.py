@@ -3,7 +3,8 @@
 `llvm.stmt.StmtEmitter` translates everything that means the same on every target. The rest
 differs between a CPU and a GPU and is a method here: where memory of each scope lives and how an
 `Allocate` obtains it, how a ``parallel`` loop runs, what a loop bound to ``threadIdx.x`` is, what
-a barrier and a block collective are, and which function implements a math call LLVM has no
+a barrier, a block collective and a warp's tensor-core operation are, how an asynchronous copy
+into shared memory runs (`async_copy`), and which function implements a math call LLVM has no
 intrinsic for.
 """
 
@@ -18,7 +19,7 @@ from ...ir import dtype as dt
 from .arith import float_to_int
 
 if TYPE_CHECKING:
-    from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
+    from ...loopir.nodes import Allocate, AsyncCopy, Buffer, For, MatrixOp, ThreadAllReduce
     from .stmt import StmtEmitter
 
 
@@ -55,6 +56,24 @@ class Target(ABC):
     @abstractmethod
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         """Emit the block collective `stmt` (see its docstring), which every thread reaches."""
+
+    @abstractmethod
+    def matrix_op(self, em: StmtEmitter, stmt: MatrixOp) -> None:
+        """Emit the warp-collective tensor-core operation `stmt` (see its docstring)."""
+
+    @abstractmethod
+    def async_copy(self, em: StmtEmitter, stmt: AsyncCopy) -> None:
+        """Start the copy `stmt` (see its docstring); its data is promised only after this
+        thread's `async_wait` for the group it is committed with, so copying at once is a
+        legal implementation (`llvm.async_copy.emit_synchronous_copy`)."""
+
+    @abstractmethod
+    def async_commit(self, em: StmtEmitter) -> None:
+        """Close this thread's group of asynchronous copies issued since its last commit."""
+
+    @abstractmethod
+    def async_wait(self, em: StmtEmitter, pending: int) -> None:
+        """Wait until at most `pending` of this thread's committed groups are in flight."""
 
     @abstractmethod
     def external_math(self, name: str, dtype: str) -> str:

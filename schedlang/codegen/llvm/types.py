@@ -103,8 +103,26 @@ def to_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     if dtype == "float16":
         return b.fptrunc(value, vector_of(HALF, lanes))
     if dtype == "bfloat16":
-        return _float_to_bfloat(b, value, lanes)
+        loaded = _bfloat_bits(value)
+        return loaded if loaded is not None else _float_to_bfloat(b, value, lanes)
     return value
+
+
+def _bfloat_bits(value: ir.Value) -> ir.Value | None:
+    """The bfloat16 bits that `value` was widened from (`from_storage`), if it was: storing
+    them back needs no rounding. A copy of bfloat16 data then moves its bits as they are, in
+    wide loads and stores, as a float16 copy does (LLVM folds fpext and fptrunc, but not the
+    integer rounding of a widened value)."""
+    if not (isinstance(value, ir.CastInstr) and value.opname == "bitcast"):
+        return None
+    shifted = value.operands[0]
+    if not (isinstance(shifted, ir.Instruction) and shifted.opname == "shl"):
+        return None
+    widened = shifted.operands[0]
+    if not (isinstance(widened, ir.CastInstr) and widened.opname == "zext"):
+        return None
+    bits = widened.operands[0]
+    return bits if bits.type == vector_of(I16, lanes_of(value)) else None
 
 
 def from_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:

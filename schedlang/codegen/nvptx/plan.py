@@ -13,7 +13,9 @@ A kernel's grid is given by its outermost ``blockIdx`` loops (their extents, fun
 sizes, are evaluated at launch) and its block by the largest constant extent of the loops of
 each ``threadIdx`` tag (`loopir.barriers` assumes the same); its static shared memory counts
 the scratch of its block collectives too (`nvptx.allreduce`). Stores that every thread would
-run alike are narrowed to one thread by `nvptx.uniform`.
+run alike are narrowed to one thread by `nvptx.uniform`. A kernel with tensor-core operations
+(`MatrixOp`, run by the 32 lanes of a warp together, lane = ``threadIdx.x``) must have blocks
+exactly 32 threads wide and no such operation inside a loop bound to ``threadIdx.x``.
 """
 
 from __future__ import annotations
@@ -26,13 +28,18 @@ from ...ir import dtype as dt
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
 from ...loopir.nodes import (
+    FRAGMENT_SCOPES,
     Allocate,
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
     Barrier,
     Buffer,
     For,
     If,
     Let,
     LoweredFunc,
+    MatrixOp,
     Seq,
     Stmt,
     Store,
@@ -48,7 +55,21 @@ from .uniform import guard_uniform_stores
 MAX_THREADS = 1024  # per block, on every CUDA GPU since compute capability 2.0
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-_KNOWN = (Seq, Store, For, If, Let, Allocate, Barrier, ThreadAllReduce)
+_KNOWN = (
+    Seq,
+    Store,
+    For,
+    If,
+    Let,
+    Allocate,
+    Barrier,
+    ThreadAllReduce,
+    MatrixOp,
+    AsyncCopy,
+    AsyncCommit,
+    AsyncWait,
+)
+WARP = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,7 +185,7 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
         s = stack.pop()
         if isinstance(s, For) and s.kind == "bound" and s.thread in BLOCK_TAGS:
             continue
-        if isinstance(s, Allocate) and s.buffer.scope in ("shared", "local"):
+        if isinstance(s, Allocate) and s.buffer.scope in ("shared", "local", *FRAGMENT_SCOPES):
             owner = "block" if s.buffer.scope == "shared" else "thread"
             raise LoweringError(
                 f"kernel '{func.name}': the {s.buffer.scope} buffer '{s.buffer.name}' is used "
@@ -178,6 +199,7 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
 def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     _on_chip_in_blocks(func, body)
     block = _block(func, body)
+    _check_matrix_ops(func, body, block)
     guarded = guard_uniform_stores(body, block)
     # The grid's loops are those of the final body: the code generator finds them by identity.
     grid, grid_loops = _grid(func, guarded)
@@ -206,6 +228,34 @@ def _block(func: LoweredFunc, body: Stmt) -> tuple[int, int, int]:
             "smaller factors"
         )
     return block
+
+
+def _check_matrix_ops(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]) -> None:
+    """A LoweringError when the kernel's tensor-core operations cannot run as warps: each
+    lane of a warp is one ``threadIdx.x``, so the block must be 32 threads wide, and an op is
+    run once by the whole warp, so it must not stand inside a loop over ``threadIdx.x``."""
+    stack: list[tuple[Stmt, For | None]] = [(body, None)]
+    found = None
+    while stack:
+        s, lane_loop = stack.pop()
+        if isinstance(s, MatrixOp):
+            found = s
+            if lane_loop is not None:
+                raise LoweringError(
+                    f"kernel '{func.name}': the tensor-core operation '{stmt_head(s)}' stands "
+                    f"inside loop {lane_loop.var.name}, bound to threadIdx.x; a warp's 32 "
+                    "threads run it together, so it must run outside the loops over threadIdx.x"
+                )
+        if isinstance(s, For) and s.kind == "bound" and s.thread == "threadIdx.x":
+            lane_loop = s
+        stack.extend((kid, lane_loop) for kid in stmt_children(s))
+    if found is not None and block[0] != WARP:
+        raise LoweringError(
+            f"kernel '{func.name}': its tensor-core operations ('{stmt_head(found)}') are run "
+            f"by warps, one lane per threadIdx.x, but its block is {block[0]} threads wide in x; "
+            f"bind a loop of extent {WARP} to threadIdx.x (and the warps of a block to "
+            "threadIdx.y/z)"
+        )
 
 
 def _grid(func: LoweredFunc, body: Stmt) -> tuple[tuple[Expr, Expr, Expr], frozenset[int]]:

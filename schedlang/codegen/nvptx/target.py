@@ -9,8 +9,10 @@ at a multiple of 16 bytes (`buffer_align`), so accesses state the alignment thei
 and LLVM emits 8- and 16-byte loads and stores for them. A loop bound to a hardware index reads
 it from its special register and runs its body where the index is below the loop's extent; the
 guard is left out where the launch shape already guarantees it. Barriers are ``bar.sync 0``;
-block collectives (cross-thread reductions) are `nvptx.allreduce`'s. Math that the NVPTX backend
-cannot lower itself calls libdevice, or schedlang's own `softmath` where libdevice is missing.
+block collectives (cross-thread reductions) are `nvptx.allreduce`'s, tensor-core operations
+`nvptx.mma`'s (their fragments are local buffers of one lane's elements), asynchronous copies
+``cp.async`` (`nvptx.async_copy`). Math that the NVPTX backend cannot lower itself calls
+libdevice, or schedlang's own `softmath` where libdevice is missing.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from llvmlite import ir
 from ...errors import LoweringError
 from ...ir import dtype as dt
 from ...ir.expr import Const
-from ...loopir.nodes import Allocate, Buffer, For, ThreadAllReduce
+from ...loopir import fragments
+from ...loopir.nodes import (
+    FRAGMENT_SCOPES,
+    Allocate,
+    AsyncCopy,
+    Buffer,
+    For,
+    MatrixOp,
+    ThreadAllReduce,
+)
 from ..llvm.register_values import promoted
 from ..llvm.storage import constant_count
 from ..llvm.target import Target
@@ -30,6 +41,9 @@ from ..llvm.types import I64, storage_type
 from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
+from .async_copy import emit_async_commit, emit_async_copy, emit_async_wait
+from .matrix_memory import LaneIndex, lane_index
+from .mma import emit_matrix_op
 from .nvvm import (
     BUFFER_ALIGN,
     GLOBAL,
@@ -58,20 +72,23 @@ class NvptxTarget(Target):
         self.kernel = kernel
         self._indices: dict[str, ir.Value] = {}  # hardware index -> its i64, read at entry
         self._registers: set[int] | None = None  # local buffers kept in SSA values (by id)
+        self._lane: LaneIndex | None = None  # threadIdx.x's parts, for tensor-core operations
 
     @property
     def key(self) -> str:
         return f"cuda {self.arch}"
 
     def address_space(self, scope: str) -> int:
-        return {"global": GLOBAL, "shared": SHARED, "local": LOCAL}[scope]
+        return {"global": GLOBAL, "shared": SHARED}.get(scope, LOCAL)  # fragments are local
 
     def allocate(self, em: StmtEmitter, stmt: Allocate) -> None:
         buffer = stmt.buffer
         count = constant_count(buffer)
         if count is None or buffer.scope == "global":  # the plan (`plan`) rejects these first
             raise LoweringError(f"buffer '{buffer.name}' cannot be allocated inside a kernel")
-        if buffer.scope == "local" and id(buffer) in self._promoted():
+        if buffer.scope in FRAGMENT_SCOPES:
+            count = fragments.lane_size(buffer)  # what one lane holds
+        if buffer.scope != "shared" and id(buffer) in self._promoted():
             em.registers.open(buffer)
             em.stmt(stmt.body)
             em.registers.close(buffer)
@@ -136,6 +153,22 @@ class NvptxTarget(Target):
 
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         emit_allreduce(em, stmt, self.kernel.block)
+
+    def matrix_op(self, em: StmtEmitter, stmt: MatrixOp) -> None:
+        if self._lane is None:  # threadIdx.x is the lane: the plan checked blockDim.x == 32
+            lane = self._hardware_index(em, "threadIdx.x")
+            with em.scope.at_entry() as entry:
+                self._lane = lane_index(entry, lane)
+        emit_matrix_op(em, stmt, self._lane)
+
+    def async_copy(self, em: StmtEmitter, stmt: AsyncCopy) -> None:
+        emit_async_copy(em, stmt, self.arch)
+
+    def async_commit(self, em: StmtEmitter) -> None:
+        emit_async_commit(em, self.arch)
+
+    def async_wait(self, em: StmtEmitter, pending: int) -> None:
+        emit_async_wait(em, pending, self.arch)
 
     def float_to_int(self, b: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Value:
         return nvptx_convert.float_to_int(b, value, dtype)

@@ -6,11 +6,18 @@ read-modify-write is not: ``R[i] = R[i] + x`` run by several warps, which the ha
 keep in step, adds `x` more than once or loses updates. So a store to shared or global memory
 is wrapped in loops bound to each thread tag it is uniform in, of extent 1: the code generator
 turns those into ``if threadIdx.t < 1``. Stores to local memory stay with every thread, since
-each thread has its own copy, which later per-thread code may read.
+each thread has its own copy, which later per-thread code may read. An asynchronous copy
+(`AsyncCopy`) is a store done later, into shared memory, and is narrowed exactly like one; the
+commits and waits of copies (`AsyncCommit`, `AsyncWait`) are per thread and stay with every
+thread: each commits and waits for its own groups (those of a thread that copied nothing are
+empty and complete at once), and the barrier after the wait, which every thread reaches, is what
+shows the narrowed thread's data to the others.
 
-Whole uniform statements, and runs of them, are wrapped where they can be (no barrier or block
-collective, which every thread must reach, no thread loop and no local store inside), so a
-serial accumulation loop costs one branch rather than one per store.
+Whole uniform statements, and runs of them, are wrapped where they can be (no barrier, block
+collective, tensor-core operation, asynchronous commit or wait, which every thread must reach,
+no thread loop and no local store inside), so a serial accumulation loop costs one branch
+rather than one per store. A tensor-core operation is never narrowed: each lane of the warp
+stores its own elements.
 """
 
 from __future__ import annotations
@@ -20,10 +27,14 @@ from dataclasses import replace
 from ...ir.expr import Var, const
 from ...loopir.nodes import (
     Allocate,
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
     Barrier,
     For,
     If,
     Let,
+    MatrixOp,
     Seq,
     Stmt,
     Store,
@@ -33,6 +44,7 @@ from ...loopir.nodes import (
 from ...loopir.visit import walk_stmt
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_EVERY_THREAD = (Barrier, ThreadAllReduce, MatrixOp, AsyncCommit, AsyncWait)  # never narrowed
 
 
 def guard_uniform_stores(body: Stmt, block: tuple[int, int, int]) -> Stmt:
@@ -58,7 +70,8 @@ def _guard(s: Stmt, bound: frozenset[str], tags: tuple[str, ...]) -> Stmt:
     if isinstance(s, If):
         otherwise = None if s.otherwise is None else _guard(s.otherwise, bound, tags)
         return If(s.cond, _guard(s.then, bound, tags), otherwise)
-    return s  # local stores, barriers, collectives
+    return s  # local stores, barriers, collectives (tensor-core operations among them),
+    # asynchronous commits and waits
 
 
 def _guard_seq(s: Seq, bound: frozenset[str], tags: tuple[str, ...], missing: list[str]) -> Stmt:
@@ -84,9 +97,11 @@ def _is_thread_loop(s: Stmt) -> bool:
 def _wrappable(s: Stmt) -> bool:
     shared_store = False
     for node in walk_stmt(s):
-        if isinstance(node, (Barrier, ThreadAllReduce)) or _is_thread_loop(node):
+        if isinstance(node, _EVERY_THREAD) or _is_thread_loop(node):
             return False
-        if isinstance(node, Store):
+        if isinstance(node, AsyncCopy):
+            shared_store = True  # its destination is shared memory
+        elif isinstance(node, Store):
             if node.buffer.scope == "local":
                 return False
             shared_store = True

@@ -45,7 +45,10 @@ def run(
     `TypeError` for arrays that do not fit the parameters, `RaceError` for a data race on
     shared memory (or two threads storing to one element at once), `DivergentBarrierError`
     for a barrier that only some threads of a block reach, and `InternalError` for malformed
-    IR such as an out-of-bounds access.
+    IR such as an out-of-bounds access or a tensor-core `MatrixOp` that only part of a warp
+    runs (`interpret.matrix`). Asynchronous copies (`interpret.asynccopy`) land only at their
+    thread's `AsyncWait`: touching an element a copy is still writing is a `RaceError`, and a
+    copy never waited for by the end of its block an `InternalError`.
     """
     if len(arrays) != len(func.params):
         raise ValueError(

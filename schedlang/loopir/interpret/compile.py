@@ -4,9 +4,13 @@ Code outside thread loops is plain Python over numpy scalars: ``for`` loops over
 values, stores of global and local buffers inline (expressions: `interpret.expr`). Code inside
 loops bound to ``threadIdx.*`` keeps a mask variable of active threads; there values may be
 arrays over the threads, and stores, loops over thread-dependent bounds and guards go through
-the `Runtime`, which applies the mask and tracks races. Every generated line remembers the
-loop-IR statement it came from, for error messages. Python allows 20 nested blocks per function,
-so deep nests are cut into nested functions.
+the `Runtime`, which applies the mask and tracks races; block and warp collectives
+(``ThreadAllReduce``, ``MatrixOp``: `interpret.matrix`) are runtime calls too, and so are the
+asynchronous copies (`interpret.asynccopy`), whose per-thread queues are checked empty at the
+end of every block (each iteration of an innermost ``blockIdx`` loop, each kernel, the
+function). Every generated line remembers the loop-IR statement it came from, for error
+messages. Python allows 20 nested blocks per function, so deep nests are cut into nested
+functions.
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ from dataclasses import dataclass
 from ...errors import InternalError
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
+from ..fragments import lane_size, tile_offset
 from ..nodes import (
+    FRAGMENT_SCOPES,
     LOOP_KINDS,
     THREAD_TAGS,
     Allocate,
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
     Barrier,
     For,
     If,
     Let,
     LoweredFunc,
+    MatrixOp,
     Seq,
     Stmt,
     Store,
@@ -33,7 +43,9 @@ from ..nodes import (
 )
 from ..printer import stmt_head
 from ..visit import walk_expr, walk_stmt
+from . import asynccopy
 from .expr import ExprCompiler, Scoped, tuple_code
+from .matrix import execute, matrix_spec
 
 _MAX_DEPTH = 15
 
@@ -74,7 +86,10 @@ class _Compiler(ExprCompiler):
     def build(self) -> Compiled:
         self.depth = 0
         self.kernels = _kernels(self.func.body) if self.threaded else set()
+        self.copies = any(isinstance(n, _ASYNC) for n in walk_stmt(self.func.body))
         self.stmt(self.func.body, "    ", None)
+        if not self.kernels:  # else each kernel checks its own end
+            self.block_end("    ", "the end of the function")
         body, body_origins = self.lines, self.origins
         self.lines, self.origins, self.here = [], [], ""
         self.preamble()
@@ -100,6 +115,8 @@ class _Compiler(ExprCompiler):
         emit("    _oob = _rt.out_of_bounds")
         emit("    _alloc = _rt.alloc")
         for k, buffer in enumerate(self.func.params):
+            if buffer.scope in FRAGMENT_SCOPES:
+                raise InternalError(f"parameter '{buffer.name}' is a fragment ({buffer.scope})")
             b = self.name(buffer)
             emit(f"    {b} = _Mem({buffer.name!r}, {buffer.scope!r}, _arrays[{k}], False)")
             emit(f"    {b}_a = {b}.array")
@@ -156,8 +173,21 @@ class _Compiler(ExprCompiler):
             emit(f"{ind}_barrier({mask})")
         elif isinstance(s, ThreadAllReduce):
             self.allreduce(s, ind, mask)
+        elif isinstance(s, MatrixOp):
+            self.matrix_op(s, ind, mask)
+        elif isinstance(s, _ASYNC):
+            self.async_stmt(s, ind, mask)
         else:
             raise InternalError(f"the interpreter cannot run a {type(s).__name__} statement")
+        if id(s) in self.kernels:
+            self.block_end(ind, f"the end of the kernel {stmt_head(s)}")
+
+    def block_end(self, ind: str, where: str) -> None:
+        """The check that no async copy is still in flight where a block ends (and the reset
+        of the threads' copy state for the next block)."""
+        if self.copies:
+            self.here = where
+            self.emit(f"{ind}{self.constant(asynccopy.finish, 'async_finish')}(_rt)")
 
     def for_(self, s: For, ind: str, mask: str | None) -> None:
         if self.depth >= _MAX_DEPTH:
@@ -197,6 +227,8 @@ class _Compiler(ExprCompiler):
         with self.binding(s.var, s.min):
             self.stmt(s.body, ind + "    ", inner_mask)
         self.depth -= 1
+        if self.copies and _innermost_block_loop(s):
+            self.block_end(ind + "    ", f"the end of a block of {stmt_head(s)}")
 
     def if_(self, s: If, ind: str, mask: str | None) -> None:
         self.check_dtype(s.cond, "bool", "the condition of an if")
@@ -229,12 +261,63 @@ class _Compiler(ExprCompiler):
         emit = self.emit
         emit(f"{ind}_allreduce({combiners}, ({sources},), ({results},), {s.tags!r})")
 
+    def matrix_op(self, s: MatrixOp, ind: str, mask: str | None) -> None:
+        """A warp collective, like `allreduce` a call into the runtime (`interpret.matrix`):
+        the tiles' buffers, base values and, for fragments, where the tile sits in each lane's
+        storage (`fragments.tile_offset`, the same expression the code generator uses)."""
+        spec = matrix_spec(s)
+        tiles = []
+        for tile in (s.dst, *s.srcs):
+            b = self.buffer(tile.buffer, tile.base, f"{spec.head} on", matrix=True)
+            base = tuple_code([self.expr(i, mask) for i in tile.base])
+            offset = "None"
+            if tile.buffer.scope in FRAGMENT_SCOPES:
+                offset = self.expr(tile_offset(tile.buffer, tile.shape, tile.base), mask)
+            tiles.append(f"({b}, ({base}), {offset})")
+        value = "None"
+        if s.value is not None:
+            self.check_dtype(s.value, s.dst.buffer.dtype, f"the value of {spec.head}")
+            value = self.expr(s.value, mask)
+        k = self.constant(spec, self.fresh("matrix"))
+        run = self.constant(execute, "matrix_op")
+        self.emit(f"{ind}{run}(_rt, {k}, {mask}, ({tuple_code(tiles)}), {value})")
+
+    def async_stmt(self, s: Stmt, ind: str, mask: str | None) -> None:
+        """`AsyncCopy`, `AsyncCommit`, `AsyncWait`: runtime calls (`interpret.asynccopy`) with
+        the indices and, where the buffer has them, the strides the alignment is checked in."""
+        head = stmt_head(s)
+        if isinstance(s, AsyncCommit):
+            commit = self.constant(asynccopy.commit, "async_commit")
+            self.emit(f"{ind}{commit}(_rt, {mask})")
+            return
+        if isinstance(s, AsyncWait):
+            if not isinstance(s.pending, int) or s.pending < 0:
+                raise InternalError(f"{head}: pending must be a non-negative int")
+            wait = self.constant(asynccopy.wait, "async_wait")
+            self.emit(f"{ind}{wait}(_rt, {mask}, {s.pending})")
+            return
+        asynccopy.check_copy(s.dst, s.src, s.lanes, head)
+        args = []
+        for buffer, index, what in ((s.dst, s.dst_index, "to"), (s.src, s.src_index, "from")):
+            b = self.buffer(buffer, index, f"async copy {what}")
+            indices = tuple_code([self.expr(i, mask) for i in index])
+            strides = "None"
+            if buffer.strides is not None:
+                strides = f"({tuple_code([self.expr(x, mask) for x in buffer.strides])})"
+            args.append(f"{b}, ({indices}), {strides}")
+        issue = self.constant(asynccopy.issue, "async_issue")
+        self.emit(f"{ind}{issue}(_rt, {mask}, {args[0]}, {args[1]}, {s.lanes})")
+
     def allocate(self, s: Allocate, ind: str, mask: str | None) -> None:
         buffer = s.buffer
-        if buffer.scope not in ("global", "shared", "local"):
+        if buffer.scope in FRAGMENT_SCOPES:
+            # Per thread, like local memory, but flat: each lane's share of the warp's tiles.
+            shape = f"{lane_size(buffer)}, "
+        elif buffer.scope in ("global", "shared", "local"):
+            shape = "".join(f"{self.expr(n, mask)}, " for n in buffer.shape)
+        else:
             raise InternalError(f"buffer '{buffer.name}' has the unknown scope {buffer.scope!r}")
         b = self.name(buffer)
-        shape = "".join(f"{self.expr(n, mask)}, " for n in buffer.shape)
         args = f"{buffer.name!r}, {buffer.scope!r}, {buffer.dtype!r}, ({shape})"
         self.emit(f"{ind}{b} = _alloc({args})")
         self.emit(f"{ind}{b}_a = {b}.array")
@@ -257,6 +340,18 @@ class _Compiler(ExprCompiler):
             self.emit(f"{ind}if ({' | '.join(items)}) < 0: _oob({b}, ({tuple_code(final)}))")
         where = ("slice(None), " if self.lanes(s.buffer) else "") + tuple_code(final)
         self.emit(f"{ind}{b}_a[{where or '()'}] = {value}")
+
+
+_ASYNC = (AsyncCopy, AsyncCommit, AsyncWait)
+
+
+def _block_loop(s: Stmt) -> bool:
+    return isinstance(s, For) and s.kind == "bound" and str(s.thread).startswith("blockIdx")
+
+
+def _innermost_block_loop(s: For) -> bool:
+    """Whether an iteration of `s` is one block: a loop bound to blockIdx with none inside."""
+    return _block_loop(s) and not any(_block_loop(n) for n in walk_stmt(s.body))
 
 
 def _kernels(body: Stmt) -> set[int]:

@@ -22,7 +22,7 @@ from ...ir import dtype as dt
 from ...ir.evaluate import _MATH
 from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
 from ...ir.printer import expr_str
-from ..nodes import Buffer, For, Let, Load, LoweredFunc
+from ..nodes import FRAGMENT_SCOPES, Buffer, For, Let, Load, LoweredFunc
 from ..nonneg import nonnegative
 from ..visit import walk_stmt
 from .runtime import Mem, arange
@@ -95,7 +95,16 @@ class ExprCompiler:
     def np_dtype(self, dtype: str) -> str:
         return self.constant(dt.to_numpy(dtype), f"d_{dtype}")
 
-    def buffer(self, buffer: Buffer, indices: tuple[Expr, ...], what: str) -> str:
+    def buffer(
+        self, buffer: Buffer, indices: tuple[Expr, ...], what: str, matrix: bool = False
+    ) -> str:
+        """`buffer`'s name in the generated code, after checking it is live and `indices` fit
+        it; fragments only for `matrix` ops (element i of a fragment is no one lane's)."""
+        if buffer.scope in FRAGMENT_SCOPES and not matrix:
+            raise InternalError(
+                f"{what} fragment '{buffer.name}' ({buffer.scope}): fragments are read and "
+                "written only by matrix ops"
+            )
         if buffer not in self.live and not any(buffer is p for p in self.func.params):
             raise InternalError(
                 f"{what} buffer '{buffer.name}' outside its Allocate (not a parameter either)"

@@ -9,13 +9,17 @@ everything that is not plain scalar arithmetic:
   lanes (a bool array; a mask is never empty and never modified in place).
 - *Memory.* ``global`` buffers exist once, ``shared`` ones once per execution of their
   `Allocate` (per block), ``local`` ones per thread: they get a leading lane dimension when the
-  function has thread loops. New buffers hold NaN (floats), True (bool) or -123456789 (ints, as
-  the dtype wraps it), so reads of uninitialised memory show up in results.
+  function has thread loops. Fragments (tensor-core tiles, `interpret.matrix`) are per thread
+  too: a lane dimension and each lane's flat share of the warp's tiles. New buffers hold NaN
+  (floats), True (bool) or -123456789 (ints, as the dtype wraps it), so reads of uninitialised
+  memory show up in results.
 - *Races.* For each shared element we remember the last writer and reader (a lane, `UNIFORM`
   for code outside thread loops that every thread runs alike, `MANY` for several readers) and
   the barrier interval of the access. An access that conflicts with another thread's access in
   the same interval (read after write, write after write or read) is a `RaceError`, and so is a
-  store where two active threads write one global or shared element.
+  store where two active threads write one global or shared element. A shared element that an
+  asynchronous copy is still writing (`interpret.asynccopy`) counts `inflight`: any access to it
+  then is a `RaceError` too.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.evaluate import combine
+from ..nodes import FRAGMENT_SCOPES
 
 UNIFORM = -1  # code outside thread loops: every thread of the block runs it alike
 MANY = -2  # several threads read the element in this interval
@@ -45,10 +50,24 @@ class DivergentBarrierError(InternalError):
 class Mem:
     """A buffer during a run: its array and, for shared memory, the race-tracking shadows."""
 
-    __slots__ = ("name", "scope", "array", "lanes", "shape", "w_tid", "w_at", "r_tid", "r_at")
+    __slots__ = (
+        "name",
+        "scope",
+        "array",
+        "lanes",
+        "shape",
+        "w_tid",
+        "w_at",
+        "r_tid",
+        "r_at",
+        "inflight",
+    )
 
     def __init__(self, name: str, scope: str, array: np.ndarray, lanes: bool) -> None:
         self.name, self.scope, self.array, self.lanes = name, scope, array, lanes
+        # Per element, the async copies still writing it (`interpret.asynccopy`); None until
+        # the first copy to this buffer, so that buffers without copies pay nothing.
+        self.inflight: np.ndarray | None = None
         self.shape = array.shape[1:] if lanes else array.shape
         if scope == "shared":
             size = int(np.prod(self.shape, dtype=np.int64))
@@ -80,6 +99,7 @@ class Runtime:
         self.full = np.ones(1, bool)
         self._mask: np.ndarray | None = None
         self._lanes = np.zeros(0, np.int64)
+        self.copies = None  # the block's async-copy state (`asynccopy.AsyncCopies`), lazily
 
     # -- threads -------------------------------------------------------------------------
     def setup_threads(self, x: object, y: object, z: object, used: tuple[str, ...]) -> None:
@@ -91,6 +111,7 @@ class Runtime:
         lane = np.arange(self.size, dtype=np.int64)
         self.coords = dict(zip(_TAGS, (lane % ex, lane // ex % ey, lane // (ex * ey))))
         self.full = np.ones(self.size, bool)
+        self.copies = None  # per-thread state of a new block shape (the last one was checked)
 
     def enter(self, mask, tag: str, extent, dtype: np.dtype):
         """The index of `tag` over the lanes and the mask of lanes below `extent` (or None)."""
@@ -176,7 +197,8 @@ class Runtime:
         if any(isinstance(n, np.ndarray) for n in shape):
             raise InternalError(f"the shape of buffer '{name}' differs between threads")
         dims = tuple(max(0, int(n)) for n in shape)
-        lanes = scope == "local" and self.threaded
+        # Fragments are per thread even without thread loops (the shape is each lane's share).
+        lanes = scope == "local" and self.threaded or scope in FRAGMENT_SCOPES
         if lanes:
             dims = (self.size, *dims)
         array = np.full(dims, garbage(dtype), dtype=dt.to_numpy(dtype))
@@ -302,6 +324,8 @@ class Runtime:
             )
 
     def _track_read(self, mem: Mem, flat: np.ndarray, tids: np.ndarray) -> None:
+        if mem.inflight is not None:
+            self._check_in_flight(mem, flat, tids, "reads")
         now = self.interval
         writer = mem.w_tid[flat]
         bad = (mem.w_at[flat] == now) & (writer != tids) & (writer != UNIFORM)
@@ -314,19 +338,31 @@ class Runtime:
         several = earlier | (mem.r_tid[flat] != tids)
         mem.r_tid[flat[several]] = MANY
 
-    def _track_write(self, mem: Mem, flat: np.ndarray, tids: np.ndarray) -> None:
+    def _track_write(
+        self, mem: Mem, flat: np.ndarray, tids: np.ndarray, verb: str = "writes"
+    ) -> None:
+        if mem.inflight is not None:
+            self._check_in_flight(mem, flat, tids, verb)
         now = self.interval
         writer, reader = mem.w_tid[flat], mem.r_tid[flat]
         after_write = (mem.w_at[flat] == now) & (writer != tids)
         after_read = (mem.r_at[flat] == now) & (reader != tids)
         if after_write.any():
             k = int(np.flatnonzero(after_write)[0])
-            self._race(mem, flat[k], "writes", tids[k], "wrote", writer[k])
+            self._race(mem, flat[k], verb, tids[k], "wrote", writer[k])
         if after_read.any():
             k = int(np.flatnonzero(after_read)[0])
-            self._race(mem, flat[k], "writes", tids[k], "read", reader[k])
+            self._race(mem, flat[k], verb, tids[k], "read", reader[k])
         mem.w_tid[flat] = tids
         mem.w_at[flat] = now
+
+    def _check_in_flight(self, mem: Mem, flat: np.ndarray, tids: np.ndarray, verb: str) -> None:
+        """An access to an element an async copy is still writing: undefined on hardware (the
+        bytes land whenever the copy engine gets to them), so a race whoever issued it."""
+        busy = mem.inflight[flat] > 0
+        if busy.any():
+            k = int(np.flatnonzero(busy)[0])
+            self.copies.in_flight_error(self, mem, int(flat[k]), int(tids[k]), verb)
 
     def _race(self, mem: Mem, flat, verb: str, tid, other_verb: str, other) -> None:
         who = self.thread_str(int(tid))

@@ -1,0 +1,236 @@
+"""Tensor-core statements (`MatrixOp`) on NVPTX: ``mma.sync.aligned.m16n8k16`` on fragments.
+
+A fragment buffer (`FRAGMENT_SCOPES`) is, per thread, the `fragments.lane_size` elements its
+lane holds, in `fragments.layout`'s order, tile after tile (`fragments.tile_offset`). Where
+every tile base is a compile-time constant (the loops around the ops unrolled), that storage
+is SSA values (`register_values`), which is what the hardware wants: ``mma.sync`` reads and
+writes registers, and a fragment in a stack array would be a local-memory round trip per op.
+Otherwise it is a stack array indexed at run time, correct but slow.
+
+The op itself is the PTX ISA's: the fragment layouts are the ones ``mma.m16n8k16`` reads, so an
+op is packing slot pairs ``(2j, 2j + 1)`` into the 32-bit registers the intrinsic takes (two
+16-bit operands each; accumulators one float each, or two halves) and unpacking the result.
+A 16 x 16 accumulator is two m16n8k16 products, one per 8-column half (slots ``4h .. 4h + 3``
+of B and C). Loads and stores between fragments and memory are `matrix_memory`'s.
+
+Every lane of the warp runs an op together (``.sync.aligned``): `nvptx.plan` has checked that
+the block is 32 threads wide, that no op stands under a loop bound to ``threadIdx.x``, and
+`nvptx.uniform` never narrows one to a single thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...errors import InternalError, LoweringError
+from ...loopir import fragments
+from ...loopir.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
+from ..llvm import arith
+from ..llvm.intrinsics import function
+from ..llvm.types import F32, HALF, I32, storage_type, to_storage
+from .matrix_memory import LaneIndex, load_fragment, store_fragment
+
+if TYPE_CHECKING:
+    from ..llvm.stmt import StmtEmitter
+
+OPERAND_DTYPES = ("float16", "bfloat16")
+ACCUMULATOR_DTYPES = ("float32", "float16")
+_MEMORY = ("global", "shared", "local")
+_SOURCES = {"fill": 0, "load": 1, "mma": 2, "store": 1}
+_DTYPES = {
+    "wmma.matrix_a": OPERAND_DTYPES,
+    "wmma.matrix_b": OPERAND_DTYPES,
+    "wmma.accumulator": ACCUMULATOR_DTYPES,
+}
+_V2HALF = ir.VectorType(HALF, 2)
+
+
+def emit_matrix_op(em: StmtEmitter, s: MatrixOp, lane: LaneIndex) -> None:
+    """Emit `s` for the thread whose lane parts are `lane` (every lane of the warp runs it)."""
+    check_matrix_op(s)
+    if s.op == "fill":
+        value = em.value(s.value)
+        dtype = s.dst.buffer.dtype
+        value = to_storage(em.b, dtype, arith.cast(em.b, value, s.value.dtype, dtype))
+        write_slots(em, s.dst, [value] * _slots(s.dst))
+    elif s.op == "load":
+        write_slots(em, s.dst, load_fragment(em, s.dst, s.srcs[0], lane))
+    elif s.op == "mma":
+        _mma(em, s.dst, s.srcs[0], s.srcs[1])
+    else:
+        store_fragment(em, s.dst, s.srcs[0], read_slots(em, s.srcs[0]), lane)
+
+
+def check_matrix_op(s: MatrixOp) -> None:
+    """The structure the loop IR promises (`MatrixOp`'s docstring): an `InternalError` where it
+    does not hold, a `LoweringError` for a combination the tensor cores lack."""
+    if s.op not in _SOURCES:
+        raise InternalError(f"unknown matrix op {s.op!r}")
+    if len(s.srcs) != _SOURCES[s.op] or (s.value is not None) != (s.op == "fill"):
+        raise InternalError(f"a {s.op} matrix op with {len(s.srcs)} source tile(s)")
+    tiles = (s.dst, *s.srcs)
+    for t in tiles:
+        _check_tile(t)
+    fragment = [t.buffer.scope in FRAGMENT_SCOPES for t in tiles]
+    expected = {"fill": [True], "load": [True, False], "mma": [True] * 3, "store": [False, True]}
+    if fragment != expected[s.op]:
+        scopes = [t.buffer.scope for t in tiles]
+        raise InternalError(f"a {s.op} matrix op on tiles of scopes {scopes}")
+    if s.op in ("load", "store") and s.dst.shape != s.srcs[0].shape:
+        raise InternalError(f"a {s.op} matrix op from a {s.srcs[0].shape} tile to {s.dst.shape}")
+    if s.op == "load" and s.dst.buffer.dtype != s.srcs[0].buffer.dtype:
+        raise InternalError(f"a matrix load from {s.srcs[0].buffer.dtype} to {s.dst.buffer.dtype}")
+    if s.op == "store" and s.srcs[0].buffer.scope != "wmma.accumulator":
+        raise InternalError(f"a matrix store from the {s.srcs[0].buffer.scope} fragment")
+    if s.op == "mma":
+        _check_mma(*tiles)
+
+
+def _check_tile(t: Tile) -> None:
+    buffer = t.buffer
+    ndim = len(buffer.shape)
+    if len(t.base) != ndim or sorted(t.dims) != sorted(set(t.dims)) or len(t.dims) != 2:
+        raise InternalError(f"a tile of '{buffer.name}' with base {t.base} and dims {t.dims}")
+    if not all(0 <= d < ndim for d in t.dims):
+        raise InternalError(f"a tile of '{buffer.name}' along dims {t.dims}")
+    if buffer.scope in FRAGMENT_SCOPES:
+        fragments.slots(buffer.scope, tuple(t.shape))  # raises for a shape the scope lacks
+        if tuple(t.dims) != (ndim - 2, ndim - 1):
+            raise InternalError(f"a tile of fragment '{buffer.name}' along dims {t.dims}")
+        if buffer.dtype not in _DTYPES[buffer.scope]:
+            raise LoweringError(
+                f"fragment '{buffer.name}' ({buffer.scope}) is {buffer.dtype}; the tensor cores "
+                f"take {' or '.join(_DTYPES[buffer.scope])}"
+            )
+    elif buffer.scope not in _MEMORY:
+        raise InternalError(f"buffer '{buffer.name}' has the unknown scope {buffer.scope!r}")
+
+
+def _check_mma(c: Tile, a: Tile, b: Tile) -> None:
+    scopes = (c.buffer.scope, a.buffer.scope, b.buffer.scope)
+    if scopes != ("wmma.accumulator", "wmma.matrix_a", "wmma.matrix_b"):
+        raise InternalError(f"an mma on fragments of scopes {scopes}")
+    if a.buffer.dtype != b.buffer.dtype or b.shape[1] != c.shape[1]:
+        raise InternalError(
+            f"an mma of {a.buffer.dtype} {a.shape} @ {b.buffer.dtype} {b.shape} into {c.shape}"
+        )
+    if a.buffer.dtype == "bfloat16" and c.buffer.dtype != "float32":
+        raise LoweringError(
+            f"mma_sync of bfloat16 operands into the {c.buffer.dtype} accumulator "
+            f"'{c.buffer.name}': the tensor cores accumulate bfloat16 products only in float32"
+        )
+
+
+# -- fragment storage -----------------------------------------------------------------------
+
+
+def _slots(t: Tile) -> int:
+    return fragments.slots(t.buffer.scope, tuple(t.shape))
+
+
+def _storage(em: StmtEmitter, t: Tile) -> tuple[list[ir.Value] | None, ir.Value]:
+    """The register array of `t`'s fragment (None when it is in memory) and the i64 index of
+    the tile's slot 0 in it."""
+    offset = em.index(fragments.tile_offset(t.buffer, tuple(t.shape), tuple(t.base)))
+    values = em.registers.values.get(t.buffer)
+    if values is not None and not isinstance(offset, ir.Constant):
+        raise InternalError(f"fragment '{t.buffer.name}' in registers at a run-time tile")
+    return values, offset
+
+
+def read_slots(em: StmtEmitter, t: Tile) -> list[ir.Value]:
+    """The slots of fragment tile `t`, in its dtype's storage type."""
+    values, offset = _storage(em, t)
+    count = _slots(t)
+    if values is not None:
+        first = int(offset.constant)
+        return values[first : first + count]
+    typ = storage_type(t.buffer.dtype)
+    return [em.b.load(_slot_pointer(em, t, offset, k), typ=typ) for k in range(count)]
+
+
+def write_slots(em: StmtEmitter, t: Tile, new: list[ir.Value]) -> None:
+    """Set the slots of fragment tile `t` to `new` (storage-type values)."""
+    values, offset = _storage(em, t)
+    if len(new) != _slots(t):
+        raise InternalError(f"{len(new)} values for a {t.shape} tile of '{t.buffer.name}'")
+    if values is not None:
+        first = int(offset.constant)
+        values[first : first + len(new)] = new
+        return
+    for k, value in enumerate(new):
+        em.b.store(value, _slot_pointer(em, t, offset, k))
+
+
+def _slot_pointer(em: StmtEmitter, t: Tile, offset: ir.Value, k: int) -> ir.Value:
+    index = em.index_op("+", offset, em.i64(k))
+    typ = storage_type(t.buffer.dtype)
+    return em.b.gep(em.pointer(t.buffer), [index], inbounds=True, source_etype=typ)
+
+
+# -- mma.sync --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """One m16n8k16 intrinsic: its name and how its operands and accumulators are typed."""
+
+    name: str
+    operand: ir.Type  # one register of two A or B elements
+    accumulator: ir.Type  # one register of C/D
+    per_register: int  # accumulator elements per register
+
+
+def _variant(operands: str, accumulator: str) -> _Variant:
+    if operands == "bfloat16":  # (`_check_mma` refused a float16 accumulator)
+        return _Variant("llvm.nvvm.mma.m16n8k16.row.col.bf16", I32, F32, 1)
+    if accumulator == "float32":
+        return _Variant("llvm.nvvm.mma.m16n8k16.row.col.f32.f32", _V2HALF, F32, 1)
+    return _Variant("llvm.nvvm.mma.m16n8k16.row.col.f16.f16", _V2HALF, _V2HALF, 2)
+
+
+def _mma(em: StmtEmitter, c: Tile, a: Tile, b: Tile) -> None:
+    """D = A @ B + C, one m16n8k16 product per 8 columns of the accumulator."""
+    variant = _variant(a.buffer.dtype, c.buffer.dtype)
+    acc = read_slots(em, c)
+    a_regs = [_pack(em.b, variant.operand, x, y) for x, y in _pairs(read_slots(em, a))]
+    b_slots = read_slots(em, b)
+    registers = 4 // variant.per_register
+    result_t = ir.LiteralStructType([variant.accumulator] * registers)
+    args = [variant.operand] * 6 + [variant.accumulator] * registers
+    intrinsic = function(em.b.module, variant.name, result_t, args)
+    out: list[ir.Value] = []
+    for h in range(c.shape[1] // 8):
+        b_regs = [_pack(em.b, variant.operand, x, y) for x, y in _pairs(b_slots[4 * h : 4 * h + 4])]
+        c_part = acc[4 * h : 4 * h + 4]
+        if variant.per_register == 2:
+            c_regs = [_pack(em.b, variant.accumulator, x, y) for x, y in _pairs(c_part)]
+        else:
+            c_regs = c_part
+        d = em.b.call(intrinsic, [*a_regs, *b_regs, *c_regs])
+        for k in range(registers):
+            reg = em.b.extract_value(d, k)
+            out.extend(_unpack(em.b, reg) if variant.per_register == 2 else [reg])
+    write_slots(em, c, out)
+
+
+def _pairs(values: list[ir.Value]) -> list[tuple[ir.Value, ir.Value]]:
+    return [(values[k], values[k + 1]) for k in range(0, len(values), 2)]
+
+
+def _pack(b: ir.IRBuilder, typ: ir.Type, low: ir.Value, high: ir.Value) -> ir.Value:
+    """Two 16-bit storage values as one register of `typ` (``<2 x half>`` or ``i32``), `low`
+    in the lower half: the PTX ISA's element order in a packed ``.f16x2``/``.bf16x2``."""
+    if isinstance(typ, ir.VectorType):
+        vector = ir.Constant(typ, ir.Undefined)
+        vector = b.insert_element(vector, low, ir.Constant(I32, 0))
+        return b.insert_element(vector, high, ir.Constant(I32, 1))
+    return b.or_(b.zext(low, I32), b.shl(b.zext(high, I32), ir.Constant(I32, 16)))
+
+
+def _unpack(b: ir.IRBuilder, register: ir.Value) -> list[ir.Value]:
+    """The two elements of a ``<2 x half>`` register."""
+    return [b.extract_element(register, ir.Constant(I32, k)) for k in range(2)]

@@ -1,0 +1,130 @@
+"""Which lane of a warp holds which element of a tensor-core fragment, and where.
+
+A fragment is a matrix that a warp holds together, spread over its 32 lanes' registers in the
+layout that ``mma.sync.aligned.m16n8k16`` reads and writes (PTX ISA, "Matrix Fragments for
+mma.m16n8k16"). With ``g = lane // 4`` and ``t = lane % 4``:
+
+- ``wmma.matrix_a``, 16 x 16 (m x k), 8 elements a lane: slot ``i`` holds row
+  ``g + 8 * (i // 2 % 2)``, column ``2 * t + i % 2 + 8 * (i // 4)``;
+- ``wmma.matrix_b``, 16 x n (k x n) for n = 8 or 16, 4 elements a lane per 8 columns: slot
+  ``4 * h + i`` holds row ``2 * t + i % 2 + 8 * (i // 2)``, column ``g + 8 * h``;
+- ``wmma.accumulator``, 16 x n (m x n), 4 elements a lane per 8 columns: slot ``4 * h + i``
+  holds row ``g + 8 * (i // 2)``, column ``2 * t + i % 2 + 8 * h``.
+
+These are the layouts ``ldmatrix`` (``.x4`` for A, ``.x4.trans``/``.x2`` for B) produces, so a
+load, an mma and a store agree without any shuffle. The interpreter keeps fragments in exactly
+these layouts, so a kernel that only works by accident of a layout fails on the CPU too.
+
+A buffer in a fragment scope is a grid of such tiles: its last two dimensions are multiples of
+the tile's, and each lane stores ``size / 32`` elements, tile after tile in row-major order of
+the grid (the leading dimensions included), each tile's slots in the order above.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from math import prod
+
+from ..errors import InternalError
+from ..ir.expr import Binary, Const, Expr, const
+from .nodes import FRAGMENT_SCOPES, Buffer
+
+WARP = 32
+M = 16  # rows of A and of the accumulator
+K = 16  # the reduction length of one mma
+
+
+def tile_shapes(scope: str) -> tuple[tuple[int, int], ...]:
+    """The tile shapes a fragment of `scope` can have."""
+    if scope == "wmma.matrix_a":
+        return ((M, K),)
+    if scope == "wmma.matrix_b":
+        return ((K, 8), (K, 16))
+    if scope == "wmma.accumulator":
+        return ((M, 8), (M, 16))
+    raise InternalError(f"{scope!r} is not a fragment scope")
+
+
+def slots(scope: str, shape: tuple[int, int]) -> int:
+    """How many elements of a `shape` tile each lane holds."""
+    _check(scope, shape)
+    return shape[0] * shape[1] // WARP
+
+
+@cache
+def layout(scope: str, shape: tuple[int, int]) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """``layout(...)[lane][slot]``: the (row, column) of the tile that `lane` holds in `slot`."""
+    _check(scope, shape)
+    lanes = []
+    for lane in range(WARP):
+        g, t = lane // 4, lane % 4
+        if scope == "wmma.matrix_a":
+            held = [(g + 8 * (i // 2 % 2), 2 * t + i % 2 + 8 * (i // 4)) for i in range(8)]
+        elif scope == "wmma.matrix_b":
+            held = [
+                (2 * t + i % 2 + 8 * (i // 2), g + 8 * h)
+                for h in range(shape[1] // 8)
+                for i in range(4)
+            ]
+        else:
+            held = [
+                (g + 8 * (i // 2), 2 * t + i % 2 + 8 * h)
+                for h in range(shape[1] // 8)
+                for i in range(4)
+            ]
+        lanes.append(tuple(held))
+    return tuple(lanes)
+
+
+def lane_size(buffer: Buffer) -> int:
+    """Elements each lane stores for a fragment `buffer` (its shape is constant)."""
+    if buffer.scope not in FRAGMENT_SCOPES:
+        raise InternalError(f"'{buffer.name}' is not a fragment (scope {buffer.scope!r})")
+    return _size(buffer) // WARP
+
+
+def tile_offset(buffer: Buffer, shape: tuple[int, int], base: tuple[Expr, ...]) -> Expr:
+    """The index, in each lane's storage of fragment `buffer`, of slot 0 of the `shape` tile
+    whose element (0, 0) is at `base` (a multiple of `shape` along the last two dimensions)."""
+    dims = [_constant(buffer, n) for n in buffer.shape]
+    grid = dims[:-2] + [dims[-2] // shape[0], dims[-1] // shape[1]]
+    coords = list(base[:-2]) + [_div(base[-2], shape[0]), _div(base[-1], shape[1])]
+    index: Expr = const(0, base[-1].dtype)
+    for coord, extent in zip(coords, grid):
+        index = _add(_mul(index, extent), coord)
+    return _mul(index, shape[0] * shape[1] // WARP)
+
+
+def _check(scope: str, shape: tuple[int, int]) -> None:
+    if tuple(shape) not in tile_shapes(scope):
+        raise InternalError(f"a {scope} fragment tile of shape {shape} is not supported")
+
+
+def _size(buffer: Buffer) -> int:
+    return prod(_constant(buffer, n) for n in buffer.shape)
+
+
+def _constant(buffer: Buffer, n: Expr) -> int:
+    if not isinstance(n, Const):
+        raise InternalError(f"fragment '{buffer.name}' has a symbolic extent")
+    return int(n.value)
+
+
+def _div(e: Expr, by: int) -> Expr:
+    if isinstance(e, Const):
+        return const(e.value // by, e.dtype)
+    return Binary("//", e, const(by, e.dtype), e.dtype)
+
+
+def _mul(e: Expr, by: int) -> Expr:
+    if isinstance(e, Const):
+        return const(e.value * by, e.dtype)
+    return e if by == 1 else Binary("*", e, const(by, e.dtype), e.dtype)
+
+
+def _add(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const(a.value + b.value, a.dtype)
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    return Binary("+", a, b, a.dtype)

@@ -1,0 +1,443 @@
+"""``tensorize``: proving that a stage's innermost loops compute what a tensor instruction does.
+
+A stage tensorized at a loop hands the loops from there inwards (its *tile loops*) to one
+warp-wide instruction (`schedlang.schedule.intrin`). That is only right if, for every instance of
+the loops outside, those loops run a full tile and read and write exactly the elements the
+instruction does. isl answers both questions exactly, for every size:
+
+- each tile loop steps one of the stage's root variables by one (it is that variable, or the
+  inner loop of splits of it), and its extent is the instruction's;
+- every access moves by a fixed unit step along one tensor dimension per tile loop: the deltas
+  of each access relation under a step of each root variable are single points (so an access
+  ``A[i, k]`` of an mma tile is a 16 x 16 tile of A, and which dimension carries its rows);
+- the tile loops' values cover the whole tile wherever the outer loops have any work (a tile
+  cut by the edge of the domain is refused, naming one such point).
+
+What lowering needs afterwards is `TensorPlan`: which operation each statement becomes, and
+along which dimensions of which buffers its tiles lie. `restrict_to_tiles` then keeps one
+instance per tile (the tile loops at 0) for the AST generator, and `loopir.from_isl` turns each
+into a `MatrixOp`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from ..ir.expr import Binary, Cast, Expr, Read, Reduce
+from ..ir.tensor import ComputeOp, Operation
+from ..schedule import records as rec
+from ..schedule.axis import Axis
+from ..schedule.errors import TensorizeError, message
+from ..schedule.intrin import FRAGMENT_SCOPES
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+from .placement import Placed, Placement
+from .space import Params
+
+OPERANDS = ("float16", "bfloat16")
+ACCUMULATORS = ("float32", "float16")
+
+
+@dataclass(frozen=True)
+class TileOf:
+    """A tile of tensor `op` along its dimensions `dims` (rows, columns)."""
+
+    op: Operation
+    dims: tuple[int, int]
+    shape: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class TensorPlan:
+    """What the statements of a tensorized stage become: `ops` maps a statement's role
+    (``init``, ``update``, ``compute``) to the `MatrixOp` kind, `dst` is the stage's own tile
+    and `srcs` the tiles read (in the order `MatrixOp` takes them)."""
+
+    stage: str
+    inner: tuple[Axis, ...]
+    ops: dict[str, str]
+    dst: TileOf
+    srcs: tuple[TileOf, ...]
+
+
+def plan_tensorize(
+    schedule: Schedule, placement: Placement, params: Params
+) -> dict[str, TensorPlan]:
+    """The plan of every tensorized stage, each checked; fragments used untensorized are
+    refused too."""
+    _check_fragment_users(schedule, placement)
+    stages = [s for s in schedule.stages if s.tensorized is not None and s.name in placement.placed]
+    # the mma's loops decide its operands' tiles: its mismatches are named first
+    stages.sort(key=lambda s: ("mma", "store", "load").index(s.tensorized.intrin.kind))
+    checkers = [_Checker(schedule, placement, params, stage) for stage in stages]
+    plans = {c.stage.name: c.plan() for c in checkers}
+    for c in checkers:  # what the kernel as a whole must give the tensorized stages
+        c.check_threads()
+        c.check_full_tiles(plans[c.stage.name].inner)
+    return plans
+
+
+def restrict_to_tiles(placement: Placement, plans: dict[str, TensorPlan]) -> None:
+    """Keep, for the AST generator, one instance of each tensorized statement per tile: the
+    one whose tile loops are all 0 (its indices are the tile's base)."""
+    for name, plan in plans.items():
+        for p in placement.placed[name]:
+            count = _tile_loop_count(p, plan)
+            n = p.loops.dim(isl.dim_type.out)
+            vs = [f"v{k}" for k in range(n)]
+            zero = " and ".join(f"{v} = 0" for v in vs[n - count :])
+            origin = p.loops.intersect_range(isl.Set(f"{{ [{', '.join(vs)}] : {zero} }}"))
+            p.sched = p.sched.intersect_domain(origin.domain())
+
+
+def _tile_loop_count(p: Placed, plan: TensorPlan) -> int:
+    if p.stmt.role == "init":
+        return sum(1 for a in plan.inner if a.kind == "data")
+    return len(plan.inner)
+
+
+class _Checker:
+    def __init__(self, schedule: Schedule, placement: Placement, params: Params, stage: Stage):
+        self.schedule = schedule
+        self.placement = placement
+        self.params = params
+        self.stage = stage
+        self.record: rec.Tensorize = stage.tensorized
+        self.intrin = self.record.intrin
+        self.extents = placement.extents[stage.name]
+
+    def fail(self, what: str) -> TensorizeError:
+        call = f"tensorize({self.record.axis.name}, {self.intrin!r})"
+        return TensorizeError(message(self.stage.name, call, self.record.loc, what))
+
+    def plan(self) -> TensorPlan:
+        stage = self.stage
+        if self.record.axis not in stage.leaves:
+            raise self.fail(
+                f"'{self.record.axis.name}' is no longer a loop of '{stage.name}' (it was split "
+                "or fused after tensorize); tensorize one of its loops now"
+            )
+        inner = tuple(stage.leaves[stage.leaves.index(self.record.axis) :])
+        self._check_loops(inner)
+        roots = [self._root_of(a) for a in inner]
+        kind = self.intrin.kind
+        if len(inner) != len(self.intrin.shape):
+            names = ", ".join(a.name for a in inner)
+            raise self.fail(
+                f"{len(inner)} loops from '{self.record.axis.name}' inwards ({names}), but "
+                f"{self.intrin!r} replaces {len(self.intrin.shape)}; split and reorder so "
+                f"that its {' x '.join(map(str, self.intrin.shape))} tile is innermost"
+            )
+        for axis, need in zip(inner, self.intrin.shape):
+            have = self.extents.get(axis)
+            if have != need:
+                shown = "a symbolic extent" if have is None else f"extent {have}"
+                raise self.fail(
+                    f"the loop '{axis.name}' has {shown}, the intrinsic needs {need}; "
+                    f"split it by {need}"
+                )
+        if kind == "mma":
+            return self._mma(inner, roots)
+        if kind == "load":
+            return self._load(inner, roots)
+        return self._store(inner, roots)
+
+    # -- the loops ---------------------------------------------------------------------
+
+    def _check_loops(self, inner: tuple[Axis, ...]) -> None:
+        stage = self.stage
+        for axis in inner:
+            how = stage.binds.get(axis) or stage.annotations.get(axis)
+            if how is not None:
+                raise self.fail(
+                    f"'{axis.name}' is {how}; the loops a tensor instruction replaces cannot "
+                    "also be bound or annotated"
+                )
+        for other in self.schedule.stages:
+            attach = other.attach
+            if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
+                if attach.axis in inner:
+                    raise self.fail(
+                        f"'{other.name}' is computed at '{attach.axis.name}', inside the loops "
+                        "the tensor instruction replaces; compute it at an outer loop"
+                    )
+        for axis, tag in stage.binds.items():
+            if tag == "threadIdx.x":
+                raise self.fail(
+                    f"'{axis.name}' is bound to threadIdx.x, but threadIdx.x is the lane of the "
+                    "warp that runs the instruction together; bind warps to threadIdx.y/z"
+                )
+
+    def _root_of(self, leaf: Axis) -> Axis:
+        """The root axis `leaf` steps by one, or an error: the tile must be contiguous."""
+        axis = leaf
+        while axis not in self.stage.root_axes:
+            made = next(
+                r
+                for r in self.stage.relations
+                if (isinstance(r, rec.Split) and axis in (r.outer, r.inner))
+                or (isinstance(r, rec.Fuse) and axis == r.fused)
+            )
+            if isinstance(made, rec.Fuse) or axis == made.outer:
+                how = "a fused loop" if isinstance(made, rec.Fuse) else "the outer loop of a split"
+                raise self.fail(
+                    f"'{leaf.name}' comes from {how} ('{axis.name}'), so its steps are not unit "
+                    "steps of one index; the tile loops must be inner loops of splits"
+                )
+            axis = made.parent
+        return axis
+
+    def check_threads(self) -> None:
+        for p in self.placement.placed[self.stage.name]:
+            lanes = p.kernel_threads.get("threadIdx.x")
+            if lanes != 32:
+                have = "no loop bound to threadIdx.x" if lanes is None else f"{lanes} threads"
+                raise self.fail(
+                    f"a warp's 32 lanes run the instruction together, so the block needs "
+                    f"threadIdx.x of extent 32, and it has {have}; bind another stage's loop "
+                    "of 32 (e.g. the shared-memory copy's) to threadIdx.x"
+                )
+
+    def check_full_tiles(self, inner: tuple[Axis, ...]) -> None:
+        ctx = self.params.context
+        for p in self.placement.placed[self.stage.name]:
+            tile = [a for a in inner if p.stmt.role != "init" or a.kind == "data"]
+            count, shape = len(tile), [self.extents[a] for a in tile]
+            values = p.loops.range().intersect_params(ctx)
+            n = values.dim(isl.dim_type.set)
+            outer = values.project_out(isl.dim_type.set, n - count, count)
+            vs = [f"v{k}" for k in range(count)]
+            bounds = " and ".join(f"0 <= {v} < {e}" for v, e in zip(vs, shape))
+            box = isl.Set(f"{{ [{', '.join(vs)}] : {bounds} }}").align_params(outer.get_space())
+            full = outer.flat_product(box)
+            for d, (axis, need) in enumerate(zip(tile, shape)):
+                runs = values.dim_max_val(n - count + d)
+                if runs.is_int() and int(runs.to_python()) + 1 < need:
+                    raise self.fail(
+                        f"the loop '{axis.name}' runs at most {int(runs.to_python()) + 1} "
+                        f"times, the intrinsic needs {need}: the loop it was split from is "
+                        "shorter than the tile"
+                    )
+            missing = full.subtract(values)
+            if not missing.is_empty():
+                names = ", ".join(f"'{a.name}'" for a in tile)
+                size = " x ".join(map(str, shape))
+                raise self.fail(
+                    f"the loops {names} do not run a whole {size} tile everywhere{_sample(missing)}"
+                    ": the edge of the domain cuts a tile, and a tensor instruction computes "
+                    "whole tiles; make the sizes multiples of the tile (or pad the tensors)"
+                )
+
+    # -- what each intrinsic needs --------------------------------------------------------
+
+    def _mma(self, inner: tuple[Axis, ...], roots: list[Axis]) -> TensorPlan:
+        stage, op = self.stage, self.stage.op
+        body = op.body
+        if not isinstance(body, Reduce) or body.combiner.name != "sum":
+            raise self.fail(f"'{stage.name}' is not a sum; mma_sync computes C += A @ B")
+        if body.where is not None:
+            raise self.fail("a reduction with where= cannot run as an mma tile")
+        self._scope(stage, "wmma.accumulator", "the accumulator (s.cache_write(C, ...))")
+        if op.dtype not in ACCUMULATORS:
+            raise self.fail(f"the accumulator is {op.dtype}; mma_sync accumulates in float32")
+        m, n, k = roots
+        nd = len(op.axis)
+        data = list(stage.root_axes[:nd])
+        if m.kind != "data" or n.kind != "data" or k.kind != "reduce":
+            raise self.fail(
+                "the tile loops must be the rows (a data axis), the columns (a data axis) and "
+                "the reduction (a reduce axis), in this order"
+            )
+        if (data.index(m), data.index(n)) != (nd - 2, nd - 1):
+            raise self.fail(
+                f"the accumulator's tile must lie along its last two dimensions (rows, "
+                f"columns); '{inner[0].name}' and '{inner[1].name}' run along dimensions "
+                f"{data.index(m)} and {data.index(n)}"
+            )
+        update = next(p for p in self.placement.placed[stage.name] if p.stmt.role == "update")
+        reads = _product_reads(update.stmt.value)
+        if reads is None:
+            raise self.fail(
+                "mma_sync computes sum(A[i, k] * B[k, j]); the reduction's source is not a "
+                "product of two reads (each maybe cast to the accumulator's dtype)"
+            )
+        tiles = []
+        for read in reads:
+            steps = self._steps(update, read, roots)
+            tiles.append((read, steps))
+        a = next((t for t in tiles if t[1][1] is None), None)
+        b = next((t for t in tiles if t[1][0] is None), None)
+        if a is None or b is None or a is b:
+            raise self.fail("one operand must not depend on the columns and one not on the rows")
+        a_tile = self._operand(a, "wmma.matrix_a", (0, 2), (16, 16))
+        b_tile = self._operand(b, "wmma.matrix_b", (2, 1), (16, self.intrin.shape[1]))
+        dtypes = {a[0].tensor.op.dtype, b[0].tensor.op.dtype}
+        if len(dtypes) != 1 or not dtypes <= set(OPERANDS):
+            raise self.fail(
+                f"the operands are {' and '.join(sorted(dtypes))}; mma_sync multiplies two "
+                "float16 or two bfloat16 matrices"
+            )
+        dst = TileOf(op, (nd - 2, nd - 1), (16, self.intrin.shape[1]))
+        return TensorPlan(
+            stage.name, inner, {"init": "fill", "update": "mma"}, dst, (a_tile, b_tile)
+        )
+
+    def _operand(self, found, scope: str, which: tuple[int, int], shape) -> TileOf:
+        read, steps = found
+        producer = self.schedule[read.tensor.op]
+        self._scope(producer, scope, f"operand '{producer.name}'")
+        nd = len(read.tensor.op.shape)
+        dims = (steps[which[0]], steps[which[1]])
+        if dims != (nd - 2, nd - 1):
+            raise self.fail(
+                f"'{producer.name}' holds its tile along dimensions {dims}; a fragment's tile "
+                "lies along its last two dimensions, rows first"
+            )
+        return TileOf(read.tensor.op, dims, shape)
+
+    def _load(self, inner: tuple[Axis, ...], roots: list[Axis]) -> TensorPlan:
+        stage, op = self.stage, self.stage.op
+        self._scope(stage, self.intrin.scope, "the fragment this loads")
+        dims = self._own_dims(inner, roots)
+        (p,) = self.placement.placed[stage.name]
+        read = _copied_read(p.stmt.value)
+        if read is None or read.dtype != op.dtype:
+            raise self.fail("load_matrix copies a tensor: the stage's body must be one read")
+        steps = self._steps(p, read, roots)
+        src = TileOf(read.tensor.op, (steps[0], steps[1]), self.intrin.shape)
+        return TensorPlan(
+            stage.name, inner, {"compute": "load"}, TileOf(op, dims, src.shape), (src,)
+        )
+
+    def _store(self, inner: tuple[Axis, ...], roots: list[Axis]) -> TensorPlan:
+        stage, op = self.stage, self.stage.op
+        dims = self._own_dims(inner, roots, fragment=False)
+        (p,) = self.placement.placed[stage.name]
+        read = _copied_read(p.stmt.value)
+        if read is None:
+            raise self.fail("store_matrix copies an accumulator: the body must be one read")
+        producer = self.schedule[read.tensor.op]
+        self._scope(producer, "wmma.accumulator", f"the stored '{producer.name}'")
+        steps = self._steps(p, read, roots)
+        nd = len(read.tensor.op.shape)
+        if (steps[0], steps[1]) != (nd - 2, nd - 1):
+            raise self.fail(f"the tile of '{producer.name}' must be its last two dimensions")
+        src = TileOf(read.tensor.op, (nd - 2, nd - 1), self.intrin.shape)
+        return TensorPlan(
+            stage.name, inner, {"compute": "store"}, TileOf(op, dims, src.shape), (src,)
+        )
+
+    def _own_dims(self, inner, roots, fragment: bool = True) -> tuple[int, int]:
+        data = list(self.stage.root_axes[: len(self.stage.op.axis)])
+        if any(r.kind != "data" for r in roots):
+            raise self.fail("a copy's tile loops are data axes")
+        dims = (data.index(roots[0]), data.index(roots[1]))
+        nd = len(data)
+        if fragment and dims != (nd - 2, nd - 1):
+            raise self.fail(
+                f"'{inner[0].name}' and '{inner[1].name}' must run along the fragment's last two "
+                "dimensions, rows first (reorder them)"
+            )
+        return dims
+
+    def _scope(self, stage: Stage, scope: str, what: str) -> None:
+        have = self.placement.scope(stage)
+        if have != scope:
+            raise self.fail(f"{what} '{stage.name}' has scope '{have}'; it must be '{scope}'")
+
+    def _steps(self, p: Placed, read: Read, roots: list[Axis]) -> list[int | None]:
+        """For each tile loop's root variable, the tensor dimension a unit step of it moves
+        `read` along (by exactly one), or None where the read does not move."""
+        access = next(a for a in p.stmt.reads if a.read is read)
+        rel = access.relation
+        names = self.stage.root_axes
+        n = rel.dim(isl.dim_type.in_)
+        xs = [f"x{k}" for k in range(n)]
+        found: list[int | None] = []
+        for root in roots:
+            k = names.index(root)
+            moved = [f"{x} + 1" if j == k else x for j, x in enumerate(xs)]
+            space = p.stmt.root_space
+            step = isl.Map(f"{{ {space}[{', '.join(xs)}] -> {space}[{', '.join(moved)}] }}")
+            step = step.align_params(rel.get_space())
+            pairs = rel.range_product(step.apply_range(rel)).range().unwrap()
+            deltas = pairs.deltas().intersect_params(self.params.context)
+            found.append(self._unit(deltas, read, root))
+        return found
+
+    def _unit(self, deltas: isl.Set, read: Read, root: Axis) -> int | None:
+        if deltas.is_empty():
+            return None
+        point = deltas.sample_point() if deltas.is_singleton() else None
+        values = None
+        if point is not None:
+            n = deltas.dim(isl.dim_type.set)
+            values = [
+                int(point.get_coordinate_val(isl.dim_type.set, d).to_python()) for d in range(n)
+            ]
+        moved = None if values is None else [d for d, v in enumerate(values) if v]
+        if values is None or len(moved) > 1 or any(values[d] != 1 for d in moved or []):
+            raise self.fail(
+                f"the read of '{read.tensor.op.name}' does not move by one element along one "
+                f"dimension when '{root.name}' steps by one; a tile must be a dense 2-D block"
+            )
+        return moved[0] if moved else None
+
+
+def _coordinate(point: isl.Point, d: int) -> int:
+    return int(point.get_coordinate_val(isl.dim_type.set, d).to_python())
+
+
+def _product_reads(source: Expr) -> tuple[Read, Read] | None:
+    if not isinstance(source, Binary) or source.op != "*":
+        return None
+    reads = []
+    for side in (source.a, source.b):
+        while isinstance(side, Cast):
+            side = side.value
+        if not isinstance(side, Read):
+            return None
+        reads.append(side)
+    return reads[0], reads[1]
+
+
+def _copied_read(body: Expr) -> Read | None:
+    while isinstance(body, Cast):
+        body = body.value
+    return body if isinstance(body, Read) else None
+
+
+def _sample(missing: isl.Set) -> str:
+    point = missing.sample_point()
+    params = [
+        f"{missing.get_dim_name(isl.dim_type.param, d)} = "
+        f"{point.get_coordinate_val(isl.dim_type.param, d).to_python()}"
+        for d in range(missing.dim(isl.dim_type.param))
+    ]
+    return f" (e.g. where {', '.join(params)})" if params else ""
+
+
+def _check_fragment_users(schedule: Schedule, placement: Placement) -> None:
+    """Fragments have no per-thread elements: only tensor instructions read or write them."""
+    for stage in schedule.stages:
+        if stage.name not in placement.placed:
+            continue
+        tensorized = stage.tensorized is not None
+        if placement.scope(stage) in FRAGMENT_SCOPES and not tensorized:
+            raise TensorizeError(
+                f"In schedule for '{stage.name}': its scope '{placement.scope(stage)}' is a "
+                "tensor-core fragment, held by a warp's lanes together: tensorize it "
+                "(s[...].tensorize(axis, sl.intrin...))"
+            )
+        if not isinstance(stage.op, ComputeOp) or tensorized:
+            continue
+        for tensor in stage.op.input_tensors:
+            producer = schedule[tensor.op]
+            if producer.name in placement.placed and placement.scope(producer) in FRAGMENT_SCOPES:
+                raise TensorizeError(
+                    f"In schedule for '{stage.name}': it reads the fragment '{producer.name}' "
+                    "element by element, but a fragment is read only by tensor instructions: "
+                    "tensorize it with sl.intrin.mma_sync or store_matrix"
+                )

@@ -1,0 +1,73 @@
+"""The tensor-core intrinsics schedlang ships for ``tensorize`` (TE's ``decl_tensor_intrin``
+for CUDA, declared once here so that users never write PTX).
+
+An intrinsic says what one warp-wide instruction (or a short fixed sequence of them) computes
+on a tile; ``s[X].tensorize(axis, intrin)`` asks that the loops of stage X from `axis` inwards
+be replaced by it. Lowering proves with isl that those loops compute exactly that (their
+extents, their access pattern, their dtypes) before anything is generated:
+
+- ``load_matrix(scope)``: a copy of a 16 x 16 tile (16 x n for ``wmma.matrix_b``) into a
+  fragment stage of that scope (``s.cache_read(X, "wmma.matrix_a", [C])``), from shared or
+  global memory (``ldmatrix`` where the rows are 16-byte aligned in shared memory);
+- ``mma_sync(n)``: ``C[i, j] += A[i, k] * B[k, j]`` over 16 x n x 16 (two or one
+  ``mma.sync.m16n8k16``), float16 or bfloat16 operands into a float32 (or float16)
+  accumulator fragment (``s.cache_write(C, "wmma.accumulator")``); the reduction's init
+  becomes a fill of the accumulator;
+- ``store_matrix(n)``: a copy of a 16 x n accumulator tile out of its fragment (to shared or
+  global memory), converted to the destination's dtype.
+
+The 32 lanes of a warp run each instruction together: the stages that use them bind
+``threadIdx.y``/``threadIdx.z`` (one warp per value) but not ``threadIdx.x``, which is the lane
+(the block's x extent must be 32, as other stages' loops make it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+M = 16
+K = 16
+
+
+@dataclass(frozen=True, slots=True)
+class TensorIntrin:
+    """One tensor-core operation on a tile: `kind` is ``"load"``, ``"mma"`` or ``"store"``,
+    `scope` the fragment scope a load fills, `shape` the loops it replaces (rows, columns[,
+    reduction]) in the order the stage's nest must have them."""
+
+    name: str
+    kind: str
+    shape: tuple[int, ...]
+    scope: str | None = None
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def load_matrix(scope: str, n: int = 16) -> TensorIntrin:
+    """A load of a tile into a fragment of `scope`: 16 x 16 for ``wmma.matrix_a`` (m x k),
+    16 x `n` for ``wmma.matrix_b`` (k x n) and ``wmma.accumulator`` (m x n)."""
+    if scope not in FRAGMENT_SCOPES:
+        raise ValueError(f"load_matrix: unknown scope {scope!r}; use one of {FRAGMENT_SCOPES}")
+    cols = K if scope == "wmma.matrix_a" else _n(n, "load_matrix")
+    text = f'sl.intrin.load_matrix("{scope}"' + ("" if cols == 16 else f", n={cols}") + ")"
+    return TensorIntrin(text, "load", (M, cols), scope)
+
+
+def mma_sync(n: int = 16) -> TensorIntrin:
+    """``C[i, j] += A[i, k] * B[k, j]`` over a 16 x `n` x 16 tile (``mma.sync.m16n8k16``)."""
+    n = _n(n, "mma_sync")
+    return TensorIntrin(f"sl.intrin.mma_sync(n={n})", "mma", (M, n, K))
+
+
+def store_matrix(n: int = 16) -> TensorIntrin:
+    """A store of a 16 x `n` accumulator tile out of its fragment."""
+    n = _n(n, "store_matrix")
+    return TensorIntrin(f"sl.intrin.store_matrix(n={n})", "store", (M, n))
+
+
+def _n(n: object, call: str) -> int:
+    if n not in (8, 16) or isinstance(n, bool):
+        raise ValueError(f"{call}: n must be 8 or 16 (one or two m16n8k16 tiles), got {n!r}")
+    return int(n)
