@@ -30,6 +30,7 @@ import torch  # noqa: E402
 import schedlang as sl  # noqa: E402
 from examples import (  # noqa: E402
     gpu_conv2d,
+    gpu_conv2d_fp16,
     gpu_elementwise,
     gpu_gemm,
     gpu_gemm_fp16,
@@ -173,6 +174,8 @@ def bench_gemm_fp16_variants(repeat: int) -> list[Row]:
         "128x256 blocks, 64x64 warps, 3 stages": dict(block_cols=256, warp_cols=64),
         "256x128 blocks, 64x64 warps, 3 stages": dict(block_rows=256, warp_cols=64),
         "128x128 blocks, 64x32 warps, k by 64, 3 stages": dict(step=64),
+        "128x128 blocks, 64x32 warps, k by 64, 4 stages": dict(step=64, stages=4),
+        "128x128 blocks, 64x64 warps, k by 64, 3 stages": dict(step=64, warp_cols=64),
     }
 
     def make():
@@ -289,6 +292,33 @@ def bench_conv2d(repeat: int) -> list[Row]:
     ]
 
 
+def bench_conv2d_fp16(repeat: int) -> list[Row]:
+    """TE's opt_conv_tensorcore shape (batch 256, 14x14, 256 -> 512 channels, 3x3, padding 1)
+    in float16 on the tensor cores (`examples/gpu_conv2d_fp16.py`, TE's blocked layout, float32
+    results), against cuDNN in float16 with channels_last tensors and ``cudnn.benchmark``."""
+    torch.backends.cudnn.benchmark = True
+    batch, size, cin, cout = 256, 14, 256, 512
+    x = torch.randn(batch, cin, size, size, device="cuda").half()
+    weight = torch.randn(cout, cin, 3, 3, device="cuda").half()
+    # TE's layout: A[n, h, w, i, nn, ii] and W[kh, kw, i, o, ii, oo], blocks of 16
+    a = x.reshape(batch // 16, 16, cin // 16, 16, size, size).permute(0, 4, 5, 2, 1, 3)
+    w = weight.reshape(cout // 16, 16, cin // 16, 16, 3, 3).permute(4, 5, 2, 0, 3, 1)
+    a, w = a.contiguous(), w.contiguous()
+    out = torch.full((batch // 16, size, size, cout // 16, 16, 16), float("nan"), device="cuda")
+    kernel = gpu_conv2d_fp16.build(batch, size, size, cin, cout)
+    kernel(a, w, out)
+    want = torch.nn.functional.conv2d(x.double(), weight.double(), padding=1)
+    got = out.permute(0, 4, 3, 5, 1, 2).reshape(batch, cout, size, size)
+    check(got, want, "conv2d fp16", rtol=1e-5)
+    x_last = x.to(memory_format=torch.channels_last)
+    w_last = weight.to(memory_format=torch.channels_last)
+    reps = max(5, repeat // 5)
+    ours = kernel_time(kernel, (a, w, out), reps)
+    peer = event_time(lambda: torch.nn.functional.conv2d(x_last, w_last, padding=1), reps)
+    flops = 2.0 * batch * cout * cin * 9 * size * size
+    return [Row("conv2d TE tensorcore shape fp16", ours, "cuDNN fp16 NHWC", peer, flops, "TFLOP/s")]
+
+
 def bench_compile(repeat: int) -> list[Row]:
     """Seconds from schedule to loaded kernel for the GEMM, each time at a new size so that no
     compile cache helps (the process's LLVM and CUDA are warm: the first build came before),
@@ -310,6 +340,13 @@ def bench_compile(repeat: int) -> list[Row]:
     print(f"compile gemm, schedule to loaded module: {show(ours)} ms; Triton: {show(peer)} ms")
     ratio = statistics.median(peer) / statistics.median(ours)
     print(f"compile gemm, Triton / ours (medians): {ratio:.2f}x")
+    half = []
+    for k in range(3):
+        n = 4096 + 128 * (k + 1)
+        start = time.perf_counter()
+        gpu_gemm_fp16.build(n, n, n, "float16", "float16").launch_config  # noqa: B018
+        half.append(time.perf_counter() - start)
+    print(f"compile fp16 tensor-core gemm, schedule to loaded module: {show(half)} ms")
     ours = [_fresh_process(_OURS_FRESH, 4096 + 128 * k) for k in range(3)]
     peer = [_fresh_process(_TRITON_FRESH, 4096 + 128 * k) for k in range(3)]
     print(f"compile gemm, first in a fresh process: {show(ours)} ms; Triton: {show(peer)} ms")
@@ -356,6 +393,7 @@ BENCHMARKS = {
     "gemm": bench_gemm,
     "gemm_fp16": bench_gemm_fp16,
     "gemm_fp16_variants": bench_gemm_fp16_variants,
+    "conv2d_fp16": bench_conv2d_fp16,
     "elementwise": bench_elementwise,
     "transpose": bench_transpose,
     "rows": bench_rows,

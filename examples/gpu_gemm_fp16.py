@@ -55,7 +55,7 @@ def schedule(
     block_cols: int = 128,
     warp_rows: int = 64,
     warp_cols: int = 32,
-    step: int = 32,
+    step: int = 64,
     stages: int = 3,
     double_buffer: bool = False,
 ) -> sl.Schedule:

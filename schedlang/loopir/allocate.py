@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir.visit import walk
-from .nodes import Allocate, Buffer, For, If, Let, Load, Seq, Stmt, Store
+from .nodes import Allocate, AsyncCopy, Buffer, For, If, Let, Load, MatrixOp, Seq, Stmt, Store
 from .visit import walk_stmt
 
 
@@ -26,6 +26,15 @@ def _uses(stmt: Stmt, buffer: Buffer) -> bool:
         return _uses(stmt.body, buffer)
     elif isinstance(stmt, Seq):
         return any(_uses(s, buffer) for s in stmt.stmts)
+    elif isinstance(stmt, MatrixOp):
+        tiles = (stmt.dst, *stmt.srcs)
+        if any(t.buffer is buffer for t in tiles):
+            return True
+        exprs = tuple(i for t in tiles for i in t.base)
+    elif isinstance(stmt, AsyncCopy):
+        if buffer is stmt.dst or buffer is stmt.src:
+            return True
+        exprs = (*stmt.dst_index, *stmt.src_index)
     else:
         return False
     return any(_expr_uses(e, buffer) for e in exprs)

@@ -110,3 +110,36 @@ def test_torch_bfloat16_tensors_are_used_in_place():
     kernel(x, y, z)
     want = (x.double() @ y.double()).cpu().numpy()
     _close(z.float().cpu().numpy(), want, "bfloat16")
+
+
+CONV = dict(block_row_warps=2, block_col_warps=2, warp_row_tiles=1, warp_col_tiles=2)
+
+
+def _conv(batch, size, cin, cout, seed):
+    from examples import gpu_conv2d_fp16 as conv_example
+
+    a, w, c = conv_example.conv2d(batch, size, size, cin, cout)
+    kernel = sl.build(conv_example.schedule(a, w, c, **CONV), [a, w, c], target="cuda")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, [int(d) for d in a.shape]).astype(np.float16)
+    y = rng.uniform(-1.0, 1.0, [int(d) for d in w.shape]).astype(np.float16)
+    z = np.full([int(d) for d in c.shape], np.nan, np.float32)
+    return kernel, (a, w, c), (x, y, z)
+
+
+def test_te_opt_conv_tensorcore_recipe_simulated():
+    """TE's opt_conv_tensorcore schedule (its layout, its primitives, fewer warps): the
+    padding inlined into the shared copy of the data, fragments per kernel column."""
+    kernel, (a, w, c), (x, y, z) = _conv(32, 5, 32, 64, seed=1)
+    kernel.simulate(x, y, z)
+    _close(z, sl.reference(c, {a: x, w: y}), "float32")
+    report = assemble(kernel.ptx)
+    assert report.stack_bytes == 0, report.log
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+def test_te_opt_conv_tensorcore_recipe_on_the_gpu():
+    kernel, (a, w, c), (x, y, z) = _conv(32, 7, 64, 64, seed=2)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, w: y}), "float32")
