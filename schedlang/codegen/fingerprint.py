@@ -81,6 +81,7 @@ def _stmt_token(s: Stmt, buffer, ident) -> str:
     if isinstance(s, MatrixOp):  # its bases and value are among `stmt_exprs`
         for t in (s.dst, *s.srcs):
             token += f":{s.op}:{buffer(t.buffer)}:{tuple(t.dims)}:{tuple(t.shape)}"
+        token += ":clipped" if s.clipped else ""
     if isinstance(s, AsyncCopy):  # its indices are among `stmt_exprs`
         token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.lanes}"
     if isinstance(s, AsyncWait):

@@ -147,13 +147,16 @@ class MatrixOp(Stmt):
     - ``"mma"``: ``dst`` += ``srcs[0] @ srcs[1]`` (matrix_a m x k, matrix_b k x n, accumulator
       m x n fragments; products and sums in the accumulator's dtype);
     - ``"store"``: ``dst`` (a tile of a shared, global or local buffer) := ``srcs[0]`` (an
-      accumulator fragment), converted to ``dst``'s dtype.
+      accumulator fragment), converted to ``dst``'s dtype; with `clipped`, only the elements
+      inside ``dst``'s shape (a tile cut by the edge of a tensor whose size is not a multiple
+      of the tile's).
     """
 
     op: str
     dst: Tile
     srcs: tuple[Tile, ...] = ()
     value: Expr | None = None
+    clipped: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -167,7 +167,9 @@ def _copy(store: Store, dst: tuple, source: Load, lanes: int, stages: int) -> As
             stages,
             f"each copy moves {size} bytes ({lanes} x {store.buffer.dtype}), and an asynchronous "
             "copy moves 4, 8 or 16: vectorize the copy's innermost loop so that it moves 16 "
-            "bytes (8 halves, 4 floats)",
+            "bytes (8 halves, 4 floats) at a time, over rows whose length is a multiple of the "
+            "vector (a row's tail guarded lane by lane is copied element by element); or "
+            "double_buffer() the stage instead",
         )
     return AsyncCopy(store.buffer, dst, source.buffer, source.indices, lanes)
 

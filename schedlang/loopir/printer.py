@@ -104,7 +104,8 @@ def matrix_op_str(s: MatrixOp) -> str:
     if s.op == "mma":
         a, b = (tile_str(t) for t in s.srcs)
         return f"{dst} += mma_sync({a} @ {b})"
-    return f"{dst} = {s.op}_matrix({tile_str(s.srcs[0])})"
+    clipped = f" within {s.dst.buffer.name}" if s.clipped else ""
+    return f"{dst} = {s.op}_matrix({tile_str(s.srcs[0])}){clipped}"
 
 
 def tile_str(t: Tile) -> str:

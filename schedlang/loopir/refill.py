@@ -121,7 +121,8 @@ def retarget(stmt: Stmt, old: Buffer, new: Buffer, which: Expr) -> Stmt:
         if isinstance(s, Store) and s.buffer is old:
             return Store(new, (which,) + s.indices, s.value)
         if isinstance(s, MatrixOp) and any(t.buffer is old for t in (s.dst, *s.srcs)):
-            return MatrixOp(s.op, tile(s.dst), tuple(tile(t) for t in s.srcs), s.value)
+            srcs = tuple(tile(t) for t in s.srcs)
+            return MatrixOp(s.op, tile(s.dst), srcs, s.value, s.clipped)
         if isinstance(s, AsyncCopy) and s.dst is old:
             return AsyncCopy(new, (which,) + s.dst_index, s.src, s.src_index, s.lanes)
         return None

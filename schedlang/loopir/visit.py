@@ -252,7 +252,7 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         value = None if s.value is None else ex(s.value)
         if value is s.value and all(a is b for a, b in zip(tiles, (s.dst, *s.srcs))):
             return s
-        return MatrixOp(s.op, tiles[0], tiles[1:], value)
+        return MatrixOp(s.op, tiles[0], tiles[1:], value, s.clipped)
     if isinstance(s, AsyncCopy):
         dst, src = tuple(ex(i) for i in s.dst_index), tuple(ex(i) for i in s.src_index)
         if all(a is b for a, b in zip(dst + src, s.dst_index + s.src_index)):

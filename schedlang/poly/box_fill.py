@@ -18,7 +18,9 @@ a vector of `g` lanes stays one aligned vector load: ``min(b + lane, n - g + lan
 
 This is done only where it is exact and cheap: a copy of a tensor in global memory (an input,
 or a stage computed at root), a box of constant extents not expanded per virtual thread, and
-constant extents along every dimension it overhangs, divisible by `g` where `g` > 1. Elsewhere
+constant extents along every dimension it overhangs, divisible by `g` where `g` > 1; never for
+a tensorized copy (a tensor instruction moves whole tiles from one base: it cannot clamp row by
+row). Elsewhere
 the copy keeps its footprint and its guards.
 """
 
@@ -51,6 +53,8 @@ def box_clamps(
     `box` (offset `bmin` over the prefix), or None when it keeps its footprint."""
     if expanded or any(c is None for c in box) or len(statements) != 1:
         return None
+    if producer.tensorized is not None:
+        return None  # a tensor instruction moves whole tiles: it cannot clamp row by row
     source = _copied(statements[0])
     if source is None or not _in_global_memory(schedule, source):
         return None

@@ -21,11 +21,11 @@ into a `MatrixOp`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
-from ..ir.expr import Binary, Cast, Expr, Read, Reduce
+from ..ir.expr import Binary, Cast, Const, Expr, Read, Reduce
 from ..ir.tensor import ComputeOp, Operation
 from ..schedule import records as rec
 from ..schedule.axis import Axis
@@ -60,6 +60,7 @@ class TensorPlan:
     ops: dict[str, str]
     dst: TileOf
     srcs: tuple[TileOf, ...]
+    clipped: bool = False  # a store cut by the edge of its tensor: only what lies inside
 
 
 def plan_tensorize(
@@ -75,7 +76,7 @@ def plan_tensorize(
     plans = {c.stage.name: c.plan() for c in checkers}
     for c in checkers:  # what the kernel as a whole must give the tensorized stages
         c.check_threads()
-        c.check_full_tiles(plans[c.stage.name].inner)
+        plans[c.stage.name] = c.check_tiles(plans[c.stage.name])
     return plans
 
 
@@ -200,35 +201,128 @@ class _Checker:
                     "of 32 (e.g. the shared-memory copy's) to threadIdx.x"
                 )
 
-    def check_full_tiles(self, inner: tuple[Axis, ...]) -> None:
-        ctx = self.params.context
+    def check_tiles(self, plan: TensorPlan) -> TensorPlan:
+        """Whole tiles along the reduction; along the data axes, a tile that the edge of the
+        domain cuts is computed whole where the extra elements are harmless: in fragments and
+        staged buffers whose boxes hold whole tiles (their extra rows and columns are never
+        read back), and stored to a tensor only within its shape (`clipped`)."""
+        self._check_fragment_boxes(plan)
+        cut = False
         for p in self.placement.placed[self.stage.name]:
-            tile = [a for a in inner if p.stmt.role != "init" or a.kind == "data"]
-            count, shape = len(tile), [self.extents[a] for a in tile]
-            values = p.loops.range().intersect_params(ctx)
-            n = values.dim(isl.dim_type.set)
-            outer = values.project_out(isl.dim_type.set, n - count, count)
-            vs = [f"v{k}" for k in range(count)]
-            bounds = " and ".join(f"0 <= {v} < {e}" for v, e in zip(vs, shape))
-            box = isl.Set(f"{{ [{', '.join(vs)}] : {bounds} }}").align_params(outer.get_space())
-            full = outer.flat_product(box)
-            for d, (axis, need) in enumerate(zip(tile, shape)):
-                runs = values.dim_max_val(n - count + d)
-                if runs.is_int() and int(runs.to_python()) + 1 < need:
-                    raise self.fail(
-                        f"the loop '{axis.name}' runs at most {int(runs.to_python()) + 1} "
-                        f"times, the intrinsic needs {need}: the loop it was split from is "
-                        "shorter than the tile"
-                    )
-            missing = full.subtract(values)
-            if not missing.is_empty():
-                names = ", ".join(f"'{a.name}'" for a in tile)
-                size = " x ".join(map(str, shape))
+            cut |= self._cut(p, plan.inner)
+        if not cut:
+            return plan
+        if plan.ops.get("compute") == "load":
+            self._inside(plan.srcs[0], self._origins(p, plan), p, plan)
+            return plan
+        if plan.ops.get("compute") == "store":
+            if self.placement.scope(self.stage) == "global":
+                return replace(plan, clipped=True)
+            self._inside(plan.dst, self._origins(p, plan), p, plan)
+        return plan
+
+    def _cut(self, p: Placed, inner: tuple[Axis, ...]) -> bool:
+        """Whether the edge of the domain cuts some tile of `p`, or an error where it cuts
+        one along the reduction (which would add the extra elements' products)."""
+        ctx = self.params.context
+        tile = [a for a in inner if p.stmt.role != "init" or a.kind == "data"]
+        count, shape = len(tile), [self.extents[a] for a in tile]
+        values = p.loops.range().intersect_params(ctx)
+        n = values.dim(isl.dim_type.set)
+        for d, (axis, need) in enumerate(zip(tile, shape)):
+            runs = values.dim_max_val(n - count + d)
+            if runs.is_int() and int(runs.to_python()) + 1 < need:
                 raise self.fail(
-                    f"the loops {names} do not run a whole {size} tile everywhere{_sample(missing)}"
-                    ": the edge of the domain cuts a tile, and a tensor instruction computes "
-                    "whole tiles; make the sizes multiples of the tile (or pad the tensors)"
+                    f"the loop '{axis.name}' runs at most {int(runs.to_python()) + 1} "
+                    f"times, the intrinsic needs {need}: the loop it was split from is "
+                    "shorter than the tile"
                 )
+        outer = values.project_out(isl.dim_type.set, n - count, count)
+        vs = [f"v{k}" for k in range(count)]
+        bounds = " and ".join(f"0 <= {v} < {e}" for v, e in zip(vs, shape))
+        box = isl.Set(f"{{ [{', '.join(vs)}] : {bounds} }}").align_params(outer.get_space())
+        full = outer.flat_product(box)
+        missing = full.subtract(values)
+        if missing.is_empty():
+            return False
+        data = [n - count + d for d, a in enumerate(tile) if a.kind == "data"]
+        if len(data) < count:  # the reduction's tile loops must be whole
+            short = values
+            for dim in reversed(data):
+                short = short.project_out(isl.dim_type.set, dim, 1)
+                full = full.project_out(isl.dim_type.set, dim, 1)
+            cut = full.subtract(short)
+            if not cut.is_empty():
+                names = ", ".join(f"'{a.name}'" for a in tile if a.kind == "reduce")
+                raise self.fail(
+                    f"the reduction's tile loop {names} runs part of a tile{_sample(cut)}: the "
+                    "instruction would add the products past the end of the reduction; make "
+                    "its length a multiple of the tile, padding the operands with zeros "
+                    "(sl.if_then_else(k < n, A[i, k], 0))"
+                )
+        return True
+
+    def _origins(self, p: Placed, plan: TensorPlan) -> isl.Set:
+        """The instances of `p` at the first element of each tile."""
+        count = _tile_loop_count(p, plan)
+        n = p.loops.dim(isl.dim_type.out)
+        vs = [f"v{k}" for k in range(n)]
+        zero = " and ".join(f"{v} = 0" for v in vs[n - count :])
+        at = isl.Set(f"{{ [{', '.join(vs)}] : {zero} }}").align_params(p.loops.get_space())
+        return p.loops.intersect_range(at).domain()
+
+    def _inside(self, tile: TileOf, origins: isl.Set, p: Placed, plan: TensorPlan) -> None:
+        """A tile cut by the edge of the domain is read or written whole: it must lie in its
+        buffer, a staged box (never a tensor in global memory, past whose end it would reach),
+        whose extents grow to hold it where they are short (the rows and columns past the
+        footprint are never filled, and feed only outputs that are not stored)."""
+        stage = self.schedule[tile.op]
+        storage = self.placement.storage.get(tile.op)
+        scope = self.placement.scope(stage)
+        if storage is None or scope == "global" or storage.leads:
+            raise self.fail(
+                f"the edge of the domain cuts a tile, which the instruction moves whole, and "
+                f"'{stage.name}' is a tensor in {scope} memory, past whose end it would reach; "
+                "stage it in shared memory (cache_read) or make the sizes multiples of the tile"
+            )
+        if tile.op is self.stage.op:
+            where = isl.Map.from_pw_multi_aff(p.store_index)
+        else:
+            access = next(a for a in p.stmt.reads if a.op is tile.op)
+            read = p.to_root.apply_range(access.relation).reset_tuple_id(isl.dim_type.out)
+            shift = isl.Map.from_pw_multi_aff(p.offsets[tile.op]).reset_tuple_id(isl.dim_type.out)
+            where = read.sum(shift.neg())
+        reach = where.intersect_domain(origins).range().intersect_params(self.params.context)
+        for dim, size in zip(tile.dims, tile.shape):
+            last = reach.dim_max_val(dim)
+            box = storage.constant[dim]
+            if box is None or not last.is_int():
+                raise self.fail(
+                    f"the edge of the domain cuts a tile, which the instruction moves whole, "
+                    f"and the box of '{stage.name}' has no constant extent along its dimension "
+                    f"{dim} to hold it; compute it at a loop of constant tiles"
+                )
+            storage.constant[dim] = max(box, int(last.to_python()) + size)
+
+    def _check_fragment_boxes(self, plan: TensorPlan) -> None:
+        for tile in (plan.dst, *plan.srcs):
+            stage = self.schedule[tile.op]
+            if self.placement.scope(stage) not in FRAGMENT_SCOPES:
+                continue
+            storage = self.placement.storage.get(tile.op)
+            extents = (
+                list(storage.constant)
+                if storage is not None
+                else [_constant_extent(n) for n in tile.op.shape]
+            )
+            for dim, size in zip(tile.dims, tile.shape):
+                if extents[dim] is None or extents[dim] % size:
+                    held = "a symbolic number of" if extents[dim] is None else extents[dim]
+                    raise self.fail(
+                        f"the fragment '{stage.name}' holds {held} elements along its "
+                        f"dimension {dim}, not a multiple of its tiles' {size}; compute it at "
+                        "a loop whose tiles are whole multiples of the instruction's"
+                    )
 
     # -- what each intrinsic needs --------------------------------------------------------
 
@@ -384,6 +478,10 @@ class _Checker:
                 f"dimension when '{root.name}' steps by one; a tile must be a dense 2-D block"
             )
         return moved[0] if moved else None
+
+
+def _constant_extent(n: Expr) -> int | None:
+    return int(n.value) if isinstance(n, Const) else None
 
 
 def _coordinate(point: isl.Point, d: int) -> int:

@@ -23,6 +23,10 @@ CASES = [
     ((96, 64, 48), "bfloat16", "float32", dict(SMALL, block_cols=32, warp_cols=16, step=16)),
     ((128, 192, 96), "float16", "float16", SMALL),
     ((256, 128, 64), "bfloat16", "bfloat16", {}),
+    # sizes that are not multiples of the 16 x 16 tiles along the rows and columns
+    ((45, 37, 32), "float16", "float32", SMALL),
+    ((77, 88, 48), "bfloat16", "bfloat16", dict(SMALL, step=16)),
+    ((200, 136, 96), "float16", "float16", {}),
 ]
 NUMPY = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 
@@ -55,6 +59,18 @@ def test_simulated_with_the_hardware_fragment_layouts(shape, dtype, out, options
     x, y, z = _inputs(*shape, dtype, out)
     kernel.simulate(x, y, z)
     _close(z, sl.reference(c, {a: x, b: y}), out)
+
+
+def test_a_symbolic_number_of_rows():
+    """Rows cut by the edge of the matrix, whatever its size: the last tiles are computed whole
+    in the fragments and stored only where they lie inside C."""
+    a, b, c = example.gemm(sl.var("m"), 64, 32)
+    kernel = sl.build(example.schedule(a, b, c, **SMALL), [a, b, c], target="cuda")
+    assert "within C" in str(kernel.lowered)
+    for m in (13, 64, 70):
+        x, y, z = _inputs(m, 64, 32, "float16", "float32", seed=m)
+        kernel.simulate(x, y, z)
+        _close(z, sl.reference(c, {a: x, b: y}), "float32")
 
 
 def test_ptx_uses_the_tensor_cores_and_keeps_fragments_in_registers():

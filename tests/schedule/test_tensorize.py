@@ -53,7 +53,7 @@ def test_bfloat16_operands_lower():
     ("options", "match"),
     [
         ({"step": 8}, r"the loop 'ax0' has extent 8, the intrinsic needs 16; split it by 16"),
-        ({"m": 40}, r"'i.c.inner', 'j.c.inner' do not run a whole 16 x 16 tile everywhere"),
+        ({"k": 40}, r"the reduction's tile loop 'k.inner.inner' runs part of a tile.*padding"),
         ({"dtype": "float32"}, r"the operands are float32; mma_sync multiplies two float16"),
     ],
 )
@@ -63,10 +63,37 @@ def test_mismatches_are_named(options, match):
         sl.lower(s, args)
 
 
-def test_a_symbolic_size_names_a_size_that_cuts_a_tile():
-    s, args = small(m=sl.var("m"))
-    with pytest.raises(TensorizeError, match=r"tile everywhere \(e\.g\. where m = \d+\)"):
+def test_a_symbolic_reduction_names_a_size_that_cuts_a_tile():
+    s, args = small(k=sl.var("k"))
+    with pytest.raises(TensorizeError, match=r"runs part of a tile \(e\.g\. where k = \d+\)"):
         sl.lower(s, args)
+
+
+def test_a_tile_cut_along_the_rows_is_stored_within_the_tensor():
+    s, args = small(m=40)
+    text = str(sl.lower(s, args))
+    assert "= store_matrix(C.wmma.accumulator[" in text and "]) within C" in text
+
+
+def test_a_tile_cut_in_global_memory_is_refused():
+    a, b, c = example.gemm(24, 16, 16)
+    s = sl.create_schedule(c.op)
+    af = s.cache_read(a, "wmma.matrix_a", [c])
+    bf = s.cache_read(b, "wmma.matrix_b", [c])
+    bs = s.cache_read(b, "shared", [bf])
+    cf = s.cache_write(c, "wmma.accumulator")
+    io, ii = s[c].split(c.op.axis[0], factor=16)
+    s[c].tensorize(ii, sl.intrin.store_matrix())
+    s[cf].compute_at(s[c], io)
+    s[cf].tensorize(s[cf].op.axis[0], sl.intrin.mma_sync())
+    for frag in (af, bf, bs):
+        s[frag].compute_at(s[c], io)  # A's fragment straight from A
+    s[af].tensorize(s[af].op.axis[0], sl.intrin.load_matrix("wmma.matrix_a"))
+    s[bf].tensorize(s[bf].op.axis[0], sl.intrin.load_matrix("wmma.matrix_b"))
+    _, lanes = s[bs].split(s[bs].fuse(*s[bs].op.axis), factor=32)
+    s[bs].bind(lanes, sl.thread_axis("threadIdx.x"))
+    with pytest.raises(TensorizeError, match=r"'A' is a tensor in global memory, past whose end"):
+        sl.lower(s, [a, b, c])
 
 
 def _mma_stage(tile_k=16, bind_lanes=False, lanes=32, scope="wmma.accumulator", reorder=True):

@@ -33,7 +33,7 @@ from llvmlite import ir
 
 from ...errors import InternalError
 from ...ir import dtype as dt
-from ...ir.expr import Binary, Const, Expr, Var, const
+from ...ir.expr import Binary, Compare, Const, Expr, Var, const
 from ...loopir import fragments
 from ...loopir.nodes import Buffer, Tile
 from ..llvm import arith
@@ -290,11 +290,21 @@ def unpack_b16(b: ir.IRBuilder, register: ir.Value, dtype: str) -> list[ir.Value
 
 
 def store_fragment(
-    em: StmtEmitter, dst: Tile, src: Tile, values: list[ir.Value], lane: LaneIndex
+    em: StmtEmitter,
+    dst: Tile,
+    src: Tile,
+    values: list[ir.Value],
+    lane: LaneIndex,
+    clipped: bool = False,
 ) -> None:
     """Store the accumulator slots `values` (of fragment tile `src`) to the memory tile `dst`,
-    converted to its dtype; neighbouring columns as one access where proven aligned."""
+    converted to its dtype; neighbouring columns as one access where proven aligned. With
+    `clipped`, each element only where it lies inside `dst`'s shape (a tile cut by the edge
+    of the tensor)."""
     _in_memory(em, dst)
+    if clipped:
+        _store_clipped(em, dst, src, values, lane)
+        return
     buffer, b = dst.buffer, em.b
     source, target = src.buffer.dtype, buffer.dtype
     converted = [_convert(em, v, source, target) for v in values]
@@ -317,6 +327,22 @@ def store_fragment(
                 b.store(
                     converted[slot], em.element(buffer, indices), align=em.align(buffer, indices)
                 )
+
+
+def _store_clipped(
+    em: StmtEmitter, dst: Tile, src: Tile, values: list[ir.Value], lane: LaneIndex
+) -> None:
+    buffer, b = dst.buffer, em.b
+    source, target = src.buffer.dtype, buffer.dtype
+    positions = _affine(src.buffer.scope, tuple(src.shape))
+    with _lane_bound(em, lane):
+        for slot, value in enumerate(values):
+            indices = _slot_indices(dst, positions[slot])
+            inside = [Compare("<", indices[d], buffer.shape[d]) for d in dst.dims]
+            cond = Binary("and", inside[0], inside[1], "bool")
+            with em.when(em.condition(cond)):
+                converted = _convert(em, value, source, target)
+                b.store(converted, em.element(buffer, indices), align=em.align(buffer, indices))
 
 
 def _convert(em: StmtEmitter, value: ir.Value, source: str, target: str) -> ir.Value:

@@ -61,7 +61,7 @@ def emit_matrix_op(em: StmtEmitter, s: MatrixOp, lane: LaneIndex) -> None:
     elif s.op == "mma":
         _mma(em, s.dst, s.srcs[0], s.srcs[1])
     else:
-        store_fragment(em, s.dst, s.srcs[0], read_slots(em, s.srcs[0]), lane)
+        store_fragment(em, s.dst, s.srcs[0], read_slots(em, s.srcs[0]), lane, s.clipped)
 
 
 def check_matrix_op(s: MatrixOp) -> None:

@@ -69,6 +69,7 @@ class MatrixSpec:
     op: str
     tiles: tuple[TileSpec, ...]
     head: str
+    clipped: bool = False  # a store keeps only the elements inside its buffer's shape
 
 
 def matrix_spec(s: MatrixOp) -> MatrixSpec:
@@ -111,7 +112,9 @@ def matrix_spec(s: MatrixOp) -> MatrixSpec:
                 f"{head} of {a.dtype} {a.shape} @ {b.dtype} {b.shape} into {c.shape}: operands "
                 "must share a dtype and the accumulator must have B's columns"
             )
-    return MatrixSpec(s.op, tiles, head)
+    if s.clipped and s.op != "store":
+        raise InternalError(f"{head} cannot be clipped: only a store keeps part of its tile")
+    return MatrixSpec(s.op, tiles, head, s.clipped)
 
 
 def _tile_spec(t: Tile, head: str) -> TileSpec:
@@ -192,8 +195,11 @@ def execute(rt: Runtime, spec: MatrixSpec, mask, tiles: tuple, value) -> None:
         src = spec.tiles[1]
         rows, cols = _layout_arrays(src.scope, src.shape)
         values = _convert(mems[1].array[lanes, slots_of[1]], dst.dtype)
-        idx = _elements(rt, spec, dst, mems[0], bases[0], rows, cols, warps)
-        _scatter(rt, mems[0], idx, lanes, values)
+        keep = None
+        if spec.clipped:  # only the elements inside the buffer exist
+            keep = _inside(mems[0], dst, bases[0], rows, cols, len(warps))
+        idx = _elements(rt, spec, dst, mems[0], bases[0], rows, cols, warps, keep)
+        _scatter(rt, mems[0], idx, lanes, values, keep)
 
 
 def _active_warps(rt: Runtime, spec: MatrixSpec, mask) -> np.ndarray:
@@ -268,9 +274,19 @@ def _gather(values: np.ndarray, t: TileSpec) -> np.ndarray:
     return out
 
 
-def _elements(rt: Runtime, spec, t: TileSpec, mem: Mem, base, rows, cols, warps) -> tuple:
+def _inside(mem: Mem, t: TileSpec, base, rows, cols, warps: int) -> np.ndarray:
+    """Which (warp, lane, slot) elements of a tile lie inside `mem`'s shape."""
+    keep = np.ones((warps, *rows.shape), bool)
+    for d, offsets in ((t.dims[0], rows), (t.dims[1], cols)):
+        i = np.asarray(base[d], np.int64)[:, None, None] + offsets
+        keep &= i < int(mem.shape[d])
+    return keep
+
+
+def _elements(rt: Runtime, spec, t: TileSpec, mem: Mem, base, rows, cols, warps, keep=None):
     """The (warp, lane, slot) indices into `mem` of the tile elements at (`rows`, `cols`),
-    bounds-checked: numpy would wrap a negative index silently."""
+    bounds-checked (those `keep` leaves out excepted): numpy would wrap a negative index
+    silently."""
     shape = (len(warps), *rows.shape)
     idx = []
     for d, n in enumerate(mem.shape):
@@ -281,6 +297,8 @@ def _elements(rt: Runtime, spec, t: TileSpec, mem: Mem, base, rows, cols, warps)
             i = i + cols
         i = np.broadcast_to(i, shape)
         bad = (i < 0) | (i >= int(n))
+        if keep is not None:
+            bad &= keep
         if bad.any():
             k = tuple(int(x) for x in np.argwhere(bad)[0])
             where = [int(np.broadcast_to(np.asarray(b)[:, None, None], shape)[k]) for b in base]
@@ -309,8 +327,12 @@ def _warp_read(rt: Runtime, spec: MatrixSpec, mem: Mem, idx: tuple, warps) -> No
     rt._track_read(mem, flat, np.full(len(flat), MANY, np.int64))
 
 
-def _scatter(rt: Runtime, mem: Mem, idx: tuple, lanes: np.ndarray, values: np.ndarray) -> None:
-    """Store `values` at `idx`, each element by the lane that holds it."""
+def _scatter(rt: Runtime, mem: Mem, idx: tuple, lanes: np.ndarray, values: np.ndarray, keep=None):
+    """Store `values` at `idx`, each element by the lane that holds it (those `keep` selects)."""
+    if keep is not None:
+        lanes = np.broadcast_to(lanes, values.shape)[keep]
+        idx = tuple(i[keep] for i in idx)
+        values = values[keep]
     if mem.lanes:
         mem.array[(lanes, *idx)] = values
         return
