@@ -166,16 +166,20 @@ def bench_gemm_fp16_variants(repeat: int) -> list[Row]:
     k step): what each shape of the schedule is worth, against the same cuBLAS call."""
     n = 4096
     variants = {
-        "128x128 blocks, 64x32 warps, k by 32, 3 stages": {},
-        "same, 2 stages": dict(stages=2),
-        "same, 4 stages": dict(stages=4),
-        "same, double buffered through registers": dict(stages=0, double_buffer=True),
-        "128x128 blocks, 64x64 warps, 3 stages": dict(warp_cols=64),
-        "128x256 blocks, 64x64 warps, 3 stages": dict(block_cols=256, warp_cols=64),
-        "256x128 blocks, 64x64 warps, 3 stages": dict(block_rows=256, warp_cols=64),
+        "128x128 blocks, 64x32 warps, k by 32, 3 stages": dict(step=32),
+        "same, 2 stages": dict(step=32, stages=2),
+        "same, 4 stages": dict(step=32, stages=4),
+        "same, double buffered through registers": dict(step=32, stages=0, double_buffer=True),
+        "128x128 blocks, 64x64 warps, 3 stages": dict(step=32, warp_cols=64),
+        "128x256 blocks, 64x64 warps, 3 stages": dict(step=32, block_cols=256, warp_cols=64),
+        "256x128 blocks, 64x64 warps, 3 stages": dict(step=32, block_rows=256, warp_cols=64),
         "128x128 blocks, 64x32 warps, k by 64, 3 stages": dict(step=64),
         "128x128 blocks, 64x32 warps, k by 64, 4 stages": dict(step=64, stages=4),
         "128x128 blocks, 64x64 warps, k by 64, 3 stages": dict(step=64, warp_cols=64),
+        "128x128 blocks, 64x32 warps, k by 64, 3 stages, swizzled": dict(step=64, layout="swizzle"),
+        "128x128 blocks, 64x32 warps, k by 32, 4 stages, swizzled": dict(
+            step=32, stages=4, layout="swizzle"
+        ),
     }
 
     def make():

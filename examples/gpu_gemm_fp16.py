@@ -10,8 +10,8 @@ The schedule, from the outside in (TE's opt_conv_tensorcore recipe, for a GEMM):
   (``cache_write(C, "wmma.accumulator")``, ``tensorize`` with ``mma_sync``);
 - k in steps of `step`: each step stages a tile of A and of B in shared memory
   (``cache_read`` shared, ``compute_at`` the step), every thread copying 8 halves (16 bytes)
-  at a time, the rows padded (``storage_align``) so that the tensor cores' 8-row loads
-  (``ldmatrix``) meet no bank conflict; the copies are asynchronous (``cp.async``), `stages`
+  at a time, the rows padded (``storage_align``) or swizzled (``swizzle``) so that the tensor
+  cores' 8-row loads (``ldmatrix``) meet no bank conflict; the copies are asynchronous (``cp.async``), `stages`
   - 1 steps ahead of their use (``pipeline``), or double buffered through registers;
 - for each 16-wide slice of the step, each warp loads its A and B fragments from shared
   memory (``cache_read`` into ``wmma.matrix_a``/``wmma.matrix_b``, ``tensorize`` with
@@ -58,6 +58,7 @@ def schedule(
     step: int = 64,
     stages: int = 3,
     double_buffer: bool = False,
+    layout: str = "swizzle",
 ) -> sl.Schedule:
     """The schedule above; every size a multiple of 16, the block's a multiple of the warp's."""
     s = sl.create_schedule(c.op)
@@ -108,9 +109,12 @@ def schedule(
     for staged in (a_shared, b_shared):
         s[staged].compute_at(s[acc], ko)
         rows, cols = s[staged].op.axis
-        # rows 16 bytes apart in the banks (a stride of 8 halves more than a multiple of 32):
-        # the 8 rows an ldmatrix reads land in 8 different groups of 4 banks
-        s[staged].storage_align(rows, 32, 8)
+        # the 8 rows an ldmatrix reads must land in 8 different groups of 4 banks: rows
+        # padded by 8 halves (a stride of 8 more than a multiple of 32), or swizzled
+        if layout == "swizzle":
+            s[staged].swizzle(128)
+        else:
+            s[staged].storage_align(rows, 32, 8)
         fused = s[staged].fuse(rows, cols)
         rest, lanes = s[staged].split(fused, factor=8)
         rest, tx = s[staged].split(rest, factor=32)

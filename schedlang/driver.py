@@ -9,6 +9,7 @@ import os
 
 from .collector import paused
 from .errors import LoweringError
+from .ir import dtype as dt
 from .ir.expr import Const, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
@@ -154,6 +155,7 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
             op.dtype,
             placement.scope(stage),
             _strides({d + len(leads): a for d, a in stage.align.items()}, shape),
+            _swizzle(s, stage, shape, placement.scope(stage)),
         )
         buffers[op] = buffer
         local.append(buffer)
@@ -206,6 +208,31 @@ def _check_refilled(s: Schedule, stage, record_type: type, call: str) -> None:
                 "refills it; compute_at the loop whose iterations consume it",
             )
         )
+
+
+def _swizzle(s: Schedule, stage, shape: tuple, scope: str) -> int:
+    """The stage's swizzle, checked: a shared buffer of whole 128-byte lines (the permutation
+    moves chunks within their line)."""
+    if not stage.swizzle_bytes:
+        return 0
+    record = s.record_for(rec.Swizzle, stage=stage.name)
+    call = f"swizzle({stage.swizzle_bytes})"
+    if scope != "shared":
+        why = f"'{stage.name}' is in {scope} memory; swizzled layouts are for shared memory"
+        raise ScopeError(message(stage.name, call, record.loc, why))
+    size = dt.itemsize(stage.op.dtype)
+    for n in shape:
+        size = size * int(n.value) if isinstance(n, Const) else None
+        if size is None:
+            break
+    if size is None or size % 128:
+        held = "a symbolic size" if size is None else f"{size} bytes"
+        why = (
+            f"its buffer holds {held}, not a whole number of 128-byte lines; make its box a "
+            "multiple of 128 bytes"
+        )
+        raise ScopeError(message(stage.name, call, record.loc, why))
+    return stage.swizzle_bytes
 
 
 def _strides(align: dict[int, tuple[int, int]], shape: tuple) -> tuple | None:

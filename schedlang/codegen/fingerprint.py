@@ -36,7 +36,8 @@ def fingerprint(func: LoweredFunc, target_key: str) -> str:
         return names.setdefault(id(obj), len(names))
 
     def buffer(b: Buffer) -> str:
-        return f"buf{ident(b)}:{b.dtype}:{b.scope}:{len(b.shape)}:{b.strides is not None}"
+        strided = b.strides is not None
+        return f"buf{ident(b)}:{b.dtype}:{b.scope}:{len(b.shape)}:{strided}:{b.swizzle}"
 
     def expr(e: Expr) -> None:
         if isinstance(e, Var):

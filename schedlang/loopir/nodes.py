@@ -23,16 +23,25 @@ SCOPES = ("global", "shared", "local", *FRAGMENT_SCOPES)
 THREAD_TAGS = tuple(tag for tag in HARDWARE_TAGS if tag != "vthread")
 
 
+SWIZZLES = (32, 64, 128)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Buffer:
     """A region of memory. `strides` are in elements (row-major with padding from
-    ``storage_align``); `None` means compact row-major."""
+    ``storage_align``); `None` means compact row-major. With `swizzle` (32, 64 or 128: a
+    shared buffer's ``swizzle``), the 16-byte chunks of each 128-byte line of the buffer are
+    permuted by the line's index: byte offset ``o`` holds what ``o ^ (((o >> 7) & m) << 4)``
+    would, ``m`` = 1, 3, 7 (the tensor cores' and the copy engine's 32-, 64- and 128-byte
+    swizzles), so that the 8 rows of 16 bytes that ``ldmatrix`` reads lie in 8 different bank
+    groups without padding. Elements are addressed as if the buffer were not swizzled."""
 
     name: str
     shape: tuple[Expr, ...]
     dtype: str
     scope: str = "global"
     strides: tuple[Expr, ...] | None = None
+    swizzle: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -167,6 +167,8 @@ def _allocate_str(buffer: Buffer) -> str:
     text = f"allocate {buffer.name}: {type_str(buffer)} in {buffer.scope}"
     if buffer.strides is not None:
         text += f", strides=[{', '.join(expr_str(x) for x in buffer.strides)}]"
+    if buffer.swizzle:
+        text += f", swizzled {buffer.swizzle}"
     size = constant_bytes(buffer)
     if size is not None:
         text += f"  # {size} bytes"

@@ -101,7 +101,7 @@ def copies_of(buffer: Buffer, count: int) -> Buffer:
         else:
             strides = (extent * first,) + buffer.strides
     shape = (const(count),) + buffer.shape
-    return Buffer(buffer.name, shape, buffer.dtype, buffer.scope, strides)
+    return Buffer(buffer.name, shape, buffer.dtype, buffer.scope, strides, buffer.swizzle)
 
 
 def retarget(stmt: Stmt, old: Buffer, new: Buffer, which: Expr) -> Stmt:

@@ -131,6 +131,15 @@ class Pipeline:
 
 
 @dataclass(frozen=True, slots=True)
+class Swizzle:
+    """``s[T].swizzle(bytes)``: T's buffer permutes its 16-byte chunks by line (`Buffer`)."""
+
+    stage: str
+    bytes: int
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class StorageAlign:
     """The stride of the buffer dimension of root axis `axis` is ``factor * k + offset``."""
 
@@ -166,6 +175,7 @@ Record = (
     | SetScope
     | DoubleBuffer
     | Pipeline
+    | Swizzle
     | StorageAlign
     | Tensorize
 )

@@ -229,6 +229,8 @@ def apply_record(s: Schedule, r: object) -> None:
         stage.double_buffer()
     elif isinstance(r, rec.Pipeline):
         stage.pipeline(r.stages)
+    elif isinstance(r, rec.Swizzle):
+        stage.swizzle(r.bytes)
     elif isinstance(r, rec.SetScope):
         stage.set_scope(r.scope)
     elif isinstance(r, rec.StorageAlign):

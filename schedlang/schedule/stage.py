@@ -51,6 +51,7 @@ class Stage:
         self.align: dict[int, tuple[int, int]] = {}  # buffer dimension -> (factor, offset)
         self.double_buffered = False
         self.pipeline_stages: int | None = None
+        self.swizzle_bytes = 0
         self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
         self._adopt(op)
@@ -638,8 +639,37 @@ class Stage:
                 loc,
                 f"'{self.name}' is an output: its layout is the caller's array",
             )
+        if self.swizzle_bytes:
+            self._fail(ScopeError, call, loc, f"'{self.name}' is swizzled: one layout or the other")
         self.align[dim] = (factor, offset)
         self._record(rec.StorageAlign(self.name, resolved, factor, offset, loc))
+
+    @entry_point
+    def swizzle(self, bytes: int = 128) -> None:
+        """Lay this stage's shared buffer out swizzled: in each 128-byte line, the 16-byte
+        chunks are permuted by the line's index (XOR, as the tensor cores and the copy engine
+        read shared memory), so that 8 rows read at one column (``ldmatrix``, a column of a
+        tile) fall in 8 different groups of banks, with no padding. `bytes` is 128, 64 or 32
+        (how many of the line's bits permute). Accesses of 16 bytes or less that are aligned
+        to their size stay whole; wider vectors are split.
+
+        A tile of 8 rows x 64 halves (128-byte rows), ``swizzle(128)``: row ``r``'s chunk
+        ``c`` (halves ``8c .. 8c + 7``) is stored at chunk ``c ^ r`` of its line."""
+        loc = user_location()
+        call = f"swizzle({bytes!r})"
+        self._require_compute(call, loc)
+        if as_int(bytes) not in (32, 64, 128):
+            self._fail(FactorError, call, loc, f"bytes must be 32, 64 or 128, got {bytes!r}")
+        if self.op in self.schedule.output_ops:
+            self._fail(
+                ScopeError, call, loc, f"'{self.name}' is an output: its layout is the caller's"
+            )
+        if self.align:
+            self._fail(
+                ScopeError, call, loc, f"'{self.name}' has storage_align: one layout or the other"
+            )
+        self.swizzle_bytes = as_int(bytes)
+        self._record(rec.Swizzle(self.name, self.swizzle_bytes, loc))
 
 
 def _depends_on(consumer: Operation, producer: Operation) -> bool:

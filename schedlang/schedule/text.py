@@ -84,6 +84,8 @@ def _line(r, st: str, ref) -> str:
         return f"{st}.double_buffer()"
     if isinstance(r, rec.Pipeline):
         return f"{st}.pipeline(stages={r.stages})"
+    if isinstance(r, rec.Swizzle):
+        return f"{st}.swizzle({r.bytes})"
     if isinstance(r, rec.SetScope):
         return f'{st}.set_scope("{r.scope}")'
     if isinstance(r, rec.StorageAlign):

@@ -27,6 +27,9 @@ CASES = [
     ((45, 37, 32), "float16", "float32", SMALL),
     ((77, 88, 48), "bfloat16", "bfloat16", dict(SMALL, step=16)),
     ((200, 136, 96), "float16", "float16", {}),
+    # the shared tiles swizzled instead of padded
+    ((128, 192, 96), "float16", "float16", dict(SMALL, layout="swizzle")),
+    ((256, 128, 128), "bfloat16", "float32", dict(layout="swizzle")),
 ]
 NUMPY = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 

@@ -273,7 +273,7 @@ class ExprEmitter:
             return self.i64(0)
         known = _constant_offset(buffer, indices)
         if known is not None:  # what the general case folds to (local buffers, after unrolling)
-            return self.i64(known)
+            return self.i64(swizzled(buffer, known))
         if buffer.strides is not None:
             terms = [
                 self._mul(self.index(i), self.index(s)) for i, s in zip(indices, buffer.strides)
@@ -281,12 +281,28 @@ class ExprEmitter:
             total = terms[0]
             for t in terms[1:]:
                 total = self.index_op("+", *self.unify(total, t))
-            return total
+            return self._swizzle(buffer, total)
         total = self.index(indices[0])
         for extent, i in zip(buffer.shape[1:], indices[1:]):
             scaled = self._mul(total, self.index(extent))
             total = self.index_op("+", *self.unify(scaled, self.index(i)))
-        return total
+        return self._swizzle(buffer, total)
+
+    def _swizzle(self, buffer: Buffer, offset: ir.Value) -> ir.Value:
+        """The element offset where a swizzled buffer keeps element `offset` (`Buffer`)."""
+        if not buffer.swizzle:
+            return offset
+        chunk, line, mask = swizzle_bits(buffer)
+        b, t = self.b, offset.type
+        kind = t.element if isinstance(t, ir.VectorType) else t
+        count = t.count if isinstance(t, ir.VectorType) else None
+
+        def k(n: int) -> ir.Value:
+            scalar = ir.Constant(kind, n)
+            return scalar if count is None else ir.Constant(t, [scalar] * count)
+
+        term = b.shl(b.and_(b.lshr(offset, k(line)), k(mask)), k(chunk))
+        return b.xor(offset, term)
 
     def _mul(self, x: ir.Value, y: ir.Value) -> ir.Value:
         return self.index_op("*", *self.unify(x, y))
@@ -428,6 +444,24 @@ def _known(value: ir.Value) -> int | None:
     if isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType):
         return int(value.constant)
     return None
+
+
+def swizzle_bits(buffer: Buffer) -> tuple[int, int, int]:
+    """``(chunk, line, mask)``: in element offsets of `buffer`, the 16-byte chunk index starts
+    at bit `chunk`, the 128-byte line index at bit `line`, and `mask` of the line's bits
+    permute the chunks."""
+    size = dt.itemsize(buffer.dtype)
+    chunk = (16 // size).bit_length() - 1
+    line = (128 // size).bit_length() - 1
+    return chunk, line, {32: 1, 64: 3, 128: 7}[buffer.swizzle]
+
+
+def swizzled(buffer: Buffer, offset: int) -> int:
+    """`ExprEmitter._swizzle` of a constant offset."""
+    if not buffer.swizzle:
+        return offset
+    chunk, line, mask = swizzle_bits(buffer)
+    return offset ^ (((offset >> line) & mask) << chunk)
 
 
 def _constant_offset(buffer: Buffer, indices: tuple[Expr, ...]) -> int | None:

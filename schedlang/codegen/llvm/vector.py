@@ -153,9 +153,20 @@ def _lane_zero(em: ExprEmitter) -> Iterator[None]:
         em.vars[em.lane], em.lanes, em.mask = saved
 
 
+def _kind(em: ExprEmitter, buffer, indices) -> str:
+    """`access_kind`, where a contiguous run of a swizzled buffer must stay in one aligned
+    16-byte chunk (the chunks of a line are permuted) or is read lane by lane."""
+    kind = access_kind(buffer, indices, em.lane)
+    if kind == "contiguous" and buffer.swizzle:
+        size = dt.itemsize(buffer.dtype) * em.lanes
+        if size > 16 or em.align(buffer, indices) < size:
+            return "gather"
+    return kind
+
+
 def _store(em: StmtEmitter, s: Store) -> None:
     b, buffer = em.b, s.buffer
-    kind = access_kind(buffer, s.indices, em.lane)
+    kind = _kind(em, buffer, s.indices)
     if kind == "uniform":
         found = reduction(s, em.lane)
         with _any_lane(em):
@@ -215,7 +226,7 @@ def vector_load(em: ExprEmitter, e: Load) -> ir.Value:
     current mask read nothing from memory (their values are zero); a register array is read
     whole, as reading it costs nothing and a select under the mask discards those lanes."""
     b, buffer = em.b, e.buffer
-    kind = access_kind(buffer, e.indices, em.lane)
+    kind = _kind(em, buffer, e.indices)
     etype = storage_type(buffer.dtype)
     align = dt.itemsize(buffer.dtype)
     if kind == "uniform":
