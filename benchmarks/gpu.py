@@ -161,6 +161,32 @@ def bench_gemm_fp16(repeat: int, options: dict | None = None) -> list[Row]:
     return rows
 
 
+def bench_gemm_tf32(repeat: int) -> list[Row]:
+    """float32 data on the tensor cores as TF32 (`gpu_gemm_fp16.schedule(..., tf32=True)`),
+    against cuBLAS with TF32 allowed."""
+    torch.backends.cuda.matmul.allow_tf32 = True
+    rows = []
+    for n in (4096, 8192):
+
+        def make(n=n):
+            return tuple(torch.randn(n, n, device="cuda") for _ in range(3))
+
+        sets = rotation(make, 3 * 4 * n * n)
+        a, b, c = sets[0]
+        c.fill_(float("nan"))
+        kernel = gpu_gemm_fp16.build(n, n, n, "float32", "float32", tf32=True)
+        kernel(a, b, c)
+        check(c, a.double() @ b.double(), f"gemm tf32 {n}", rtol=1e-3)
+        reps = max(5, repeat // (n // 2048) ** 2)
+        ours = rotated_kernel_time(kernel, sets, reps)
+        peer = event_time(partial(_cublas_half, itertools.cycle(sets)), reps)
+        rows.append(
+            Row(f"gemm {n}^3 tf32 (mma.sync)", ours, "cuBLAS tf32", peer, 2.0 * n**3, "TFLOP/s")
+        )
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return rows
+
+
 def bench_gemm_fp16_variants(repeat: int) -> list[Row]:
     """Schedules of the tensor-core GEMM at 4096^3 float16 side by side (block and warp tiles,
     k step): what each shape of the schedule is worth, against the same cuBLAS call."""
@@ -397,6 +423,7 @@ BENCHMARKS = {
     "gemm": bench_gemm,
     "gemm_fp16": bench_gemm_fp16,
     "gemm_fp16_variants": bench_gemm_fp16_variants,
+    "gemm_tf32": bench_gemm_tf32,
     "conv2d_fp16": bench_conv2d_fp16,
     "elementwise": bench_elementwise,
     "transpose": bench_transpose,

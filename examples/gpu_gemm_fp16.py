@@ -10,9 +10,10 @@ The schedule, from the outside in (TE's opt_conv_tensorcore recipe, for a GEMM):
   (``cache_write(C, "wmma.accumulator")``, ``tensorize`` with ``mma_sync``);
 - k in steps of `step`: each step stages a tile of A and of B in shared memory
   (``cache_read`` shared, ``compute_at`` the step), every thread copying 8 halves (16 bytes)
-  at a time, the rows padded (``storage_align``) or swizzled (``swizzle``) so that the tensor
-  cores' 8-row loads (``ldmatrix``) meet no bank conflict; the copies are asynchronous (``cp.async``), `stages`
-  - 1 steps ahead of their use (``pipeline``), or double buffered through registers;
+  at a time, the rows swizzled (``swizzle``) or padded (``storage_align``) so that the
+  tensor cores' 8-row loads (``ldmatrix``) meet no bank conflict; the copies are asynchronous
+  (``cp.async``), `stages` - 1 steps ahead of their use (``pipeline``), or double buffered
+  through registers;
 - for each 16-wide slice of the step, each warp loads its A and B fragments from shared
   memory (``cache_read`` into ``wmma.matrix_a``/``wmma.matrix_b``, ``tensorize`` with
   ``load_matrix``) and runs its mma tiles; at the end each warp stores its accumulators
@@ -59,8 +60,13 @@ def schedule(
     stages: int = 3,
     double_buffer: bool = False,
     layout: str = "swizzle",
+    tf32: bool = False,
 ) -> sl.Schedule:
-    """The schedule above; every size a multiple of 16, the block's a multiple of the warp's."""
+    """The schedule above; every size a multiple of 16, the block's a multiple of the warp's.
+    With `tf32`, float32 data runs on the tensor cores as TF32 (a 10-bit mantissa; tiles of
+    16 x 16 x 8): asked for explicitly, never a silent change of precision."""
+    k_tile = 8 if tf32 else TILE
+    vector = 16 // (4 if a.dtype == "float32" else 2)  # elements a thread copies at once
     s = sl.create_schedule(c.op)
     product = c.op.input_tensors[0] if c.op.input_tensors[0].op is not a.op else c
     a_shared = s.cache_read(a, "shared", [product])
@@ -93,18 +99,18 @@ def schedule(
     fio, fi = s[acc].split(fi, factor=TILE)
     fjo, fj = s[acc].split(fj, factor=TILE)
     ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
-    kio, ki = s[acc].split(ki, factor=TILE)
+    kio, ki = s[acc].split(ki, factor=k_tile)
     s[acc].reorder(ko, kio, fio, fjo, fi, fj, ki)
-    s[acc].tensorize(fi, sl.intrin.mma_sync())
+    s[acc].tensorize(fi, sl.intrin.mma_sync(tf32=tf32))
 
     for frag, scope in ((a_frag, "wmma.matrix_a"), (b_frag, "wmma.matrix_b")):
         s[frag].compute_at(s[acc], kio)
         rows, cols = s[frag].op.axis
-        outer, cols = s[frag].split(cols, factor=TILE)
+        outer, cols = s[frag].split(cols, factor=k_tile if scope == "wmma.matrix_a" else TILE)
         s[frag].reorder(outer, rows, cols)
         if scope == "wmma.matrix_a":  # A's fragments run down its rows
             outer, rows = s[frag].split(rows, factor=TILE)
-        s[frag].tensorize(rows, sl.intrin.load_matrix(scope))
+        s[frag].tensorize(rows, sl.intrin.load_matrix(scope, tf32=tf32))
 
     for staged in (a_shared, b_shared):
         s[staged].compute_at(s[acc], ko)
@@ -116,7 +122,7 @@ def schedule(
         else:
             s[staged].storage_align(rows, 32, 8)
         fused = s[staged].fuse(rows, cols)
-        rest, lanes = s[staged].split(fused, factor=8)
+        rest, lanes = s[staged].split(fused, factor=vector)
         rest, tx = s[staged].split(rest, factor=32)
         rest, ty = s[staged].split(rest, factor=warps_x)
         _, tz = s[staged].split(rest, factor=warps_y)

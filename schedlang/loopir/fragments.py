@@ -12,7 +12,13 @@ mma.m16n8k16"). With ``g = lane // 4`` and ``t = lane % 4``:
   holds row ``g + 8 * (i // 2)``, column ``2 * t + i % 2 + 8 * h``.
 
 These are the layouts ``ldmatrix`` (``.x4`` for A, ``.x4.trans``/``.x2`` for B) produces, so a
-load, an mma and a store agree without any shuffle. The interpreter keeps fragments in exactly
+load, an mma and a store agree without any shuffle. For float32 data run as TF32
+(``mma.sync.aligned.m16n8k8...tf32``, a tile's reduction 8 long), one element per register:
+
+- ``wmma.matrix_a``, 16 x 8: slot ``i`` holds row ``g + 8 * (i % 2)``, column
+  ``t + 4 * (i // 2)``;
+- ``wmma.matrix_b``, 8 x n: slot ``2 * h + i`` holds row ``t + 4 * i``, column ``g + 8 * h``;
+- the accumulator as above. The interpreter keeps fragments in exactly
 these layouts, so a kernel that only works by accident of a layout fails on the CPU too.
 
 A buffer in a fragment scope is a grid of such tiles: its last two dimensions are multiples of
@@ -31,15 +37,16 @@ from .nodes import FRAGMENT_SCOPES, Buffer
 
 WARP = 32
 M = 16  # rows of A and of the accumulator
-K = 16  # the reduction length of one mma
+K = 16  # the reduction length of one mma of 16-bit data
+K_TF32 = 8  # ... of TF32 data
 
 
 def tile_shapes(scope: str) -> tuple[tuple[int, int], ...]:
     """The tile shapes a fragment of `scope` can have."""
     if scope == "wmma.matrix_a":
-        return ((M, K),)
+        return ((M, K), (M, K_TF32))
     if scope == "wmma.matrix_b":
-        return ((K, 8), (K, 16))
+        return ((K, 8), (K, 16), (K_TF32, 8), (K_TF32, 16))
     if scope == "wmma.accumulator":
         return ((M, 8), (M, 16))
     raise InternalError(f"{scope!r} is not a fragment scope")
@@ -58,7 +65,11 @@ def layout(scope: str, shape: tuple[int, int]) -> tuple[tuple[tuple[int, int], .
     lanes = []
     for lane in range(WARP):
         g, t = lane // 4, lane % 4
-        if scope == "wmma.matrix_a":
+        if scope == "wmma.matrix_a" and shape[1] == K_TF32:
+            held = [(g + 8 * (i % 2), t + 4 * (i // 2)) for i in range(4)]
+        elif scope == "wmma.matrix_b" and shape[0] == K_TF32:
+            held = [(t + 4 * i, g + 8 * h) for h in range(shape[1] // 8) for i in range(2)]
+        elif scope == "wmma.matrix_a":
             held = [(g + 8 * (i // 2 % 2), 2 * t + i % 2 + 8 * (i // 4)) for i in range(8)]
         elif scope == "wmma.matrix_b":
             held = [

@@ -365,18 +365,37 @@ class _Checker:
         b = next((t for t in tiles if t[1][0] is None), None)
         if a is None or b is None or a is b:
             raise self.fail("one operand must not depend on the columns and one not on the rows")
-        a_tile = self._operand(a, "wmma.matrix_a", (0, 2), (16, 16))
-        b_tile = self._operand(b, "wmma.matrix_b", (2, 1), (16, self.intrin.shape[1]))
+        k_tile = self.intrin.shape[2]
+        a_tile = self._operand(a, "wmma.matrix_a", (0, 2), (16, k_tile))
+        b_tile = self._operand(b, "wmma.matrix_b", (2, 1), (k_tile, self.intrin.shape[1]))
         dtypes = {a[0].tensor.op.dtype, b[0].tensor.op.dtype}
-        if len(dtypes) != 1 or not dtypes <= set(OPERANDS):
-            raise self.fail(
-                f"the operands are {' and '.join(sorted(dtypes))}; mma_sync multiplies two "
-                "float16 or two bfloat16 matrices"
-            )
+        self._operand_dtypes(dtypes)
+        if self.intrin.tf32 and op.dtype != "float32":
+            raise self.fail(f"the accumulator is {op.dtype}; TF32 products sum in float32")
         dst = TileOf(op, (nd - 2, nd - 1), (16, self.intrin.shape[1]))
         return TensorPlan(
             stage.name, inner, {"init": "fill", "update": "mma"}, dst, (a_tile, b_tile)
         )
+
+    def _operand_dtypes(self, dtypes: set[str]) -> None:
+        """float16 or bfloat16 operands, or float32 ones where TF32 was asked for: never a
+        silent change of precision."""
+        shown = " and ".join(sorted(dtypes))
+        if self.intrin.tf32:
+            if dtypes != {"float32"}:
+                raise self.fail(f"the operands are {shown}; a TF32 instruction takes float32 data")
+            return
+        if dtypes == {"float32"}:
+            raise self.fail(
+                "the operands are float32, which the tensor cores multiply only as TF32 "
+                "(a 10-bit mantissa); ask for it with tf32=True in the intrinsics, or keep "
+                "this product on the CUDA cores"
+            )
+        if len(dtypes) != 1 or not dtypes <= set(OPERANDS):
+            raise self.fail(
+                f"the operands are {shown}; mma_sync multiplies two float16 or two bfloat16 "
+                "matrices (or, with tf32=True, two float32 ones)"
+            )
 
     def _operand(self, found, scope: str, which: tuple[int, int], shape) -> TileOf:
         read, steps = found
@@ -399,6 +418,8 @@ class _Checker:
         read = _copied_read(p.stmt.value)
         if read is None or read.dtype != op.dtype:
             raise self.fail("load_matrix copies a tensor: the stage's body must be one read")
+        if self.intrin.scope != "wmma.accumulator":
+            self._operand_dtypes({op.dtype})
         steps = self._steps(p, read, roots)
         src = TileOf(read.tensor.op, (steps[0], steps[1]), self.intrin.shape)
         return TensorPlan(

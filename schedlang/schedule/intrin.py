@@ -16,6 +16,10 @@ extents, their access pattern, their dtypes) before anything is generated:
 - ``store_matrix(n)``: a copy of a 16 x n accumulator tile out of its fragment (to shared or
   global memory), converted to the destination's dtype.
 
+float32 data runs on the tensor cores only when asked (``tf32=True``): its products are then
+of TF32 values (float32 rounded to a 10-bit mantissa), summed in float32, a tile's reduction 8
+long (``mma.sync.m16n8k8``); never a silent change of precision.
+
 The 32 lanes of a warp run each instruction together: the stages that use them bind
 ``threadIdx.y``/``threadIdx.z`` (one warp per value) but not ``threadIdx.x``, which is the lane
 (the block's x extent must be 32, as other stages' loops make it).
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 M = 16
 K = 16
+K_TF32 = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,24 +45,35 @@ class TensorIntrin:
     kind: str
     shape: tuple[int, ...]
     scope: str | None = None
+    tf32: bool = False  # float32 data rounded to TF32 (m16n8k8)
 
     def __repr__(self) -> str:
         return self.name
 
 
-def load_matrix(scope: str, n: int = 16) -> TensorIntrin:
+def load_matrix(scope: str, n: int = 16, tf32: bool = False) -> TensorIntrin:
     """A load of a tile into a fragment of `scope`: 16 x 16 for ``wmma.matrix_a`` (m x k),
-    16 x `n` for ``wmma.matrix_b`` (k x n) and ``wmma.accumulator`` (m x n)."""
+    16 x `n` for ``wmma.matrix_b`` (k x n) and ``wmma.accumulator`` (m x n); with `tf32`, the
+    operands' reduction is 8 long (16 x 8 and 8 x `n`) and their data float32."""
     if scope not in FRAGMENT_SCOPES:
         raise ValueError(f"load_matrix: unknown scope {scope!r}; use one of {FRAGMENT_SCOPES}")
-    cols = K if scope == "wmma.matrix_a" else _n(n, "load_matrix")
-    text = f'sl.intrin.load_matrix("{scope}"' + ("" if cols == 16 else f", n={cols}") + ")"
-    return TensorIntrin(text, "load", (M, cols), scope)
+    k = K_TF32 if tf32 else K
+    n = _n(n, "load_matrix")
+    shape = {"wmma.matrix_a": (M, k), "wmma.matrix_b": (k, n)}.get(scope, (M, n))
+    extra = ("" if n == 16 or scope == "wmma.matrix_a" else f", n={n}") + (
+        ", tf32=True" if tf32 else ""
+    )
+    return TensorIntrin(f'sl.intrin.load_matrix("{scope}"{extra})', "load", shape, scope, tf32)
 
 
-def mma_sync(n: int = 16) -> TensorIntrin:
-    """``C[i, j] += A[i, k] * B[k, j]`` over a 16 x `n` x 16 tile (``mma.sync.m16n8k16``)."""
+def mma_sync(n: int = 16, tf32: bool = False) -> TensorIntrin:
+    """``C[i, j] += A[i, k] * B[k, j]`` over a 16 x `n` x 16 tile (``mma.sync.m16n8k16``), or
+    with `tf32` of float32 data rounded to TF32 over a 16 x `n` x 8 tile (``m16n8k8``)."""
     n = _n(n, "mma_sync")
+    if tf32:
+        return TensorIntrin(
+            f"sl.intrin.mma_sync(n={n}, tf32=True)", "mma", (M, n, K_TF32), None, True
+        )
     return TensorIntrin(f"sl.intrin.mma_sync(n={n})", "mma", (M, n, K))
 
 

@@ -56,6 +56,43 @@ def _close(got, want, out):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
+def _tf32_reference(x, y):
+    from schedlang.loopir.interpret.matrix import tf32
+
+    return tf32(x).astype(np.float64) @ tf32(y).astype(np.float64)
+
+
+TF32 = [((64, 64, 64), SMALL), ((77, 88, 48), dict(SMALL, step=16)), ((256, 256, 128), {})]
+
+
+@pytest.mark.parametrize(("shape", "options"), TF32)
+def test_float32_as_tf32_when_asked(shape, options):
+    """float32 data on the tensor cores only with tf32=True, each operand rounded to TF32
+    (nearest, ties away) and summed in float32; without it, a clear refusal."""
+    a, b, c = example.gemm(*shape, "float32", "float32")
+    with pytest.raises(sl.ScheduleError, match="multiply only as TF32"):
+        sl.lower(example.schedule(a, b, c, **options), [a, b, c])
+    kernel = sl.build(example.schedule(a, b, c, tf32=True, **options), [a, b, c], "cuda")
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in kernel.ptx
+    x, y, z = _inputs(*shape, "float32", "float32")
+    kernel.simulate(x, y, z)
+    want = _tf32_reference(x, y)
+    np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert assemble(kernel.ptx).stack_bytes == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(("shape", "options"), TF32)
+def test_tf32_on_the_gpu(shape, options):
+    a, b, c = example.gemm(*shape, "float32", "float32")
+    kernel = sl.build(example.schedule(a, b, c, tf32=True, **options), [a, b, c], "cuda")
+    x, y, z = _inputs(*shape, "float32", "float32", seed=9)
+    kernel(x, y, z)
+    want = _tf32_reference(x, y)
+    np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
 def test_simulated_with_the_hardware_fragment_layouts(shape, dtype, out, options):
     kernel, (a, b, c) = _built(shape, dtype, out, options)

@@ -108,18 +108,17 @@ def _at(f: Affine, g: int, t: int) -> int:
 
 
 @cache
-def pair_axis(scope: str, shape: tuple[int, int]) -> int:
+def pair_axis(scope: str, shape: tuple[int, int]) -> int | None:
     """The tile axis (0: rows, 1: columns) along which slots ``2j`` and ``2j + 1`` are
-    neighbours (the two halves of one register)."""
+    neighbours (the two halves of one register), or None where they are not (TF32 operands,
+    one element a register)."""
     table = fragments.layout(scope, shape)
     axes = set()
     for held in table:
         for k in range(0, len(held), 2):
             dr, dc = held[k + 1][0] - held[k][0], held[k + 1][1] - held[k][1]
             axes.add(1 if (dr, dc) == (0, 1) else 0 if (dr, dc) == (1, 0) else None)
-    if len(axes) != 1 or None in axes:
-        raise InternalError(f"the {scope} layout does not pair neighbours")
-    return axes.pop()
+    return axes.pop() if len(axes) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -257,7 +256,8 @@ def _per_lane(em: StmtEmitter, src: Tile, scope: str, shape: tuple[int, int]) ->
     """Each lane loads its own slots' elements, a pair at a time where it can."""
     buffer, b = src.buffer, em.b
     typ = storage_type(buffer.dtype)
-    paired = contiguous_dim(buffer) == src.dims[pair_axis(scope, shape)]
+    axis = pair_axis(scope, shape)
+    paired = axis is not None and contiguous_dim(buffer) == src.dims[axis]
     values: list[ir.Value] = []
     positions = _affine(scope, shape)
     for k in range(0, len(positions), 2):

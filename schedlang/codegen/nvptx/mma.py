@@ -36,7 +36,7 @@ from .matrix_memory import LaneIndex, load_fragment, store_fragment
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
 
-OPERAND_DTYPES = ("float16", "bfloat16")
+OPERAND_DTYPES = ("float16", "bfloat16", "float32")  # float32: as TF32
 ACCUMULATOR_DTYPES = ("float32", "float16")
 _MEMORY = ("global", "shared", "local")
 _SOURCES = {"fill": 0, "load": 1, "mma": 2, "store": 1}
@@ -117,10 +117,13 @@ def _check_mma(c: Tile, a: Tile, b: Tile) -> None:
         raise InternalError(
             f"an mma of {a.buffer.dtype} {a.shape} @ {b.buffer.dtype} {b.shape} into {c.shape}"
         )
-    if a.buffer.dtype == "bfloat16" and c.buffer.dtype != "float32":
+    if a.buffer.dtype == "float32" and (a.shape[1], b.shape[0]) != (8, 8):
+        raise InternalError(f"a TF32 mma of {a.shape} @ {b.shape} tiles (m16n8k8 takes k = 8)")
+    if a.buffer.dtype in ("bfloat16", "float32") and c.buffer.dtype != "float32":
         raise LoweringError(
-            f"mma_sync of bfloat16 operands into the {c.buffer.dtype} accumulator "
-            f"'{c.buffer.name}': the tensor cores accumulate bfloat16 products only in float32"
+            f"mma_sync of {a.buffer.dtype} operands into the {c.buffer.dtype} accumulator "
+            f"'{c.buffer.name}': the tensor cores accumulate {a.buffer.dtype} products only "
+            "in float32"
         )
 
 
@@ -185,6 +188,8 @@ class _Variant:
 
 
 def _variant(operands: str, accumulator: str) -> _Variant:
+    if operands == "float32":  # TF32, one element a register (`_check_mma`: float32 sums)
+        return _Variant("llvm.nvvm.mma.m16n8k8.row.col.tf32", I32, F32, 1)
     if operands == "bfloat16":  # (`_check_mma` refused a float16 accumulator)
         return _Variant("llvm.nvvm.mma.m16n8k16.row.col.bf16", I32, F32, 1)
     if accumulator == "float32":
@@ -196,15 +201,23 @@ def _mma(em: StmtEmitter, c: Tile, a: Tile, b: Tile) -> None:
     """D = A @ B + C, one m16n8k16 product per 8 columns of the accumulator."""
     variant = _variant(a.buffer.dtype, c.buffer.dtype)
     acc = read_slots(em, c)
-    a_regs = [_pack(em.b, variant.operand, x, y) for x, y in _pairs(read_slots(em, a))]
+    tf32 = a.buffer.dtype == "float32"
+    registers_of = (
+        (lambda xs: [_tf32(em.b, x) for x in xs])
+        if tf32
+        else (lambda xs: [_pack(em.b, variant.operand, x, y) for x, y in _pairs(xs)])
+    )
+    a_regs = registers_of(read_slots(em, a))
     b_slots = read_slots(em, b)
+    per_block = len(b_slots) // (c.shape[1] // 8)  # B's slots per 8 columns
     registers = 4 // variant.per_register
     result_t = ir.LiteralStructType([variant.accumulator] * registers)
-    args = [variant.operand] * 6 + [variant.accumulator] * registers
+    args = [variant.operand] * (len(a_regs) + per_block // (1 if tf32 else 2))
+    args += [variant.accumulator] * registers
     intrinsic = function(em.b.module, variant.name, result_t, args)
     out: list[ir.Value] = []
     for h in range(c.shape[1] // 8):
-        b_regs = [_pack(em.b, variant.operand, x, y) for x, y in _pairs(b_slots[4 * h : 4 * h + 4])]
+        b_regs = registers_of(b_slots[per_block * h : per_block * (h + 1)])
         c_part = acc[4 * h : 4 * h + 4]
         if variant.per_register == 2:
             c_regs = [_pack(em.b, variant.accumulator, x, y) for x, y in _pairs(c_part)]
@@ -215,6 +228,13 @@ def _mma(em: StmtEmitter, c: Tile, a: Tile, b: Tile) -> None:
             reg = em.b.extract_value(d, k)
             out.extend(_unpack(em.b, reg) if variant.per_register == 2 else [reg])
     write_slots(em, c, out)
+
+
+def _tf32(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """A float32 rounded to TF32 (nearest, ties away from zero), as the ``i32`` register
+    the TF32 mma takes."""
+    convert = ir.FunctionType(I32, [F32])
+    return b.asm(convert, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [value], side_effect=False)
 
 
 def _pairs(values: list[ir.Value]) -> list[tuple[ir.Value, ir.Value]]:

@@ -39,8 +39,8 @@ _HEADS = {
 _SOURCES = {"fill": 0, "load": 1, "mma": 2, "store": 1}
 _MEMORY = ("global", "shared", "local")
 _DTYPES = {
-    "wmma.matrix_a": ("float16", "bfloat16"),
-    "wmma.matrix_b": ("float16", "bfloat16"),
+    "wmma.matrix_a": ("float16", "bfloat16", "float32"),
+    "wmma.matrix_b": ("float16", "bfloat16", "float32"),
     "wmma.accumulator": ("float32", "float16"),
 }
 
@@ -188,6 +188,8 @@ def execute(rt: Runtime, spec: MatrixSpec, mask, tiles: tuple, value) -> None:
         a = _gather(mems[1].array[lanes, slots_of[1]], spec.tiles[1])
         b = _gather(mems[2].array[lanes, slots_of[2]], spec.tiles[2])
         f32 = np.dtype("float32")
+        if a.dtype == f32:  # TF32: the operands rounded to a 10-bit mantissa first
+            a, b = tf32(a), tf32(b)
         d = np.matmul(a.astype(f32), b.astype(f32)) + c.astype(f32)
         rows, cols = _layout_arrays(dst.scope, dst.shape)
         acc[lanes, slots_of[0]] = d.astype(acc.dtype)[:, rows, cols]
@@ -264,6 +266,15 @@ def _slots(rt: Runtime, spec: MatrixSpec, t: TileSpec, base, offset, warps) -> n
             )
     count = t.shape[0] * t.shape[1] // WARP
     return offset.astype(np.int64)[:, None, None] + np.arange(count)[None, None, :]
+
+
+def tf32(values: np.ndarray) -> np.ndarray:
+    """float32 `values` rounded to TF32 as ``cvt.rna.tf32.f32`` does: to the nearest value with
+    a 10-bit mantissa, ties away from zero; infinities and NaNs unchanged."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
+    return rounded.astype(np.uint32).view(np.float32)
 
 
 def _gather(values: np.ndarray, t: TileSpec) -> np.ndarray:
