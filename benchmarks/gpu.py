@@ -335,18 +335,23 @@ def bench_conv2d_fp16(repeat: int) -> list[Row]:
     w = weight.reshape(cout // 16, 16, cin // 16, 16, 3, 3).permute(4, 5, 2, 0, 3, 1)
     a, w = a.contiguous(), w.contiguous()
     out = torch.full((batch // 16, size, size, cout // 16, 16, 16), float("nan"), device="cuda")
-    kernel = gpu_conv2d_fp16.build(batch, size, size, cin, cout)
-    kernel(a, w, out)
     want = torch.nn.functional.conv2d(x.double(), weight.double(), padding=1)
-    got = out.permute(0, 4, 3, 5, 1, 2).reshape(batch, cout, size, size)
-    check(got, want, "conv2d fp16", rtol=1e-5)
     x_last = x.to(memory_format=torch.channels_last)
     w_last = weight.to(memory_format=torch.channels_last)
     reps = max(5, repeat // 5)
-    ours = kernel_time(kernel, (a, w, out), reps)
     peer = event_time(lambda: torch.nn.functional.conv2d(x_last, w_last, padding=1), reps)
     flops = 2.0 * batch * cout * cin * 9 * size * size
-    return [Row("conv2d TE tensorcore shape fp16", ours, "cuDNN fp16 NHWC", peer, flops, "TFLOP/s")]
+    rows = []
+    for name, options in (("TE's schedule", {}), ("swizzled tiles", dict(swizzle=True))):
+        kernel = gpu_conv2d_fp16.build(batch, size, size, cin, cout, **options)
+        out.fill_(float("nan"))
+        kernel(a, w, out)
+        got = out.permute(0, 4, 3, 5, 1, 2).reshape(batch, cout, size, size)
+        check(got, want, f"conv2d fp16, {name}", rtol=1e-5)
+        ours = kernel_time(kernel, (a, w, out), reps)
+        name = f"conv2d TE tensorcore shape fp16, {name}"
+        rows.append(Row(name, ours, "cuDNN fp16 NHWC", peer, flops, "TFLOP/s"))
+    return rows
 
 
 def bench_compile(repeat: int) -> list[Row]:

@@ -66,8 +66,10 @@ def schedule(
     warp_row_tiles: int = 2,
     warp_col_tiles: int = 4,
     chunk: int = 2,
+    swizzle: bool = False,
 ) -> sl.Schedule:
-    """TE's schedule with its parameter names."""
+    """TE's schedule with its parameter names; `swizzle` lays the shared tiles out swizzled
+    (their 32-byte rows put the 8 rows an ldmatrix reads in 4 bank groups otherwise)."""
     s = sl.create_schedule(conv.op)
     apad = conv.op.input_tensors[0]
     s[apad].compute_inline()
@@ -102,6 +104,9 @@ def schedule(
         s[frag].compute_at(s[acc], kw)
         s[frag].tensorize(s[frag].op.axis[-2], sl.intrin.load_matrix(scope))
 
+    if swizzle:
+        s[a_shared].swizzle(128)
+        s[w_shared].swizzle(128)
     s[a_shared].compute_at(s[acc], kh)
     n, h, x, i, nn, ii = s[a_shared].op.axis
     ty, rest = s[a_shared].split(n, nparts=block_row_warps)

@@ -171,11 +171,12 @@ def test_torch_bfloat16_tensors_are_used_in_place():
 CONV = dict(block_row_warps=2, block_col_warps=2, warp_row_tiles=1, warp_col_tiles=2)
 
 
-def _conv(batch, size, cin, cout, seed):
+def _conv(batch, size, cin, cout, seed, swizzle=False):
     from examples import gpu_conv2d_fp16 as conv_example
 
     a, w, c = conv_example.conv2d(batch, size, size, cin, cout)
-    kernel = sl.build(conv_example.schedule(a, w, c, **CONV), [a, w, c], target="cuda")
+    s = conv_example.schedule(a, w, c, swizzle=swizzle, **CONV)
+    kernel = sl.build(s, [a, w, c], target="cuda")
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1.0, 1.0, [int(d) for d in a.shape]).astype(np.float16)
     y = rng.uniform(-1.0, 1.0, [int(d) for d in w.shape]).astype(np.float16)
@@ -195,7 +196,8 @@ def test_te_opt_conv_tensorcore_recipe_simulated():
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("gpu")
-def test_te_opt_conv_tensorcore_recipe_on_the_gpu():
-    kernel, (a, w, c), (x, y, z) = _conv(32, 7, 64, 64, seed=2)
+@pytest.mark.parametrize("swizzle", [False, True])
+def test_te_opt_conv_tensorcore_recipe_on_the_gpu(swizzle):
+    kernel, (a, w, c), (x, y, z) = _conv(32, 7, 64, 64, seed=2, swizzle=swizzle)
     kernel(x, y, z)
     _close(z, sl.reference(c, {a: x, w: y}), "float32")
