@@ -54,7 +54,7 @@ def test_bfloat16_operands_lower():
     [
         ({"step": 8}, r"the loop 'ax0' has extent 8, the intrinsic needs 16; split it by 16"),
         ({"k": 40}, r"the reduction's tile loop 'k.inner.inner' runs part of a tile.*padding"),
-        ({"dtype": "float32"}, r"the operands are float32; mma_sync multiplies two float16"),
+        ({"dtype": "float32"}, r"float32, which the tensor cores multiply only as TF32"),
     ],
 )
 def test_mismatches_are_named(options, match):
