@@ -150,7 +150,9 @@ def _vector_copy(loop: For, store: Store, stages: int) -> Stmt:
                 store,
                 stages,
                 f"the lanes of its vectorized loop '{loop.var.name}' are not consecutive "
-                f"elements of the last dimension of '{who}'",
+                f"elements of the last dimension of '{who}' (a vector straddles two rows: the "
+                "rows of the tile are not a multiple of the vector); make the tile's rows a "
+                "multiple of the vector's width, or double_buffer() the stage instead",
             )
     first = {loop.var: loop.min}
     dst = tuple(simplify_expr(substitute_expr(i, first)) for i in store.indices)

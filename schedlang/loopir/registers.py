@@ -26,7 +26,8 @@ def mark_register_loops(stmt: Stmt) -> Stmt:
     of one body stay within `MAX_COPIES`. `unroll_loops` then unrolls them. A loop whose extent
     is only bounded by a constant (``min(3, n - 8 * i) + 1``: the register tiles of a block cut
     by the edge of the domain) runs that constant count, the iterations past its extent
-    guarded."""
+    guarded (only where it picks fragment tiles: a local tile keeps such a loop, whose
+    unrolled guards would pile up)."""
     return _visit(stmt)[0]
 
 
@@ -44,6 +45,8 @@ def _visit(s: Stmt) -> tuple[Stmt, int]:
     if extent is None or copies * extent > MAX_COPIES or not _indexes_local(s.body, s.var):
         return s, copies
     if not isinstance(s.extent, Const):  # a partial tile: the full count, the tail guarded
+        if not _indexes_fragment(s.body, s.var):
+            return s, copies  # a local tile keeps its loop (the guards would pile up)
         end = Binary("+", s.min, s.extent, s.var.dtype)
         s = replace(s, extent=const(extent, s.var.dtype), body=If(Compare("<", s.var, end), s.body))
     return replace(s, kind="unrolled"), copies * extent
@@ -94,6 +97,18 @@ def left_to_llvm(loop: For) -> bool:
 
 def _indexes_local(body: Stmt, var: Var) -> bool:
     return any(_uses(ix, {var}) for s in walk_stmt(body) for ix in _local_indices(s))
+
+
+def _indexes_fragment(body: Stmt, var: Var) -> bool:
+    """Whether `var` picks a tensor-core fragment's tile: a fragment has no element a thread
+    could index at run time, so its tiles must be known when the code is generated."""
+    return any(
+        _uses(t.base, {var})
+        for s in walk_stmt(body)
+        if isinstance(s, MatrixOp)
+        for t in (s.dst, *s.srcs)
+        if t.buffer.scope in FRAGMENT_SCOPES
+    )
 
 
 def _local_indices(s: Stmt) -> Iterator[tuple[Expr, ...]]:
