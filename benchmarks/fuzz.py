@@ -1,10 +1,18 @@
-"""Schedule fuzzing campaigns: many random schedules of the fuzzer's algorithm family, each
+"""Schedule fuzzing campaigns: many random schedules of the fuzzer's algorithm families, each
 either an error that names the primitive or a kernel that matches the reference without
 writing outside its outputs (tests/fuzz).
 
     python benchmarks/fuzz.py --n 10000 --target cpu --seed 1    # interpreter and CPU JIT
     python benchmarks/fuzz.py --n 5000 --target simt --seed 1    # cuda builds, SIMT interpreter
     python benchmarks/fuzz.py --n 2000 --target cuda --seed 1    # real kernels on the GPU
+    python benchmarks/fuzz.py --n 1000 --target simt --family matmul --family conv2d
+    python benchmarks/fuzz.py --n 500 --target simt --family tensor_cores   # fp16 GEMMs
+    python benchmarks/fuzz.py --n 500 --target cuda --family tensor_cores   # on the GPU
+
+``--family`` (repeatable) keeps the campaign to some families (all of tests/fuzz/algorithms.py
+by default); ``tensor_cores`` is the tensor-core GEMM family of tests/fuzz/tensor_cores.py, the
+example's schedule with drawn parameters and deliberate defects, for the simt and cuda targets
+only and on its own. The report gives the outcomes per family as well as in all.
 
 The examples run in chunks, each under its own hypothesis seed (derived from ``--seed``), so
 a failure costs one chunk: hypothesis minimises it, the minimal example is printed, and the
@@ -14,6 +22,7 @@ campaign goes on with the next chunk. Counts include the examples run while mini
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 import traceback
@@ -24,14 +33,37 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz.properties import (  # noqa: E402 - the repository root is on the path now
+from tests.fuzz.algorithms import FAMILIES  # noqa: E402 - the repository root is on the path
+from tests.fuzz.properties import (  # noqa: E402
     cpu_property,
     gpu_device_property,
     gpu_interpreter_property,
 )
-from tests.fuzz.verdict import FuzzFailure, Hang, Tally  # noqa: E402
+from tests.fuzz.tensor_cores import (  # noqa: E402
+    tensor_core_device_property,
+    tensor_core_interpreter_property,
+)
+from tests.fuzz.verdict import OUTCOMES, FuzzFailure, Hang, Tally  # noqa: E402
 
 PROPERTIES = {"cpu": cpu_property, "simt": gpu_interpreter_property, "cuda": gpu_device_property}
+TENSOR_CORES = "tensor_cores"
+TENSOR_CORE_PROPERTIES = {
+    "simt": tensor_core_interpreter_property,
+    "cuda": tensor_core_device_property,
+}
+
+
+def campaign_property(target: str, families: list[str] | None):
+    """The property a campaign runs, or a str saying why there is none."""
+    if not families:
+        return PROPERTIES[target]
+    if TENSOR_CORES in families:
+        if len(families) > 1:
+            return f"--family {TENSOR_CORES} runs on its own"
+        if target not in TENSOR_CORE_PROPERTIES:
+            return f"--family {TENSOR_CORES} needs --target simt or cuda (the tensor cores)"
+        return TENSOR_CORE_PROPERTIES[target]
+    return functools.partial(PROPERTIES[target], families=tuple(dict.fromkeys(families)))
 
 
 def run_chunk(prop, n: int, chunk_seed: int, tally: Tally) -> BaseException | None:
@@ -74,14 +106,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", choices=tuple(PROPERTIES), default="cpu")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunk", type=int, default=250, help="examples per hypothesis seed")
+    parser.add_argument(
+        "--family",
+        action="append",
+        choices=(*FAMILIES, TENSOR_CORES),
+        help="only this family (repeatable; default: every family of tests/fuzz/algorithms.py)",
+    )
     args = parser.parse_args(argv)
+    prop = campaign_property(args.target, args.family)
+    if isinstance(prop, str):
+        print(prop)
+        return 2
     if args.target == "cuda":
         from schedlang.platform_info import cuda_available, probe_cuda
 
         if not cuda_available():
             print(f"--target cuda needs a usable GPU: {probe_cuda().detail}")
             return 2
-    prop = PROPERTIES[args.target]
     tally = Tally()
     failures: list[str] = []
     start = time.perf_counter()
@@ -98,14 +139,21 @@ def main(argv: list[str] | None = None) -> int:
         chunk += 1
         print(f"[{time.perf_counter() - start:7.0f} s] {done} examples: {_outcomes(tally)}")
         sys.stdout.flush()
-    schedules = sum(v for k, v in tally.counts.items() if not k.startswith("primitive"))
+    drawn = sum(v for k, v in tally.counts.items() if k.startswith("family: "))
+    schedules = sum(v for k, v in tally.counts.items() if k.startswith(OUTCOMES))
+    families = ", ".join(args.family) if args.family else "all"
     print(
-        f"\ntarget {args.target}, seed {args.seed}, {args.n} examples in "
+        f"\ntarget {args.target}, families {families}, seed {args.seed}, {args.n} examples in "
         f"{time.perf_counter() - start:.0f} s"
     )
-    print(f"schedules answered: {schedules}")
+    print(f"schedules answered: {schedules} (drawn: {drawn}, some while minimising a failure)")
     for key, value in sorted(tally.counts.items()):
         print(f"  {key}: {value}")
+    print("per family:")
+    for family, counts in sorted(tally.by_family.items()):
+        print(f"  {family}: {tally.counts[f'family: {family}']}")
+        for key, value in sorted(counts.items()):
+            print(f"    {key}: {value}")
     print(f"failures: {len(failures)}")
     for line in failures:
         print(f"  {line}")

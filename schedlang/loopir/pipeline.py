@@ -143,6 +143,16 @@ def _vector_copy(loop: For, store: Store, stages: int) -> Stmt:
         raise _error(store, stages, "its vectorized loop has no constant extent")
     lanes = int(loop.extent.value)
     source = _source(store, stages)
+    for buffer in (store.buffer, source.buffer):
+        last = None if buffer.strides is None else buffer.strides[-1]
+        if last is not None and not (isinstance(last, Const) and int(last.value) == 1):
+            raise _error(
+                store,
+                stages,
+                f"the elements of the last dimension of '{buffer.name}' are not adjacent in "
+                "memory (storage_align of its last axis), so a vector of them is not one copy; "
+                "align another axis, or do not vectorize the copy",
+            )
     for indices, who in ((store.indices, store.buffer.name), (source.indices, source.buffer.name)):
         steps = [_step(i, loop.var, lanes) for i in indices]
         if steps[-1] != 1 or any(s != 0 for s in steps[:-1]):

@@ -165,6 +165,18 @@ class Scheduler:
     def double_buffer(self, stage: sl.Stage) -> None:
         self.attempt("double_buffer", stage.double_buffer)
 
+    def pipeline(self, stage: sl.Stage) -> None:
+        """Asynchronous copies `stages` - 1 steps ahead: right only for a shared tile refilled
+        in a loop of its consumer, so most draws are refusals that must name pipeline."""
+        stages = self.draw(st.integers(2, 4))
+        self.attempt("pipeline", lambda: stage.pipeline(stages))
+
+    def buffering(self, stage: sl.Stage) -> None:
+        """Nothing, double buffering, or a pipeline of 2 to 4 stages, as a tuned GEMM draws."""
+        choice = self.draw(st.sampled_from(["none", "double_buffer", "pipeline"]))
+        if choice != "none":
+            getattr(self, choice)(stage)
+
     def rfactor(self, stage: sl.Stage) -> None:
         reduce_leaves = [x for x in stage.leaves if x.kind == "reduce"]
         if not reduce_leaves:
@@ -178,11 +190,58 @@ class Scheduler:
     def random_moves(self, count: int) -> None:
         loops = ["split", "split", "tile", "fuse", "reorder", "annotate", "unroll_nest"]
         placement = ["compute_at", "compute_at", "compute_inline", "compute_root"]
-        memory = ["cache_read", "cache_write", "set_scope", "storage_align", "double_buffer"]
+        memory = ["cache_read", "cache_write", "set_scope", "storage_align"]
+        memory += ["double_buffer", "pipeline"]  # buffering of a shared tile, either way
         moves = loops + placement + memory + ["rfactor"] + (["bind", "bind"] if self.gpu else [])
         for _ in range(count):
             name = self.draw(st.sampled_from(moves), label="primitive")
             getattr(self, name)(self.stage())
+
+    def shared_gemm(self) -> None:
+        """TE's GPU GEMM recipe (tests/schedule/test_gpu_schedules.gemm_shared_local) with
+        drawn tiles, where the output is a matmul: per k step, shared tiles of A and B filled
+        by every thread of the block (element by element, or in vectors of 2 or 4 floats, the
+        8 and 16 bytes cp.async moves), then buffered as drawn. Random moves seldom make a
+        shared tile refilled in a loop, which is where double_buffer and pipeline act."""
+        outs = self.s.output_ops
+        out = outs[0]
+        if len(outs) != 1 or not isinstance(out, ComputeOp) or len(out.axis) != 2:
+            return
+        if len(out.reduce_axis) != 1 or len(out.input_tensors) != 2:
+            return
+        a, b = out.input_tensors
+        tile = self.draw(st.sampled_from([2, 4, 8]), label="gemm tile")
+        threads = self.draw(st.sampled_from([1, 2, 4]), label="gemm threads")
+        k_step = self.draw(st.sampled_from([1, 2, 3, 4, 8]), label="gemm k step")
+        vector = self.draw(st.sampled_from([1, 2, 4]), label="gemm copy vector")
+        s, c = self.s, out.output(0)
+        caches = [s.cache_read(t, "shared", [c]) for t in (a, b)]
+        local = s.cache_write(c, "local")
+        by, yi = s[c].split(c.op.axis[0], factor=tile)
+        bx, xi = s[c].split(c.op.axis[1], factor=tile)
+        ty, yi = s[c].split(yi, nparts=threads)
+        tx, xi = s[c].split(xi, nparts=threads)
+        s[c].reorder(by, bx, ty, tx, yi, xi)
+        for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x")):
+            s[c].bind(axis, sl.thread_axis(tag))
+        for axis, tag in ((ty, "threadIdx.y"), (tx, "threadIdx.x")):
+            s[c].bind(axis, sl.thread_axis(tag))
+        s[local].compute_at(s[c], tx)
+        ko, ki = s[local].split(s[local].op.reduce_axis[0], factor=k_step)
+        s[local].reorder(ko, ki, *s[local].op.axis)
+        for cache in caches:
+            s[cache].compute_at(s[local], ko)
+            rows, cols = s[cache].op.axis
+            if vector > 1:  # whole rows of the tile: vectors along the columns
+                cols, lanes = s[cache].split(cols, factor=vector)
+                s[cache].vectorize(lanes)
+            rest = s[cache].fuse(rows, cols)
+            rest, fx = s[cache].split(rest, factor=threads)
+            _, fy = s[cache].split(rest, factor=threads)
+            s[cache].bind(fx, sl.thread_axis("threadIdx.x"))
+            s[cache].bind(fy, sl.thread_axis("threadIdx.y"))
+            self.buffering(s[cache])
+        self.tally.count("shared gemm recipe")
 
     def bind_roots(self) -> None:
         """Bind each stage computed at the root, and not bound yet, to blocks and threads:
@@ -208,8 +267,11 @@ def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> None:
 
 
 def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> None:
-    """Random primitives (binds included), then the stages left at the root bound to blocks
+    """Now and then TE's shared-memory GEMM recipe first (where the algorithm is a matmul),
+    then random primitives (binds included), then the stages left at the root bound to blocks
     and threads."""
     scheduler = Scheduler(data, s, tally, gpu=True)
+    if data.draw(st.integers(0, 3), label="shared gemm recipe") == 0:
+        scheduler.shared_gemm()
     scheduler.random_moves(data.draw(st.integers(0, 12)))
     scheduler.bind_roots()

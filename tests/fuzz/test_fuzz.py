@@ -1,15 +1,23 @@
 """The fuzzer's bounded sample for every test run: derandomized and without a database, so a
-run is reproducible; ``benchmarks/fuzz.py`` runs the long campaigns."""
+run is reproducible; ``benchmarks/fuzz.py`` runs the long campaigns.
+
+The tensor-core sample is kept to 80 cases (about 30 s on two cores, PTX assembled by ptxas
+where it is installed): the SIMT interpreter runs every lane of every warp."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import schedlang as sl
+
 from .guards import PAD, Guarded
 from .properties import cpu_property, gpu_device_property, gpu_interpreter_property
-from .verdict import Tally
+from .tensor_cores import tensor_core_device_property, tensor_core_interpreter_property
+from .verdict import KNOWN_FINDINGS, FuzzFailure, Tally, lowering_verdict
 
 
 def sample(examples: int):
@@ -41,6 +49,33 @@ def test_gpu_schedules_on_the_gpu(data):
     gpu_device_property(data, Tally())
 
 
+TENSOR_CORES = Tally()
+
+
+@sample(80)
+@given(data=st.data())
+def test_tensor_core_schedules_in_the_simt_interpreter(data):
+    tensor_core_interpreter_property(data, TENSOR_CORES)
+
+
+def test_the_tensor_core_sample_both_ran_and_refused():
+    """The sample above reached kernels and refusals, defects among them (it runs first, in
+    file order): a change that makes every case a refusal would pass it silently otherwise."""
+    if not TENSOR_CORES.counts:
+        pytest.skip("the sample did not run")
+    families = TENSOR_CORES.by_family
+    assert families["tensor_cores"]["ran and matched"] > 0
+    refused = [f for f, c in families.items() if any(k.startswith("lowering") for k in c)]
+    assert len(refused) >= 3, families  # defects of three kinds at least
+
+
+@pytest.mark.gpu
+@sample(60)
+@given(data=st.data())
+def test_tensor_core_schedules_on_the_gpu(data):
+    tensor_core_device_property(data, Tally())
+
+
 @pytest.mark.parametrize("where", [-1, 3])
 def test_guard_zones_see_a_write_beside_the_array(where):
     g = Guarded((3,))
@@ -54,3 +89,12 @@ def test_guard_zones_keep_the_array_contiguous_and_aligned():
     assert g.view.flags.c_contiguous and g.view.ctypes.data % 16 == 0
     g.view[...] = 2.0
     assert g.damage() is None and g.changed()
+
+
+def test_a_known_finding_is_counted_not_raised(monkeypatch):
+    """verdict.KNOWN_FINDINGS: an error pinned by a regression test is tallied by name."""
+    monkeypatch.setitem(KNOWN_FINDINGS, "test_x", re.compile(r"^tile rows straddle"))
+    err = sl.LoweringError("tile rows straddle a vector")  # and says nothing to do
+    assert lowering_verdict(err) == "known finding: test_x"
+    with pytest.raises(FuzzFailure, match="says nothing to do"):
+        lowering_verdict(sl.LoweringError("tile columns straddle a vector"))

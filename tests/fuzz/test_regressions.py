@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from examples import gpu_gemm_fp16 as gemm_fp16
 from schedlang.loopir.interpret import run
 from schedlang.schedule.errors import PlacementError, RFactorError
 from tests.schedule.util import check
@@ -279,3 +280,106 @@ def test_vectorized_stage_whose_row_isl_writes_as_a_select():
     s[bx].compute_at(s[by], fused)
     func = check(s, [a], [by], {"n0": 7})
     assert "select(i == 0" in str(func)
+
+
+def test_a_local_tile_unrolled_under_many_guards_is_simulated():
+    """The cuda build unrolled the local 8 x 8 tile of a block cut by the edge under one `if`
+    of 200 conjuncts, which the SIMT interpreter wrote as 200 nested parentheses, past
+    Python's parser limit: InternalError 'the interpreter generated invalid Python: too many
+    nested parentheses' from kernel.simulate. Found by the GPU sample's shared-GEMM recipe (a
+    matmul, 11 x 11 x 1, tiles of 8, the output's inner loops fused afterwards); minimised to
+    an elementwise product: the local cache of an 8 x 8 tile computed at the block, the
+    block's thread loops fused."""
+    a = sl.placeholder((9, 2), name="A")
+    c = sl.compute((9, 9), lambda i, j: a[i, 0] * a[j, 1], name="C")
+    s = sl.create_schedule(c)
+    local = s.cache_write(c, "local")
+    io, ii = s[c].split(c.op.axis[0], factor=8)
+    jo, ji = s[c].split(c.op.axis[1], factor=8)
+    s[c].reorder(io, jo, ii, ji)
+    s[c].bind(io, sl.thread_axis("blockIdx.y"))
+    s[c].bind(jo, sl.thread_axis("blockIdx.x"))
+    s[local].compute_at(s[c], jo)
+    s[c].fuse(ii, ji)
+    kernel = sl.build(s, [a, c], target="cuda")
+    x = np.random.default_rng(0).uniform(0.5, 2.0, (9, 2)).astype(np.float32)
+    z = np.full((9, 9), np.nan, np.float32)
+    kernel.simulate(x, z)
+    np.testing.assert_allclose(z, sl.reference(c, {a: x}), rtol=1e-6)
+
+
+def test_a_pipelined_copy_of_rows_cut_by_the_edge_says_what_to_do():
+    """examples/gpu_gemm_fp16.py with n = 17 and two warps across the columns: B's shared
+    tile holds rows of 17 halves, so the copy's 8-wide vectors straddle rows, and pipeline's
+    LoweringError said so ('the lanes of its vectorized loop ... are not consecutive elements
+    of the last dimension of 'B.shared'') but not what to do, as a LoweringError must
+    (verdict.lowering_verdict). Found by the tensor-core family (a ragged n)."""
+    a, b, c = gemm_fp16.gemm(16, 17, 32)
+    s = gemm_fp16.schedule(
+        a, b, c, block_rows=16, block_cols=32, warp_rows=16, warp_cols=16, step=16, stages=2
+    )
+    try:
+        sl.build(s, [a, b, c], target="cuda")
+    except sl.LoweringError as err:
+        assert "; " in str(err), str(err)
+
+
+def test_a_pipelined_tile_with_an_aligned_last_axis_builds_or_is_refused():
+    """Found by the GPU sample's shared-GEMM recipe (A.shared pipelined, then a random
+    storage_align of its last axis): the code generator refused copies of one float whose
+    row's elements are not adjacent, which need not be (a vector of them is refused by the
+    pipeline, saying what to do)."""
+    a = sl.placeholder((1, 2), name="A")
+    b = sl.placeholder((2, 1), name="B")
+    k = sl.reduce_axis((0, 2), name="k")
+    c = sl.compute((1, 1), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    s = sl.create_schedule(c)
+    cached = s.cache_read(a, "shared", [c])
+    s[c].bind(c.op.axis[0], sl.thread_axis("blockIdx.x"))
+    ko, _ = s[c].split(c.op.reduce_axis[0], factor=1)
+    s[cached].compute_at(s[c], ko)
+    s[cached].pipeline(2)
+    s[cached].storage_align(s[cached].op.axis[1], 2, 0)
+    try:
+        kernel = sl.build(s, [a, b, c], target="cuda")
+    except sl.LoweringError as err:  # a refusal must say what to do
+        assert "; " in str(err), str(err)
+        return
+    x, y = np.full((1, 2), 1.5, np.float32), np.full((2, 1), 2.0, np.float32)
+    z = np.full((1, 1), np.nan, np.float32)
+    kernel.simulate(x, y, z)
+    np.testing.assert_allclose(z, x @ y)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=sl.InternalError,
+    reason="the cuda build drops the thread guards of a local stage (recomputed on every "
+    "thread) that reads shared tiles filled by one thread, but no barrier separates the fill "
+    "from those new reads: RaceError in the SIMT interpreter (on the GPU the values the other "
+    "threads read are discarded, so the output is right, but the race is real)",
+)
+def test_a_local_stage_recomputed_on_every_thread_waits_for_its_shared_inputs():
+    """Found by the GPU sample's shared-GEMM recipe (a 1 x 1 x 1 matmul in a 2 x 2 block of
+    threads); needs both operands staged, the local accumulator and the block loops."""
+    a = sl.placeholder((1, 1), name="A")
+    b = sl.placeholder((1, 1), name="B")
+    k = sl.reduce_axis((0, 1), name="k")
+    c = sl.compute((1, 1), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    s = sl.create_schedule(c)
+    staged = [s.cache_read(t, "shared", [c]) for t in (a, b)]
+    local = s.cache_write(c, "local")
+    by, i = s[c].split(c.op.axis[0], factor=2)
+    bx, j = s[c].split(c.op.axis[1], factor=2)
+    ty, yi = s[c].split(i, nparts=2)
+    tx, xi = s[c].split(j, nparts=2)
+    s[c].reorder(by, bx, ty, tx, yi, xi)
+    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y")):
+        s[c].bind(axis, sl.thread_axis(tag))
+    s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+    s[local].compute_at(s[c], tx)
+    for cache in staged:
+        s[cache].compute_at(s[local], s[local].op.reduce_axis[0])
+    tally = Tally()
+    check_simt(Case("matmul", [a, b], [c]), s, tally)
+    assert tally.counts["ran and matched"] == 1

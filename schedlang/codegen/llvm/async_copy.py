@@ -49,7 +49,7 @@ def check_async_copy(em: StmtEmitter, s: AsyncCopy) -> int:
                 f"'{buffer.name}' ({len(buffer.shape)} dimensions) copied asynchronously at "
                 f"{len(index)} indices"
             )
-        if not last_dim_contiguous(buffer):
+        if s.lanes > 1 and not last_dim_contiguous(buffer):
             raise InternalError(
                 f"an asynchronous copy runs along the last dimension of '{buffer.name}', whose "
                 "elements are not adjacent in memory (its last stride is not 1)"
