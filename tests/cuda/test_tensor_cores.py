@@ -74,6 +74,8 @@ def test_float32_as_tf32_when_asked(shape, options):
         sl.lower(example.schedule(a, b, c, **options), [a, b, c])
     kernel = sl.build(example.schedule(a, b, c, tf32=True, **options), [a, b, c], "cuda")
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in kernel.ptx
+    # A's 16 x 8 float32 tiles through ldmatrix (8 x 4 floats a matrix: TF32's own layout)
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in kernel.ptx
     x, y, z = _inputs(*shape, "float32", "float32")
     kernel.simulate(x, y, z)
     want = _tf32_reference(x, y)

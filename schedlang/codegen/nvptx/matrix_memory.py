@@ -135,20 +135,31 @@ class LdmatrixPlan:
 
 
 @cache
-def ldmatrix_plan(scope: str, shape: tuple[int, int], contiguous_axis: int) -> LdmatrixPlan:
+def ldmatrix_plan(
+    scope: str, shape: tuple[int, int], contiguous_axis: int, per_register: int = 2
+) -> LdmatrixPlan | None:
     """The `LdmatrixPlan` for a fragment tile whose memory rows run along tile axis
-    `contiguous_axis` (0: a tile column is contiguous, 1: a tile row is)."""
+    `contiguous_axis` (0: a tile column is contiguous, 1: a tile row is), with `per_register`
+    elements to a 32-bit register (2 for 16-bit data; 1 for TF32's float32, which ldmatrix
+    moves as pairs of 16-bit halves: lane ``l`` gets the float at row ``l // 4``, column
+    ``l % 4`` of an 8 x 4 matrix, TF32's own layout, but never transposed). None where
+    ldmatrix cannot load it."""
     table = fragments.layout(scope, shape)
-    count = len(table[0]) // 2
-    corners = [table[0][2 * p] for p in range(count)]  # lane 0's slot 2p: matrix p's corner
+    count = len(table[0]) // per_register
+    corners = [table[0][per_register * p] for p in range(count)]  # lane 0's first slot of p
+    if count not in (2, 4):
+        return None
     o0 = corners[0]
-    d3 = _minus(corners[1], o0) if count > 1 else (0, 0)
+    d3 = _minus(corners[1], o0)
     d4 = _minus(corners[2], o0) if count > 2 else (0, 0)
     if count == 4 and corners[3] != (o0[0] + d3[0] + d4[0], o0[1] + d3[1] + d4[1]):
         raise InternalError(f"the {scope} tiles are not a 2 x 2 grid of 8 x 8 matrices")
-    if count not in (2, 4):
-        raise InternalError(f"ldmatrix of {count} matrices")
     origin = ((o0[0], d3[0], d4[0]), (o0[1], d3[1], d4[1]))
+    if per_register == 1:
+        moved = _minus(table[1][0], table[0][0])  # lane 1 is lane 0's neighbour along t
+        if moved != ((0, 1) if contiguous_axis == 1 else (1, 0)):
+            return None  # the floats of a lane's 16 bytes would run across the tile
+        return LdmatrixPlan(count, False, origin, 1 - contiguous_axis)
     trans = contiguous_axis != pair_axis(scope, shape)
     return LdmatrixPlan(count, trans, origin, 1 - contiguous_axis)
 
@@ -228,9 +239,13 @@ def _ldmatrix(em: StmtEmitter, dst: Tile, src: Tile) -> list[ir.Value] | None:
     """`ldmatrix`'s registers unpacked into the slots, or None where it cannot be used."""
     buffer = src.buffer
     contiguous = contiguous_dim(buffer)
-    if buffer.scope != "shared" or contiguous not in src.dims or dt.itemsize(buffer.dtype) != 2:
+    size = dt.itemsize(buffer.dtype)
+    if buffer.scope != "shared" or contiguous not in src.dims or size not in (2, 4):
         return None
-    plan = ldmatrix_plan(dst.buffer.scope, tuple(dst.shape), src.dims.index(contiguous))
+    axis = src.dims.index(contiguous)
+    plan = ldmatrix_plan(dst.buffer.scope, tuple(dst.shape), axis, 4 // size)
+    if plan is None:
+        return None
     row, col = plan.origin
     along = [(row[0], ((row[1], _B3), (row[2], _B4))), (col[0], ((col[1], _B3), (col[2], _B4)))]
     k, terms = along[plan.step_axis]
@@ -248,7 +263,11 @@ def _ldmatrix(em: StmtEmitter, dst: Tile, src: Tile) -> list[ir.Value] | None:
     loaded = b.call(function(b.module, name, result_t, [SHARED_PTR]), [address])
     values: list[ir.Value] = []
     for p in range(plan.count):
-        values.extend(unpack_b16(b, b.extract_value(loaded, p), buffer.dtype))
+        register = b.extract_value(loaded, p)
+        if size == 4:  # one float32 a register
+            values.append(b.bitcast(register, storage_type(buffer.dtype)))
+        else:
+            values.extend(unpack_b16(b, register, buffer.dtype))
     return values
 
 
