@@ -6,10 +6,10 @@ Set ``SCHEDLANG_DUMP=1`` to print what each pass produces.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from .collector import paused
 from .errors import LoweringError
-from .ir import dtype as dt
 from .ir.expr import Const, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
@@ -20,6 +20,7 @@ from .loopir.from_isl import generate, param_expr
 from .loopir.index_type import index_dtype
 from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.pipeline import pipeline
+from .loopir.printer import constant_bytes
 from .loopir.registers import left_to_llvm
 from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
@@ -155,8 +156,9 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
             op.dtype,
             placement.scope(stage),
             _strides({d + len(leads): a for d, a in stage.align.items()}, shape),
-            _swizzle(s, stage, shape, placement.scope(stage)),
         )
+        if stage.swizzle_bytes:
+            buffer = replace(buffer, swizzle=_swizzle(s, stage, buffer))
         buffers[op] = buffer
         local.append(buffer)
     return buffers, [buffers[op] for op in arg_ops], local
@@ -210,21 +212,15 @@ def _check_refilled(s: Schedule, stage, record_type: type, call: str) -> None:
         )
 
 
-def _swizzle(s: Schedule, stage, shape: tuple, scope: str) -> int:
+def _swizzle(s: Schedule, stage, buffer: Buffer) -> int:
     """The stage's swizzle, checked: a shared buffer of whole 128-byte lines (the permutation
     moves chunks within their line)."""
-    if not stage.swizzle_bytes:
-        return 0
     record = s.record_for(rec.Swizzle, stage=stage.name)
     call = f"swizzle({stage.swizzle_bytes})"
-    if scope != "shared":
-        why = f"'{stage.name}' is in {scope} memory; swizzled layouts are for shared memory"
+    if buffer.scope != "shared":
+        why = f"'{stage.name}' is in {buffer.scope} memory; swizzled layouts are for shared memory"
         raise ScopeError(message(stage.name, call, record.loc, why))
-    size = dt.itemsize(stage.op.dtype)
-    for n in shape:
-        size = size * int(n.value) if isinstance(n, Const) else None
-        if size is None:
-            break
+    size = constant_bytes(buffer)
     if size is None or size % 128:
         held = "a symbolic size" if size is None else f"{size} bytes"
         why = (

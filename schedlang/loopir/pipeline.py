@@ -29,7 +29,6 @@ from dataclasses import replace
 from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Binary, Compare, Const, Expr, Var, const
-from .divmod import linear_terms
 from .nodes import (
     Allocate,
     AsyncCommit,
@@ -53,7 +52,8 @@ from .refill import (
     split_body,
 )
 from .simplify import simplify_expr
-from .visit import substitute_expr, substitute_stmt, walk_expr
+from .strides import depends_on, lane_stride
+from .visit import substitute_expr, substitute_stmt
 
 _BYTES = (4, 8, 16)
 
@@ -154,7 +154,7 @@ def _vector_copy(loop: For, store: Store, stages: int) -> Stmt:
                 "align another axis, or do not vectorize the copy",
             )
     for indices, who in ((store.indices, store.buffer.name), (source.indices, source.buffer.name)):
-        steps = [_step(i, loop.var, lanes) for i in indices]
+        steps = [lane_stride(i, loop.var, lanes) for i in indices]
         if steps[-1] != 1 or any(s != 0 for s in steps[:-1]):
             raise _error(
                 store,
@@ -203,45 +203,8 @@ def _source(store: Store, stages: int) -> Load:
 def _between(s: Stmt, var: Var) -> bool:
     """A thread loop, or a guard of the whole vector, between a vector loop and its store."""
     if isinstance(s, For):
-        return s.kind == "bound" and not _uses(s.min, var) and not _uses(s.extent, var)
-    return isinstance(s, If) and s.otherwise is None and not _uses(s.cond, var)
-
-
-def _uses(e: Expr, var: Var) -> bool:
-    return any(node is var for node in walk_expr(e))
-
-
-def _step(index: Expr, var: Var, lanes: int) -> int | None:
-    """How much `index` grows when `var` (the lane, below `lanes`) grows by one, where that
-    is the same constant for every lane: sums and constant multiples of `var`, ``min``/``max``
-    of two sides that grow alike, and ``(b + l) % m`` with ``b`` a multiple of ``m >= lanes``
-    (a copy of a box clamped at the edge of its tensor: ``min(b + l, n - 8 + (b + l) % 8)``).
-    None otherwise."""
-    if not _uses(index, var):
-        return 0
-    if index is var:
-        return 1
-    if not isinstance(index, Binary):
-        return None
-    if index.op == "%" and isinstance(index.b, Const) and int(index.b.value) >= lanes:
-        base = substitute_expr(index.a, {var: const(0, var.dtype)})
-        terms = linear_terms(base, 1, opaque=True)
-        whole = terms is not None and all(k % int(index.b.value) == 0 for _, k in terms)
-        return 1 if whole and _step(index.a, var, lanes) == 1 else None
-    a, b = _step(index.a, var, lanes), _step(index.b, var, lanes)
-    if a is None or b is None:
-        return None
-    if index.op == "+":
-        return a + b
-    if index.op == "-":
-        return a - b
-    if index.op in ("min", "max"):
-        return a if a == b else None
-    if index.op == "*" and isinstance(index.b, Const):
-        return a * int(index.b.value)
-    if index.op == "*" and isinstance(index.a, Const):
-        return b * int(index.a.value)
-    return None
+        return s.kind == "bound" and not depends_on(s.min, var) and not depends_on(s.extent, var)
+    return isinstance(s, If) and s.otherwise is None and not depends_on(s.cond, var)
 
 
 def _error(store: Store, stages: int, why: str) -> LoweringError:

@@ -85,12 +85,17 @@ def restrict_to_tiles(placement: Placement, plans: dict[str, TensorPlan]) -> Non
     one whose tile loops are all 0 (its indices are the tile's base)."""
     for name, plan in plans.items():
         for p in placement.placed[name]:
-            count = _tile_loop_count(p, plan)
-            n = p.loops.dim(isl.dim_type.out)
-            vs = [f"v{k}" for k in range(n)]
-            zero = " and ".join(f"{v} = 0" for v in vs[n - count :])
-            origin = p.loops.intersect_range(isl.Set(f"{{ [{', '.join(vs)}] : {zero} }}"))
-            p.sched = p.sched.intersect_domain(origin.domain())
+            p.sched = p.sched.intersect_domain(_origins(p, plan))
+
+
+def _origins(p: Placed, plan: TensorPlan) -> isl.Set:
+    """The instances of `p` at the first element of each tile (its tile loops all 0)."""
+    count = _tile_loop_count(p, plan)
+    n = p.loops.dim(isl.dim_type.out)
+    vs = [f"v{k}" for k in range(n)]
+    zero = " and ".join(f"{v} = 0" for v in vs[n - count :])
+    at = isl.Set(f"{{ [{', '.join(vs)}] : {zero} }}").align_params(p.loops.get_space())
+    return p.loops.intersect_range(at).domain()
 
 
 def _tile_loop_count(p: Placed, plan: TensorPlan) -> int:
@@ -213,12 +218,12 @@ class _Checker:
         if not cut:
             return plan
         if plan.ops.get("compute") == "load":
-            self._inside(plan.srcs[0], self._origins(p, plan), p, plan)
+            self._inside(plan.srcs[0], _origins(p, plan), p, plan)
             return plan
         if plan.ops.get("compute") == "store":
             if self.placement.scope(self.stage) == "global":
                 return replace(plan, clipped=True)
-            self._inside(plan.dst, self._origins(p, plan), p, plan)
+            self._inside(plan.dst, _origins(p, plan), p, plan)
         return plan
 
     def _cut(self, p: Placed, inner: tuple[Axis, ...]) -> bool:
@@ -261,15 +266,6 @@ class _Checker:
                     "(sl.if_then_else(k < n, A[i, k], 0))"
                 )
         return True
-
-    def _origins(self, p: Placed, plan: TensorPlan) -> isl.Set:
-        """The instances of `p` at the first element of each tile."""
-        count = _tile_loop_count(p, plan)
-        n = p.loops.dim(isl.dim_type.out)
-        vs = [f"v{k}" for k in range(n)]
-        zero = " and ".join(f"{v} = 0" for v in vs[n - count :])
-        at = isl.Set(f"{{ [{', '.join(vs)}] : {zero} }}").align_params(p.loops.get_space())
-        return p.loops.intersect_range(at).domain()
 
     def _inside(self, tile: TileOf, origins: isl.Set, p: Placed, plan: TensorPlan) -> None:
         """A tile cut by the edge of the domain is read or written whole: it must lie in its

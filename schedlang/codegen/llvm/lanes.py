@@ -9,44 +9,13 @@ can be emitted this way at all; when it cannot, the loop runs as a scalar loop (
 
 from __future__ import annotations
 
-from ...ir import dtype as dt
-from ...ir.expr import Binary, Cast, Const, Expr, Var
+from ...ir.expr import Binary, Const, Expr, Var
 from ...loopir.nodes import Buffer, For, If, Let, Load, Seq, Stmt, Store
+from ...loopir.strides import depends_on, lane_stride
 from ...loopir.visit import expr_children, walk_expr
 
 MAX_LANES = 64
 REDUCE_OPS = ("+", "*", "min", "max")
-
-
-def depends_on(e: Expr, var: Var) -> bool:
-    return any(node is var for node in walk_expr(e))
-
-
-def lane_stride(e: Expr, lane: Var) -> int | None:
-    """The constant c with ``e = uniform + c * lane``, or None when `e` is not of that form."""
-    if not depends_on(e, lane):
-        return 0
-    if e is lane:
-        return 1
-    if isinstance(e, Binary) and e.op in ("+", "-"):
-        a, b = lane_stride(e.a, lane), lane_stride(e.b, lane)
-        if a is None or b is None:
-            return None
-        return a + b if e.op == "+" else a - b
-    if isinstance(e, Binary) and e.op in ("min", "max"):
-        # min(u + c * lane, v + c * lane) = min(u, v) + c * lane: a clamped vector
-        a, b = lane_stride(e.a, lane), lane_stride(e.b, lane)
-        return a if a is not None and a == b else None
-    if isinstance(e, Binary) and e.op == "*":
-        for factor, other in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(factor, Const):
-                stride = lane_stride(other, lane)
-                return None if stride is None else int(factor.value) * stride
-        return None
-    if isinstance(e, Cast) and e.value.dtype in dt.SIGNED and e.dtype in dt.SIGNED:
-        if dt.bits(e.dtype) >= dt.bits(e.value.dtype):
-            return lane_stride(e.value, lane)
-    return None
 
 
 def access_kind(buffer: Buffer, indices: tuple[Expr, ...], lane: Var) -> str:
