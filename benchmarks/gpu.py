@@ -34,6 +34,7 @@ from examples import (  # noqa: E402
     gpu_elementwise,
     gpu_gemm,
     gpu_gemm_fp16,
+    gpu_gemm_wgmma,
     gpu_rows,
     gpu_transpose,
     gpu_winograd,
@@ -224,6 +225,51 @@ def bench_gemm_fp16_variants(repeat: int) -> list[Row]:
         ours = rotated_kernel_time(kernel, sets, repeat)
         rows.append(Row(f"gemm 4096^3 fp16, {name}", ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s"))
     return rows
+
+
+def bench_gemm_wgmma(repeat: int) -> list[Row]:
+    """The warpgroup GEMM (`examples/gpu_gemm_wgmma.py`, wgmma on sm_90a), float16 and
+    bfloat16 operands summed in float32 and stored in the operands' dtype, against cuBLAS."""
+    rows = []
+    for dtype, n in itertools.product(("float16", "bfloat16"), (4096, 4000, 8192)):
+        rows.append(_gemm_wgmma_row(n, dtype, {}, f"gemm {n}^3 {dtype} (wgmma)", repeat))
+    return rows
+
+
+def bench_gemm_wgmma_variants(repeat: int) -> list[Row]:
+    """Schedules of the warpgroup GEMM at 4096^3 float16 side by side."""
+    variants = {
+        "128x256 blocks, k by 64, 4 stages": {},
+        "same, 3 stages": dict(stages=3),
+        "128x128 blocks, 4 stages": dict(block_cols=128),
+        "128x128 blocks, 5 stages": dict(block_cols=128, stages=5),
+        "256x128 blocks, 4 stages": dict(block_rows=256, block_cols=128),
+        "64x256 blocks, 4 stages": dict(block_rows=64),
+        "192x256 blocks, 3 stages": dict(block_rows=192, stages=3),
+    }
+    return [
+        _gemm_wgmma_row(4096, "float16", options, f"gemm 4096^3 fp16 wgmma, {name}", repeat)
+        for name, options in variants.items()
+    ]
+
+
+def _gemm_wgmma_row(n: int, dtype: str, options: dict, name: str, repeat: int) -> Row:
+    kind = getattr(torch, dtype)
+
+    def make():
+        a, b = (torch.randn(n, n, device="cuda").to(kind) for _ in range(2))
+        return a, b, torch.empty(n, n, device="cuda", dtype=kind)
+
+    sets = rotation(make, 3 * 2 * n * n)
+    a, b, c = sets[0]
+    c.fill_(float("nan"))
+    kernel = gpu_gemm_wgmma.build(n, n, n, dtype, out_dtype=dtype, **options)
+    kernel(a, b, c)
+    check(c, a.double() @ b.double(), name, rtol=1e-2)
+    reps = max(5, repeat // (n // 2048) ** 2)
+    ours = rotated_kernel_time(kernel, sets, reps)
+    peer = event_time(partial(_cublas_half, itertools.cycle(sets)), reps)
+    return Row(name, ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s")
 
 
 def _cublas_half(turns) -> torch.Tensor:
@@ -429,6 +475,8 @@ BENCHMARKS = {
     "gemm_fp16": bench_gemm_fp16,
     "gemm_fp16_variants": bench_gemm_fp16_variants,
     "gemm_tf32": bench_gemm_tf32,
+    "gemm_wgmma": bench_gemm_wgmma,
+    "gemm_wgmma_variants": bench_gemm_wgmma_variants,
     "conv2d_fp16": bench_conv2d_fp16,
     "elementwise": bench_elementwise,
     "transpose": bench_transpose,

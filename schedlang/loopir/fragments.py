@@ -18,12 +18,19 @@ load, an mma and a store agree without any shuffle. For float32 data run as TF32
 - ``wmma.matrix_a``, 16 x 8: slot ``i`` holds row ``g + 8 * (i % 2)``, column
   ``t + 4 * (i // 2)``;
 - ``wmma.matrix_b``, 8 x n: slot ``2 * h + i`` holds row ``t + 4 * i``, column ``g + 8 * h``;
-- the accumulator as above. The interpreter keeps fragments in exactly
-these layouts, so a kernel that only works by accident of a layout fails on the CPU too.
+- the accumulator as above.
+
+A warpgroup's accumulator (``wgmma.accumulator``, ``wgmma.mma_async.m64nNk16``) is 64 x n,
+held by 128 threads: warp ``w`` of the group (``threadIdx.y``) holds rows ``16 w .. 16 w + 15``
+in the layout of a warp's 16 x n accumulator above (slot ``4 * h + i``: row
+``16 w + g + 8 * (i // 2)``, column ``2 * t + i % 2 + 8 * h``). The interpreter keeps
+fragments in exactly these layouts, so a kernel that only works by accident of a layout fails
+on the CPU too.
 
 A buffer in a fragment scope is a grid of such tiles: its last two dimensions are multiples of
-the tile's, and each lane stores ``size / 32`` elements, tile after tile in row-major order of
-the grid (the leading dimensions included), each tile's slots in the order above.
+the tile's, and each thread stores ``size / 32`` elements (``size / 128`` for a warpgroup's),
+tile after tile in row-major order of the grid (the leading dimensions included), each tile's
+slots in the order above.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from ..ir.expr import Binary, Const, Expr, const
 from .nodes import FRAGMENT_SCOPES, Buffer
 
 WARP = 32
+WARPGROUP = 128
 M = 16  # rows of A and of the accumulator
 K = 16  # the reduction length of one mma of 16-bit data
 K_TF32 = 8  # ... of TF32 data
@@ -49,19 +57,32 @@ def tile_shapes(scope: str) -> tuple[tuple[int, int], ...]:
         return ((K, 8), (K, 16), (K_TF32, 8), (K_TF32, 16))
     if scope == "wmma.accumulator":
         return ((M, 8), (M, 16))
+    if scope == "wgmma.accumulator":
+        return tuple((64, n) for n in range(8, 257, 8))
     raise InternalError(f"{scope!r} is not a fragment scope")
+
+
+def threads(scope: str) -> int:
+    """How many threads hold a fragment of `scope` together: a warp, or a warpgroup."""
+    return WARPGROUP if scope == "wgmma.accumulator" else WARP
 
 
 def slots(scope: str, shape: tuple[int, int]) -> int:
     """How many elements of a `shape` tile each lane holds."""
     _check(scope, shape)
-    return shape[0] * shape[1] // WARP
+    return shape[0] * shape[1] // threads(scope)
 
 
 @cache
 def layout(scope: str, shape: tuple[int, int]) -> tuple[tuple[tuple[int, int], ...], ...]:
-    """``layout(...)[lane][slot]``: the (row, column) of the tile that `lane` holds in `slot`."""
+    """``layout(...)[lane][slot]``: the (row, column) of the tile that `lane` holds in `slot`
+    (for a warpgroup's tile, `lane` is the thread's index in the group, 0 to 127)."""
     _check(scope, shape)
+    if scope == "wgmma.accumulator":
+        slice_ = warp_slice(shape[1])
+        return tuple(
+            tuple((16 * (k // WARP) + r, c) for r, c in slice_[k % WARP]) for k in range(WARPGROUP)
+        )
     lanes = []
     for lane in range(WARP):
         g, t = lane // 4, lane % 4
@@ -78,20 +99,30 @@ def layout(scope: str, shape: tuple[int, int]) -> tuple[tuple[tuple[int, int], .
                 for i in range(4)
             ]
         else:
-            held = [
-                (g + 8 * (i // 2), 2 * t + i % 2 + 8 * h)
-                for h in range(shape[1] // 8)
-                for i in range(4)
-            ]
+            held = list(warp_slice(shape[1])[lane])
         lanes.append(tuple(held))
     return tuple(lanes)
+
+
+@cache
+def warp_slice(n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """``[lane][slot]``: the (row, column) of a warp's 16 x `n` accumulator slice (`n` a
+    multiple of 8) that `lane` holds, the layout a warpgroup's warps each hold 16 rows in."""
+    return tuple(
+        tuple(
+            (lane // 4 + 8 * (i // 2), 2 * (lane % 4) + i % 2 + 8 * h)
+            for h in range(n // 8)
+            for i in range(4)
+        )
+        for lane in range(WARP)
+    )
 
 
 def lane_size(buffer: Buffer) -> int:
     """Elements each lane stores for a fragment `buffer` (its shape is constant)."""
     if buffer.scope not in FRAGMENT_SCOPES:
         raise InternalError(f"'{buffer.name}' is not a fragment (scope {buffer.scope!r})")
-    return _size(buffer) // WARP
+    return _size(buffer) // threads(buffer.scope)
 
 
 def tile_offset(buffer: Buffer, shape: tuple[int, int], base: tuple[Expr, ...]) -> Expr:
@@ -103,7 +134,7 @@ def tile_offset(buffer: Buffer, shape: tuple[int, int], base: tuple[Expr, ...]) 
     index: Expr = const(0, base[-1].dtype)
     for coord, extent in zip(coords, grid):
         index = _add(_mul(index, extent), coord)
-    return _mul(index, shape[0] * shape[1] // WARP)
+    return _mul(index, shape[0] * shape[1] // threads(buffer.scope))
 
 
 def _check(scope: str, shape: tuple[int, int]) -> None:

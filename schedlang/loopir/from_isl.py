@@ -413,7 +413,8 @@ class _Translator:
             stmt = If(lower(st.where), store) if st.where is not None else store
         else:
             stmt = Store(buffer, index, lower(st.value))
-        stmt = self._single_thread(leaf, stmt, lanes=plan is not None)
+        collective = () if plan is None else plan.collective
+        stmt = self._single_thread(leaf, stmt, collective)
         tags = {
             tag
             for entry in leaf.placed.template
@@ -485,12 +486,13 @@ class _Translator:
         dims = (tile.dims[0] + lead, tile.dims[1] + lead)
         return Tile(buffer, tuple(base), dims, tile.shape)
 
-    def _single_thread(self, leaf: _Leaf, stmt: Stmt, lanes: bool = False) -> Stmt:
+    def _single_thread(self, leaf: _Leaf, stmt: Stmt, collective: tuple[str, ...] = ()) -> Stmt:
         """A statement instance runs on one thread. isl emits no loop for a thread dimension
         with one value, and a statement with no loop of a tag its kernel uses would run on
         every thread of that tag; both are wrapped in a loop of the tag guarded to one thread,
         except stores to "local" buffers and fragments, which every thread needs its own copy
-        of. A tensor instruction (`lanes`) runs on all threadIdx.x: they are a warp's lanes."""
+        of. A tensor instruction runs on all threads of its `collective` tags: threadIdx.x, a
+        warp's lanes, and for a warpgroup's instruction threadIdx.y too, its warps."""
         present = set()
         for dim, entry in enumerate(leaf.placed.template):
             if entry[0] != "dim":
@@ -510,7 +512,7 @@ class _Translator:
         if scope == "local" or scope in FRAGMENT_SCOPES:
             return stmt  # every thread keeps its own copy: each computes it (as in TE)
         for tag, extent in sorted(leaf.placed.kernel_threads.items()):
-            if tag not in present and not (lanes and tag == "threadIdx.x"):
+            if tag not in present and tag not in collective:
                 var = Var(self._unique(tag.replace("threadIdx.", "t")), self.itype, "loop")
                 guarded = If(Compare("==", var, self.const(0)), stmt)
                 stmt = For(var, self.const(0), self.const(extent), "bound", guarded, tag)

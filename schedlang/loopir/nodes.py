@@ -34,7 +34,10 @@ class Buffer:
     permuted by the line's index: byte offset ``o`` holds what ``o ^ (((o >> 7) & m) << 4)``
     would, ``m`` = 1, 3, 7 (the tensor cores' and the copy engine's 32-, 64- and 128-byte
     swizzles), so that the 8 rows of 16 bytes that ``ldmatrix`` reads lie in 8 different bank
-    groups without padding. Elements are addressed as if the buffer were not swizzled."""
+    groups without padding. Rows longer than the swizzle (a whole number of its widths, the
+    buffer compact) are first cut into panels that wide, each panel's rows contiguous
+    (`codegen.llvm.expr.panels`): the layout wgmma's descriptors and the copy engine take.
+    Elements are addressed as if the buffer were not swizzled."""
 
     name: str
     shape: tuple[Expr, ...]

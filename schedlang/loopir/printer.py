@@ -103,7 +103,8 @@ def matrix_op_str(s: MatrixOp) -> str:
         return f"{dst} = fill({expr_str(s.value)})"
     if s.op == "mma":
         a, b = (tile_str(t) for t in s.srcs)
-        return f"{dst} += mma_sync({a} @ {b})"
+        name = "wgmma" if s.dst.buffer.scope == "wgmma.accumulator" else "mma_sync"
+        return f"{dst} += {name}({a} @ {b})"
     clipped = f" within {s.dst.buffer.name}" if s.clipped else ""
     return f"{dst} = {s.op}_matrix({tile_str(s.srcs[0])}){clipped}"
 

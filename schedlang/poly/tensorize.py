@@ -61,6 +61,12 @@ class TensorPlan:
     dst: TileOf
     srcs: tuple[TileOf, ...]
     clipped: bool = False  # a store cut by the edge of its tensor: only what lies inside
+    warpgroup: bool = False  # run by a warpgroup (threadIdx.y's 4 warps) rather than a warp
+
+    @property
+    def collective(self) -> tuple[str, ...]:
+        """The thread tags whose threads all run each instruction together."""
+        return ("threadIdx.x", "threadIdx.y") if self.warpgroup else ("threadIdx.x",)
 
 
 def plan_tensorize(
@@ -175,6 +181,12 @@ class _Checker:
                     f"'{axis.name}' is bound to threadIdx.x, but threadIdx.x is the lane of the "
                     "warp that runs the instruction together; bind warps to threadIdx.y/z"
                 )
+            if tag == "threadIdx.y" and self.intrin.warpgroup:
+                raise self.fail(
+                    f"'{axis.name}' is bound to threadIdx.y, but threadIdx.y is the warp of the "
+                    "warpgroup (4 warps) that runs the instruction together; bind warpgroups "
+                    "to threadIdx.z"
+                )
 
     def _root_of(self, leaf: Axis) -> Axis:
         """The root axis `leaf` steps by one, or an error: the tile must be contiguous."""
@@ -205,6 +217,14 @@ class _Checker:
                     f"threadIdx.x of extent 32, and it has {have}; bind another stage's loop "
                     "of 32 (e.g. the shared-memory copy's) to threadIdx.x"
                 )
+            warps = p.kernel_threads.get("threadIdx.y")
+            if self.intrin.warpgroup and warps != 4:
+                have = "no loop bound to threadIdx.y" if warps is None else f"{warps} threads"
+                raise self.fail(
+                    "a warpgroup's 4 warps run the instruction together, so the block needs "
+                    f"threadIdx.y of extent 4, and it has {have}; bind another stage's loop of "
+                    "4 (e.g. the shared-memory copy's) to threadIdx.y, warpgroups to threadIdx.z"
+                )
 
     def check_tiles(self, plan: TensorPlan) -> TensorPlan:
         """Whole tiles along the reduction; along the data axes, a tile that the edge of the
@@ -219,6 +239,11 @@ class _Checker:
             return plan
         if plan.ops.get("compute") == "load":
             self._inside(plan.srcs[0], _origins(p, plan), p, plan)
+            return plan
+        if plan.warpgroup and plan.ops.get("update") == "mma":  # operands read from shared
+            (p,) = (q for q in self.placement.placed[self.stage.name] if q.stmt.role == "update")
+            for src in plan.srcs:
+                self._inside(src, _origins(p, plan), p, plan)
             return plan
         if plan.ops.get("compute") == "store":
             if self.placement.scope(self.stage) == "global":
@@ -329,9 +354,13 @@ class _Checker:
             raise self.fail(f"'{stage.name}' is not a sum; mma_sync computes C += A @ B")
         if body.where is not None:
             raise self.fail("a reduction with where= cannot run as an mma tile")
-        self._scope(stage, "wmma.accumulator", "the accumulator (s.cache_write(C, ...))")
-        if op.dtype not in ACCUMULATORS:
-            raise self.fail(f"the accumulator is {op.dtype}; mma_sync accumulates in float32")
+        group = self.intrin.warpgroup
+        accumulator = "wgmma.accumulator" if group else "wmma.accumulator"
+        self._scope(stage, accumulator, "the accumulator (s.cache_write(C, ...))")
+        if op.dtype not in (("float32",) if group else ACCUMULATORS):
+            raise self.fail(
+                f"the accumulator is {op.dtype}; {self.intrin!r} accumulates in float32"
+            )
         m, n, k = roots
         nd = len(op.axis)
         data = list(stage.root_axes[:nd])
@@ -361,16 +390,22 @@ class _Checker:
         b = next((t for t in tiles if t[1][0] is None), None)
         if a is None or b is None or a is b:
             raise self.fail("one operand must not depend on the columns and one not on the rows")
-        k_tile = self.intrin.shape[2]
-        a_tile = self._operand(a, "wmma.matrix_a", (0, 2), (16, k_tile))
-        b_tile = self._operand(b, "wmma.matrix_b", (2, 1), (k_tile, self.intrin.shape[1]))
+        m_tile, n_tile, k_tile = self.intrin.shape
+        a_scope, b_scope = ("shared", "shared") if group else ("wmma.matrix_a", "wmma.matrix_b")
+        a_tile = self._operand(a, a_scope, (0, 2), (m_tile, k_tile))
+        b_tile = self._operand(b, b_scope, (2, 1), (k_tile, n_tile))
         dtypes = {a[0].tensor.op.dtype, b[0].tensor.op.dtype}
         self._operand_dtypes(dtypes)
         if self.intrin.tf32 and op.dtype != "float32":
             raise self.fail(f"the accumulator is {op.dtype}; TF32 products sum in float32")
-        dst = TileOf(op, (nd - 2, nd - 1), (16, self.intrin.shape[1]))
+        dst = TileOf(op, (nd - 2, nd - 1), (m_tile, n_tile))
         return TensorPlan(
-            stage.name, inner, {"init": "fill", "update": "mma"}, dst, (a_tile, b_tile)
+            stage.name,
+            inner,
+            {"init": "fill", "update": "mma"},
+            dst,
+            (a_tile, b_tile),
+            warpgroup=group,
         )
 
     def _operand_dtypes(self, dtypes: set[str]) -> None:
@@ -399,6 +434,18 @@ class _Checker:
         self._scope(producer, scope, f"operand '{producer.name}'")
         nd = len(read.tensor.op.shape)
         dims = (steps[which[0]], steps[which[1]])
+        if scope == "shared":  # wgmma reads the staged tile itself, either way round
+            if sorted(d for d in dims if d is not None) != [nd - 2, nd - 1]:
+                raise self.fail(
+                    f"'{producer.name}' holds its tile along dimensions {dims}; the tile must "
+                    "lie along its last two dimensions"
+                )
+            if producer.swizzle_bytes != 128:
+                raise self.fail(
+                    f"wgmma reads '{producer.name}' from shared memory in the 128-byte "
+                    f"swizzled layout; ask for it with s[{producer.name}].swizzle(128)"
+                )
+            return TileOf(read.tensor.op, dims, shape)
         if dims != (nd - 2, nd - 1):
             raise self.fail(
                 f"'{producer.name}' holds its tile along dimensions {dims}; a fragment's tile "
@@ -430,14 +477,20 @@ class _Checker:
         if read is None:
             raise self.fail("store_matrix copies an accumulator: the body must be one read")
         producer = self.schedule[read.tensor.op]
-        self._scope(producer, "wmma.accumulator", f"the stored '{producer.name}'")
+        accumulator = "wgmma.accumulator" if self.intrin.warpgroup else "wmma.accumulator"
+        self._scope(producer, accumulator, f"the stored '{producer.name}'")
         steps = self._steps(p, read, roots)
         nd = len(read.tensor.op.shape)
         if (steps[0], steps[1]) != (nd - 2, nd - 1):
             raise self.fail(f"the tile of '{producer.name}' must be its last two dimensions")
         src = TileOf(read.tensor.op, (nd - 2, nd - 1), self.intrin.shape)
         return TensorPlan(
-            stage.name, inner, {"compute": "store"}, TileOf(op, dims, src.shape), (src,)
+            stage.name,
+            inner,
+            {"compute": "store"},
+            TileOf(op, dims, src.shape),
+            (src,),
+            warpgroup=self.intrin.warpgroup,
         )
 
     def _own_dims(self, inner, roots, fragment: bool = True) -> tuple[int, int]:

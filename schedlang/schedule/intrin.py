@@ -23,14 +23,27 @@ long (``mma.sync.m16n8k8``); never a silent change of precision.
 The 32 lanes of a warp run each instruction together: the stages that use them bind
 ``threadIdx.y``/``threadIdx.z`` (one warp per value) but not ``threadIdx.x``, which is the lane
 (the block's x extent must be 32, as other stages' loops make it).
+
+On Hopper (sm_90a), a *warpgroup* of 4 warps (128 threads) multiplies larger tiles straight out
+of shared memory:
+
+- ``wgmma(n)``: ``C[i, j] += A[i, k] * B[k, j]`` over 64 x n x 16 (``wgmma.mma_async``,
+  n a multiple of 8 up to 256), A and B read from shared stages swizzled by 128 bytes
+  (``s[A_shared].swizzle(128)``), either of their dimensions contiguous; the accumulator is a
+  ``wgmma.accumulator`` fragment, 64 x n a tile, held by the warpgroup's 128 threads;
+- ``store_matrix(n, m=64)``: the store of such a tile.
+
+The warpgroup's 4 warps are ``threadIdx.y`` (extent 4, left unbound by these stages, as
+``threadIdx.x`` is); warpgroups, if several, are ``threadIdx.z``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator", "wgmma.accumulator")
 M = 16
+M_WARPGROUP = 64  # rows of a warpgroup's accumulator tile (wgmma.mma_async.m64nNk16)
 K = 16
 K_TF32 = 8
 
@@ -46,6 +59,11 @@ class TensorIntrin:
     shape: tuple[int, ...]
     scope: str | None = None
     tf32: bool = False  # float32 data rounded to TF32 (m16n8k8)
+
+    @property
+    def warpgroup(self) -> bool:
+        """Whether a warpgroup (128 threads) runs it: wgmma and the store of its tiles."""
+        return self.shape[0] == M_WARPGROUP
 
     def __repr__(self) -> str:
         return self.name
@@ -77,10 +95,32 @@ def mma_sync(n: int = 16, tf32: bool = False) -> TensorIntrin:
     return TensorIntrin(f"sl.intrin.mma_sync(n={n})", "mma", (M, n, K))
 
 
-def store_matrix(n: int = 16) -> TensorIntrin:
-    """A store of a 16 x `n` accumulator tile out of its fragment."""
+def wgmma(n: int = 128) -> TensorIntrin:
+    """``C[i, j] += A[i, k] * B[k, j]`` over a 64 x `n` x 16 tile by a warpgroup
+    (``wgmma.mma_async.m64nNk16``, sm_90a), A and B in swizzled shared memory, float16 or
+    bfloat16, summed in a float32 ``wgmma.accumulator`` fragment."""
+    n = _wide_n(n, "wgmma")
+    return TensorIntrin(f"sl.intrin.wgmma(n={n})", "mma", (M_WARPGROUP, n, K))
+
+
+def store_matrix(n: int = 16, m: int = 16) -> TensorIntrin:
+    """A store of an `m` x `n` accumulator tile out of its fragment: m = 16 for a warp's
+    ``wmma.accumulator``, m = 64 for a warpgroup's ``wgmma.accumulator``."""
+    if m == M_WARPGROUP and not isinstance(m, bool):
+        n = _wide_n(n, "store_matrix")
+        return TensorIntrin(f"sl.intrin.store_matrix(n={n}, m=64)", "store", (M_WARPGROUP, n))
+    if m != M or isinstance(m, bool):
+        raise ValueError(
+            f"store_matrix: m must be 16 (a warp's tile) or 64 (a warpgroup's), got {m!r}"
+        )
     n = _n(n, "store_matrix")
     return TensorIntrin(f"sl.intrin.store_matrix(n={n})", "store", (M, n))
+
+
+def _wide_n(n: object, call: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or not (8 <= n <= 256 and n % 8 == 0):
+        raise ValueError(f"{call}: n must be a multiple of 8 from 8 to 256, got {n!r}")
+    return n
 
 
 def _n(n: object, call: str) -> int:

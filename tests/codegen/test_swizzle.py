@@ -34,7 +34,23 @@ def test_the_swizzle_permutes_whole_chunks_within_their_line(mode, dtype):
     for k in range(0, 16 * 64, per_chunk):
         chunk = moved[k : k + per_chunk]
         assert chunk == list(range(chunk[0], chunk[0] + per_chunk))  # chunks stay whole
-        assert chunk[0] // per_line == k // per_line  # ... in their line
+        assert chunk[0] // per_line == swizzled(buffer, k, xor=False) // per_line  # in a line
+
+
+@pytest.mark.parametrize("mode", [32, 64, 128])
+def test_rows_longer_than_the_swizzle_are_kept_in_panels(mode):
+    """The tensor cores' layout: a panel is `mode` bytes of every row, its rows contiguous."""
+    rows, cols = 8, 256
+    buffer = Buffer("S", (const(2), const(rows), const(cols)), "float16", "shared", swizzle=mode)
+    panel = mode // 2
+    for lead in range(2):
+        for r in range(rows):
+            for c in range(cols):
+                flat = (lead * rows + r) * cols + c
+                expect = lead * rows * cols + c // panel * rows * panel + r * panel + c % panel
+                assert swizzled(buffer, flat, xor=False) == expect
+    moved = [swizzled(buffer, k) for k in range(2 * rows * cols)]
+    assert sorted(moved) == list(range(2 * rows * cols))
 
 
 def test_eight_rows_of_128_bytes_fall_in_eight_bank_groups():

@@ -23,9 +23,12 @@ class PtxasReport:
     log: str
 
 
-def assemble(ptx: str, arch: str = "sm_90") -> PtxasReport:
-    """Assemble `ptx` for `arch` (the test is skipped where ptxas is missing); fails the test
-    with ptxas's messages when it rejects the PTX."""
+def assemble(ptx: str, arch: str | None = None) -> PtxasReport:
+    """Assemble `ptx` for `arch` (by default the PTX's own ``.target``; the test is skipped
+    where ptxas is missing); fails the test with ptxas's messages when it rejects the PTX."""
+    if arch is None:
+        found = re.search(r"^\.target (sm_\w+)", ptx, re.MULTILINE)
+        arch = found.group(1) if found else "sm_90"
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         pytest.skip("ptxas is not on PATH (install a CUDA toolkit or nvidia-cuda-nvcc)")

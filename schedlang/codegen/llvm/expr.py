@@ -262,8 +262,9 @@ class ExprEmitter:
             raise InternalError(f"buffer '{buffer.name}' is used outside its allocation")
         return ptr
 
-    def offset(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
-        """The element offset of `indices` in `buffer` (row-major unless it has strides)."""
+    def offset(self, buffer: Buffer, indices: tuple[Expr, ...], xor: bool = True) -> ir.Value:
+        """The element offset of `indices` in `buffer` (row-major unless it has strides; a
+        swizzled buffer's panels and permuted chunks, the latter left out without `xor`)."""
         if len(indices) != len(buffer.shape):
             raise InternalError(
                 f"'{buffer.name}' accessed with {len(indices)} indices; it has "
@@ -273,7 +274,7 @@ class ExprEmitter:
             return self.i64(0)
         known = _constant_offset(buffer, indices)
         if known is not None:  # what the general case folds to (local buffers, after unrolling)
-            return self.i64(swizzled(buffer, known))
+            return self.i64(swizzled(buffer, known, xor))
         if buffer.strides is not None:
             terms = [
                 self._mul(self.index(i), self.index(s)) for i, s in zip(indices, buffer.strides)
@@ -281,18 +282,18 @@ class ExprEmitter:
             total = terms[0]
             for t in terms[1:]:
                 total = self.index_op("+", *self.unify(total, t))
-            return self._swizzle(buffer, total)
+            return self._swizzle(buffer, total, xor)
         total = self.index(indices[0])
         for extent, i in zip(buffer.shape[1:], indices[1:]):
             scaled = self._mul(total, self.index(extent))
             total = self.index_op("+", *self.unify(scaled, self.index(i)))
-        return self._swizzle(buffer, total)
+        return self._swizzle(buffer, total, xor)
 
-    def _swizzle(self, buffer: Buffer, offset: ir.Value) -> ir.Value:
-        """The element offset where a swizzled buffer keeps element `offset` (`Buffer`)."""
+    def _swizzle(self, buffer: Buffer, offset: ir.Value, xor: bool = True) -> ir.Value:
+        """The element offset where a swizzled buffer keeps element `offset` (`Buffer`): in
+        its panel, then (with `xor`) its chunk permuted."""
         if not buffer.swizzle:
             return offset
-        chunk, line, mask = swizzle_bits(buffer)
         b, t = self.b, offset.type
         kind = t.element if isinstance(t, ir.VectorType) else t
         count = t.count if isinstance(t, ir.VectorType) else None
@@ -301,6 +302,19 @@ class ExprEmitter:
             scalar = ir.Constant(kind, n)
             return scalar if count is None else ir.Constant(t, [scalar] * count)
 
+        cut = panels(buffer)
+        if cut is not None:
+            width, rows, panel = cut
+            whole = b.mul(b.udiv(offset, k(rows * width)), k(rows * width))
+            column = b.urem(offset, k(width))
+            row = b.urem(b.udiv(offset, k(width)), k(rows))
+            offset = b.add(
+                b.add(whole, b.mul(b.udiv(column, k(panel)), k(rows * panel))),
+                b.add(b.mul(row, k(panel)), b.urem(column, k(panel))),
+            )
+        if not xor:
+            return offset
+        chunk, line, mask = swizzle_bits(buffer)
         term = b.shl(b.and_(b.lshr(offset, k(line)), k(mask)), k(chunk))
         return b.xor(offset, term)
 
@@ -348,8 +362,11 @@ class ExprEmitter:
         )
 
     def align(self, buffer: Buffer, indices: tuple[Expr, ...]) -> int:
-        """The alignment in bytes to state on an access of ``buffer[indices]``."""
+        """The alignment in bytes to state on an access of ``buffer[indices]`` (at most a
+        16-byte chunk in a swizzled buffer, whose chunks move)."""
         base = self.target.buffer_align(buffer)
+        if buffer.swizzle:
+            base = min(base, 16)
         return access_align(buffer, indices, base, self.known_factors)
 
     def load(self, e: Load) -> ir.Value:
@@ -456,9 +473,35 @@ def swizzle_bits(buffer: Buffer) -> tuple[int, int, int]:
     return chunk, line, {32: 1, 64: 3, 128: 7}[buffer.swizzle]
 
 
-def swizzled(buffer: Buffer, offset: int) -> int:
+def panels(buffer: Buffer) -> tuple[int, int, int] | None:
+    """``(width, rows, panel)`` of a swizzled buffer whose rows (`width` elements, `rows` of
+    them in each trailing 2-D slice) are longer than its swizzle: it keeps them in panels of
+    `panel` columns (the swizzle's bytes), each panel's rows contiguous, the layout the
+    tensor cores' descriptors and the copy engine read. None where a row fits one panel, or
+    is not a whole number of them (or padded): the chunks then move within 128-byte lines
+    of the row-major layout."""
+    if not buffer.swizzle or len(buffer.shape) < 2:
+        return None
+    panel = buffer.swizzle // dt.itemsize(buffer.dtype)
+    width, rows = buffer.shape[-1], buffer.shape[-2]
+    if not isinstance(width, Const) or not isinstance(rows, Const) or buffer.strides is not None:
+        return None
+    if int(width.value) <= panel or int(width.value) % panel:
+        return None
+    return int(width.value), int(rows.value), panel
+
+
+def swizzled(buffer: Buffer, offset: int, xor: bool = True) -> int:
     """`ExprEmitter._swizzle` of a constant offset."""
     if not buffer.swizzle:
+        return offset
+    cut = panels(buffer)
+    if cut is not None:
+        width, rows, panel = cut
+        column, row = offset % width, offset // width % rows
+        whole = offset - offset % (rows * width)
+        offset = whole + column // panel * rows * panel + row * panel + column % panel
+    if not xor:
         return offset
     chunk, line, mask = swizzle_bits(buffer)
     return offset ^ (((offset >> line) & mask) << chunk)

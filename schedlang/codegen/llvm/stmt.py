@@ -53,8 +53,6 @@ class StmtEmitter(ExprEmitter):
         if isinstance(s, Seq):
             for child in s.stmts:
                 self.stmt(child)
-        elif isinstance(s, Store):
-            self.store(s)
         elif isinstance(s, For):
             self.loop(s)
         elif isinstance(s, If):
@@ -65,6 +63,14 @@ class StmtEmitter(ExprEmitter):
             del self.vars[s.var]
         elif isinstance(s, Allocate):
             self.target.allocate(self, s)
+        else:
+            self.target.before_leaf(self, s)
+            self.leaf(s)
+            self.target.after_leaf(self, s)
+
+    def leaf(self, s: Stmt) -> None:
+        if isinstance(s, Store):
+            self.store(s)
         elif isinstance(s, Barrier):
             self.target.barrier(self)
         elif isinstance(s, ThreadAllReduce):
@@ -111,6 +117,7 @@ class StmtEmitter(ExprEmitter):
                 first = int(s.min.value)
                 self.tables[s.var] = (range(first, first + int(s.extent.value)), i)
             self.stmt(s.body)
+            self.target.end_of_loop_body(self, s.body)
             self.registers.close_loop(carried, self.b.block)
         self.tables.pop(s.var, None)
         del self.vars[s.var]

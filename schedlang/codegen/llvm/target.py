@@ -19,7 +19,15 @@ from ...ir import dtype as dt
 from .arith import float_to_int
 
 if TYPE_CHECKING:
-    from ...loopir.nodes import Allocate, AsyncCopy, Buffer, For, MatrixOp, ThreadAllReduce
+    from ...loopir.nodes import (
+        Allocate,
+        AsyncCopy,
+        Buffer,
+        For,
+        MatrixOp,
+        Stmt,
+        ThreadAllReduce,
+    )
     from .stmt import StmtEmitter
 
 
@@ -74,6 +82,16 @@ class Target(ABC):
     @abstractmethod
     def async_wait(self, em: StmtEmitter, pending: int) -> None:
         """Wait until at most `pending` of this thread's committed groups are in flight."""
+
+    def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:  # noqa: B027 (no-op by default)
+        """Called before each statement that is not a container (`Seq`, `For`, `If`, `Let`,
+        `Allocate`): where a target orders background work against what follows."""
+
+    def after_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:  # noqa: B027 (no-op by default)
+        """Called after each statement that is not a container."""
+
+    def end_of_loop_body(self, em: StmtEmitter, body: Stmt) -> None:  # noqa: B027 (no-op by default)
+        """Called at the end of a serial loop's body, before its next iteration."""
 
     @abstractmethod
     def external_math(self, name: str, dtype: str) -> str:

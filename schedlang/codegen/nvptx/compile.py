@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 from ...errors import InternalError, LoweringError
 from ...loopir.gpu_passes import gpu_passes
 from ...loopir.nodes import LoweredFunc
+from ...loopir.visit import walk_stmt
 from ...platform_info import NVPTX_TRIPLE, probe_nvptx
 from ..cpu.jit import failed
 from ..fingerprint import fingerprint
@@ -32,6 +33,7 @@ from ..llvm.text import module_text
 from . import libdevice, softmath
 from .module import build_module
 from .plan import DevicePlan, plan_kernels
+from .wgmma import is_wgmma
 
 DEFAULT_ARCH = "sm_90"
 _ARCH = re.compile(r"sm_(\d+)([af]?)")
@@ -90,12 +92,28 @@ def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 
     if hit is not None:
         return hit
     plan = plan_kernels(gpu_passes(func))
+    arch = _for_products(plan, arch)
     tm = machine(arch)
     text = module_text(build_module(plan, arch, str(tm.target_data), min_blocks))
     ptx = _ptx(text, [k.name for k in plan.kernels], tm)
     compiled = CompiledCuda(plan, arch, text, ptx)
     _memory[key] = compiled
     return compiled
+
+
+def _for_products(plan: DevicePlan, arch: str) -> str:
+    """`arch`, or sm_90a where a kernel multiplies by warpgroups: ``wgmma`` exists only on
+    Hopper's arch-specific target (an sm_90a kernel runs on sm_90 devices alone, as the
+    instruction does). Any other architecture is refused."""
+    if not any(is_wgmma(s) for k in plan.kernels for s in walk_stmt(k.body)):
+        return arch
+    if arch.rstrip("a") == "sm_90":
+        return "sm_90a"
+    raise LoweringError(
+        f"the kernel multiplies with wgmma (sl.intrin.wgmma), which only Hopper GPUs run "
+        f"(sm_90a), and it is built for {arch}; build it for 'cuda -arch=sm_90', or use "
+        "sl.intrin.mma_sync"
+    )
 
 
 def clear_memory_cache() -> None:

@@ -33,7 +33,7 @@ from llvmlite import ir
 
 from ...errors import InternalError
 from ...ir import dtype as dt
-from ...ir.expr import Binary, Compare, Const, Expr, Var, const
+from ...ir.expr import Binary, Cast, Compare, Const, Expr, Var, const
 from ...loopir import fragments
 from ...loopir.nodes import Buffer, Tile
 from ..llvm import arith
@@ -49,18 +49,22 @@ LDMATRIX_ALIGN = 16  # bytes: where each 8-element row ldmatrix reads must start
 _PARTS = ("group", "pair", "row", "bit3", "bit4")
 _VARS = tuple(Var(f"lane.{name}", "int32", "loop") for name in _PARTS)
 _G, _T, _R, _B3, _B4 = _VARS
+_W = Var("lane.warp", "int32", "loop")  # a thread's warp in its warpgroup: threadIdx.y
 Affine = tuple[int, int, int]  # constant, coefficient of g, coefficient of t
 
 
 @dataclass(frozen=True)
 class LaneIndex:
-    """The parts of a thread's lane (`_PARTS`) as i64 values, computed once per kernel."""
+    """The parts of a thread's lane (`_PARTS`) as i64 values, computed once per kernel, and
+    for a kernel with warpgroups its warp in the group (threadIdx.y, 4 of them)."""
 
     values: tuple[ir.Value, ...]
+    warp: ir.Value | None = None
 
 
-def lane_index(b: ir.IRBuilder, lane: ir.Value) -> LaneIndex:
-    """The parts of `lane` (an i64 in [0, 32): ``threadIdx.x`` in a 32-wide block)."""
+def lane_index(b: ir.IRBuilder, lane: ir.Value, warp: ir.Value | None = None) -> LaneIndex:
+    """The parts of `lane` (an i64 in [0, 32): ``threadIdx.x`` in a 32-wide block), and the
+    thread's `warp` in its warpgroup where there are warpgroups."""
     parts = (
         b.lshr(lane, ir.Constant(I64, 2)),
         b.and_(lane, ir.Constant(I64, 3)),
@@ -68,18 +72,21 @@ def lane_index(b: ir.IRBuilder, lane: ir.Value) -> LaneIndex:
         b.and_(b.lshr(lane, ir.Constant(I64, 3)), ir.Constant(I64, 1)),
         b.and_(b.lshr(lane, ir.Constant(I64, 4)), ir.Constant(I64, 1)),
     )
-    return LaneIndex(parts)
+    return LaneIndex(parts, warp)
 
 
 @contextmanager
 def _lane_bound(em: StmtEmitter, lane: LaneIndex) -> Iterator[None]:
-    for var, value in zip(_VARS, lane.values):
+    bound = list(zip(_VARS, lane.values))
+    if lane.warp is not None:
+        bound.append((_W, lane.warp))
+    for var, value in bound:
         em.bind(var, value, index=True)
-    em.nonnegative.update(_VARS)
+        em.nonnegative.add(var)
     try:
         yield
     finally:
-        for var in _VARS:
+        for var, _ in bound:
             em.vars.pop(var, None)
             em.nonnegative.discard(var)
 
@@ -89,8 +96,12 @@ def _lane_bound(em: StmtEmitter, lane: LaneIndex) -> Iterator[None]:
 
 @cache
 def _affine(scope: str, shape: tuple[int, int]) -> tuple[tuple[Affine, Affine], ...]:
-    """Per slot, its (row, column) in the tile as `Affine` functions of the lane's g and t."""
-    table = fragments.layout(scope, shape)
+    """Per slot, its (row, column) in the tile as `Affine` functions of the lane's g and t
+    (for a warpgroup's tile, in the 16 rows of the lane's warp: `_warp_rows`)."""
+    if scope == "wgmma.accumulator":
+        table = fragments.warp_slice(shape[1])
+    else:
+        table = fragments.layout(scope, shape)
     found = []
     for slot in range(len(table[0])):
         (r0, c0), (r4, c4), (r1, c1) = table[0][slot], table[4][slot], table[1][slot]
@@ -321,6 +332,7 @@ def store_fragment(
     `clipped`, each element only where it lies inside `dst`'s shape (a tile cut by the edge
     of the tensor)."""
     _in_memory(em, dst)
+    dst = _warp_rows(dst, src)
     if clipped:
         _store_clipped(em, dst, src, values, lane)
         return
@@ -346,6 +358,22 @@ def store_fragment(
                 b.store(
                     converted[slot], em.element(buffer, indices), align=em.align(buffer, indices)
                 )
+
+
+def _warp_rows(dst: Tile, src: Tile) -> Tile:
+    """`dst`, for a warpgroup's accumulator tile, moved to the 16 rows the thread's warp holds."""
+    if src.buffer.scope != "wgmma.accumulator":
+        return dst
+    base = list(dst.base)
+    row = base[dst.dims[0]]
+    base[dst.dims[0]] = Binary(
+        "+", row, Binary("*", const(16, row.dtype), _cast(_W, row.dtype), row.dtype), row.dtype
+    )
+    return Tile(dst.buffer, tuple(base), dst.dims, dst.shape)
+
+
+def _cast(var: Var, dtype: str) -> Expr:
+    return var if var.dtype == dtype else Cast(var, dtype)
 
 
 def _store_clipped(

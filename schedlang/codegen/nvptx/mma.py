@@ -32,6 +32,7 @@ from ..llvm import arith
 from ..llvm.intrinsics import function
 from ..llvm.types import F32, HALF, I32, storage_type, to_storage
 from .matrix_memory import LaneIndex, load_fragment, store_fragment
+from .wgmma import emit_wgmma, is_wgmma
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
@@ -44,7 +45,9 @@ _DTYPES = {
     "wmma.matrix_a": OPERAND_DTYPES,
     "wmma.matrix_b": OPERAND_DTYPES,
     "wmma.accumulator": ACCUMULATOR_DTYPES,
+    "wgmma.accumulator": ("float32",),
 }
+_ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 _V2HALF = ir.VectorType(HALF, 2)
 
 
@@ -58,6 +61,8 @@ def emit_matrix_op(em: StmtEmitter, s: MatrixOp, lane: LaneIndex) -> None:
         write_slots(em, s.dst, [value] * _slots(s.dst))
     elif s.op == "load":
         write_slots(em, s.dst, load_fragment(em, s.dst, s.srcs[0], lane))
+    elif is_wgmma(s):
+        write_slots(em, s.dst, emit_wgmma(em, s.dst, *s.srcs, read_slots(em, s.dst)))
     elif s.op == "mma":
         _mma(em, s.dst, s.srcs[0], s.srcs[1])
     else:
@@ -76,6 +81,8 @@ def check_matrix_op(s: MatrixOp) -> None:
         _check_tile(t)
     fragment = [t.buffer.scope in FRAGMENT_SCOPES for t in tiles]
     expected = {"fill": [True], "load": [True, False], "mma": [True] * 3, "store": [False, True]}
+    if s.op == "mma" and s.dst.buffer.scope == "wgmma.accumulator":
+        expected["mma"] = [True, False, False]  # operands read from shared memory
     if fragment != expected[s.op]:
         scopes = [t.buffer.scope for t in tiles]
         raise InternalError(f"a {s.op} matrix op on tiles of scopes {scopes}")
@@ -83,9 +90,12 @@ def check_matrix_op(s: MatrixOp) -> None:
         raise InternalError(f"a {s.op} matrix op from a {s.srcs[0].shape} tile to {s.dst.shape}")
     if s.op == "load" and s.dst.buffer.dtype != s.srcs[0].buffer.dtype:
         raise InternalError(f"a matrix load from {s.srcs[0].buffer.dtype} to {s.dst.buffer.dtype}")
-    if s.op == "store" and s.srcs[0].buffer.scope != "wmma.accumulator":
+    if s.op in ("fill", "store") and (s.dst, *s.srcs)[-1].buffer.scope not in _ACCUMULATORS:
         raise InternalError(f"a matrix store from the {s.srcs[0].buffer.scope} fragment")
-    if s.op == "mma":
+    if is_wgmma(s):
+        if any(t.buffer.scope != "shared" for t in s.srcs):
+            raise InternalError("a wgmma reads its operands from shared memory")
+    elif s.op == "mma":
         _check_mma(*tiles)
 
 

@@ -26,6 +26,7 @@ from ..llvm.types import I8, I32, I64
 
 GLOBAL, SHARED, LOCAL = 1, 3, 5
 BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks
+SWIZZLE_ALIGN = 1024  # where a swizzled shared buffer starts: its pattern's period
 SHARED_PTR = ir.PointerType(addrspace=SHARED)
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block may declare statically; more is dynamic
 DYNAMIC_SHARED = "dynamic_shared"  # the extern array of dynamic shared memory (a PTX name)
@@ -60,6 +61,7 @@ class SharedLayout:
     regions: dict[int, tuple[tuple[int, int], ...]]
     nbytes: int
     dynamic: bool
+    align: int = BUFFER_ALIGN  # where the regions start: 1024 where a swizzle needs it
 
     def region(self, owner: object, part: int = 0) -> tuple[int, int]:
         found = self.regions.get(id(owner))
@@ -68,10 +70,14 @@ class SharedLayout:
         return found[part]
 
 
-def lay_out_shared(kernel: str, owners: list[tuple[object, tuple[int, ...]]]) -> SharedLayout:
+def lay_out_shared(
+    kernel: str, owners: list[tuple[object, tuple[int, ...]]], align: int = BUFFER_ALIGN
+) -> SharedLayout:
     """Regions for `owners` (each a statement and the bytes of its regions), one after the other
-    at multiples of `BUFFER_ALIGN`, each padded to one: ptxas packs static arrays the same way,
-    so its count and this one agree. A statement met twice keeps its first regions."""
+    at multiples of `align` (`BUFFER_ALIGN`, or the 1024 bytes of a swizzle's pattern, which
+    the tensor cores apply to absolute addresses), each padded to one: ptxas packs static
+    arrays the same way, so its count and this one agree. A statement met twice keeps its first
+    regions."""
     regions: dict[int, tuple[tuple[int, int], ...]] = {}
     offset = 0
     for owner, sizes in owners:
@@ -79,11 +85,11 @@ def lay_out_shared(kernel: str, owners: list[tuple[object, tuple[int, ...]]]) ->
             continue
         placed = []
         for size in sizes:
-            padded = -(-max(size, 1) // BUFFER_ALIGN) * BUFFER_ALIGN
+            padded = -(-max(size, 1) // align) * align
             placed.append((offset, padded))
             offset += padded
         regions[id(owner)] = tuple(placed)
-    return SharedLayout(kernel, regions, offset, offset > STATIC_SHARED_LIMIT)
+    return SharedLayout(kernel, regions, offset, offset > STATIC_SHARED_LIMIT, align)
 
 
 def shared_array(
@@ -100,7 +106,7 @@ def shared_array(
         if base is None:
             base = ir.GlobalVariable(module, ir.ArrayType(I8, 0), DYNAMIC_SHARED, addrspace=SHARED)
             base.linkage = "external"
-            base.align = BUFFER_ALIGN
+            base.align = layout.align
             base.type = SHARED_PTR
         return b.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=I8, name=name)
     unique = f"{layout.kernel}.{name}.{offset}"  # the same region when a statement recurs
@@ -110,6 +116,6 @@ def shared_array(
         memory = ir.GlobalVariable(module, array_t, unique, addrspace=SHARED)
         memory.linkage = "internal"
         memory.initializer = ir.Constant(array_t, ir.Undefined)
-        memory.align = BUFFER_ALIGN
+        memory.align = layout.align
         memory.type = SHARED_PTR  # opaque, as the kernel parameters are (llvmlite types it)
     return memory

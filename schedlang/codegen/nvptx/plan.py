@@ -49,7 +49,7 @@ from ...loopir.printer import stmt_head
 from ...loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
 from ..llvm.storage import constant_count
 from .allreduce import scratch_sizes
-from .nvvm import SharedLayout, lay_out_shared
+from .nvvm import BUFFER_ALIGN, SWIZZLE_ALIGN, SharedLayout, lay_out_shared
 from .uniform import guard_uniform_stores
 
 MAX_THREADS = 1024  # per block, on every CUDA GPU since compute capability 2.0
@@ -70,6 +70,7 @@ _KNOWN = (
     AsyncWait,
 )
 WARP = 32
+WARPGROUP = 128
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,10 +235,10 @@ def _check_matrix_ops(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]
     """A LoweringError when the kernel's tensor-core operations cannot run as warps: each
     lane of a warp is one ``threadIdx.x``, so the block must be 32 threads wide, and an op is
     run once by the whole warp, so it must not stand inside a loop over ``threadIdx.x``."""
-    stack: list[tuple[Stmt, For | None]] = [(body, None)]
-    found = None
+    stack: list[tuple[Stmt, For | None, For | None]] = [(body, None, None)]
+    found = group = None
     while stack:
-        s, lane_loop = stack.pop()
+        s, lane_loop, warp_loop = stack.pop()
         if isinstance(s, MatrixOp):
             found = s
             if lane_loop is not None:
@@ -246,9 +247,19 @@ def _check_matrix_ops(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]
                     f"inside loop {lane_loop.var.name}, bound to threadIdx.x; a warp's 32 "
                     "threads run it together, so it must run outside the loops over threadIdx.x"
                 )
+        if isinstance(s, MatrixOp) and _warpgroup(s) and warp_loop is not None:
+            raise LoweringError(
+                f"kernel '{func.name}': the warpgroup's operation '{stmt_head(s)}' stands "
+                f"inside loop {warp_loop.var.name}, bound to threadIdx.y; the 4 warps of "
+                "threadIdx.y run it together, so it must run outside the loops over threadIdx.y"
+            )
+        if isinstance(s, MatrixOp) and _warpgroup(s):
+            group = s
         if isinstance(s, For) and s.kind == "bound" and s.thread == "threadIdx.x":
             lane_loop = s
-        stack.extend((kid, lane_loop) for kid in stmt_children(s))
+        if isinstance(s, For) and s.kind == "bound" and s.thread == "threadIdx.y":
+            warp_loop = s
+        stack.extend((kid, lane_loop, warp_loop) for kid in stmt_children(s))
     if found is not None and block[0] != WARP:
         raise LoweringError(
             f"kernel '{func.name}': its tensor-core operations ('{stmt_head(found)}') are run "
@@ -256,6 +267,17 @@ def _check_matrix_ops(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]
             f"bind a loop of extent {WARP} to threadIdx.x (and the warps of a block to "
             "threadIdx.y/z)"
         )
+    if group is not None and block[1] != WARPGROUP // WARP:
+        raise LoweringError(
+            f"kernel '{func.name}': its warpgroup operations ('{stmt_head(group)}') are run by "
+            f"the {WARPGROUP // WARP} warps of threadIdx.y together, but its block is "
+            f"{block[1]} threads in y; bind a loop of extent 4 to threadIdx.y (and warpgroups "
+            "to threadIdx.z)"
+        )
+
+
+def _warpgroup(s: MatrixOp) -> bool:
+    return any(t.buffer.scope == "wgmma.accumulator" for t in (s.dst, *s.srcs))
 
 
 def _grid(func: LoweredFunc, body: Stmt) -> tuple[tuple[Expr, Expr, Expr], frozenset[int]]:
@@ -317,6 +339,7 @@ def _shared_layout(
 ) -> SharedLayout:
     """The regions of the shared buffers and of the scratch of the block collectives."""
     owners: list[tuple[object, tuple[int, ...]]] = []
+    swizzled = False
     for s in walk_stmt(body):
         if isinstance(s, ThreadAllReduce):
             owners.append((s, scratch_sizes(s, block)))
@@ -338,4 +361,5 @@ def _shared_layout(
             )
         if s.buffer.scope == "shared":
             owners.append((s, (count * dt.itemsize(s.buffer.dtype),)))
-    return lay_out_shared(name, owners)
+            swizzled |= bool(s.buffer.swizzle)
+    return lay_out_shared(name, owners, SWIZZLE_ALIGN if swizzled else BUFFER_ALIGN)

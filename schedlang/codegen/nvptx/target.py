@@ -32,8 +32,10 @@ from ...loopir.nodes import (
     Buffer,
     For,
     MatrixOp,
+    Stmt,
     ThreadAllReduce,
 )
+from ...loopir.visit import walk_stmt
 from ..llvm.register_values import promoted
 from ..llvm.storage import constant_count
 from ..llvm.target import Target
@@ -55,6 +57,7 @@ from .nvvm import (
     special_register,
 )
 from .plan import KernelPlan
+from .wgmma import WgmmaOrder, is_wgmma, proxy_fence
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
@@ -73,6 +76,8 @@ class NvptxTarget(Target):
         self._indices: dict[str, ir.Value] = {}  # hardware index -> its i64, read at entry
         self._registers: set[int] | None = None  # local buffers kept in SSA values (by id)
         self._lane: LaneIndex | None = None  # threadIdx.x's parts, for tensor-core operations
+        self._products = any(is_wgmma(s) for s in walk_stmt(kernel.body))
+        self._order = WgmmaOrder()
 
     @property
     def key(self) -> str:
@@ -149,7 +154,21 @@ class NvptxTarget(Target):
         return int(loop.extent.value) == self.kernel.block_size(loop.thread)
 
     def barrier(self, em: StmtEmitter) -> None:
+        if self._products:  # the tensor cores read what this thread wrote before the barrier
+            proxy_fence(em)
         barrier(em.b)
+
+    def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:
+        if self._products:
+            self._order.before(em, stmt)
+
+    def after_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:
+        if self._products:
+            self._order.after(em, stmt)
+
+    def end_of_loop_body(self, em: StmtEmitter, body: Stmt) -> None:
+        if self._products:
+            self._order.end_of_body(em, body)
 
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         emit_allreduce(em, stmt, self.kernel.block)
@@ -157,8 +176,9 @@ class NvptxTarget(Target):
     def matrix_op(self, em: StmtEmitter, stmt: MatrixOp) -> None:
         if self._lane is None:  # threadIdx.x is the lane: the plan checked blockDim.x == 32
             lane = self._hardware_index(em, "threadIdx.x")
+            warp = self._hardware_index(em, "threadIdx.y") if self._products else None
             with em.scope.at_entry() as entry:
-                self._lane = lane_index(entry, lane)
+                self._lane = lane_index(entry, lane, warp)
         emit_matrix_op(em, stmt, self._lane)
 
     def async_copy(self, em: StmtEmitter, stmt: AsyncCopy) -> None:

@@ -7,7 +7,9 @@ of the layout (reading a fragment as if lane ``l`` held row ``l``, say) therefor
 it would on a GPU, instead of passing on a friendlier layout.
 
 An op runs for every active warp of the block at once, vectorised over arrays indexed
-``(warp, lane, slot)``. The compiler validates the op's structure once (`matrix_spec`); the
+``(warp, lane, slot)``; a warpgroup's op (``wgmma``, its accumulator's fill and store) likewise
+for every group of 4 warps, ``(group, thread, slot)``, its operands read whole from shared
+memory. The compiler validates the op's structure once (`matrix_spec`); the
 runtime checks what depends on the run: the block is 32 threads wide, each warp is entirely
 active or entirely inactive, the tile bases agree over each warp, and accesses are in bounds.
 
@@ -26,7 +28,7 @@ import numpy as np
 
 from ...errors import InternalError
 from ...ir import dtype as dt
-from ..fragments import WARP, layout, slots
+from ..fragments import WARP, layout, slots, threads
 from ..nodes import FRAGMENT_SCOPES, MatrixOp, Tile
 from .runtime import MANY, UNIFORM, Mem, RaceError, Runtime
 
@@ -42,7 +44,9 @@ _DTYPES = {
     "wmma.matrix_a": ("float16", "bfloat16", "float32"),
     "wmma.matrix_b": ("float16", "bfloat16", "float32"),
     "wmma.accumulator": ("float32", "float16"),
+    "wgmma.accumulator": ("float32",),
 }
+_ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class MatrixSpec:
     tiles: tuple[TileSpec, ...]
     head: str
     clipped: bool = False  # a store keeps only the elements inside its buffer's shape
+    group: int = WARP  # the threads that run it together: a warp, or a warpgroup
 
 
 def matrix_spec(s: MatrixOp) -> MatrixSpec:
@@ -84,15 +89,22 @@ def matrix_spec(s: MatrixOp) -> MatrixSpec:
         raise InternalError(f"{head} {'needs' if s.op == 'fill' else 'takes no'} value")
     tiles = tuple(_tile_spec(t, head) for t in (s.dst, *s.srcs))
     scopes = tuple(t.scope for t in tiles)
+    accumulator = next((x for x in scopes if x in _ACCUMULATORS), "wmma.accumulator")
+    group = threads(accumulator)
     if s.op == "fill":
-        expected = ("wmma.accumulator",)
+        expected = (accumulator,)
     elif s.op == "load":
         expected = (tiles[0].scope if tiles[0].fragment else "a fragment", "memory")
+    elif s.op == "mma" and group > WARP:
+        expected = (accumulator, "shared", "shared")
     elif s.op == "mma":
         expected = ("wmma.accumulator", "wmma.matrix_a", "wmma.matrix_b")
     else:
-        expected = ("memory", "wmma.accumulator")
-    got = tuple("memory" if scope in _MEMORY else scope for scope in scopes)
+        expected = ("memory", accumulator)
+    got = tuple(
+        "memory" if scope in _MEMORY and expected.count("shared") == 0 else scope
+        for scope in scopes
+    )
     if got != expected:
         raise InternalError(
             f"{head} on tiles of scopes {scopes}; it takes {expected} (dst first, then srcs)"
@@ -114,7 +126,8 @@ def matrix_spec(s: MatrixOp) -> MatrixSpec:
             )
     if s.clipped and s.op != "store":
         raise InternalError(f"{head} cannot be clipped: only a store keeps part of its tile")
-    return MatrixSpec(s.op, tiles, head, s.clipped)
+    head = head.replace("mma_sync", "wgmma") if group > WARP else head
+    return MatrixSpec(s.op, tiles, head, s.clipped, group)
 
 
 def _tile_spec(t: Tile, head: str) -> TileSpec:
@@ -155,7 +168,8 @@ def execute(rt: Runtime, spec: MatrixSpec, mask, tiles: tuple, value) -> None:
     """Run `spec` on every warp of the block that `mask` (None: all threads) has active.
     `tiles` holds ``(mem, base values, fragment offset or None)`` per tile of `spec`."""
     warps = _active_warps(rt, spec, mask)
-    lanes = (warps * WARP)[:, None, None] + np.arange(WARP)[None, :, None]  # (warp, lane, 1)
+    size = spec.group
+    lanes = (warps * size)[:, None, None] + np.arange(size)[None, :, None]  # (warp, lane, 1)
     bases = [
         tuple(_per_warp(rt, spec, b, warps, f"the base of '{t.name}'") for b in base)
         for t, (_, base, _) in zip(spec.tiles, tiles)
@@ -185,8 +199,14 @@ def execute(rt: Runtime, spec: MatrixSpec, mask, tiles: tuple, value) -> None:
     elif spec.op == "mma":
         acc = mems[0].array
         c = _gather(acc[lanes, slots_of[0]], dst)
-        a = _gather(mems[1].array[lanes, slots_of[1]], spec.tiles[1])
-        b = _gather(mems[2].array[lanes, slots_of[2]], spec.tiles[2])
+        if size > WARP:  # a warpgroup's operands: whole tiles of shared memory
+            a, b = (
+                _whole(rt, spec, t, m, base, warps)
+                for t, m, base in zip(spec.tiles[1:], mems[1:], bases[1:])
+            )
+        else:
+            a = _gather(mems[1].array[lanes, slots_of[1]], spec.tiles[1])
+            b = _gather(mems[2].array[lanes, slots_of[2]], spec.tiles[2])
         f32 = np.dtype("float32")
         if a.dtype == f32:  # TF32: the operands rounded to a 10-bit mantissa first
             a, b = tf32(a), tf32(b)
@@ -205,26 +225,34 @@ def execute(rt: Runtime, spec: MatrixSpec, mask, tiles: tuple, value) -> None:
 
 
 def _active_warps(rt: Runtime, spec: MatrixSpec, mask) -> np.ndarray:
-    """The warps that run the op: each warp with an active lane, which must have all 32."""
-    width = rt.extents[0]
+    """The warps (warpgroups) that run the op: each with an active thread, which must have
+    all its 32 (128)."""
+    width, size = rt.extents[0], spec.group
     if width != WARP or not rt.threaded:
         raise InternalError(
             f"{spec.head} needs a block whose threadIdx.x extent is exactly {WARP} (a warp per "
             f"threadIdx.y/z), but this block's threadIdx.x extent is {width}"
         )
+    if size > WARP and (len(rt.extents) < 2 or rt.extents[1] != size // WARP):
+        have = rt.extents[1] if len(rt.extents) > 1 else 1
+        raise InternalError(
+            f"{spec.head} is run by a warpgroup, the {size // WARP} warps of threadIdx.y, but "
+            f"this block's threadIdx.y extent is {have}"
+        )
     if mask is None:
-        return np.arange(rt.size // WARP)
-    grid = mask.reshape(-1, WARP)
+        return np.arange(rt.size // size)
+    grid = mask.reshape(-1, size)
     active = grid.any(axis=1)
     partial = np.flatnonzero(active & ~grid.all(axis=1))
     if len(partial):
         w = int(partial[0])
-        on = w * WARP + int(np.flatnonzero(grid[w])[0])
-        off = w * WARP + int(np.flatnonzero(~grid[w])[0])
+        on = w * size + int(np.flatnonzero(grid[w])[0])
+        off = w * size + int(np.flatnonzero(~grid[w])[0])
+        who = "warp" if size == WARP else "warpgroup"
         raise InternalError(
-            f"divergent warp collective: thread {rt.thread_str(on)} reaches the {spec.head} "
-            f"that thread {rt.thread_str(off)} of the same warp skips (a guard or a loop bound "
-            f"on threadIdx.x around it); all {WARP} lanes of a warp must run it together"
+            f"divergent {who} collective: thread {rt.thread_str(on)} reaches the {spec.head} "
+            f"that thread {rt.thread_str(off)} of the same {who} skips (a guard or a loop "
+            f"bound on threadIdx around it); all {size} threads of a {who} must run it together"
         )
     return np.flatnonzero(active)
 
@@ -233,14 +261,14 @@ def _per_warp(rt: Runtime, spec: MatrixSpec, x, warps: np.ndarray, what: str) ->
     """The value of `x` on each warp of `warps`; it must be the same on all lanes of a warp."""
     if not isinstance(x, np.ndarray):
         return np.full(len(warps), x)
-    per = x.reshape(-1, WARP)[warps]
+    per = x.reshape(-1, spec.group)[warps]
     first = per[:, :1]
     same = per == first
     if per.dtype.kind == "f":
         same |= np.isnan(per) & np.isnan(first)
     if not same.all():
         w, lane = (int(k) for k in np.argwhere(~same)[0])
-        a, b = int(warps[w]) * WARP, int(warps[w]) * WARP + lane
+        a, b = int(warps[w]) * spec.group, int(warps[w]) * spec.group + lane
         raise InternalError(
             f"{what} in {spec.head} differs within a warp: {per[w, 0]} on thread "
             f"{rt.thread_str(a)}, {per[w, lane]} on thread {rt.thread_str(b)}; a warp runs a "
@@ -264,7 +292,7 @@ def _slots(rt: Runtime, spec: MatrixSpec, t: TileSpec, base, offset, warps) -> n
                 f"{spec.head} of warp {int(warps[k])}: the {t.shape} tile of fragment "
                 f"'{t.name}' at [{where}] is not an aligned tile of its shape {extents}"
             )
-    count = t.shape[0] * t.shape[1] // WARP
+    count = t.shape[0] * t.shape[1] // threads(t.scope)
     return offset.astype(np.int64)[:, None, None] + np.arange(count)[None, None, :]
 
 
@@ -283,6 +311,16 @@ def _gather(values: np.ndarray, t: TileSpec) -> np.ndarray:
     out = np.empty((len(values), *t.shape), values.dtype)
     out[:, rows, cols] = values
     return out
+
+
+def _whole(rt: Runtime, spec: MatrixSpec, t: TileSpec, mem: Mem, base, warps) -> np.ndarray:
+    """The (group, row, column) tiles of shared memory a warpgroup's op reads, recorded as
+    read by the whole group."""
+    rows = np.arange(t.shape[0])[:, None] + np.zeros(t.shape[1], np.int64)[None, :]
+    cols = np.arange(t.shape[1])[None, :] + np.zeros(t.shape[0], np.int64)[:, None]
+    idx = _elements(rt, spec, t, mem, base, rows, cols, warps)
+    _warp_read(rt, spec, mem, idx, warps)
+    return mem.array[idx]
 
 
 def _inside(mem: Mem, t: TileSpec, base, rows, cols, warps: int) -> np.ndarray:

@@ -1,0 +1,93 @@
+"""A float16/bfloat16 GEMM on Hopper's warpgroup tensor cores (``wgmma``, sm_90a).
+
+The algorithm is `gpu_gemm_fp16.gemm`'s (half-precision data, float32 sums). The schedule is
+shorter than the warp-level one: a warpgroup's instruction reads A and B straight from shared
+memory, so there are no fragment stages for them, and one instruction covers a 64 x n x 16
+tile, so each warpgroup holds one accumulator tile:
+
+- blocks of ``block_rows x block_cols`` outputs (``blockIdx``), 64 rows per warpgroup
+  (``threadIdx.z``); the 4 warps of a group are ``threadIdx.y`` and its lanes ``threadIdx.x``,
+  both left unbound by the tensor-core stages, which all 128 threads run together;
+- each warpgroup accumulates its 64 x ``block_cols`` outputs in a ``wgmma.accumulator``
+  fragment (``cache_write``, ``tensorize`` with ``sl.intrin.wgmma``), k in steps of 16;
+- k in steps of `step` (64: A's rows are then the 128 bytes the swizzled layout has):
+  each step stages A's and B's tiles in shared memory, 16 bytes a copy, swizzled by 128 bytes
+  (``swizzle(128)``, the layout the instruction reads; B's wide rows are kept in 128-byte
+  panels), `stages` - 1 steps ahead (``pipeline``);
+- at the end each warpgroup stores its tile (``store_matrix(n, m=64)``).
+"""
+
+from __future__ import annotations
+
+import schedlang as sl
+from examples.gpu_gemm_fp16 import gemm
+
+__all__ = ["build", "gemm", "schedule"]
+
+GROUP_ROWS = 64  # a warpgroup's accumulator tile: 64 x n
+K_TILE = 16
+
+
+def schedule(
+    a: sl.Tensor,
+    b: sl.Tensor,
+    c: sl.Tensor,
+    block_rows: int = 128,
+    block_cols: int = 256,
+    step: int = 64,
+    stages: int = 4,
+) -> sl.Schedule:
+    """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
+    256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64."""
+    s = sl.create_schedule(c.op)
+    product = c.op.input_tensors[0] if c.op.input_tensors[0].op is not a.op else c
+    a_shared = s.cache_read(a, "shared", [product])
+    b_shared = s.cache_read(b, "shared", [product])
+    if product is c:  # C is the sum itself: accumulate in a fragment copy of it
+        acc = s.cache_write(c, "wgmma.accumulator")
+    else:  # C converts the sum: the sum's stage is the accumulator
+        acc = product
+        s[acc].set_scope("wgmma.accumulator")
+    groups = block_rows // GROUP_ROWS
+
+    i, j = c.op.axis
+    bi, i = s[c].split(i, factor=block_rows)
+    bj, j = s[c].split(j, factor=block_cols)
+    gi, i = s[c].split(i, factor=GROUP_ROWS)
+    s[c].reorder(bi, bj, gi, i, j)
+    s[c].bind(bi, sl.thread_axis("blockIdx.y"))
+    s[c].bind(bj, sl.thread_axis("blockIdx.x"))
+    s[c].bind(gi, sl.thread_axis("threadIdx.z"))
+    s[c].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS))
+
+    s[acc].compute_at(s[c], gi)
+    fi, fj = s[acc].op.axis
+    ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
+    kio, ki = s[acc].split(ki, factor=K_TILE)
+    s[acc].reorder(ko, kio, fi, fj, ki)
+    s[acc].tensorize(fi, sl.intrin.wgmma(n=block_cols))
+
+    vector = 16 // 2  # halves a thread copies at once
+    for staged in (a_shared, b_shared):
+        s[staged].compute_at(s[acc], ko)
+        s[staged].swizzle(128)
+        fused = s[staged].fuse(*s[staged].op.axis)
+        rest, lanes = s[staged].split(fused, factor=vector)
+        rest, tx = s[staged].split(rest, factor=32)
+        rest, ty = s[staged].split(rest, factor=4)
+        _, tz = s[staged].split(rest, factor=groups)
+        s[staged].bind(tx, sl.thread_axis("threadIdx.x"))
+        s[staged].bind(ty, sl.thread_axis("threadIdx.y"))
+        s[staged].bind(tz, sl.thread_axis("threadIdx.z"))
+        s[staged].vectorize(lanes)
+        if stages >= 2:
+            s[staged].pipeline(stages)
+    return s
+
+
+def build(
+    m, n, k, dtype: str = "float16", out_dtype: str = "float32", target: str = "cuda", **options
+):
+    """The GEMM built for `target` (a Hopper GPU: sm_90a)."""
+    a, b, c = gemm(m, n, k, dtype, out_dtype)
+    return sl.build(schedule(a, b, c, **options), [a, b, c], target=target)

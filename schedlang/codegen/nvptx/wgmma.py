@@ -1,0 +1,186 @@
+"""A warpgroup's matrix product on Hopper: ``wgmma.mma_async`` (sm_90a), operands in shared memory.
+
+LLVM has no intrinsic for the product (only for its fences), so it is inline PTX, as MLIR's
+NVVM dialect emits it: the accumulator's 64 x n tile is ``n / 2`` float registers per thread
+(`fragments`: warp ``w`` of the group holds rows ``16 w ..``), tied in and out of the
+instruction, and A and B are *matrix descriptors*: 64-bit words that give the hardware the
+shared address of the tile and how its 128-byte swizzled rows are laid out.
+
+A shared buffer swizzled by 128 bytes (`Buffer`) keeps its rows in panels 128 bytes wide, each
+panel's rows contiguous, and permutes each row's 16-byte chunks by the row's index modulo 8;
+the hardware applies that permutation to the absolute address, so the buffer starts at a
+multiple of 1024 bytes (`nvvm.lay_out_shared`) and the descriptor carries the unpermuted
+address. Along a tile's K dimension:
+
+- contiguous (K-major): the tile's rows are the buffer's rows, 128 bytes apart, 8 of them (a
+  1024-byte swizzle atom) a stride apart (SBO, 1024); K moves within a row, so K's 16 elements
+  must start at a multiple of 16 (one 32-byte step of the row);
+- not contiguous (MN-major, ``imm-trans`` 1): M or N runs along the rows, a panel of 64
+  elements at a time; panels are LBO apart (a panel's size), K's rows 128 bytes apart, each 8
+  SBO (1024) apart; the tile starts at a panel and at a multiple of 8 rows.
+
+Where these cannot be proven from the tile's indices, the kernel is refused (`LoweringError`)
+rather than run on a misread tile.
+
+The instruction runs in the background: `WgmmaOrder` issues ``wgmma.fence`` before the first
+product of a run (other instructions wrote its registers), commits each product as a group, and
+waits for all of them before any other statement and at the end of every loop body that does
+anything else, so that neither the accumulator registers nor the shared tiles are touched while
+a product reads or writes them. Shared memory written by ordinary stores or ``cp.async`` is seen
+by the tensor cores only after ``fence.proxy.async`` in the writing threads: every barrier of a
+kernel with products is preceded by one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...errors import LoweringError
+from ...ir import dtype as dt
+from ...loopir.nodes import Allocate, For, If, Let, MatrixOp, Seq, Stmt, Tile
+from ...loopir.visit import walk_stmt
+from ..llvm.alignment import factor
+from ..llvm.expr import panels
+from ..llvm.types import F32, I32, I64
+from .nvvm import SHARED_PTR
+
+if TYPE_CHECKING:
+    from ..llvm.stmt import StmtEmitter
+
+ATOM = 1024  # bytes of a 128-byte swizzle's repeating pattern: 8 rows of 128 bytes
+ROW = 128  # bytes of a swizzled row (a panel's width)
+_TYPES = {"float16": "f16", "bfloat16": "bf16"}
+
+
+def is_wgmma(s: Stmt) -> bool:
+    """Whether `s` is a warpgroup's product (`MatrixOp` into a ``wgmma.accumulator``)."""
+    return isinstance(s, MatrixOp) and s.op == "mma" and s.dst.buffer.scope == "wgmma.accumulator"
+
+
+def emit_wgmma(em: StmtEmitter, c: Tile, a: Tile, b: Tile, acc: list[ir.Value]) -> list[ir.Value]:
+    """D = A @ B + C for the accumulator slots `acc` of tile `c`; the new slots."""
+    operand = _TYPES.get(a.buffer.dtype)
+    if operand is None or b.buffer.dtype != a.buffer.dtype or c.buffer.dtype != "float32":
+        raise LoweringError(
+            f"wgmma of {a.buffer.dtype} @ {b.buffer.dtype} into {c.buffer.dtype}: it multiplies "
+            "two float16 or two bfloat16 tiles into float32"
+        )
+    n = c.shape[1]
+    desc_a, trans_a = _descriptor(em, a, k_axis=1)
+    desc_b, trans_b = _descriptor(em, b, k_axis=0)
+    count = len(acc)
+    registers = ", ".join(f"${k}" for k in range(count))
+    text = (
+        "{\n.reg .pred p;\n"
+        f"setp.ne.b32 p, ${count + 2}, 0;\n"
+        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operand}.{operand} "
+        f"{{{registers}}}, ${count}, ${count + 1}, p, 1, 1, {trans_a}, {trans_b};\n}}"
+    )
+    result = ir.LiteralStructType([F32] * count)
+    ftype = ir.FunctionType(result, [I64, I64, I32, *([F32] * count)])
+    constraints = ",".join(["=f"] * count + ["l", "l", "r"] + [str(k) for k in range(count)])
+    scale = ir.Constant(I32, 1)  # D = A @ B + D: the fill gave D its first value
+    out = em.b.asm(ftype, text, constraints, [desc_a, desc_b, scale, *acc], side_effect=True)
+    return [em.b.extract_value(out, k) for k in range(count)]
+
+
+def _descriptor(em: StmtEmitter, t: Tile, k_axis: int) -> tuple[ir.Value, int]:
+    """The matrix descriptor of shared tile `t` (K along its axis `k_axis`) and whether it is
+    MN-major (the instruction's ``imm-trans``)."""
+    buffer = t.buffer
+    what = f"wgmma's operand '{buffer.name}'"
+    size = dt.itemsize(buffer.dtype)
+    last = len(buffer.shape) - 1
+    width = buffer.shape[-1]
+    row_bytes = int(width.value) * size if hasattr(width, "value") else None
+    if buffer.scope != "shared" or buffer.swizzle != ROW or buffer.strides is not None:
+        raise LoweringError(f"{what} must be a compact shared buffer swizzled by 128 bytes")
+    if row_bytes != ROW and panels(buffer) is None:
+        raise LoweringError(
+            f"{what} has rows of {row_bytes} bytes; wgmma reads rows of 128 bytes, or rows of a "
+            "whole number of 128-byte panels"
+        )
+    rows = int(buffer.shape[-2].value) if len(buffer.shape) > 1 else 1
+    if rows * ROW % ATOM:
+        raise LoweringError(f"{what} has {rows} rows, not a multiple of 8 (a 1024-byte atom)")
+    k_dim, mn_dim = t.dims[k_axis], t.dims[1 - k_axis]
+    k_major = k_dim == last
+    if mn_dim != last and not k_major:
+        raise LoweringError(f"{what}: neither of its tile's dimensions is contiguous")
+    known = em.known_factors
+    k_base, mn_base = factor(t.base[k_dim], known), factor(t.base[mn_dim], known)
+    if k_major:
+        need = {"K": (k_base, 16), "M/N": (mn_base, 8)}
+        leading, stride = 16, ATOM  # leading: unused by a K-major swizzled layout
+    else:
+        need = {"K": (k_base, 8), "M/N": (mn_base, ROW // size)}
+        leading, stride = rows * ROW, ATOM  # a panel of rows, then the next panel
+    for axis, (have, want) in need.items():
+        if have < want:
+            raise LoweringError(
+                f"{what}: its tile's {axis} index is not provably a multiple of {want}, which "
+                "the swizzled layout needs a tile to start at; tile it by whole 64 x 16 blocks"
+            )
+    b = em.b
+    offset = em.offset(buffer, tuple(t.base), xor=False)
+    base = em.pointer(buffer)
+    if base.type != SHARED_PTR:
+        base = b.addrspacecast(base, SHARED_PTR)
+    address = b.add(b.ptrtoint(base, I64), b.mul(offset, ir.Constant(I64, size)))
+    start = b.lshr(b.and_(address, ir.Constant(I64, 0x3FFFF)), ir.Constant(I64, 4))
+    fields = ((leading >> 4) << 16) | ((stride >> 4) << 32) | (1 << 62)  # 1: 128-byte swizzle
+    return b.or_(start, ir.Constant(I64, fields)), 0 if k_major else 1
+
+
+class WgmmaOrder:
+    """Where the fences, commits and waits of asynchronous products go (see the module)."""
+
+    def __init__(self) -> None:
+        self.pending = False  # products issued and not waited for
+        self.last_was_product = False
+
+    def before(self, em: StmtEmitter, s: Stmt) -> None:
+        """Called before each leaf statement `s`."""
+        if is_wgmma(s):
+            if not self.last_was_product:
+                _asm(em, "wgmma.fence.sync.aligned;")
+            return
+        self.wait(em)
+        self.last_was_product = False
+
+    def after(self, em: StmtEmitter, s: Stmt) -> None:
+        """Called after each leaf statement `s`."""
+        if is_wgmma(s):
+            _asm(em, "wgmma.commit_group.sync.aligned;")
+            self.pending = self.last_was_product = True
+
+    def end_of_body(self, em: StmtEmitter, body: Stmt) -> None:
+        """Called at the end of a loop's body, before it repeats: a body that does anything
+        but products must not start its next iteration with products in flight."""
+        if self.pending and not only_products(body):
+            self.wait(em)
+            self.last_was_product = False
+
+    def wait(self, em: StmtEmitter) -> None:
+        if self.pending:
+            _asm(em, "wgmma.wait_group.sync.aligned 0;")
+            self.pending = False
+
+
+def only_products(body: Stmt) -> bool:
+    """Whether every leaf statement of `body` is a warpgroup's product."""
+    for s in walk_stmt(body):
+        if not isinstance(s, (Seq, For, If, Let, Allocate)) and not is_wgmma(s):
+            return False
+    return True
+
+
+def proxy_fence(em: StmtEmitter) -> None:
+    """Make this thread's writes to shared memory visible to the tensor cores' reads."""
+    _asm(em, "fence.proxy.async.shared::cta;")
+
+
+def _asm(em: StmtEmitter, text: str) -> None:
+    em.b.asm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", [], side_effect=True)

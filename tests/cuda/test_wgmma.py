@@ -1,0 +1,149 @@
+"""Warpgroup tensor cores (`examples/gpu_gemm_wgmma.py`, ``wgmma.mma_async`` on sm_90a): simulated
+on the CPU with the warpgroup's accumulator layout, assembled by ptxas for sm_90a, run on a
+Hopper GPU where there is one, and every way such a schedule is refused.
+
+Inputs are random (never zeros), outputs poisoned with NaN; results are compared with the numpy
+reference of the unscheduled algorithm.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import schedlang as sl
+from examples import gpu_gemm_wgmma as example
+from schedlang.schedule.errors import TensorizeError
+
+from .ptxas import assemble
+from .test_tensor_cores import _close, _inputs
+
+CASES = [
+    # (m, n, k), operands, output, schedule options
+    ((128, 128, 128), "float16", "float32", dict(block_cols=64, stages=2)),
+    ((128, 256, 192), "bfloat16", "bfloat16", dict(block_cols=128, stages=3)),
+    ((64, 64, 64), "float16", "float16", dict(block_rows=64, block_cols=64, stages=1)),
+    ((192, 256, 128), "float16", "float32", dict(block_rows=192, stages=2)),
+    # the edges cut tiles along the rows and the columns: computed whole, stored within C
+    ((200, 136, 128), "float16", "float32", dict(block_cols=64, stages=2)),
+    ((130, 300, 64), "bfloat16", "float32", dict(block_cols=128, stages=2)),
+]
+
+
+def _built(shape, dtype, out, options, target="cuda"):
+    a, b, c = example.gemm(*shape, dtype, out)
+    kernel = sl.build(example.schedule(a, b, c, **options), [a, b, c], target=target)
+    return kernel, (a, b, c)
+
+
+@pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
+def test_simulated_with_the_warpgroup_layout(shape, dtype, out, options):
+    kernel, (a, b, c) = _built(shape, dtype, out, options)
+    x, y, z = _inputs(*shape, dtype, out)
+    kernel.simulate(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), out)
+
+
+def test_the_loop_nest_and_the_ptx():
+    kernel, _ = _built((256, 512, 256), "float16", "float16", {})
+    text = str(kernel.lowered)
+    assert "in wgmma.accumulator" in text
+    assert "+= wgmma(A.shared[" in text and "= store_matrix(acc[0:+64, 0:+256])" in text
+    ptx = kernel.ptx
+    assert ".target sm_90a" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in ptx
+    # A is K-major (imm-trans-a 0), B's rows run along n (MN-major: imm-trans-b 1)
+    assert "p, 1, 1, 0, 1;" in ptx
+    for word in ("wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "fence.proxy.async"):
+        assert word in ptx
+    report = assemble(ptx)
+    assert report.stack_bytes == 0 and report.spill_bytes == 0, report.log
+    assert "serialized" not in report.log  # ptxas kept the products asynchronous
+
+
+def test_only_hopper_runs_it():
+    a, b, c = example.gemm(128, 128, 64)
+    s = example.schedule(a, b, c, block_cols=64, stages=2)
+    with pytest.raises(sl.LoweringError, match=r"only Hopper GPUs run \(sm_90a\).*sm_80"):
+        sl.build(s, [a, b, c], target="cuda -arch=sm_80")
+
+
+def test_intrinsic_arguments_are_checked():
+    with pytest.raises(ValueError, match="multiple of 8 from 8 to 256"):
+        sl.intrin.wgmma(n=12)
+    with pytest.raises(ValueError, match="m must be 16"):
+        sl.intrin.store_matrix(n=64, m=32)
+    assert repr(sl.intrin.wgmma(n=64)) == "sl.intrin.wgmma(n=64)"
+    assert repr(sl.intrin.store_matrix(n=64, m=64)) == "sl.intrin.store_matrix(n=64, m=64)"
+
+
+def _mini(swizzle=True, warps=4, bind_group_warps=False):
+    """A 128 x 64 x 64 GEMM, one warpgroup, with one thing changed from what wgmma needs."""
+    a, b, c = example.gemm(64, 64, 64)
+    s = sl.create_schedule(c.op)
+    shared = [s.cache_read(t, "shared", [c]) for t in (a, b)]
+    acc = s.cache_write(c, "wgmma.accumulator")
+    i, j = c.op.axis
+    s[c].tensorize(i, sl.intrin.store_matrix(n=64, m=64))
+    fi, fj = s[acc].op.axis
+    ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=16)
+    s[acc].reorder(ko, fi, fj, ki)
+    s[acc].tensorize(fi, sl.intrin.wgmma(n=64))
+    if bind_group_warps:
+        s[acc].bind(ko, sl.thread_axis("threadIdx.y"))
+    for staged in shared:
+        if swizzle:
+            s[staged].swizzle(128)
+        fused = s[staged].fuse(*s[staged].op.axis)
+        rest, lanes = s[staged].split(fused, factor=8)
+        rest, tx = s[staged].split(rest, factor=32)
+        _, ty = s[staged].split(rest, factor=warps)
+        s[staged].bind(tx, sl.thread_axis("threadIdx.x"))
+        s[staged].bind(ty, sl.thread_axis("threadIdx.y"))
+        s[staged].vectorize(lanes)
+    return s, [a, b, c]
+
+
+def test_the_mini_schedule_is_right():
+    s, (a, b, c) = _mini()
+    kernel = sl.build(s, [a, b, c], target="cuda")
+    x, y, z = _inputs(64, 64, 64, "float16", "float32")
+    kernel.simulate(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), "float32")
+
+
+def test_operands_must_be_swizzled():
+    s, args = _mini(swizzle=False)
+    with pytest.raises(TensorizeError, match=r"swizzled layout; ask for it with .*swizzle\(128\)"):
+        sl.lower(s, args)
+
+
+def test_the_warps_of_a_group_cannot_be_bound():
+    s, args = _mini(bind_group_warps=True)
+    with pytest.raises(TensorizeError, match="threadIdx.y is the warp of the warpgroup"):
+        sl.lower(s, args)
+
+
+def test_the_block_needs_four_warps_in_y():
+    s, args = _mini(warps=2)
+    with pytest.raises(TensorizeError, match="needs threadIdx.y of extent 4"):
+        sl.lower(s, args)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
+def test_on_the_gpu(shape, dtype, out, options):
+    kernel, (a, b, c) = _built(shape, dtype, out, options)
+    x, y, z = _inputs(*shape, dtype, out, seed=5)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), out)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize("shape", [(1024, 768, 512), (1000, 1000, 320)])
+def test_on_the_gpu_at_a_size_of_many_blocks(shape):
+    kernel, (a, b, c) = _built(shape, "float16", "float32", {})
+    x, y, z = _inputs(*shape, "float16", "float32", seed=11)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), "float32")
