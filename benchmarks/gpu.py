@@ -239,13 +239,12 @@ def bench_gemm_wgmma(repeat: int) -> list[Row]:
 def bench_gemm_wgmma_variants(repeat: int) -> list[Row]:
     """Schedules of the warpgroup GEMM at 4096^3 float16 side by side."""
     variants = {
-        "128x256 blocks, k by 64, 4 stages": {},
+        "256x128 blocks, k by 64, 4 stages": {},
         "same, 3 stages": dict(stages=3),
-        "128x128 blocks, 4 stages": dict(block_cols=128),
-        "128x128 blocks, 5 stages": dict(block_cols=128, stages=5),
-        "256x128 blocks, 4 stages": dict(block_rows=256, block_cols=128),
-        "64x256 blocks, 4 stages": dict(block_rows=64),
-        "192x256 blocks, 3 stages": dict(block_rows=192, stages=3),
+        "128x256 blocks, 4 stages": dict(block_rows=128, block_cols=256),
+        "128x128 blocks, 4 stages": dict(block_rows=128),
+        "64x256 blocks, 4 stages": dict(block_rows=64, block_cols=256),
+        "192x256 blocks, 3 stages": dict(block_rows=192, block_cols=256, stages=3),
     }
     return [
         _gemm_wgmma_row(4096, "float16", options, f"gemm 4096^3 fp16 wgmma, {name}", repeat)

@@ -32,8 +32,8 @@ def schedule(
     a: sl.Tensor,
     b: sl.Tensor,
     c: sl.Tensor,
-    block_rows: int = 128,
-    block_cols: int = 256,
+    block_rows: int = 256,
+    block_cols: int = 128,
     step: int = 64,
     stages: int = 4,
 ) -> sl.Schedule:

@@ -40,7 +40,7 @@ from math import prod
 
 from ..errors import InternalError
 from ..ir.expr import Binary, Const, Expr, const
-from .nodes import FRAGMENT_SCOPES, Buffer
+from .nodes import FRAGMENT_SCOPES, Buffer, MatrixOp, Stmt
 
 WARP = 32
 WARPGROUP = 128
@@ -116,6 +116,12 @@ def warp_slice(n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
         )
         for lane in range(WARP)
     )
+
+
+def is_wgmma(s: Stmt) -> bool:
+    """Whether `s` is a warpgroup's product (a `MatrixOp` into a ``wgmma.accumulator``), which
+    runs in the background until waited for (`codegen.nvptx.wgmma`)."""
+    return isinstance(s, MatrixOp) and s.op == "mma" and s.dst.buffer.scope == "wgmma.accumulator"
 
 
 def lane_size(buffer: Buffer) -> int:

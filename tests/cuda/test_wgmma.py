@@ -22,7 +22,7 @@ CASES = [
     ((128, 128, 128), "float16", "float32", dict(block_cols=64, stages=2)),
     ((128, 256, 192), "bfloat16", "bfloat16", dict(block_cols=128, stages=3)),
     ((64, 64, 64), "float16", "float16", dict(block_rows=64, block_cols=64, stages=1)),
-    ((192, 256, 128), "float16", "float32", dict(block_rows=192, stages=2)),
+    ((192, 256, 128), "float16", "float32", dict(block_rows=192, block_cols=256, stages=2)),
     # the edges cut tiles along the rows and the columns: computed whole, stored within C
     ((200, 136, 128), "float16", "float32", dict(block_cols=64, stages=2)),
     ((130, 300, 64), "bfloat16", "float32", dict(block_cols=128, stages=2)),
@@ -47,10 +47,10 @@ def test_the_loop_nest_and_the_ptx():
     kernel, _ = _built((256, 512, 256), "float16", "float16", {})
     text = str(kernel.lowered)
     assert "in wgmma.accumulator" in text
-    assert "+= wgmma(A.shared[" in text and "= store_matrix(acc[0:+64, 0:+256])" in text
+    assert "+= wgmma(A.shared[" in text and "= store_matrix(acc[0:+64, 0:+128])" in text
     ptx = kernel.ptx
     assert ".target sm_90a" in ptx
-    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
     # A is K-major (imm-trans-a 0), B's rows run along n (MN-major: imm-trans-b 1)
     assert "p, 1, 1, 0, 1;" in ptx
     for word in ("wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "fence.proxy.async"):

@@ -109,6 +109,7 @@ class StmtEmitter(ExprEmitter):
         lo = self.index(s.min)
         hi = self.index_op("+", lo, self.index(s.extent))
         written = self.registers.written_in(s.body)
+        self.target.before_loop(self, s)
         pre = self.b.block
         with for_range(self.b, lo, hi, s.var.name, unroll=s.kind == "unrolled") as i:
             carried = self.registers.enter_loop(i, pre, written)

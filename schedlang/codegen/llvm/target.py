@@ -90,6 +90,9 @@ class Target(ABC):
     def after_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:  # noqa: B027 (no-op by default)
         """Called after each statement that is not a container."""
 
+    def before_loop(self, em: StmtEmitter, loop: For) -> None:  # noqa: B027 (no-op by default)
+        """Called before a serial loop starts."""
+
     def end_of_loop_body(self, em: StmtEmitter, body: Stmt) -> None:  # noqa: B027 (no-op by default)
         """Called at the end of a serial loop's body, before its next iteration."""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from ...errors import InternalError, LoweringError
+from ...loopir.fragments import is_wgmma
 from ...loopir.gpu_passes import gpu_passes
 from ...loopir.nodes import LoweredFunc
 from ...loopir.visit import walk_stmt
@@ -33,7 +34,6 @@ from ..llvm.text import module_text
 from . import libdevice, softmath
 from .module import build_module
 from .plan import DevicePlan, plan_kernels
-from .wgmma import is_wgmma
 
 DEFAULT_ARCH = "sm_90"
 _ARCH = re.compile(r"sm_(\d+)([af]?)")

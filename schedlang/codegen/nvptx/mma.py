@@ -27,12 +27,13 @@ from llvmlite import ir
 
 from ...errors import InternalError, LoweringError
 from ...loopir import fragments
+from ...loopir.fragments import is_wgmma
 from ...loopir.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
 from ..llvm import arith
 from ..llvm.intrinsics import function
 from ..llvm.types import F32, HALF, I32, storage_type, to_storage
 from .matrix_memory import LaneIndex, load_fragment, store_fragment
-from .wgmma import emit_wgmma, is_wgmma
+from .wgmma import emit_wgmma
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter

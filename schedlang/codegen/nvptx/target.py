@@ -25,6 +25,7 @@ from ...errors import LoweringError
 from ...ir import dtype as dt
 from ...ir.expr import Const
 from ...loopir import fragments
+from ...loopir.fragments import is_wgmma
 from ...loopir.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
@@ -57,7 +58,7 @@ from .nvvm import (
     special_register,
 )
 from .plan import KernelPlan
-from .wgmma import WgmmaOrder, is_wgmma, proxy_fence
+from .wgmma import WgmmaOrder, proxy_fence
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
@@ -165,6 +166,10 @@ class NvptxTarget(Target):
     def after_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:
         if self._products:
             self._order.after(em, stmt)
+
+    def before_loop(self, em: StmtEmitter, loop: For) -> None:
+        if self._products:
+            self._order.before_loop(em, loop)
 
     def end_of_loop_body(self, em: StmtEmitter, body: Stmt) -> None:
         if self._products:

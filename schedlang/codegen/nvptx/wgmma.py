@@ -23,12 +23,14 @@ Where these cannot be proven from the tile's indices, the kernel is refused (`Lo
 rather than run on a misread tile.
 
 The instruction runs in the background: `WgmmaOrder` issues ``wgmma.fence`` before the first
-product of a run (other instructions wrote its registers), commits each product as a group, and
-waits for all of them before any other statement and at the end of every loop body that does
-anything else, so that neither the accumulator registers nor the shared tiles are touched while
-a product reads or writes them. Shared memory written by ordinary stores or ``cp.async`` is seen
-by the tensor cores only after ``fence.proxy.async`` in the writing threads: every barrier of a
-kernel with products is preceded by one.
+product of a run (other instructions wrote its registers; before a loop of nothing but
+products, once), commits each run of products as one group, and waits for all of them before
+any other statement and at the end of every loop body that does anything else, so that neither
+the accumulator registers nor the shared tiles are touched while a product reads or writes
+them (letting a group run on across the next step's copies, into another stage, was measured
+no faster). Shared memory written by ordinary stores or ``cp.async`` is seen by the tensor
+cores only after ``fence.proxy.async`` in the writing threads: every barrier of a kernel with
+products is preceded by one.
 """
 
 from __future__ import annotations
@@ -39,7 +41,16 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...loopir.nodes import Allocate, For, If, Let, MatrixOp, Seq, Stmt, Tile
+from ...loopir.fragments import is_wgmma
+from ...loopir.nodes import (
+    Allocate,
+    For,
+    If,
+    Let,
+    Seq,
+    Stmt,
+    Tile,
+)
 from ...loopir.visit import walk_stmt
 from ..llvm.alignment import factor
 from ..llvm.expr import panels
@@ -52,11 +63,6 @@ if TYPE_CHECKING:
 ATOM = 1024  # bytes of a 128-byte swizzle's repeating pattern: 8 rows of 128 bytes
 ROW = 128  # bytes of a swizzled row (a panel's width)
 _TYPES = {"float16": "f16", "bfloat16": "bf16"}
-
-
-def is_wgmma(s: Stmt) -> bool:
-    """Whether `s` is a warpgroup's product (`MatrixOp` into a ``wgmma.accumulator``)."""
-    return isinstance(s, MatrixOp) and s.op == "mma" and s.dst.buffer.scope == "wgmma.accumulator"
 
 
 def emit_wgmma(em: StmtEmitter, c: Tile, a: Tile, b: Tile, acc: list[ir.Value]) -> list[ir.Value]:
@@ -139,6 +145,7 @@ class WgmmaOrder:
 
     def __init__(self) -> None:
         self.pending = False  # products issued and not waited for
+        self.uncommitted = False  # products issued since the last commit
         self.last_was_product = False
 
     def before(self, em: StmtEmitter, s: Stmt) -> None:
@@ -147,14 +154,19 @@ class WgmmaOrder:
             if not self.last_was_product:
                 _asm(em, "wgmma.fence.sync.aligned;")
             return
-        self.wait(em)
         self.last_was_product = False
+        self.wait(em)
 
     def after(self, em: StmtEmitter, s: Stmt) -> None:
         """Called after each leaf statement `s`."""
         if is_wgmma(s):
-            _asm(em, "wgmma.commit_group.sync.aligned;")
-            self.pending = self.last_was_product = True
+            self.pending = self.uncommitted = self.last_was_product = True
+
+    def before_loop(self, em: StmtEmitter, loop: For) -> None:
+        """A loop of nothing but products (over k within a step) is fenced once, before it."""
+        if only_products(loop.body) and not self.last_was_product:
+            _asm(em, "wgmma.fence.sync.aligned;")
+            self.last_was_product = True
 
     def end_of_body(self, em: StmtEmitter, body: Stmt) -> None:
         """Called at the end of a loop's body, before it repeats: a body that does anything
@@ -164,6 +176,11 @@ class WgmmaOrder:
             self.last_was_product = False
 
     def wait(self, em: StmtEmitter) -> None:
+        """Commit the products issued since the last commit (a run of them, one group) and
+        wait for every group."""
+        if self.uncommitted:
+            _asm(em, "wgmma.commit_group.sync.aligned;")
+            self.uncommitted = False
         if self.pending:
             _asm(em, "wgmma.wait_group.sync.aligned 0;")
             self.pending = False
