@@ -239,12 +239,13 @@ def bench_gemm_wgmma(repeat: int) -> list[Row]:
 def bench_gemm_wgmma_variants(repeat: int) -> list[Row]:
     """Schedules of the warpgroup GEMM at 4096^3 float16 side by side."""
     variants = {
-        "256x128 blocks, k by 64, 4 stages": {},
-        "same, 3 stages": dict(stages=3),
-        "128x256 blocks, 4 stages": dict(block_rows=128, block_cols=256),
-        "128x128 blocks, 4 stages": dict(block_rows=128),
-        "64x256 blocks, 4 stages": dict(block_rows=64, block_cols=256),
-        "192x256 blocks, 3 stages": dict(block_rows=192, block_cols=256, stages=3),
+        "128x128 blocks, k by 64, 3 stages (2 blocks a multiprocessor)": {},
+        "same, 2 stages": dict(stages=2),
+        "128x128 blocks, 4 stages (1 block)": dict(stages=4),
+        "256x128 blocks, 4 stages": dict(block_rows=256, stages=4),
+        "128x256 blocks, 4 stages": dict(block_cols=256, stages=4),
+        "64x256 blocks, 4 stages": dict(block_rows=64, block_cols=256, stages=4),
+        "128x64 blocks, 4 stages (3 blocks a multiprocessor)": dict(block_cols=64, stages=4),
     }
     return [
         _gemm_wgmma_row(4096, "float16", options, f"gemm 4096^3 fp16 wgmma, {name}", repeat)

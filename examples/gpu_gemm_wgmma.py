@@ -14,6 +14,9 @@ tile, so each warpgroup holds one accumulator tile:
   each step stages A's and B's tiles in shared memory, 16 bytes a copy, swizzled by 128 bytes
   (``swizzle(128)``, the layout the instruction reads; B's wide rows are kept in 128-byte
   panels), `stages` - 1 steps ahead (``pipeline``);
+- by default 128 x 128 blocks (two warpgroups) and 3 stages, so that two blocks share a
+  multiprocessor (96 KB of shared memory and 256 threads of about 120 registers each): one
+  block's products run while the other waits at its barrier for its copies;
 - at the end each warpgroup stores its tile (``store_matrix(n, m=64)``).
 """
 
@@ -32,10 +35,10 @@ def schedule(
     a: sl.Tensor,
     b: sl.Tensor,
     c: sl.Tensor,
-    block_rows: int = 256,
+    block_rows: int = 128,
     block_cols: int = 128,
     step: int = 64,
-    stages: int = 4,
+    stages: int = 3,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64."""

@@ -22,6 +22,7 @@ CASES = [
     ((128, 128, 128), "float16", "float32", dict(block_cols=64, stages=2)),
     ((128, 256, 192), "bfloat16", "bfloat16", dict(block_cols=128, stages=3)),
     ((64, 64, 64), "float16", "float16", dict(block_rows=64, block_cols=64, stages=1)),
+    ((256, 256, 256), "float16", "float32", dict(block_rows=256, stages=4)),
     ((192, 256, 128), "float16", "float32", dict(block_rows=192, block_cols=256, stages=2)),
     # the edges cut tiles along the rows and the columns: computed whole, stored within C
     ((200, 136, 128), "float16", "float32", dict(block_cols=64, stages=2)),
@@ -58,6 +59,15 @@ def test_the_loop_nest_and_the_ptx():
     report = assemble(ptx)
     assert report.stack_bytes == 0 and report.spill_bytes == 0, report.log
     assert "serialized" not in report.log  # ptxas kept the products asynchronous
+
+
+def test_a_warpgroup_with_no_rows_at_the_edge_keeps_the_products_asynchronous():
+    """At the last block row a warpgroup may have no rows: its products sit under a branch on
+    threadIdx.z, which ptxas must know is uniform in each warp, or it serialises them all."""
+    kernel, _ = _built((1000, 512, 256), "float16", "float32", {})
+    assert "shfl.sync.idx" in kernel.ptx
+    report = assemble(kernel.ptx)
+    assert "serialized" not in report.log, report.log
 
 
 def test_only_hopper_runs_it():

@@ -58,7 +58,7 @@ from .nvvm import (
     special_register,
 )
 from .plan import KernelPlan
-from .wgmma import WgmmaOrder, proxy_fence
+from .wgmma import WgmmaOrder, proxy_fence, warp_uniform
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
@@ -140,10 +140,17 @@ class NvptxTarget(Target):
 
     def _hardware_index(self, em: StmtEmitter, tag: str) -> ir.Value:
         """`tag`'s register, read once per kernel: every statement sits in its own thread
-        loops, and one read each would be hundreds for LLVM to merge."""
+        loops, and one read each would be hundreds for LLVM to merge. In a kernel of warpgroup
+        products, threadIdx.y and .z (the same on all lanes of a warp: blocks are 32 wide)
+        come through a shuffle from lane 0, which tells ptxas that branches on them do not
+        diverge within a warp; a product under a branch it thinks divergent (a warpgroup with
+        no rows left at the edge of the matrix) makes it serialise every product."""
         if tag not in self._indices:
             with em.scope.at_entry() as entry:
-                self._indices[tag] = entry.zext(special_register(entry, tag), I64)
+                value = special_register(entry, tag)
+                if self._products and tag in ("threadIdx.y", "threadIdx.z"):
+                    value = warp_uniform(entry, value)
+                self._indices[tag] = entry.zext(value, I64)
         return self._indices[tag]
 
     def _covers(self, loop: For) -> bool:

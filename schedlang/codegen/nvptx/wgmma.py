@@ -54,6 +54,7 @@ from ...loopir.nodes import (
 from ...loopir.visit import walk_stmt
 from ..llvm.alignment import factor
 from ..llvm.expr import panels
+from ..llvm.intrinsics import function
 from ..llvm.types import F32, I32, I64
 from .nvvm import SHARED_PTR
 
@@ -192,6 +193,14 @@ def only_products(body: Stmt) -> bool:
         if not isinstance(s, (Seq, For, If, Let, Allocate)) and not is_wgmma(s):
             return False
     return True
+
+
+def warp_uniform(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """The i32 `value` of lane 0 of the warp (``shfl.sync.idx``): the same value where it
+    already was the same on every lane, now known to be so."""
+    shfl = function(b.module, "llvm.nvvm.shfl.sync.idx.i32", I32, [I32] * 4)
+    full, clamp = ir.Constant(I32, 0xFFFFFFFF), ir.Constant(I32, 0x1F)
+    return b.call(shfl, [full, value, ir.Constant(I32, 0), clamp])
 
 
 def proxy_fence(em: StmtEmitter) -> None:
