@@ -253,23 +253,34 @@ def bench_gemm_wgmma_variants(repeat: int) -> list[Row]:
     ]
 
 
-def _gemm_wgmma_row(n: int, dtype: str, options: dict, name: str, repeat: int) -> Row:
+def bench_gemm_wgmma_edges(repeat: int) -> list[Row]:
+    """The warpgroup GEMM where one size is not a multiple of its tiles: which edge costs."""
+    return [
+        _gemm_wgmma_row(shape, "float16", {}, f"gemm {'x'.join(map(str, shape))} fp16", repeat)
+        for shape in ((4000, 4096, 4096), (4096, 4000, 4096), (4096, 4096, 4000))
+    ]
+
+
+def _gemm_wgmma_row(n, dtype: str, options: dict, name: str, repeat: int) -> Row:
+    """One warpgroup GEMM of `n` (a size, or (m, n, k)) against cuBLAS."""
+    m, n, k = (n, n, n) if isinstance(n, int) else n
     kind = getattr(torch, dtype)
 
     def make():
-        a, b = (torch.randn(n, n, device="cuda").to(kind) for _ in range(2))
-        return a, b, torch.empty(n, n, device="cuda", dtype=kind)
+        a = torch.randn(m, k, device="cuda").to(kind)
+        b = torch.randn(k, n, device="cuda").to(kind)
+        return a, b, torch.empty(m, n, device="cuda", dtype=kind)
 
-    sets = rotation(make, 3 * 2 * n * n)
+    sets = rotation(make, 2 * (m * k + k * n + m * n))
     a, b, c = sets[0]
     c.fill_(float("nan"))
-    kernel = gpu_gemm_wgmma.build(n, n, n, dtype, out_dtype=dtype, **options)
+    kernel = gpu_gemm_wgmma.build(m, n, k, dtype, out_dtype=dtype, **options)
     kernel(a, b, c)
     check(c, a.double() @ b.double(), name, rtol=1e-2)
-    reps = max(5, repeat // (n // 2048) ** 2)
+    reps = max(5, repeat // max(1, m * n * k // 2048**3))
     ours = rotated_kernel_time(kernel, sets, reps)
     peer = event_time(partial(_cublas_half, itertools.cycle(sets)), reps)
-    return Row(name, ours, "cuBLAS", peer, 2.0 * n**3, "TFLOP/s")
+    return Row(name, ours, "cuBLAS", peer, 2.0 * m * n * k, "TFLOP/s")
 
 
 def _cublas_half(turns) -> torch.Tensor:
@@ -477,6 +488,7 @@ BENCHMARKS = {
     "gemm_tf32": bench_gemm_tf32,
     "gemm_wgmma": bench_gemm_wgmma,
     "gemm_wgmma_variants": bench_gemm_wgmma_variants,
+    "gemm_wgmma_edges": bench_gemm_wgmma_edges,
     "conv2d_fp16": bench_conv2d_fp16,
     "elementwise": bench_elementwise,
     "transpose": bench_transpose,
