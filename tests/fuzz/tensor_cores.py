@@ -28,6 +28,7 @@ from hypothesis.errors import InvalidArgument
 
 import schedlang as sl
 from examples import gpu_gemm_fp16 as example
+from examples import gpu_gemm_wgmma
 from schedlang.ir import dtype as dt
 
 from .guards import DeviceGuarded, Guarded
@@ -52,9 +53,12 @@ class TensorCoreCase:
     options: dict = field(default_factory=dict)
     defect: Defect | None = None
     symbolic: tuple[str, ...] = ()  # the sizes ("m", "n", "k") that are `sl.var`s
+    wgmma: bool = False  # `examples/gpu_gemm_wgmma.py`'s schedule (warpgroups, sm_90a)
 
     @property
     def family(self) -> str:
+        if self.wgmma:
+            return "tensor_cores: wgmma"
         return "tensor_cores" if self.defect is None else f"tensor_cores: {self.defect.kind}"
 
     @property
@@ -65,8 +69,9 @@ class TensorCoreCase:
     def describe(self) -> str:
         defect = f", defect {self.defect}" if self.defect else ""
         symbolic = f" symbolic {self.symbolic}" if self.symbolic else ""
+        kind = " (wgmma)" if self.wgmma else ""
         return (
-            f"gemm{self.shape}{symbolic} {self.dtype} -> {self.out_dtype}, "
+            f"gemm{self.shape}{symbolic}{kind} {self.dtype} -> {self.out_dtype}, "
             f"options {self.options}{defect}"
         )
 
@@ -75,6 +80,8 @@ class TensorCoreCase:
         return example.gemm(*sizes, self.dtype, self.out_dtype)
 
     def schedule(self, a: sl.Tensor, b: sl.Tensor, c: sl.Tensor) -> sl.Schedule:
+        if self.wgmma:
+            return gpu_gemm_wgmma.schedule(a, b, c, **self.options)
         if self.defect is None:
             return example.schedule(a, b, c, **self.options)
         return schedule_with(self.defect, a, b, c, **self.options)
@@ -88,8 +95,11 @@ def draw_case(data) -> TensorCoreCase:
     warp tiles of 16 to 64, one or two warps each way (the block a multiple of the warp, as
     the example needs), k steps of 16 to 64, no pipeline or 2 to 4 stages, double buffering,
     swizzled or padded shared tiles; now and then symbolic sizes (isl must prove the tiles
-    whole for every value, or the edge clipped); about a third of the cases with a defect."""
+    whole for every value, or the edge clipped); about a third of the cases with a defect.
+    One case in five is the warpgroup example's instead (`_wgmma_case`)."""
     draw = data.draw
+    if draw(st.integers(0, 4), label="wgmma") == 0:
+        return _wgmma_case(data)
     shape = tuple(draw(st.sampled_from(SIZES), label=f"size {d}") for d in "mnk")
     dtype = draw(st.sampled_from(["float16", "bfloat16", "float32"]), label="operands")
     out_dtype = draw(st.sampled_from(sorted({"float32", dtype})), label="output")
@@ -114,6 +124,26 @@ def draw_case(data) -> TensorCoreCase:
         DEFECTS[kind](data, case)
         case.defect = replace(case.defect, kind=kind)
     return case
+
+
+def _wgmma_case(data) -> TensorCoreCase:
+    """`examples/gpu_gemm_wgmma.py`'s GEMM: float16 or bfloat16, one or two warpgroups of 64
+    rows, 8 to 128 columns (the instruction's n), 1 to 4 stages, sizes cut by the tiles along
+    m and n now and then. Sizes its layout cannot take (k steps of rows shorter than 128 bytes:
+    k under 64) must be refused clearly."""
+    draw = data.draw
+    dtype = draw(st.sampled_from(["float16", "bfloat16"]), label="operands")
+    out_dtype = draw(st.sampled_from(["float32", dtype]), label="output")
+    m = draw(st.sampled_from([64, 128, 96, 130, 200]), label="size m")
+    n = draw(st.sampled_from([64, 128, 72, 136, 200]), label="size n")
+    k = draw(st.sampled_from([64, 128, 192, 48]), label="size k")
+    options = dict(
+        block_rows=draw(st.sampled_from([64, 128]), label="block rows"),
+        block_cols=draw(st.sampled_from([16, 64, 128]), label="block cols"),
+        stages=draw(st.sampled_from([1, 2, 3, 4]), label="stages"),
+    )
+    symbolic = draw(st.sampled_from([(), (), ("m",)]), label="symbolic sizes")
+    return TensorCoreCase((m, n, k), dtype, out_dtype, options, symbolic=symbolic, wgmma=True)
 
 
 def _cuts(k: int, step: int, k_tile: int) -> bool:
