@@ -31,6 +31,7 @@ import schedlang as sl  # noqa: E402
 from examples import (  # noqa: E402
     gpu_conv2d,
     gpu_conv2d_fp16,
+    gpu_conv2d_wgmma,
     gpu_elementwise,
     gpu_gemm,
     gpu_gemm_fp16,
@@ -411,6 +412,40 @@ def bench_conv2d_fp16(repeat: int) -> list[Row]:
     return rows
 
 
+def bench_conv2d_wgmma(repeat: int) -> list[Row]:
+    """The same convolution as an implicit GEMM on the warpgroup tensor cores
+    (`examples/gpu_conv2d_wgmma.py`: images and channels last, float16 results), against
+    cuDNN in float16 with channels_last tensors and ``cudnn.benchmark``."""
+    torch.backends.cudnn.benchmark = True
+    batch, size, cin, cout = 256, 14, 256, 512
+    x = torch.randn(batch, cin, size, size, device="cuda").half()
+    weight = torch.randn(cout, cin, 3, 3, device="cuda").half()
+    a = x.permute(2, 3, 0, 1).contiguous()  # A[h, w, n, c]
+    w = weight.permute(2, 3, 1, 0).contiguous()  # W[kh, kw, c, o]
+    out = torch.full((size, size, batch, cout), float("nan"), device="cuda").half()
+    want = torch.nn.functional.conv2d(x.double(), weight.double(), padding=1)
+    x_last = x.to(memory_format=torch.channels_last)
+    w_last = weight.to(memory_format=torch.channels_last)
+    reps = max(5, repeat // 5)
+    peer = event_time(lambda: torch.nn.functional.conv2d(x_last, w_last, padding=1), reps)
+    flops = 2.0 * batch * cout * cin * 9 * size * size
+    rows = []
+    variants = {
+        "128x128 blocks, 3 stages": {},
+        "128x256 blocks, 4 stages": dict(block_cols=256, stages=4),
+        "256x128 blocks, 4 stages": dict(block_rows=256, stages=4),
+    }
+    for name, options in variants.items():
+        kernel = gpu_conv2d_wgmma.build(size, size, batch, cin, cout, **options)
+        out.fill_(float("nan"))
+        kernel(a, w, out)
+        check(out.permute(2, 3, 0, 1), want, f"conv2d wgmma, {name}", rtol=1e-2)
+        ours = kernel_time(kernel, (a, w, out), reps)
+        name = f"conv2d TE tensorcore shape fp16, wgmma, {name}"
+        rows.append(Row(name, ours, "cuDNN fp16 NHWC", peer, flops, "TFLOP/s"))
+    return rows
+
+
 def bench_compile(repeat: int) -> list[Row]:
     """Seconds from schedule to loaded kernel for the GEMM, each time at a new size so that no
     compile cache helps (the process's LLVM and CUDA are warm: the first build came before),
@@ -490,6 +525,7 @@ BENCHMARKS = {
     "gemm_wgmma_variants": bench_gemm_wgmma_variants,
     "gemm_wgmma_edges": bench_gemm_wgmma_edges,
     "conv2d_fp16": bench_conv2d_fp16,
+    "conv2d_wgmma": bench_conv2d_wgmma,
     "elementwise": bench_elementwise,
     "transpose": bench_transpose,
     "rows": bench_rows,

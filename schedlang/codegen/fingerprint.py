@@ -84,7 +84,7 @@ def _stmt_token(s: Stmt, buffer, ident) -> str:
             token += f":{s.op}:{buffer(t.buffer)}:{tuple(t.dims)}:{tuple(t.shape)}"
         token += ":clipped" if s.clipped else ""
     if isinstance(s, AsyncCopy):  # its indices are among `stmt_exprs`
-        token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.lanes}"
+        token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.lanes}:{s.when is not None}"
     if isinstance(s, AsyncWait):
         token += f":{s.pending}"
     return token

@@ -162,7 +162,8 @@ class _Inserter:
         if isinstance(s, AsyncCopy):
             # a store that lands later; the pipeline that issues it waits and synchronises
             # before the copy is read, and reads of other copies are told apart by their index
-            reads = self.reads(s, (*s.dst_index, *s.src_index), ctx)
+            when = () if s.when is None else (s.when,)
+            reads = self.reads(s, (*s.dst_index, *s.src_index, *when), ctx)
             write = self.access(s, s.dst, s.dst_index, True, ctx)
             accesses = reads if write is None else {**reads, write.key: write}
             return s, _Summary(accesses, accesses, False)

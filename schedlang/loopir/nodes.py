@@ -178,13 +178,16 @@ class AsyncCopy(Stmt):
     global buffer, `dst` a shared one, and the bytes moved (``lanes`` x the element size) are 4,
     8 or 16, aligned to that size at both ends. The elements are in `dst` only once an
     `AsyncWait` of the same thread has waited for the group the copy was committed with
-    (`AsyncCommit`); other threads see them after a `Barrier` that follows that wait."""
+    (`AsyncCommit`); other threads see them after a `Barrier` that follows that wait. Where
+    `when` is given and false, zeros are written instead and `src` is not read (padding:
+    ``cp.async``'s source size of 0)."""
 
     dst: Buffer
     dst_index: tuple[Expr, ...]
     src: Buffer
     src_index: tuple[Expr, ...]
     lanes: int
+    when: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

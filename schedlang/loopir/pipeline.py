@@ -18,7 +18,9 @@ A group is committed in every iteration, empty past the end, so that "all but th
 ``stages - 2``" is always the group of the current iteration.
 
 A fill must be a plain copy from global memory whose innermost loop moves 4, 8 or 16 bytes of
-consecutive elements (a vectorized loop of 1-4 floats or 2-8 halves, or single floats):
+consecutive elements (a vectorized loop of 1-4 floats or 2-8 halves, or single floats), or
+such a copy padded with zeros (``if_then_else(cond, A[...], 0)``, the condition the same for
+the lanes of a vector: the copy then writes zeros where it is false, reading nothing):
 anything else is a `LoweringError` that says what to change.
 """
 
@@ -28,7 +30,7 @@ from dataclasses import replace
 
 from ..errors import LoweringError
 from ..ir import dtype as dt
-from ..ir.expr import Binary, Compare, Const, Expr, Var, const
+from ..ir.expr import Binary, Compare, Const, Expr, Select, Var, const
 from .nodes import (
     Allocate,
     AsyncCommit,
@@ -132,7 +134,8 @@ def _asynchronous(fill: Stmt, group: list[Buffer], stages: int) -> Stmt:
                     )
                 return issued
         if isinstance(s, Store) and id(s.buffer) in targets:
-            return _copy(s, s.indices, _source(s, stages), 1, stages)
+            source, when = _source(s, stages)
+            return _copy(s, s.indices, source, 1, stages, when)
         return None
 
     return rewrite_top_down(fill, copy)  # a vectorized loop before the store inside it
@@ -142,7 +145,14 @@ def _vector_copy(loop: For, store: Store, stages: int) -> Stmt:
     if not isinstance(loop.extent, Const):
         raise _error(store, stages, "its vectorized loop has no constant extent")
     lanes = int(loop.extent.value)
-    source = _source(store, stages)
+    source, when = _source(store, stages)
+    if when is not None and depends_on(when, loop.var):
+        raise _error(
+            store,
+            stages,
+            f"its padding condition differs between the lanes of its vectorized loop "
+            f"'{loop.var.name}'; pad whole vectors (a condition on the rows, not the lanes)",
+        )
     for buffer in (store.buffer, source.buffer):
         last = None if buffer.strides is None else buffer.strides[-1]
         if last is not None and not (isinstance(last, Const) and int(last.value) == 1):
@@ -168,10 +178,12 @@ def _vector_copy(loop: For, store: Store, stages: int) -> Stmt:
     dst = tuple(simplify_expr(substitute_expr(i, first)) for i in store.indices)
     start = tuple(simplify_expr(substitute_expr(i, first)) for i in source.indices)
     src = Load(source.buffer, start, source.dtype)
-    return _copy(store, dst, src, lanes, stages)
+    return _copy(store, dst, src, lanes, stages, when)
 
 
-def _copy(store: Store, dst: tuple, source: Load, lanes: int, stages: int) -> AsyncCopy:
+def _copy(
+    store: Store, dst: tuple, source: Load, lanes: int, stages: int, when: Expr | None = None
+) -> AsyncCopy:
     size = lanes * dt.bits(store.buffer.dtype) // 8
     if size not in _BYTES:
         raise _error(
@@ -183,11 +195,19 @@ def _copy(store: Store, dst: tuple, source: Load, lanes: int, stages: int) -> As
             "vector (a row's tail guarded lane by lane is copied element by element); or "
             "double_buffer() the stage instead",
         )
-    return AsyncCopy(store.buffer, dst, source.buffer, source.indices, lanes)
+    return AsyncCopy(store.buffer, dst, source.buffer, source.indices, lanes, when)
 
 
-def _source(store: Store, stages: int) -> Load:
-    value = store.value
+def _source(store: Store, stages: int) -> tuple[Load, Expr | None]:
+    """The element of global memory `store` copies, and the condition where it copies one
+    rather than a zero (padding), or None."""
+    value, when = store.value, None
+    if (
+        isinstance(value, Select)
+        and isinstance(value.false_value, Const)
+        and float(value.false_value.value) == 0.0
+    ):
+        value, when = value.true_value, value.cond
     if not isinstance(value, Load) or value.buffer.scope != "global":
         raise _error(
             store,
@@ -197,7 +217,7 @@ def _source(store: Store, stages: int) -> Load:
         )
     if value.dtype != store.buffer.dtype:
         raise _error(store, stages, "it converts its values, which an asynchronous copy cannot")
-    return value
+    return value, when
 
 
 def _between(s: Stmt, var: Var) -> bool:

@@ -84,7 +84,8 @@ def stmt_head(stmt: Stmt) -> str:
         dst = ", ".join(expr_str(i) for i in stmt.dst_index)
         src = ", ".join(expr_str(i) for i in stmt.src_index)
         lanes = f":+{stmt.lanes}" if stmt.lanes > 1 else ""
-        return f"{stmt.dst.name}[{dst}{lanes}] = async_copy({stmt.src.name}[{src}{lanes}])"
+        when = "" if stmt.when is None else f" if {expr_str(stmt.when)} else zeros"
+        return f"{stmt.dst.name}[{dst}{lanes}] = async_copy({stmt.src.name}[{src}{lanes}]){when}"
     if isinstance(stmt, AsyncCommit):
         return "async_commit()"
     if isinstance(stmt, AsyncWait):

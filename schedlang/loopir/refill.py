@@ -124,7 +124,7 @@ def retarget(stmt: Stmt, old: Buffer, new: Buffer, which: Expr) -> Stmt:
             srcs = tuple(tile(t) for t in s.srcs)
             return MatrixOp(s.op, tile(s.dst), srcs, s.value, s.clipped)
         if isinstance(s, AsyncCopy) and s.dst is old:
-            return AsyncCopy(new, (which,) + s.dst_index, s.src, s.src_index, s.lanes)
+            return AsyncCopy(new, (which,) + s.dst_index, s.src, s.src_index, s.lanes, s.when)
         return None
 
     return transform_stmt(stmt, store, load)

@@ -183,7 +183,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         value = () if s.value is None else (s.value,)
         return (*(i for t in (s.dst, *s.srcs) for i in t.base), *value)
     if isinstance(s, AsyncCopy):
-        return (*s.dst_index, *s.src_index)
+        when = () if s.when is None else (s.when,)
+        return (*s.dst_index, *s.src_index, *when)
     return ()
 
 
@@ -255,9 +256,11 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         return MatrixOp(s.op, tiles[0], tiles[1:], value, s.clipped)
     if isinstance(s, AsyncCopy):
         dst, src = tuple(ex(i) for i in s.dst_index), tuple(ex(i) for i in s.src_index)
-        if all(a is b for a, b in zip(dst + src, s.dst_index + s.src_index)):
+        when = None if s.when is None else ex(s.when)
+        same = all(a is b for a, b in zip(dst + src, s.dst_index + s.src_index))
+        if same and when is s.when:
             return s
-        return AsyncCopy(s.dst, dst, s.src, src, s.lanes)
+        return AsyncCopy(s.dst, dst, s.src, src, s.lanes, when)
     if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait)):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")

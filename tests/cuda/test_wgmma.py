@@ -8,6 +8,9 @@ reference of the unscheduled algorithm.
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
 import schedlang as sl
@@ -157,3 +160,46 @@ def test_on_the_gpu_at_a_size_of_many_blocks(shape):
     x, y, z = _inputs(*shape, "float16", "float32", seed=11)
     kernel(x, y, z)
     _close(z, sl.reference(c, {a: x, b: y}), "float32")
+
+
+CONV_CASES = [
+    # (height, width, batch, in, out), output, schedule options
+    ((4, 4, 128, 128, 128), "float16", {}),
+    ((5, 3, 64, 64, 64), "float32", dict(block_rows=64, block_cols=64, stages=2)),
+    ((3, 6, 128, 128, 64), "float16", dict(block_cols=64, stages=4)),
+]
+
+
+def _conv(shape, out, options, seed):
+    from examples import gpu_conv2d_wgmma as conv_example
+
+    a, w, c = conv_example.conv2d(*shape, out_dtype=out)
+    kernel = sl.build(conv_example.schedule(a, w, c, **options), [a, w, c], target="cuda")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, [int(d) for d in a.shape]).astype(np.float16)
+    y = rng.uniform(-1.0, 1.0, [int(d) for d in w.shape]).astype(np.float16)
+    z = np.full([int(d) for d in c.shape], np.nan, np.dtype(out))
+    return kernel, (a, w, c), (x, y, z)
+
+
+@pytest.mark.parametrize(("shape", "out", "options"), CONV_CASES)
+def test_a_convolution_as_an_implicit_gemm_simulated(shape, out, options):
+    """The padding inlined into the data's pipelined copy: rows outside the image are copied
+    as zeros (cp.async's zero fill), nothing padded is written."""
+    kernel, (a, w, c), (x, y, z) = _conv(shape, out, options, seed=2)
+    assert "else zeros" in str(kernel.lowered)
+    kernel.simulate(x, y, z)
+    _close(z, sl.reference(c, {a: x, w: y}), out)
+    # the zero fill: cp.async with a source size operand
+    assert re.search(r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 16, %r", kernel.ptx)
+    report = assemble(kernel.ptx)
+    assert report.stack_bytes == 0 and "serialized" not in report.log, report.log
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(("shape", "out", "options"), CONV_CASES)
+def test_a_convolution_on_the_gpu(shape, out, options):
+    kernel, (a, w, c), (x, y, z) = _conv(shape, out, options, seed=7)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, w: y}), out)

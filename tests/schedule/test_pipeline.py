@@ -142,3 +142,50 @@ def test_vectorized_copies_of_a_box_cut_by_the_edge(n):
     text = str(check(s, [a, b], [c]))
     assert (":+4] = async_copy(B[" in text) == (n % 4 == 0)
     assert "= async_copy(B[" in text
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_a_padded_copy_is_pipelined_with_zeros_for_the_padding(stages):
+    """A copy of ``if_then_else(cond, A[...], 0)`` is an asynchronous copy that writes zeros
+    where the condition is false and reads nothing there (cp.async's zero fill): the padding
+    of a convolution's data, inlined into its shared tile."""
+    m, n, kk = 9, 7, 10
+    a = sl.placeholder((m, kk), name="A")
+    b = sl.placeholder((kk, n), name="B")
+    shifted = sl.compute(
+        (m, kk),
+        lambda i, j: sl.if_then_else(i >= 2, a[i - 2, j], sl.const(0.0, "float32")),
+        name="Apad",
+    )
+    k = sl.reduce_axis((0, kk), name="k")
+    c = sl.compute((m, n), lambda i, j: sl.sum(shifted[i, k] * b[k, j], axis=k), name="C")
+    s = sl.create_schedule(c)
+    s[shifted].compute_inline()
+    aa, bb, _ = gemm_shared_local(s, shifted, b, c)
+    s[aa].pipeline(stages)
+    s[bb].pipeline(stages)
+    text = str(check(s, [a, b], [c]))
+    assert re.search(r"Apad\.shared\[.*\] = async_copy\(A\[.*\]\) if .* else zeros", text)
+
+
+def test_padding_that_varies_within_a_vector_is_refused():
+    m, n, kk = 8, 8, 16
+    a = sl.placeholder((m, kk), name="A")
+    b = sl.placeholder((kk, n), name="B")
+    ragged = sl.compute(
+        (m, kk),
+        lambda i, j: sl.if_then_else(j >= 1, a[i, j - 1], sl.const(0.0, "float32")),
+        name="Apad",
+    )
+    k = sl.reduce_axis((0, kk), name="k")
+    c = sl.compute((m, n), lambda i, j: sl.sum(ragged[i, k] * b[k, j], axis=k), name="C")
+    s = sl.create_schedule(c)
+    s[ragged].compute_inline()
+    aa, _, cl = gemm_shared_local(s, ragged, b, c, kf=8, fill="none")
+    rows, cols = s[aa].op.axis
+    s[aa].bind(rows, sl.thread_axis("threadIdx.y"))
+    _, vector = s[aa].split(cols, factor=4)
+    s[aa].vectorize(vector)
+    s[aa].pipeline(2)
+    with pytest.raises(sl.LoweringError, match="padding condition differs between the lanes"):
+        sl.lower(s, [a, b, c])

@@ -20,6 +20,7 @@ from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.expr import Const
 from ...loopir.nodes import AsyncCopy, Buffer
+from .control import if_else
 from .types import storage_type
 
 if TYPE_CHECKING:
@@ -78,6 +79,17 @@ def emit_synchronous_copy(em: StmtEmitter, s: AsyncCopy) -> None:
     check_async_copy(em, s)
     vector_t = ir.VectorType(storage_type(s.dst.dtype), s.lanes)
     b = em.b
-    source = em.element(s.src, s.src_index)
-    value = b.load(source, typ=vector_t, align=em.align(s.src, s.src_index))
-    b.store(value, em.element(s.dst, s.dst_index), align=em.align(s.dst, s.dst_index))
+    target = em.element(s.dst, s.dst_index)
+    align = em.align(s.dst, s.dst_index)
+    if s.when is None:
+        source = em.element(s.src, s.src_index)
+        value = b.load(source, typ=vector_t, align=em.align(s.src, s.src_index))
+        b.store(value, target, align=align)
+        return
+    with if_else(b, em.condition(s.when)) as (then, otherwise):
+        with then:
+            source = em.element(s.src, s.src_index)
+            value = b.load(source, typ=vector_t, align=em.align(s.src, s.src_index))
+            b.store(value, target, align=align)
+        with otherwise:
+            b.store(ir.Constant(vector_t, None), target, align=align)

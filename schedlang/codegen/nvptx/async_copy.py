@@ -66,7 +66,17 @@ def emit_async_copy(em: StmtEmitter, s: AsyncCopy, arch: str) -> None:
     src = _address(em, s.src, s.src_index, _GLOBAL_PTR)
     cache = "cg" if nbytes == 16 else "ca"
     name = f"llvm.nvvm.cp.async.{cache}.shared.global.{nbytes}"
-    em.b.call(function(em.b.module, name, ir.VoidType(), [_SHARED_PTR, _GLOBAL_PTR]), [dst, src])
+    if s.when is None:
+        fn = function(em.b.module, name, ir.VoidType(), [_SHARED_PTR, _GLOBAL_PTR])
+        em.b.call(fn, [dst, src])
+        return
+    # padding: a source size of 0 bytes fills the destination with zeros and reads nothing;
+    # the source address then points at the buffer's start, never past its end
+    b, read = em.b, em.condition(s.when)
+    src = b.select(read, src, em.pointer(s.src))
+    size = b.select(read, ir.Constant(I32, nbytes), ir.Constant(I32, 0))
+    fn = function(em.b.module, name + ".s", ir.VoidType(), [_SHARED_PTR, _GLOBAL_PTR, I32])
+    b.call(fn, [dst, src, size])
 
 
 def emit_async_commit(em: StmtEmitter, arch: str) -> None:

@@ -152,13 +152,22 @@ def check_copy(dst, src, lanes: int, head: str) -> None:
         raise InternalError(f"{head}: an async copy runs along the last dimension of its buffers")
 
 
-def issue(rt: Runtime, mask, dst: Mem, dst_idx, dst_strides, src: Mem, src_idx, src_strides, n):
-    """Run an `AsyncCopy` of `n` lanes: read the source now, queue the writes."""
+def issue(
+    rt: Runtime, mask, dst: Mem, dst_idx, dst_strides, src: Mem, src_idx, src_strides, n, when
+):
+    """Run an `AsyncCopy` of `n` lanes: read the source now, queue the writes; where `when`
+    (None: always) is false, zeros are queued and the source is not read."""
     owners, tids = _issuers(rt, mask)
     rows = len(owners)
-    src_at = _elements(rt, src, owners, tids, mask, src_idx, src_strides, n)
     dst_at = _elements(rt, dst, owners, tids, mask, dst_idx, dst_strides, n)
-    values = src.array[src_at]
+    if when is None:
+        values = src.array[_elements(rt, src, owners, tids, mask, src_idx, src_strides, n)]
+    else:
+        read = np.broadcast_to(np.asarray(_rows(when, owners, mask), bool), (rows,))
+        # rows that read nothing point at element 0 (never read) rather than out of bounds
+        at = tuple(np.where(read, _rows(i, owners, mask), 0) for i in src_idx)
+        values = src.array[_elements(rt, src, owners, tids, None, at, src_strides, n)]
+        values = np.where(read[:, None], values, np.zeros((), src.array.dtype))
     flat = np.ravel_multi_index(dst_at, dst.shape).reshape(rows, n)
     each = np.repeat(tids, n)
     rt._check_duplicates(dst, flat.ravel(), each)
@@ -170,6 +179,11 @@ def issue(rt: Runtime, mask, dst: Mem, dst_idx, dst_strides, src: Mem, src_idx, 
     groups = state.committed[owners].copy()
     copy = _Copy(dst, owners.copy(), tids.copy(), groups, flat, values, mask is None)
     state.queue.append(copy)
+
+
+def _rows(x, owners, mask):
+    """The value of `x` (an array over the block's threads, or one value) on each issuer."""
+    return x[owners] if isinstance(x, np.ndarray) and mask is not None else x
 
 
 def _elements(rt: Runtime, mem: Mem, owners, tids, mask, indices, strides, n) -> tuple:

@@ -306,7 +306,8 @@ class _Compiler(ExprCompiler):
                 strides = f"({tuple_code([self.expr(x, mask) for x in buffer.strides])})"
             args.append(f"{b}, ({indices}), {strides}")
         issue = self.constant(asynccopy.issue, "async_issue")
-        self.emit(f"{ind}{issue}(_rt, {mask}, {args[0]}, {args[1]}, {s.lanes})")
+        when = "None" if s.when is None else self.expr(s.when, mask)
+        self.emit(f"{ind}{issue}(_rt, {mask}, {args[0]}, {args[1]}, {s.lanes}, {when})")
 
     def allocate(self, s: Allocate, ind: str, mask: str | None) -> None:
         buffer = s.buffer
