@@ -247,6 +247,10 @@ def bench_gemm_wgmma_variants(repeat: int) -> list[Row]:
         "128x256 blocks, 4 stages": dict(block_cols=256, stages=4),
         "64x256 blocks, 4 stages": dict(block_rows=64, block_cols=256, stages=4),
         "128x64 blocks, 4 stages (3 blocks a multiprocessor)": dict(block_cols=64, stages=4),
+        "128x128 blocks, k by 128, 2 stages": dict(step=128, stages=2),
+        "128x128 blocks, k by 128, 3 stages": dict(step=128, stages=3),
+        "256x128 blocks, k by 128, 2 stages": dict(block_rows=256, step=128, stages=2),
+        "128x256 blocks, k by 128, 2 stages": dict(block_cols=256, step=128, stages=2),
     }
     return [
         _gemm_wgmma_row(4096, "float16", options, f"gemm 4096^3 fp16 wgmma, {name}", repeat)
