@@ -10,10 +10,12 @@ import numpy as np
 
 from ..codegen.cpu.cache import CompiledCpu, compile_cpu
 from ..codegen.cpu.parallel import PARALLEL_FOR
+from ..codegen.cpu.trampoline import UNUSUAL, guard
 from ..codegen.llvm.function import OUT_OF_MEMORY
 from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from .arguments import check_arguments, written_params
+from .fast_path import guard_spec
 from .parallel import parallel_for_address, take_error
 from .size_limits import SizeLimits
 
@@ -36,6 +38,11 @@ class Kernel:
         self._entry = _ENTRY(compiled.address)
         self._written = written_params(lowered)
         self._limits = SizeLimits(lowered)
+        # the usual call checked and started in machine code (`fast_path`), or None
+        spec = guard_spec(lowered, self._written, self._limits)
+        self._guard = None if spec is None else guard(spec, compiled.address)
+        self._checked = None if self._guard is None else self._guard.function
+        self._table = None if self._guard is None else self._guard.table
 
     @classmethod
     def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
@@ -44,6 +51,12 @@ class Kernel:
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> None:
+        if self._checked is not None and not sizes:
+            status = self._checked(id(arrays), self._table)  # a tuple, alive throughout
+            if status == 0:
+                return
+            if status != UNUSUAL:
+                raise self._failure(status)
         self._run(check_arguments(self.lowered, self._written, arrays, sizes, self._limits))
 
     def _failure(self, status: int) -> LaunchError:

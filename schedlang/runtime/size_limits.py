@@ -48,6 +48,19 @@ class SizeLimits:
         if narrow:
             self._derived = tuple(_derived_checks(func, position, checked))
 
+    @property
+    def derived(self) -> bool:
+        """Whether a call must evaluate expressions of the sizes (temporaries, loop ends)."""
+        return bool(self._derived)
+
+    def size_limits(self) -> tuple[int, ...]:
+        """The largest value of each size, in `func.sizes` order."""
+        return tuple(limit for _, _, limit in self._sizes)
+
+    def count_limit(self) -> int | None:
+        """The largest element count of an array, or None where no array can exceed it."""
+        return self.limit if self._arrays else None
+
     def check(self, values: Sequence[int], shaped: Sequence[object]) -> None:
         """Raise ValueError unless every size in `values` and every count of `shaped` (one
         object with a ``.shape`` per parameter, its shape already checked) fits."""

@@ -1,0 +1,123 @@
+"""Microseconds per call of a small kernel, against its peers in the same process.
+
+A vector add of 1,024 floats (three arrays) called in a loop: on the CPU with numpy arrays
+against ``numpy.add(a, b, out=c)``; on a GPU, where there is one, with torch tensors, cupy
+arrays and ``sl`` device arrays against ``torch.add(a, b, out=c)`` (and a Triton kernel where
+Triton is installed). What is timed is the whole call as a user makes it, the median of
+several rounds of many calls (so a noisy machine cannot pick the best round), the peer
+interleaved round by round with the kernel.
+
+    python benchmarks/launch.py [--calls 20000] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import schedlang as sl  # noqa: E402
+
+N = 1024
+
+
+def vector_add(target: str):
+    a = sl.placeholder((N,), name="A")
+    b = sl.placeholder((N,), name="B")
+    c = sl.compute((N,), lambda i: a[i] + b[i], name="C")
+    s = sl.create_schedule(c.op)
+    if target == "cuda":
+        bx, tx = s[c].split(c.op.axis[0], factor=256)
+        s[c].bind(bx, sl.thread_axis("blockIdx.x"))
+        s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+    return sl.build(s, [a, b, c], target=target)
+
+
+def per_call(fn: Callable[[], object], calls: int, sync: Callable[[], None]) -> float:
+    """Microseconds per call of `fn` over `calls` calls."""
+    sync()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def compare(rows: list, name: str, ours, peer_name: str, peer, calls: int, rounds: int, sync):
+    for _ in range(3):  # warm-up
+        ours(), peer()
+    mine, theirs = [], []
+    for _ in range(rounds):
+        mine.append(per_call(ours, calls, sync))
+        theirs.append(per_call(peer, calls, sync))
+    m, t = statistics.median(mine), statistics.median(theirs)
+    spread = (max(mine) - min(mine)) / m
+    rows.append((name, m, spread, peer_name, t))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    rows: list = []
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(-1, 1, (2, N)).astype(np.float32)
+    c = np.full(N, np.nan, np.float32)
+    kernel = vector_add("cpu")
+    kernel(a, b, c)
+    assert np.array_equal(c, a + b)
+    compare(
+        rows,
+        "cpu, numpy arrays",
+        lambda: kernel(a, b, c),
+        "numpy.add",
+        lambda: np.add(a, b, out=c),
+        args.calls,
+        args.rounds,
+        lambda: None,
+    )
+    if sl.cuda_available():
+        _gpu(rows, args.calls // 10, args.rounds)
+    print("| call | us per call | spread | peer | peer us | ours/peer |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, m, spread, peer, t in rows:
+        print(f"| {name} | {m:.2f} | {spread:.0%} | {peer} | {t:.2f} | {m / t:.2f}x |")
+
+
+def _gpu(rows: list, calls: int, rounds: int) -> None:
+    import torch
+
+    kernel = vector_add("cuda")
+    a, b = (torch.rand(N, device="cuda") for _ in range(2))
+    c = torch.full((N,), float("nan"), device="cuda")
+    kernel(a, b, c)
+    assert torch.equal(c, a + b)
+    sync = torch.cuda.synchronize
+    peer = lambda: torch.add(a, b, out=c)  # noqa: E731
+    compare(
+        rows, "cuda, torch tensors", lambda: kernel(a, b, c), "torch.add", peer, calls, rounds, sync
+    )
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        x, y = (cupy.asarray(t) for t in (a, b))
+        z = cupy.empty(N, cupy.float32)
+        ours = lambda: kernel(x, y, z)  # noqa: E731
+        compare(rows, "cuda, cupy arrays", ours, "torch.add", peer, calls, rounds, sync)
+    x, y, z = (sl.array(t.cpu().numpy(), device="cuda") for t in (a, b, c))
+    ours = lambda: kernel(x, y, z)  # noqa: E731
+    compare(rows, "cuda, sl device arrays", ours, "torch.add", peer, calls, rounds, sync)
+
+
+if __name__ == "__main__":
+    main()
