@@ -4,12 +4,15 @@ Building needs no GPU: the PTX is generated (and can be read, or checked with pt
 machine. The GPU is touched on the first call, which loads the module (shared by the kernels of
 one PTX, unloaded when the last of them is collected). A call checks and places its arguments,
 launches the kernels on the default stream, waits for them, and copies host outputs back; an
-error the driver reports while they run is a `LaunchError` naming the kernel.
+error the driver reports while they run is a `LaunchError` naming the kernel. After a first
+call, the usual call with torch tensors takes a shorter way (`torch_calls`): queued on torch's
+current stream and not waited for, as a torch operation is.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 from typing import Any
 
 from ..codegen.nvptx.compile import CompiledCuda
@@ -20,7 +23,9 @@ from . import cuda_driver
 from .arguments import check_arguments, named_sizes, written_params
 from .cuda_arguments import Placed, place_arguments
 from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
+from .fast_path import guard_spec
 from .size_limits import SizeLimits
+from .torch_calls import TorchCall
 
 
 class CudaKernel:
@@ -39,14 +44,29 @@ class CudaKernel:
         self._limits = SizeLimits(lowered)
         self._module: cuda_driver.Module | None = None  # the functions' lifetime
         self._functions: list[Any] | None = None
+        self._torch: TorchCall | None = None  # the usual torch call, made after a first call
+        self._torch_tried = False
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: object, **sizes: int) -> None:
+        if self._torch is not None and not sizes and self._torch.launch(arrays):
+            return  # queued on torch's current stream (`torch_calls`)
         placed = self._place(arrays, sizes)
         launch = self._prepare(placed)
         launch.run()
         self._wait("running")
         placed.finish()
+        if self._torch is None and not self._torch_tried and "torch" in sys.modules:
+            self._torch_tried = True
+            spec = guard_spec(self.lowered, self._written, self._limits)
+            self._torch = TorchCall.make(
+                self.lowered.name,
+                self._compiled.plan,
+                self._functions,
+                spec,
+                self._limits,
+                cuda_driver.device(),
+            )
 
     @entry_point(also=(TypeError, ValueError))
     def simulate(self, *arrays: object, **sizes: int) -> None:

@@ -49,6 +49,11 @@ class SizeLimits:
             self._derived = tuple(_derived_checks(func, position, checked))
 
     @property
+    def needed(self) -> bool:
+        """Whether a call has anything to check."""
+        return bool(self._sizes or self._arrays or self._derived)
+
+    @property
     def derived(self) -> bool:
         """Whether a call must evaluate expressions of the sizes (temporaries, loop ends)."""
         return bool(self._derived)

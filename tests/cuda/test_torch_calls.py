@@ -1,0 +1,88 @@
+"""The usual call of a CUDA kernel with torch tensors (`runtime.torch_calls`): queued on torch's
+current stream, ordered with the torch work around it, captured by CUDA graphs; every other call
+taken by the general path with its errors. Outputs are poisoned with NaN."""
+
+from __future__ import annotations
+
+import pytest
+
+import schedlang as sl
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
+
+
+def _add(m, n, dtype="float32"):
+    a = sl.placeholder((m, n), dtype, name="A")
+    b = sl.placeholder((m, n), dtype, name="B")
+    c = sl.compute((m, n), lambda i, j: a[i, j] + b[i, j], name="C")
+    s = sl.create_schedule(c.op)
+    i, j = c.op.axis
+    s[c].bind(i, sl.thread_axis("blockIdx.x"))
+    s[c].bind(j, sl.thread_axis("threadIdx.x"))
+    return sl.build(s, [a, b, c], target="cuda")
+
+
+def _tensors(m, n, dtype=torch.float32):
+    a, b = (torch.randn(m, n, device="cuda").to(dtype) for _ in range(2))
+    return a, b, torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+
+
+@pytest.mark.parametrize("m", [6, sl.var("m")], ids=["constant", "symbolic"])
+def test_the_usual_call_is_queued_on_the_current_stream(m):
+    kernel = _add(m, 32)
+    a, b, c = _tensors(6, 32)
+    kernel(a, b, c)  # the first call: the general path, which sets the short one up
+    assert kernel._torch is not None
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        x, y, z = _tensors(6, 32)
+        kernel(x, y, z)
+        doubled = z * 2  # queued after the kernel on the same stream
+    stream.synchronize()
+    torch.testing.assert_close(doubled, (x + y) * 2)
+
+
+def test_a_cuda_graph_captures_the_call_and_replays_it_on_new_contents():
+    kernel = _add(8, 64)
+    a, b, c = _tensors(8, 64)
+    kernel(a, b, c)  # warm-up outside the capture, as torch asks of every captured op
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernel(a, b, c)
+    for _ in range(2):
+        a.copy_(torch.randn(8, 64, device="cuda"))
+        c.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c, a + b)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        (lambda a, b, c: (a.double(), b, c), TypeError, "must have dtype float32"),
+        (lambda a, b, c: (a.t().contiguous().t(), b, c), ValueError, "not C-contiguous"),
+        (lambda a, b, c: (a, b, a), ValueError, "overlaps"),
+        (lambda a, b, c: (a.reshape(-1)[1:193].reshape(6, 32), b, c), ValueError, "multiple of 16"),
+        (lambda a, b, c: (a[:, :16].contiguous(), b, c), ValueError, "must be 32"),
+    ],
+    ids=["dtype", "strides", "overlap", "misaligned", "shape"],
+)
+def test_every_other_call_takes_the_general_path_and_its_error(make, error, match):
+    kernel = _add(6, 32)
+    a, b, c = _tensors(6, 32)
+    kernel(a, b, c)
+    big = torch.randn(6 * 32 + 8, device="cuda")
+    a = big if match == "multiple of 16" else a
+    with pytest.raises(error, match=match):
+        kernel(*make(a, b, c))
+
+
+def test_host_tensors_still_take_the_general_path():
+    kernel = _add(6, 32)
+    a, b, c = _tensors(6, 32)
+    kernel(a, b, c)
+    x, y, z = (t.cpu() for t in _tensors(6, 32))
+    kernel(x, y, z)
+    torch.testing.assert_close(z, x + y)
