@@ -24,6 +24,7 @@ from .arguments import check_arguments, named_sizes, written_params
 from .cuda_arguments import Placed, place_arguments
 from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
 from .fast_path import guard_spec
+from .outputs import OutputPlan
 from .size_limits import SizeLimits
 from .torch_calls import TorchCall
 
@@ -46,11 +47,17 @@ class CudaKernel:
         self._functions: list[Any] | None = None
         self._torch: TorchCall | None = None  # the usual torch call, made after a first call
         self._torch_tried = False
+        self._outputs = OutputPlan(lowered, self._written)
 
     @entry_point(also=(TypeError, ValueError))
-    def __call__(self, *arrays: object, **sizes: int) -> None:
+    def __call__(self, *arrays: object, **sizes: int) -> object:
         if self._torch is not None and not sizes and self._torch.launch(arrays):
-            return  # queued on torch's current stream (`torch_calls`)
+            return None  # queued on torch's current stream (`torch_calls`)
+        completed = self._outputs.complete(arrays, sizes)
+        if completed is not None:  # inputs alone: the outputs are made and returned
+            full, made = completed
+            self(*full, **sizes)
+            return made[0] if len(made) == 1 else made
         placed = self._place(arrays, sizes)
         launch = self._prepare(placed)
         launch.run()
@@ -58,7 +65,7 @@ class CudaKernel:
         placed.finish()
         if self._torch is None and not self._torch_tried and "torch" in sys.modules:
             self._torch_tried = True
-            spec = guard_spec(self.lowered, self._written, self._limits)
+            spec = guard_spec(self.lowered, self._written, self._limits, derived=True)
             self._torch = TorchCall.make(
                 self.lowered.name,
                 self._compiled.plan,

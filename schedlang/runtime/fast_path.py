@@ -24,9 +24,13 @@ from ..loopir.nodes import LoweredFunc
 from .size_limits import SizeLimits
 
 
-def guard_spec(func: LoweredFunc, written: Sequence[bool], limits: SizeLimits) -> GuardSpec | None:
-    """The guard's checks for `func`, or None where its calls must take the general path."""
-    if limits.derived:
+def guard_spec(
+    func: LoweredFunc, written: Sequence[bool], limits: SizeLimits, derived: bool = False
+) -> GuardSpec | None:
+    """The guard's checks for `func`, or None where its calls must take the general path;
+    with `derived`, also for a kernel whose limits evaluate expressions of the sizes (the
+    caller then checks those itself, as `torch_calls` does with `SizeLimits.check`)."""
+    if limits.derived and not derived:
         return None
     position = {v: k for k, v in enumerate(func.sizes)}
     shown = set()

@@ -16,6 +16,7 @@ from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from .arguments import check_arguments, written_params
 from .fast_path import guard_spec
+from .outputs import OutputPlan
 from .parallel import parallel_for_address, take_error
 from .size_limits import SizeLimits
 
@@ -26,7 +27,8 @@ class Kernel:
     """A lowered function compiled for the CPU.
 
     ``kernel(*arrays, **sizes)`` runs it on numpy arrays in the order of `args` given to
-    `sl.build`, writing outputs in place; sizes that no array shows are passed by name.
+    `sl.build`, writing outputs in place; sizes that no array shows are passed by name. Called
+    with its inputs alone, it makes its outputs and returns them (`outputs`).
     Outputs must be C-contiguous; an input of another layout (a strided slice, a transpose) is
     copied to a C-contiguous temporary first, since the compiled code assumes dense rows.
     """
@@ -38,6 +40,7 @@ class Kernel:
         self._entry = _ENTRY(compiled.address)
         self._written = written_params(lowered)
         self._limits = SizeLimits(lowered)
+        self._outputs = OutputPlan(lowered, self._written)
         # the usual call checked and started in machine code (`fast_path`), or None
         spec = guard_spec(lowered, self._written, self._limits)
         self._guard = None if spec is None else guard(spec, compiled.address)
@@ -50,14 +53,20 @@ class Kernel:
         return cls(lowered, compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}))
 
     @entry_point(also=(TypeError, ValueError))
-    def __call__(self, *arrays: np.ndarray, **sizes: int) -> None:
+    def __call__(self, *arrays: np.ndarray, **sizes: int) -> object:
         if self._checked is not None and not sizes:
             status = self._checked(id(arrays), self._table)  # a tuple, alive throughout
             if status == 0:
-                return
+                return None
             if status != UNUSUAL:
                 raise self._failure(status)
+        completed = self._outputs.complete(arrays, sizes)
+        if completed is not None:  # inputs alone: the outputs are made and returned
+            full, made = completed
+            self._run(check_arguments(self.lowered, self._written, full, sizes, self._limits))
+            return made[0] if len(made) == 1 else made
         self._run(check_arguments(self.lowered, self._written, arrays, sizes, self._limits))
+        return None
 
     def _failure(self, status: int) -> LaunchError:
         if status == OUT_OF_MEMORY:

@@ -265,7 +265,7 @@ def test_host_arrays_are_checked_before_the_gpu_is_touched():
     kernel = sl.build(s, inputs + outputs, target="cuda")
     x = np.ones(10, np.float32)
     with pytest.raises(TypeError, match="takes 3 arrays"):
-        kernel(x, x)
+        kernel(x)  # (two arrays would be its inputs alone: the output is then made)
     with pytest.raises(TypeError, match="argument 'B' must have dtype float32, got float64"):
         kernel(x, x.astype(np.float64), x.copy())
     with pytest.raises(ValueError, match="dimension 0 of 'B'"):

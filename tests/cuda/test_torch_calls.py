@@ -12,14 +12,20 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
 
 
-def _add(m, n, dtype="float32"):
+def _add(m, n, dtype="float32", split=None):
     a = sl.placeholder((m, n), dtype, name="A")
     b = sl.placeholder((m, n), dtype, name="B")
     c = sl.compute((m, n), lambda i, j: a[i, j] + b[i, j], name="C")
     s = sl.create_schedule(c.op)
     i, j = c.op.axis
-    s[c].bind(i, sl.thread_axis("blockIdx.x"))
-    s[c].bind(j, sl.thread_axis("threadIdx.x"))
+    if split is not None:  # threads over a tail: a grid of (n - 1) // 8 + 1 blocks in x
+        outer, inner = s[c].split(j, factor=split)
+        s[c].bind(i, sl.thread_axis("blockIdx.y"))
+        s[c].bind(outer, sl.thread_axis("blockIdx.x"))
+        s[c].bind(inner, sl.thread_axis("threadIdx.x"))
+    else:
+        s[c].bind(i, sl.thread_axis("blockIdx.x"))
+        s[c].bind(j, sl.thread_axis("threadIdx.x"))
     return sl.build(s, [a, b, c], target="cuda")
 
 
@@ -28,9 +34,13 @@ def _tensors(m, n, dtype=torch.float32):
     return a, b, torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
 
 
-@pytest.mark.parametrize("m", [6, sl.var("m")], ids=["constant", "symbolic"])
-def test_the_usual_call_is_queued_on_the_current_stream(m):
-    kernel = _add(m, 32)
+@pytest.mark.parametrize(
+    ("m", "n", "split"),
+    [(6, 32, None), (sl.var("m"), 32, None), (sl.var("m"), sl.var("n"), 8)],
+    ids=["constant", "symbolic", "a tail"],
+)
+def test_the_usual_call_is_queued_on_the_current_stream(m, n, split):
+    kernel = _add(m, n, split=split)
     a, b, c = _tensors(6, 32)
     kernel(a, b, c)  # the first call: the general path, which sets the short one up
     assert kernel._torch is not None
@@ -86,3 +96,15 @@ def test_host_tensors_still_take_the_general_path():
     x, y, z = (t.cpu() for t in _tensors(6, 32))
     kernel(x, y, z)
     torch.testing.assert_close(z, x + y)
+
+
+def test_called_with_its_inputs_alone_it_returns_outputs_of_their_kind():
+    kernel = _add(6, 32)
+    a, b, _ = _tensors(6, 32)
+    c = kernel(a, b)
+    assert isinstance(c, torch.Tensor) and c.device == a.device and c.dtype == a.dtype
+    torch.testing.assert_close(c, a + b)
+    x, y = (t.cpu().numpy() for t in (a, b))
+    z = kernel(x, y)
+    assert type(z).__name__ == "ndarray"
+    torch.testing.assert_close(torch.from_numpy(z), torch.from_numpy(x + y))

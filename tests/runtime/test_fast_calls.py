@@ -79,7 +79,7 @@ def _unusual_cases():
         ("disjoint views of one array", lambda: _halves(overlap=False), None),
         ("a list", lambda: (good().tolist(), good(), good()), TypeError),
         ("a subclass of ndarray", lambda: (good().view(_Sub), good(), good()), None),
-        ("two arrays", lambda: (good(), good()), TypeError),
+        ("one array", lambda: (good(),), TypeError),
     ]
 
 
@@ -166,3 +166,36 @@ def test_the_guard_and_the_general_path_agree(rows, cols, dtype, layout, out_lay
         except (TypeError, ValueError) as error:
             outcomes.append((type(error).__name__, str(error)))
     assert outcomes[0] == outcomes[1]
+
+
+def test_called_with_its_inputs_alone_a_kernel_makes_and_returns_its_outputs():
+    kernel = _add(sl.var("m"), 7)
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(-1, 1, (2, 4, 7)).astype(np.float32)
+    c = kernel(a, b)
+    assert isinstance(c, np.ndarray) and c.shape == (4, 7) and c.dtype == np.float32
+    np.testing.assert_array_equal(c, a + b)
+    assert kernel(a, b, np.empty_like(a)) is None  # outputs passed: written in place
+
+
+def test_several_outputs_come_back_as_a_tuple_in_args_order():
+    a = sl.placeholder((5,), name="A")
+    total = sl.compute((5,), lambda i: a[i] + 1.0, name="Total")
+    double = sl.compute((5,), lambda i: a[i] * 2.0, name="Double")
+    s = sl.create_schedule([total.op, double.op])
+    kernel = sl.build(s, [double, a, total], target="cpu")
+    x = np.arange(5, dtype=np.float32)
+    got = kernel(x)
+    assert isinstance(got, tuple) and len(got) == 2
+    np.testing.assert_array_equal(got[0], 2 * x)
+    np.testing.assert_array_equal(got[1], x + 1)
+
+
+def test_an_output_whose_size_no_input_shows_must_be_passed():
+    n = sl.var("n")
+    a = sl.placeholder((4,), name="A")
+    c = sl.compute((n,), lambda i: a[0] * 1.0, name="C")
+    kernel = sl.build(sl.create_schedule(c.op), [a, c], target="cpu")
+    with pytest.raises(ValueError, match="size 'n'.*pass it by name"):
+        kernel(np.ones(4, np.float32))
+    np.testing.assert_array_equal(kernel(np.ones(4, np.float32), n=3), np.ones(3))
