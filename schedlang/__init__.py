@@ -48,6 +48,7 @@ from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
 from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from .platform_info import cuda_available
 from .runtime.device_array import DeviceArray, array, empty
+from .runtime.saved import load
 from .schedule import intrin as intrin
 from .schedule.schedule import Schedule, create_schedule, thread_axis
 from .schedule.stage import Stage
@@ -94,6 +95,7 @@ __all__ = [
     "build",
     "create_schedule",
     "cuda_available",
+    "load",
     "lower",
     "thread_axis",
     "Reducer",

@@ -162,6 +162,12 @@ class CudaKernel:
         synced = cuda_driver.driver().cuStreamSynchronize(0)
         cuda_driver.check(synced, f"kernel '{self.lowered.name}' failed while {doing}")
 
+    def export(self, path) -> None:
+        """Save the kernel to `path` for `sl.load` in another process (`runtime.saved`)."""
+        from .saved import export
+
+        export(self, path)
+
     @property
     def ptx(self) -> str:
         """The PTX of all kernels (one module)."""

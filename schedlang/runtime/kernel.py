@@ -68,6 +68,12 @@ class Kernel:
         self._run(check_arguments(self.lowered, self._written, arrays, sizes, self._limits))
         return None
 
+    def export(self, path) -> None:
+        """Save the kernel to `path` for `sl.load` in another process (`runtime.saved`)."""
+        from .saved import export
+
+        export(self, path)
+
     def _failure(self, status: int) -> LaunchError:
         if status == OUT_OF_MEMORY:
             return LaunchError(f"kernel '{self.lowered.name}' ran out of memory for a buffer")
