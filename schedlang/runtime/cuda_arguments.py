@@ -56,6 +56,7 @@ class Placed:
     copies_back: list[tuple[DeviceArray, np.ndarray]] = field(default_factory=list)
     keep: list[object] = field(default_factory=list)  # alive until the kernels are done
     taken: list[dlpack_import.Taken] = field(default_factory=list)
+    copied: bool = False  # some argument came from the host: a device copy of it is kept
 
     def finish(self) -> None:
         """Copy outputs that came as host arrays back into them, and hand DLPack tensors
@@ -104,6 +105,7 @@ def place_arguments(
         copy = DeviceArray(view.shape, view.dtype, "cuda")
         copy.copy_from_host(view.host)
         placed.keep.append(copy)
+        placed.copied = True
         placed.pointers.append(copy.ptr)
         if out:
             placed.copies_back.append((copy, view.host))

@@ -2,11 +2,12 @@
 
 Building needs no GPU: the PTX is generated (and can be read, or checked with ptxas) on any
 machine. The GPU is touched on the first call, which loads the module (shared by the kernels of
-one PTX, unloaded when the last of them is collected). A call checks and places its arguments,
-launches the kernels on the default stream, waits for them, and copies host outputs back; an
-error the driver reports while they run is a `LaunchError` naming the kernel. After a first
-call, the usual call with torch tensors takes a shorter way (`torch_calls`): queued on torch's
-current stream and not waited for, as a torch operation is.
+one PTX, unloaded when the last of them is collected). A call checks and places its arguments
+and launches the kernels on the caller's stream (`streams`: ``stream=``, torch's or cupy's
+current one, else the legacy default stream); on the legacy stream, or with host arrays to copy
+back, it waits for them and copies host outputs back, and an error the driver reports while they
+run is a `LaunchError` naming the kernel. After a first call, the usual call with torch tensors
+takes a shorter way (`torch_calls`).
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepa
 from .fast_path import guard_spec
 from .outputs import OutputPlan
 from .size_limits import SizeLimits
+from .streams import callers_stream, stream_handle
 from .torch_calls import TorchCall
 
 
 class CudaKernel:
     """A lowered function compiled for a CUDA GPU.
 
-    ``kernel(*arrays, **sizes)`` takes numpy arrays (copied in and out), ``sl.array`` device
-    arrays and GPU tensors (``__cuda_array_interface__`` or DLPack, passed in place), in
-    `args` order.
+    ``kernel(*arrays, stream=None, **sizes)`` takes numpy arrays (copied in and out),
+    ``sl.array`` device arrays and GPU tensors (``__cuda_array_interface__`` or DLPack, passed
+    in place), in `args` order, or the inputs alone (the outputs are made and returned).
     """
 
     def __init__(self, lowered: LoweredFunc, compiled: CompiledCuda, target: str) -> None:
@@ -50,18 +52,24 @@ class CudaKernel:
         self._outputs = OutputPlan(lowered, self._written)
 
     @entry_point(also=(TypeError, ValueError))
-    def __call__(self, *arrays: object, **sizes: int) -> object:
-        if self._torch is not None and not sizes and self._torch.launch(arrays):
-            return None  # queued on torch's current stream (`torch_calls`)
+    def __call__(self, *arrays: object, stream: object = None, **sizes: int) -> object:
+        handle = None if stream is None else stream_handle(stream)
+        if self._torch is not None and not sizes and self._torch.launch(arrays, handle):
+            return None  # queued on the caller's stream (`torch_calls`)
         completed = self._outputs.complete(arrays, sizes)
         if completed is not None:  # inputs alone: the outputs are made and returned
             full, made = completed
-            self(*full, **sizes)
+            self(*full, stream=stream, **sizes)
             return made[0] if len(made) == 1 else made
         placed = self._place(arrays, sizes)
         launch = self._prepare(placed)
-        launch.run()
-        self._wait("running")
+        if handle is None:
+            handle = callers_stream(arrays, cuda_driver.device().ordinal)
+        launch.run(0 if handle is None else handle)
+        # the legacy stream waits, and so does a call with memory of its own (copies of host
+        # arrays, temporaries) or borrowed (DLPack tensors), which goes when the call returns
+        if handle is None or placed.copied or placed.taken or self._compiled.plan.temps:
+            self._wait("running", 0 if handle is None else handle)
         placed.finish()
         if self._torch is None and not self._torch_tried and "torch" in sys.modules:
             self._torch_tried = True
@@ -158,8 +166,8 @@ class CudaKernel:
             self._module, self._functions = module, functions
         return self._functions
 
-    def _wait(self, doing: str) -> None:
-        synced = cuda_driver.driver().cuStreamSynchronize(0)
+    def _wait(self, doing: str, stream: int = 0) -> None:
+        synced = cuda_driver.driver().cuStreamSynchronize(stream)
         cuda_driver.check(synced, f"kernel '{self.lowered.name}' failed while {doing}")
 
     def export(self, path) -> None:

@@ -1,12 +1,11 @@
-"""Launching the kernels of a `DevicePlan`, in order, on the default stream.
+"""Launching the kernels of a `DevicePlan`, in order, on one stream (`streams` says which).
 
 A call is prepared once and then run: `prepare_launch` evaluates each kernel's grid from the
 sizes, checks it against the device, allocates the plan's temporary global buffers and builds
 the one parameter list (buffers, temporaries, sizes) that every kernel takes; `Launch.run` then
 only calls ``cuLaunchKernel`` for each kernel, so that `Kernel.time` can measure the kernels
-alone and run them again without host work in between. The kernels run on CUDA's legacy
-default stream, which runs them one after another and waits for work that torch or cupy queued
-on theirs. A kernel whose grid is empty (a size of zero) is skipped. A kernel with more than
+alone and run them again without host work in between. The kernels of one call run one after
+another on their stream. A kernel whose grid is empty (a size of zero) is skipped. A kernel with more than
 48 KB of shared memory has it as dynamic shared memory (`nvptx.nvvm`), which each launch passes
 and which the kernel opted into when it was loaded. The block shape and shared memory are
 checked against the device before anything launches, so an impossible schedule is a

@@ -85,9 +85,9 @@ class TorchCall:
         except _Unusual:
             return None
 
-    def launch(self, arrays: tuple) -> bool:
-        """Queue the kernels for `arrays` and return True, or return False (the general path
-        decides) where the call is not the usual one."""
+    def launch(self, arrays: tuple, stream: int | None = None) -> bool:
+        """Queue the kernels for `arrays` on `stream` (None: torch's current one) and return
+        True, or return False (the general path decides) where the call is not the usual one."""
         if len(arrays) != len(self.params) or threading.get_ident() != self.thread:
             return False
         ordinal = self.device.ordinal
@@ -122,7 +122,8 @@ class TorchCall:
         steps = self.steps.get(tuple(values))
         if steps is None:
             steps = self._steps(values)
-        stream = self.stream(ordinal)
+        if stream is None:
+            stream = self.stream(ordinal)
         with self.lock:
             for value, p in zip(self.values, pointers):
                 value.value = p

@@ -108,3 +108,34 @@ def test_called_with_its_inputs_alone_it_returns_outputs_of_their_kind():
     z = kernel(x, y)
     assert type(z).__name__ == "ndarray"
     torch.testing.assert_close(torch.from_numpy(z), torch.from_numpy(x + y))
+
+
+def test_an_explicit_stream_is_used_by_both_paths():
+    kernel = _add(6, 32)
+    stream = torch.cuda.Stream()
+    a, b, c = _tensors(6, 32)
+    kernel(a, b, c, stream=stream)  # the general path (a first call), on that stream
+    with torch.cuda.stream(stream):
+        first = c * 1
+    a2, b2, c2 = _tensors(6, 32)
+    kernel(a2, b2, c2, stream=stream.cuda_stream)  # the usual call, a raw handle
+    with torch.cuda.stream(stream):
+        second = c2 * 1
+    stream.synchronize()
+    torch.testing.assert_close(first, a + b)
+    torch.testing.assert_close(second, a2 + b2)
+    with pytest.raises(TypeError, match="stream= takes a CUDA stream"):
+        kernel(a, b, c, stream="fast")
+
+
+def test_cupy_arrays_run_on_cupys_current_stream():
+    cupy = pytest.importorskip("cupy")
+    kernel = _add(6, 32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        a, b = (cupy.random.rand(6, 32, dtype=cupy.float32) for _ in range(2))
+        c = cupy.full((6, 32), cupy.nan, cupy.float32)
+        kernel(a, b, c)
+        doubled = c * 2  # queued after the kernel on cupy's current stream
+    stream.synchronize()
+    cupy.testing.assert_allclose(doubled, (a + b) * 2)
