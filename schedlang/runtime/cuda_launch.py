@@ -7,10 +7,10 @@ only calls ``cuLaunchKernel`` for each kernel, so that `Kernel.time` can measure
 alone and run them again without host work in between. The kernels of one call run one after
 another on their stream. A kernel whose grid is empty (a size of zero) is skipped. A kernel
 with more than 48 KB of shared memory has it as dynamic shared memory (`nvptx.nvvm`), which
-each launch passes and which the kernel opted into when it was loaded. The block shape and shared memory are
-checked against the device before anything launches, so an impossible schedule is a
-`LaunchError` that says what to change rather than the driver's ``CUDA_ERROR_INVALID_VALUE``
-(`check_block` runs before the module is even loaded).
+each launch passes and which the kernel opted into when it was loaded. The block shape and
+shared memory are checked against the device before anything launches, so an impossible
+schedule is a `LaunchError` that says what to change rather than the driver's
+``CUDA_ERROR_INVALID_VALUE`` (`check_block` runs before the module is even loaded).
 """
 
 from __future__ import annotations
