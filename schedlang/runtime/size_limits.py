@@ -46,7 +46,12 @@ class SizeLimits:
         checked |= {expr_str(_flat_count(b)) for b in func.params}
         self._derived: tuple[tuple[str, Expr, Exact], ...] = ()
         if narrow:
-            self._derived = tuple(_derived_checks(func, position, checked))
+            largest = [limit for _, _, limit in self._sizes]
+            self._derived = tuple(
+                check
+                for check in _derived_checks(func, position, checked)
+                if not _never_past(check[1], check[2], largest, self.limit)
+            )
 
     @property
     def needed(self) -> bool:
@@ -144,6 +149,47 @@ def _derived_checks(func: LoweredFunc, position: dict[Var, int], seen: set[str])
             continue
         seen.add(text)
         yield what, e, evaluate
+
+
+def _never_past(e: Expr, evaluate: Exact, largest: list[int], limit: int) -> bool:
+    """Whether `e` stays within `limit` for every value the sizes may take (each at most its
+    `largest`, checked on its own): where `e` grows with every size (sums, products, divisions
+    by positive constants, minima and maxima of such, constants subtracted), its value at the
+    largest sizes bounds it. ``(n - 1) // 8 + 1``, a split loop's end, never passes what ``n``
+    may be, and so costs a call nothing."""
+    if not _growing(e):
+        return False
+    try:
+        return evaluate(largest) <= limit
+    except ZeroDivisionError:
+        return False
+
+
+def _growing(e: Expr) -> bool:
+    """Whether `e` never decreases when a size increases (sizes are non-negative)."""
+    if isinstance(e, (Const, Var)):
+        return True
+    if isinstance(e, Binary):
+        if e.op in ("+", "min", "max"):
+            return _growing(e.a) and _growing(e.b)
+        if e.op == "*":
+            return _growing(e.a) and _growing(e.b) and _nonnegative(e.a) and _nonnegative(e.b)
+        if e.op in ("//", "-"):
+            return _growing(e.a) and isinstance(e.b, Const) and (e.op == "-" or e.b.value > 0)
+    return False
+
+
+def _nonnegative(e: Expr) -> bool:
+    """Whether `e` (of sizes, growing) is never negative: no constant subtracted below."""
+    if isinstance(e, Const):
+        return e.value >= 0
+    if isinstance(e, Var):
+        return True
+    if isinstance(e, Binary) and e.op in ("+", "*", "min", "max"):
+        return _nonnegative(e.a) and _nonnegative(e.b)
+    if isinstance(e, Binary) and e.op == "//":
+        return _nonnegative(e.a)
+    return False
 
 
 def _flat_count(buffer: Buffer) -> Expr:

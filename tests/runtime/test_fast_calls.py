@@ -199,3 +199,31 @@ def test_an_output_whose_size_no_input_shows_must_be_passed():
     with pytest.raises(ValueError, match="size 'n'.*pass it by name"):
         kernel(np.ones(4, np.float32))
     np.testing.assert_array_equal(kernel(np.ones(4, np.float32), n=3), np.ones(3))
+
+
+def test_a_split_loops_end_never_passes_its_size_so_the_guard_takes_the_call():
+    """``(n - 1) // 8 + 1`` grows with n and at n's largest value still fits: no check is
+    left for a call to make in Python, and the usual call runs through the guard."""
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    c = sl.compute((n,), lambda i: a[i] * 2.0, name="C")
+    s = sl.create_schedule(c)
+    outer, inner = s[c].split(c.op.axis[0], factor=8)
+    s[c].vectorize(inner)
+    kernel = sl.build(s, [a, c], target="cpu")
+    assert not kernel._limits.derived and kernel._checked is not None
+    x = np.arange(37, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(x), 2 * x)
+
+
+def test_a_temporary_of_a_product_of_sizes_keeps_its_check():
+    """A temporary of m * m elements can pass the index type where m fits it, and no array
+    shows that count: the call checks it in Python, the general path."""
+    m, n = sl.var("m"), sl.var("n")
+    a = sl.placeholder((m, n), name="A")
+    b = sl.compute((m, m), lambda i, j: a[i, 0] + a[j, 0], name="B")
+    c = sl.compute((m,), lambda i: b[i, i] * 2.0, name="C")
+    kernel = sl.build(sl.create_schedule(c), [a, c], target="cpu")
+    assert kernel._limits.derived and kernel._checked is None
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    np.testing.assert_array_equal(kernel(x), 4 * x[:, 0])
