@@ -6,14 +6,13 @@ one PTX, unloaded when the last of them is collected). A call checks and places 
 and launches the kernels on the caller's stream (`streams`: ``stream=``, torch's or cupy's
 current one, else the legacy default stream); on the legacy stream, or with host arrays to copy
 back, it waits for them and copies host outputs back, and an error the driver reports while they
-run is a `LaunchError` naming the kernel. After a first call, the usual call with torch tensors
-takes a shorter way (`torch_calls`).
+run is a `LaunchError` naming the kernel. After a first call, the usual call with torch tensors,
+cupy arrays or ``sl`` device arrays takes a shorter way (`usual_calls`).
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 from typing import Any
 
 from ..codegen.nvptx.compile import CompiledCuda
@@ -28,7 +27,7 @@ from .fast_path import guard_spec
 from .outputs import OutputPlan
 from .size_limits import SizeLimits
 from .streams import callers_stream, stream_handle
-from .torch_calls import TorchCall
+from .usual_calls import UsualCall
 
 
 class CudaKernel:
@@ -47,15 +46,15 @@ class CudaKernel:
         self._limits = SizeLimits(lowered)
         self._module: cuda_driver.Module | None = None  # the functions' lifetime
         self._functions: list[Any] | None = None
-        self._torch: TorchCall | None = None  # the usual torch call, made after a first call
-        self._torch_tried = False
+        self._usual: UsualCall | None = None  # the usual call, made after a first call
+        self._usual_tried = False
         self._outputs = OutputPlan(lowered, self._written)
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: object, stream: object = None, **sizes: int) -> object:
         handle = None if stream is None else stream_handle(stream)
-        if self._torch is not None and not sizes and self._torch.launch(arrays, handle):
-            return None  # queued on the caller's stream (`torch_calls`)
+        if self._usual is not None and not sizes and self._usual.launch(arrays, handle):
+            return None  # queued on the caller's stream (`usual_calls`)
         completed = self._outputs.complete(arrays, sizes)
         if completed is not None:  # inputs alone: the outputs are made and returned
             full, made = completed
@@ -71,10 +70,10 @@ class CudaKernel:
         if handle is None or placed.copied or placed.taken or self._compiled.plan.temps:
             self._wait("running", 0 if handle is None else handle)
         placed.finish()
-        if self._torch is None and not self._torch_tried and "torch" in sys.modules:
-            self._torch_tried = True
+        if self._usual is None and not self._usual_tried:
+            self._usual_tried = True
             spec = guard_spec(self.lowered, self._written, self._limits, derived=True)
-            self._torch = TorchCall.make(
+            self._usual = UsualCall.make(
                 self.lowered.name,
                 self._compiled.plan,
                 self._functions,

@@ -29,7 +29,7 @@ def guard_spec(
 ) -> GuardSpec | None:
     """The guard's checks for `func`, or None where its calls must take the general path;
     with `derived`, also for a kernel whose limits evaluate expressions of the sizes (the
-    caller then checks those itself, as `torch_calls` does with `SizeLimits.check`)."""
+    caller then checks those itself, as `usual_calls` does with `SizeLimits.check`)."""
     if limits.derived and not derived:
         return None
     position = {v: k for k, v in enumerate(func.sizes)}

@@ -12,7 +12,7 @@ copied back, it waits, so that the error, and the result, are there when it retu
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def stream_handle(stream: object) -> int:
@@ -32,12 +32,21 @@ def stream_handle(stream: object) -> int:
     )
 
 
+def torch_stream(torch) -> Callable[[int], int]:
+    """torch's current stream of a device as a raw handle: its C getter (0.15 us) where torch
+    has it, else the public API (8 us a call)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda ordinal: torch.cuda.current_stream(ordinal).cuda_stream
+
+
 def callers_stream(arrays: Sequence[object], ordinal: int) -> int | None:
     """The current stream of the library whose arrays these are (torch first, then cupy), or
     None where none is (numpy and ``sl`` arrays: the legacy default stream)."""
     torch = sys.modules.get("torch")
     if torch is not None and any(isinstance(a, torch.Tensor) for a in arrays):
-        return int(torch._C._cuda_getCurrentRawStream(ordinal))
+        return int(torch_stream(torch)(ordinal))
     cupy = sys.modules.get("cupy")
     if cupy is not None and any(isinstance(a, cupy.ndarray) for a in arrays):
         return int(cupy.cuda.get_current_stream().ptr)

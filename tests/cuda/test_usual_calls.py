@@ -1,4 +1,4 @@
-"""The usual call of a CUDA kernel with torch tensors (`runtime.torch_calls`): queued on torch's
+"""The usual call of a CUDA kernel with torch tensors (`runtime.usual_calls`): queued on torch's
 current stream, ordered with the torch work around it, captured by CUDA graphs; every other call
 taken by the general path with its errors. Outputs are poisoned with NaN."""
 
@@ -43,7 +43,7 @@ def test_the_usual_call_is_queued_on_the_current_stream(m, n, split):
     kernel = _add(m, n, split=split)
     a, b, c = _tensors(6, 32)
     kernel(a, b, c)  # the first call: the general path, which sets the short one up
-    assert kernel._torch is not None
+    assert kernel._usual is not None
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         x, y, z = _tensors(6, 32)
@@ -132,10 +132,23 @@ def test_cupy_arrays_run_on_cupys_current_stream():
     cupy = pytest.importorskip("cupy")
     kernel = _add(6, 32)
     stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
-        a, b = (cupy.random.rand(6, 32, dtype=cupy.float32) for _ in range(2))
-        c = cupy.full((6, 32), cupy.nan, cupy.float32)
-        kernel(a, b, c)
-        doubled = c * 2  # queued after the kernel on cupy's current stream
-    stream.synchronize()
-    cupy.testing.assert_allclose(doubled, (a + b) * 2)
+    for _ in range(2):  # the general path, then the usual call
+        with stream:
+            a, b = (cupy.random.rand(6, 32, dtype=cupy.float32) for _ in range(2))
+            c = cupy.full((6, 32), cupy.nan, cupy.float32)
+            kernel(a, b, c)
+            doubled = c * 2  # queued after the kernel on cupy's current stream
+        stream.synchronize()
+        cupy.testing.assert_allclose(doubled, (a + b) * 2)
+    assert kernel._usual is not None
+
+
+def test_sl_device_arrays_take_the_usual_call_and_wait():
+    kernel = _add(6, 32)
+    a, b, c = (sl.array(t.cpu().numpy()) for t in _tensors(6, 32))
+    kernel(a, b, c)  # the general path sets the usual one up
+    assert kernel._usual is not None
+    x, y = (sl.array(t.cpu().numpy()) for t in _tensors(6, 32)[:2])
+    z = sl.empty((6, 32), "float32")
+    kernel(x, y, z)  # the legacy stream, waited for: the result is there
+    torch.testing.assert_close(torch.from_numpy(z.numpy()), torch.from_numpy(x.numpy() + y.numpy()))

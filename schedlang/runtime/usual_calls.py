@@ -1,5 +1,5 @@
-"""A CUDA kernel's usual call with torch tensors: checked from what was worked out at build,
-launched on torch's current stream, not waited for.
+"""A CUDA kernel's usual call with torch tensors, cupy arrays or ``sl`` device arrays: checked
+from what was worked out at build, launched on the caller's stream.
 
 The general path (`cuda_arguments.place_arguments`) accepts every kind of array, and a call
 then waits for the device, so that a host output can be copied back and an error reported at
@@ -28,12 +28,14 @@ from ..codegen.nvptx.plan import DevicePlan
 from . import cuda_driver
 from .cuda_arguments import ALIGN
 from .cuda_launch import check_grid, grid_of
+from .device_array import DeviceArray
 from .size_limits import SizeLimits
+from .streams import torch_stream
 
 
-class TorchCall:
-    """The usual torch call of one kernel (see the module); `launch` is None where a kernel's
-    calls cannot take it (temporaries to allocate, a dtype torch lacks)."""
+class UsualCall:
+    """The usual call of one kernel (see the module); `make` gives None where a kernel's calls
+    cannot take it (temporaries to allocate)."""
 
     def __init__(
         self,
@@ -44,21 +46,18 @@ class TorchCall:
         limits: SizeLimits,
         device: cuda_driver.Device,
     ) -> None:
-        torch = sys.modules["torch"]
         self.name = name
         self.plan = plan
         self.functions = functions
         self.device = device
         self.limits = limits if limits.needed else None
-        self.tensor = torch.Tensor
-        self.stream = torch._C._cuda_getCurrentRawStream
         self.params = []
         for dtype, written, dims in spec.params:
-            kind = getattr(torch, dtype.name, None)
-            if not isinstance(kind, torch.dtype):
-                raise _Unusual
             extents = tuple((value, size) for value, size in dims)
-            self.params.append((kind, written, extents, len(extents), dtype.itemsize))
+            self.params.append((dtype, written, extents, len(extents), dtype.itemsize))
+        self.tensor = None  # torch's, once torch is imported (`_torch_ready`)
+        self.torch_stream = None
+        self.torch_dtypes: list = []
         self.sizes = len(spec.size_limits)
         self.sources = _sources(spec)
         self.thread = threading.get_ident()
@@ -74,35 +73,31 @@ class TorchCall:
         self.success = self.cuda.CUresult.CUDA_SUCCESS
 
     @classmethod
-    def make(cls, name, plan, functions, spec, limits, device) -> TorchCall | None:
-        if spec is None or plan.temps or "torch" not in sys.modules:
+    def make(cls, name, plan, functions, spec, limits, device) -> UsualCall | None:
+        if spec is None or plan.temps:
             return None
-        torch = sys.modules["torch"]
-        if not hasattr(torch._C, "_cuda_getCurrentRawStream"):
-            return None
-        try:
-            return cls(name, plan, functions, spec, limits, device)
-        except _Unusual:
-            return None
+        return cls(name, plan, functions, spec, limits, device)
 
     def launch(self, arrays: tuple, stream: int | None = None) -> bool:
-        """Queue the kernels for `arrays` on `stream` (None: torch's current one) and return
-        True, or return False (the general path decides) where the call is not the usual one."""
-        if len(arrays) != len(self.params) or threading.get_ident() != self.thread:
+        """Queue the kernels for `arrays` on `stream` (None: the caller's, `streams`) and
+        return True, or return False (the general path decides) where the call is not the
+        usual one."""
+        if len(arrays) != len(self.params) or not arrays or threading.get_ident() != self.thread:
             return False
-        ordinal = self.device.ordinal
-        pointers, shapes = [], []
-        for t, (kind, _, _, ndim, _) in zip(arrays, self.params):
-            if type(t) is not self.tensor or t.dtype is not kind or t.get_device() != ordinal:
-                return False
-            shape = t.shape
-            if len(shape) != ndim or not t.is_contiguous():
-                return False
-            ptr = t.data_ptr()
-            if ptr % ALIGN:
-                return False
-            pointers.append(ptr)
-            shapes.append(shape)
+        kind = type(arrays[0])
+        if self.tensor is None and "torch" in sys.modules:
+            self._torch_ready()
+        if kind is self.tensor:
+            read = self._torch(arrays)
+        elif kind is DeviceArray:
+            read = self._sl(arrays)
+        elif kind.__name__ == "ndarray" and kind.__module__.startswith("cupy"):
+            read = self._cupy(arrays)
+        else:
+            return False
+        if read is None:
+            return False
+        pointers, shapes, current = read
         values = [shapes[k][d] for k, d in self.sources]
         for shape, (_, _, extents, _, _) in zip(shapes, self.params):
             for d, (value, size) in enumerate(extents):
@@ -122,8 +117,9 @@ class TorchCall:
         steps = self.steps.get(tuple(values))
         if steps is None:
             steps = self._steps(values)
+        wait = stream is None and current is None  # sl arrays: the legacy stream, and a wait
         if stream is None:
-            stream = self.stream(ordinal)
+            stream = 0 if current is None else current()
         with self.lock:
             for value, p in zip(self.values, pointers):
                 value.value = p
@@ -135,7 +131,65 @@ class TorchCall:
                 )
                 if result[0] != self.success:
                     cuda_driver.check(result, what)
+        if wait:
+            synced = self.cuda.cuStreamSynchronize(0)
+            cuda_driver.check(synced, f"kernel '{self.name}' failed while running")
         return True
+
+    def _torch_ready(self) -> None:
+        torch = sys.modules["torch"]
+        self.torch_stream = torch_stream(torch)
+        for dtype, *_ in self.params:
+            kind = getattr(torch, dtype.name, None)
+            self.torch_dtypes.append(kind if isinstance(kind, torch.dtype) else None)
+        self.tensor = torch.Tensor
+
+    def _torch(self, arrays: tuple):
+        """Pointers, shapes and the current stream of torch tensors, or None."""
+        ordinal = self.device.ordinal
+        pointers, shapes = [], []
+        for t, kind in zip(arrays, self.torch_dtypes):
+            if type(t) is not self.tensor or t.dtype is not kind or t.get_device() != ordinal:
+                return None
+            if not t.is_contiguous():
+                return None
+            ptr = t.data_ptr()
+            if ptr % ALIGN:
+                return None
+            pointers.append(ptr)
+            shapes.append(t.shape)
+        if any(len(s) != p[3] for s, p in zip(shapes, self.params)):
+            return None
+        return pointers, shapes, lambda: self.torch_stream(ordinal)
+
+    def _cupy(self, arrays: tuple):
+        """Pointers, shapes and the current stream of cupy arrays, or None."""
+        cupy = sys.modules["cupy"]
+        ordinal = self.device.ordinal
+        pointers, shapes = [], []
+        for a, (dtype, _, _, ndim, _) in zip(arrays, self.params):
+            if type(a) is not cupy.ndarray or a.dtype is not dtype or a.ndim != ndim:
+                return None
+            if a.device.id != ordinal or not a.flags.c_contiguous:
+                return None
+            ptr = a.data.ptr
+            if ptr % ALIGN:
+                return None
+            pointers.append(ptr)
+            shapes.append(a.shape)
+        return pointers, shapes, lambda: cupy.cuda.get_current_stream().ptr
+
+    def _sl(self, arrays: tuple):
+        """Pointers and shapes of ``sl`` device arrays (the legacy stream: None), or None."""
+        pointers, shapes = [], []
+        for a, (dtype, _, _, ndim, _) in zip(arrays, self.params):
+            if type(a) is not DeviceArray or a.device != "cuda" or a.dtype != dtype:
+                return None
+            if len(a.shape) != ndim or not a.ptr or a.ptr % ALIGN:
+                return None
+            pointers.append(a.ptr)
+            shapes.append(a.shape)
+        return pointers, shapes, None
 
     def _steps(self, values: list[int]) -> list[tuple]:
         steps = []
@@ -151,10 +205,6 @@ class TorchCall:
         if len(self.steps) < 64:  # a few shapes, not every shape a loop ever passes
             self.steps[tuple(values)] = steps
         return steps
-
-
-class _Unusual(Exception):
-    """A kernel whose calls always take the general path."""
 
 
 def _sources(spec: GuardSpec) -> list[tuple[int, int]]:
