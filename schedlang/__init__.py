@@ -48,7 +48,6 @@ from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
 from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from .platform_info import cuda_available
 from .runtime.device_array import DeviceArray, array, empty
-from .runtime.saved import load
 from .schedule import intrin as intrin
 from .schedule.schedule import Schedule, create_schedule, thread_axis
 from .schedule.stage import Stage
@@ -67,6 +66,13 @@ def lower(s: Schedule, args: list, name: str = "main"):
 
 
 @_entry_point
+def load(path):
+    """The kernel saved at `path` by ``kernel.export(path)`` (TE's ``load_module``)."""
+    from .runtime.saved import load as load_saved  # LLVM is loaded when a kernel is
+
+    return load_saved(path)
+
+
 def all(*conditions: object) -> Expr:
     """True where every condition holds (``and`` of bool expressions)."""
     from .ir.expr import logical
