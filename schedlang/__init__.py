@@ -66,6 +66,7 @@ def lower(s: Schedule, args: list, name: str = "main"):
 
 
 @_entry_point
+@_entry_point
 def load(path):
     """The kernel saved at `path` by ``kernel.export(path)`` (TE's ``load_module``)."""
     from .runtime.saved import load as load_saved  # LLVM is loaded when a kernel is
