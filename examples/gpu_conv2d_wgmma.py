@@ -21,9 +21,7 @@ copy's zero fill), so no padded tensor is ever written.
 from __future__ import annotations
 
 import schedlang as sl
-
-GROUP_ROWS = 64  # a warpgroup's accumulator tile: 64 x n
-K_TILE = 16
+from examples.gpu_gemm_wgmma import GROUP_ROWS, K_TILE, stage_tile
 
 
 def conv2d(height, width, batch, in_channels, out_channels, kernel=3, pad=1, out_dtype="float16"):
@@ -108,21 +106,8 @@ def schedule(
     s[acc].reorder(k, kio, ah, ax, an, ao, ki)
     s[acc].tensorize(an, sl.intrin.wgmma(n=block_cols))
 
-    vector = 16 // 2  # halves a thread copies at once
     for staged in (a_shared, w_shared):
-        s[staged].compute_at(s[acc], k)
-        s[staged].swizzle(128)
-        fused = s[staged].fuse(*s[staged].op.axis[-2:])  # the tile: the last two dimensions
-        rest, lanes = s[staged].split(fused, factor=vector)
-        rest, tx = s[staged].split(rest, factor=32)
-        rest, ty = s[staged].split(rest, factor=4)
-        _, tz = s[staged].split(rest, factor=groups)
-        s[staged].bind(tx, sl.thread_axis("threadIdx.x"))
-        s[staged].bind(ty, sl.thread_axis("threadIdx.y"))
-        s[staged].bind(tz, sl.thread_axis("threadIdx.z"))
-        s[staged].vectorize(lanes)
-        if stages >= 2:
-            s[staged].pipeline(stages)
+        stage_tile(s, staged, s[acc], k, groups, stages)
     return s
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import schedlang as sl
 from examples.gpu_gemm_fp16 import gemm
 
-__all__ = ["build", "gemm", "schedule"]
+__all__ = ["build", "gemm", "schedule", "stage_tile"]
 
 GROUP_ROWS = 64  # a warpgroup's accumulator tile: 64 x n
 K_TILE = 16
@@ -70,22 +70,32 @@ def schedule(
     s[acc].reorder(ko, kio, fi, fj, ki)
     s[acc].tensorize(fi, sl.intrin.wgmma(n=block_cols))
 
-    vector = 16 // 2  # halves a thread copies at once
     for staged in (a_shared, b_shared):
-        s[staged].compute_at(s[acc], ko)
-        s[staged].swizzle(128)
-        fused = s[staged].fuse(*s[staged].op.axis)
-        rest, lanes = s[staged].split(fused, factor=vector)
-        rest, tx = s[staged].split(rest, factor=32)
-        rest, ty = s[staged].split(rest, factor=4)
-        _, tz = s[staged].split(rest, factor=groups)
-        s[staged].bind(tx, sl.thread_axis("threadIdx.x"))
-        s[staged].bind(ty, sl.thread_axis("threadIdx.y"))
-        s[staged].bind(tz, sl.thread_axis("threadIdx.z"))
-        s[staged].vectorize(lanes)
-        if stages >= 2:
-            s[staged].pipeline(stages)
+        stage_tile(s, staged, s[acc], ko, groups, stages)
     return s
+
+
+def stage_tile(
+    s: sl.Schedule, staged: sl.Tensor, consumer: sl.Stage, at, groups: int, stages: int
+) -> None:
+    """Stage a tile of `staged` in shared memory at loop `at` of `consumer`, in the layout
+    wgmma reads (swizzled by 128 bytes), copied 16 bytes a thread by all the block's threads
+    (lanes in x, a warpgroup's warps in y, `groups` warpgroups in z), `stages` - 1 steps
+    ahead where `stages` >= 2. The tile is the last two dimensions of the staged box."""
+    vector = 16 // 2  # halves a thread copies at once
+    s[staged].compute_at(consumer, at)
+    s[staged].swizzle(128)
+    fused = s[staged].fuse(*s[staged].op.axis[-2:])
+    rest, lanes = s[staged].split(fused, factor=vector)
+    rest, tx = s[staged].split(rest, factor=32)
+    rest, ty = s[staged].split(rest, factor=4)
+    _, tz = s[staged].split(rest, factor=groups)
+    s[staged].bind(tx, sl.thread_axis("threadIdx.x"))
+    s[staged].bind(ty, sl.thread_axis("threadIdx.y"))
+    s[staged].bind(tz, sl.thread_axis("threadIdx.z"))
+    s[staged].vectorize(lanes)
+    if stages >= 2:
+        s[staged].pipeline(stages)
 
 
 def build(

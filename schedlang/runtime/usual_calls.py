@@ -59,7 +59,7 @@ class UsualCall:
         self.torch_stream = None
         self.torch_dtypes: list = []
         self.sizes = len(spec.size_limits)
-        self.sources = _sources(spec)
+        self.sources = spec.sources()
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
         self.values = [ctypes.c_void_p(0) for _ in self.params]
@@ -205,13 +205,3 @@ class UsualCall:
         if len(self.steps) < 64:  # a few shapes, not every shape a loop ever passes
             self.steps[tuple(values)] = steps
         return steps
-
-
-def _sources(spec: GuardSpec) -> list[tuple[int, int]]:
-    """For each size, the first (parameter, dimension) that shows it."""
-    found: dict[int, tuple[int, int]] = {}
-    for k, (_, _, dims) in enumerate(spec.params):
-        for d, (_, size) in enumerate(dims):
-            if size >= 0 and size not in found:
-                found[size] = (k, d)
-    return [found[size] for size in range(len(spec.size_limits))]

@@ -112,6 +112,15 @@ class GuardSpec:
     size_limits: tuple[int, ...]
     count_limit: int | None
 
+    def sources(self) -> list[tuple[int, int]]:
+        """For each size, the first (parameter, dimension) that shows it."""
+        found: dict[int, tuple[int, int]] = {}
+        for k, (_, _, dims) in enumerate(self.params):
+            for d, (_, size) in enumerate(dims):
+                if size >= 0 and size not in found:
+                    found[size] = (k, d)
+        return [found[size] for size in range(len(self.size_limits))]
+
 
 @dataclass(frozen=True)
 class Guard:
