@@ -66,12 +66,23 @@ def lower(s: Schedule, args: list, name: str = "main"):
 
 
 @_entry_point
-@_entry_point
 def load(path):
     """The kernel saved at `path` by ``kernel.export(path)`` (TE's ``load_module``)."""
     from .runtime.saved import load as load_saved  # LLVM is loaded when a kernel is
 
     return load_saved(path)
+
+
+@_entry_point(also=(TypeError, ValueError))
+def torch_op(name, kernel=None, /, *, outputs=1):
+    """Register a kernel, or a function of the input tensors returning one, as the torch operator
+    `name` ("namespace::op"): usable in ``torch.compile(fullgraph=True)``, checked by
+    ``torch.library.opcheck`` (`runtime.torch_op`)."""
+    if kernel is None:  # used as a decorator
+        return lambda function: torch_op(name, function, outputs=outputs)
+    from .runtime.torch_op import torch_op as register
+
+    return register(name, kernel, outputs=outputs)
 
 
 def all(*conditions: object) -> Expr:
@@ -103,6 +114,7 @@ __all__ = [
     "create_schedule",
     "cuda_available",
     "load",
+    "torch_op",
     "lower",
     "thread_axis",
     "Reducer",

@@ -48,14 +48,14 @@ class CudaKernel:
         self._functions: list[Any] | None = None
         self._usual: UsualCall | None = None  # the usual call, made after a first call
         self._usual_tried = False
-        self._outputs = OutputPlan(lowered, self._written)
+        self.output_plan = OutputPlan(lowered, self._written)
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: object, stream: object = None, **sizes: int) -> object:
         handle = None if stream is None else stream_handle(stream)
         if self._usual is not None and not sizes and self._usual.launch(arrays, handle):
             return None  # queued on the caller's stream (`usual_calls`)
-        completed = self._outputs.complete(arrays, sizes)
+        completed = self.output_plan.complete(arrays, sizes)
         if completed is not None:  # inputs alone: the outputs are made and returned
             full, made = completed
             self(*full, stream=stream, **sizes)

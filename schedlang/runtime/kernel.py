@@ -40,7 +40,7 @@ class Kernel:
         self._entry = _ENTRY(compiled.address)
         self._written = written_params(lowered)
         self._limits = SizeLimits(lowered)
-        self._outputs = OutputPlan(lowered, self._written)
+        self.output_plan = OutputPlan(lowered, self._written)
         # the usual call checked and started in machine code (`fast_path`), or None
         spec = guard_spec(lowered, self._written, self._limits)
         self._guard = None if spec is None else guard(spec, compiled.address)
@@ -60,7 +60,7 @@ class Kernel:
                 return None
             if status != UNUSUAL:
                 raise self._failure(status)
-        completed = self._outputs.complete(arrays, sizes)
+        completed = self.output_plan.complete(arrays, sizes)
         if completed is not None:  # inputs alone: the outputs are made and returned
             full, made = completed
             self._run(check_arguments(self.lowered, self._written, full, sizes, self._limits))

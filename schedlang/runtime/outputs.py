@@ -5,8 +5,8 @@ outputs in place. Called with its inputs alone, it makes its outputs, of the kin
 are (numpy in, numpy out; torch tensors in, torch tensors out on the same device; cupy arrays
 and ``sl`` device arrays likewise), runs, and returns them: the one output, or a tuple in
 `args` order. Their shapes come from the sizes the inputs' shapes give (and sizes passed by
-name). A parameter the kernel reads as well as writes is not an output it can make: it is an
-input the caller passes.
+name). Every parameter the kernel writes is the output of a `compute`, which defines each of
+its elements (a reduction's accumulator reads only what it wrote): an output can always be made.
 """
 
 from __future__ import annotations
@@ -20,26 +20,17 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes, _size_value
 from ..ir.expr import Var
 from ..ir.visit import walk
-from ..loopir.nodes import Load, LoweredFunc, MatrixOp
-from ..loopir.visit import stmt_exprs, walk_expr, walk_stmt
+from ..loopir.nodes import LoweredFunc
 from .arguments import named_sizes
 from .device_array import DeviceArray
 
 
 class OutputPlan:
-    """Which parameters of `func` a call may leave out (outputs it only writes)."""
+    """Which parameters of `func` a call may leave out (its outputs)."""
 
     def __init__(self, func: LoweredFunc, written: Sequence[bool]) -> None:
-        read = set()
-        for s in walk_stmt(func.body):
-            for e in stmt_exprs(s):
-                read |= {id(n.buffer) for n in walk_expr(e) if isinstance(n, Load)}
-            if isinstance(s, MatrixOp):
-                read |= {id(t.buffer) for t in s.srcs}
         self.func = func
-        self.made = tuple(
-            k for k, (b, out) in enumerate(zip(func.params, written)) if out and id(b) not in read
-        )
+        self.made = tuple(k for k, out in enumerate(written) if out)
         self.inputs = tuple(k for k in range(len(func.params)) if k not in self.made)
 
     def complete(
@@ -47,15 +38,31 @@ class OutputPlan:
     ) -> tuple[list[object], tuple[object, ...]] | None:
         """Every argument of a call given `arrays` (its inputs alone) and the outputs made for
         it; None where `arrays` is a whole call (or no output can be made)."""
-        params = self.func.params
         if not self.made or len(arrays) != len(self.inputs):
             return None
+        shapes = [tuple(int(n) for n in _shape_of(a)) for a in arrays]
+        like = arrays[0] if arrays else np.empty(0)
+        made = [
+            _empty(like, tuple(int(n) for n in shape), dtype)
+            for shape, dtype in self.shapes(shapes, sizes)
+        ]
+        full = list(arrays)
+        for k, out in zip(self.made, made):
+            full.insert(k, out)
+        return full, tuple(made)
+
+    def shapes(
+        self, shapes: Sequence[Sequence[object]], sizes: Mapping[str, int]
+    ) -> list[tuple[tuple[object, ...], str]]:
+        """The shape and dtype of each output made, given its inputs' `shapes`. The sizes are
+        worked out in Python arithmetic, so that torch's symbolic sizes (while torch traces a
+        program) give symbolic output shapes."""
+        params = self.func.params
         given = named_sizes(self.func, sizes)
         ops = [params[k] for k in self.inputs]
-        shaped = {params[k]: _Shaped(a) for k, a in zip(self.inputs, arrays)}
+        shaped = {params[k]: _Shaped(tuple(n)) for k, n in zip(self.inputs, shapes)}
         bound = _bind_sizes(ops, shaped, given, lambda name: f"kernel(..., {name}=value)")
-        like = arrays[0] if arrays else np.empty(0)
-        made = []
+        found = []
         for k in self.made:
             buffer = params[k]
             for extent in buffer.shape:
@@ -67,22 +74,23 @@ class OutputPlan:
                             f"pass it by name: kernel(..., {v.name}=value), or pass "
                             f"'{buffer.name}' itself"
                         )
-            shape = tuple(int(_size_value(e, bound)) for e in buffer.shape)
-            made.append(_empty(like, shape, buffer.dtype))
-        full = list(arrays)
-        for k, out in zip(self.made, made):
-            full.insert(k, out)
-        return full, tuple(made)
+            shape = tuple(_size_value(e, bound) for e in buffer.shape)
+            found.append((shape, buffer.dtype))
+        return found
+
+
+def _shape_of(array: object) -> tuple:
+    shape = getattr(array, "shape", None)
+    if shape is None:
+        raise TypeError(f"an argument of type {type(array).__name__} has no shape")
+    return tuple(shape)
 
 
 class _Shaped:
     """An argument as `_bind_sizes` reads it: its shape."""
 
-    def __init__(self, array: object) -> None:
-        shape = getattr(array, "shape", None)
-        if shape is None:
-            raise TypeError(f"an argument of type {type(array).__name__} has no shape")
-        self.shape = tuple(int(n) for n in shape)
+    def __init__(self, shape: tuple[object, ...]) -> None:
+        self.shape = shape
 
 
 def _empty(like: object, shape: tuple[int, ...], dtype: str) -> object:
