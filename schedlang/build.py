@@ -6,6 +6,7 @@ when called.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,29 +71,48 @@ def build(
 
 
 def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str):
-    from .driver import lower
+    from .build_cache import cached
 
     if resolved.name == "cpu":
-        from .runtime.kernel import Kernel
+        from .codegen.cpu import jit as cpu_jit
 
         _refuse_tensor_cores(s)
         _refuse_hardware_indices(s)
-        return Kernel.for_cpu(lower(s, args, name))
-    from .codegen.nvptx.compile import check_arch, compile_cuda
-    from .driver import lower_for_gpu
+        host = lambda: f"cpu {cpu_jit.host().target.key}"  # noqa: E731
+        return cached(s, args, name, host, lambda: _build_cpu(s, args, name))
+    from .codegen.nvptx import libdevice
+    from .codegen.nvptx.arch import check_arch
     from .runtime import cuda_start
-    from .runtime.cuda_kernel import CudaKernel
 
     if resolved.arch is not None:
         check_arch(resolved.arch)
     cuda_start.start()  # beside the lowering, which needs no GPU
-    lowered = lower_for_gpu(s, args, name)
-    arch = resolved.arch if resolved.arch is not None else _default_arch()
-    compiled = compile_cuda(lowered, arch, resolved.min_blocks)
-    shown = f"cuda -arch={arch}"
-    if resolved.min_blocks:
-        shown += f" -min-blocks-per-sm={resolved.min_blocks}"
-    return CudaKernel(compiled.plan.func, compiled, shown)
+
+    @functools.cache
+    def arch() -> str:  # asked after the lowering, or for a build on disk
+        return resolved.arch if resolved.arch is not None else _default_arch()
+
+    def shown() -> str:
+        more = f" -min-blocks-per-sm={resolved.min_blocks}" if resolved.min_blocks else ""
+        return f"cuda -arch={arch()}{more}"
+
+    def make() -> CudaKernel:
+        from .codegen.nvptx.compile import compile_cuda
+        from .driver import lower_for_gpu
+        from .runtime.cuda_kernel import CudaKernel
+
+        lowered = lower_for_gpu(s, args, name)
+        compiled = compile_cuda(lowered, arch(), resolved.min_blocks)
+        return CudaKernel(compiled.plan.func, compiled, shown())
+
+    return cached(s, args, name, lambda: f"{shown()} math={libdevice.find()}", make)
+
+
+def _build_cpu(s: Schedule, args: list[Tensor], name: str) -> Kernel:
+    from .driver import lower
+    from .runtime.kernel import Kernel
+
+    return Kernel.for_cpu(lower(s, args, name))
 
 
 def _refuse_tensor_cores(s: Schedule) -> None:
@@ -143,7 +163,7 @@ def _refuse_hardware_indices(s: Schedule) -> None:
 
 def _default_arch() -> str:
     """The GPU's own architecture when one is usable here, else sm_90 (Hopper)."""
-    from .codegen.nvptx.compile import DEFAULT_ARCH
+    from .codegen.nvptx.arch import DEFAULT_ARCH
     from .platform_info import cuda_available, cuda_devices
 
     if cuda_available():

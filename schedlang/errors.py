@@ -11,12 +11,14 @@ them). An `InternalError`, and any exception that is not one of ours, keeps ever
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import sysconfig
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TypeVar
 
@@ -68,8 +70,26 @@ def _user_frame(skip: int):
 def warn(message: str) -> None:
     """Issue a `SchedlangWarning` attributed to the innermost caller outside the package, so
     Python shows the user's line (as for the errors) and its once-per-line filter applies."""
+    for found in getattr(_recording, "lists", ()):
+        found.append(message)
     _, level = _user_frame(1)
     warnings.warn(message, SchedlangWarning, stacklevel=level + 1)
+
+
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def recorded_warnings() -> Iterator[list[str]]:
+    """The messages `warn` issues in this thread inside the block (still issued as usual): a
+    build kept on disk says them again when it is loaded instead of built."""
+    found: list[str] = []
+    lists = _recording.__dict__.setdefault("lists", [])
+    lists.append(found)
+    try:
+        yield found
+    finally:
+        lists.remove(found)
 
 
 def user_location() -> str:

@@ -1,5 +1,9 @@
-"""Compiled code kept on disk under ``SCHEDLANG_CACHE_DIR``: read only when verified, written
-when possible, never a reason for a build to fail.
+"""Compiled code kept on disk: read only when verified, written when possible, never a reason
+for a build to fail.
+
+The folder is schedlang's in the user's cache folder (``~/.cache/schedlang`` on Linux, as
+`platformdirs` says for each system), or ``SCHEDLANG_CACHE_DIR``; ``SCHEDLANG_CACHE_DIR=off``
+turns the disk cache off. Deleting the folder at any time is safe.
 
 The disk is the user's: a file can be cut short by a full disk or a killed process, changed by
 a failing drive, or left by an older schedlang; the folder can be read-only or not a folder at
@@ -8,7 +12,8 @@ carries a header (magic, format version, payload length, SHA-256 of the payload)
 before the payload is used. An entry that cannot be read or fails the check is a miss: the code
 is compiled again and the entry replaced. An entry that cannot be written is skipped, with one
 warning per process that says why and how to fix it. The CPU object cache (`cache`) and the
-GPU cubin cache (``runtime/cubin_cache``) both go through here.
+GPU cubin cache (``runtime/cubin_cache``) and the cache of whole builds (`build_cache`) go
+through here.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import platformdirs
+
 from ..errors import warn
 
 VARIABLE = "SCHEDLANG_CACHE_DIR"
@@ -30,10 +37,15 @@ _HEADER = struct.Struct("<8sIQ32s")  # magic, format version, payload length, SH
 _warned = False  # whether this process has said that the cache cannot be written
 
 
+OFF = ("off", "0", "no", "none", "false", "")
+
+
 def directory() -> Path | None:
     """The cache's folder, or None when the disk cache is off."""
     folder = os.environ.get(VARIABLE)
-    return Path(folder) if folder else None
+    if folder is None:
+        return platformdirs.user_cache_path("schedlang")
+    return None if folder.strip().lower() in OFF else Path(folder)
 
 
 def pack(payload: bytes) -> bytes:
@@ -108,5 +120,5 @@ def _warn_unwritable(folder: Path, error: OSError) -> None:
     warn(
         f"the compile cache cannot write to '{folder}' ({type(error).__name__}: {reason}); "
         f"schedlang goes on compiling without storing code on disk. Point {VARIABLE} at a "
-        f"writable directory, or unset {VARIABLE} to turn the disk cache off"
+        f"writable directory, or set {VARIABLE}=off to turn the disk cache off"
     )

@@ -1,9 +1,9 @@
 """Compiled GPU code kept on disk, so a new process skips the driver's PTX compilation.
 
-With ``SCHEDLANG_CACHE_DIR`` set, the PTX of a kernel is compiled to a cubin by the driver's
-linker (the same compiler `cuModuleLoadData` runs on PTX) and the cubin is stored under a key of
-the PTX's hash and the device's architecture; later processes load the cubin directly. Without
-the variable nothing is written, and PTX is loaded as it is. The files go through
+With the disk cache on (`disk_cache`: the default), the PTX of a kernel is compiled to a cubin
+by the driver's linker (the same compiler `cuModuleLoadData` runs on PTX) and the cubin is
+stored under a key of the PTX's hash and the device's architecture; later processes load the
+cubin directly. With it off, nothing is written, and PTX is loaded as it is. The files go through
 `codegen.disk_cache`: a cubin that fails its checksum is compiled again, and a folder that cannot
 be written only costs the time of compiling.
 """

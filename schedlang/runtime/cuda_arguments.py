@@ -28,7 +28,7 @@ from .device_array import DeviceArray
 from .dlpack_abi import HOST_DEVICES, KDL_CUDA, device_name, numpy_dtype
 from .size_limits import SizeLimits
 
-ALIGN = 16  # nvptx.nvvm.BUFFER_ALIGN: the alignment the kernels assume of every buffer
+ALIGN = 16  # nvptx.shared_layout.BUFFER_ALIGN: the alignment the kernels assume of every buffer
 
 
 @dataclass(frozen=True)

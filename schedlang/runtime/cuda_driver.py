@@ -151,7 +151,7 @@ def _unload(handle: Any) -> None:
 
 def load_module(ptx: str, what: str) -> Module:
     """The module of `ptx`, loaded once while some kernel holds it (the driver compiles PTX on
-    load), from a cubin on disk when ``SCHEDLANG_CACHE_DIR`` holds one (`cubin_cache`)."""
+    load), from a cubin on disk when the disk cache holds one (`cubin_cache`)."""
     key = hashlib.sha256(ptx.encode()).hexdigest()
     with _lock:
         module = _modules.get(key)

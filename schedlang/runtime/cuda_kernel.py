@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from ..codegen.nvptx.compile import CompiledCuda
+from ..codegen.nvptx.compiled import CompiledCuda
 from ..errors import LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from ..platform_info import cuda_available

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..codegen.nvptx.nvvm import STATIC_SHARED_LIMIT
 from ..codegen.nvptx.plan import DevicePlan, KernelPlan
+from ..codegen.nvptx.shared_layout import STATIC_SHARED_LIMIT
 from ..errors import LaunchError
 from ..ir.evaluate import _size_value
 from ..ir.printer import expr_str

@@ -44,7 +44,7 @@ def _start() -> None:
 
 def _empty_kernel(arch: str) -> str:
     """PTX of a kernel that returns, for `arch`: its load starts the driver's PTX compiler."""
-    from ..codegen.nvptx.compile import ptx_version
+    from ..codegen.nvptx.arch import ptx_version
 
     version = ptx_version(arch)
     return (

@@ -14,40 +14,15 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from ..codegen.cpu import jit as cpu_jit
-from ..codegen.cpu.cache import CompiledCpu
-from ..codegen.cpu.module import entry_symbol
-from ..codegen.cpu.parallel import PARALLEL_FOR
-from ..codegen.nvptx.compile import CompiledCuda
+from ..codegen.nvptx.compiled import CompiledCuda
 from ..errors import LaunchError
 
-FORMAT = "schedlang saved kernel 1"
+FORMAT = "schedlang saved kernel 2"
 
 
 def export(kernel: object, path: str | Path) -> None:
     """Write `kernel` (a CPU `Kernel` or a `CudaKernel`) to `path`."""
-    from .cuda_kernel import CudaKernel
-
-    if isinstance(kernel, CudaKernel):
-        compiled = kernel._compiled
-        saved = {
-            "format": FORMAT,
-            "target": kernel.target,
-            "plan": compiled.plan,
-            "arch": compiled.arch,
-            "ptx": compiled.ptx,
-        }
-    else:
-        compiled = kernel._compiled
-        saved = {
-            "format": FORMAT,
-            "target": kernel.target,
-            "lowered": kernel.lowered,
-            "host": cpu_jit.host().target.key,
-            "llvm_ir": compiled.llvm_ir,
-            "object": cpu_jit.object_code(compiled.llvm_ir),
-        }
-    Path(path).write_bytes(pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL))
+    Path(path).write_bytes(pickle.dumps(contents(kernel), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def load(path: str | Path) -> object:
@@ -62,11 +37,47 @@ def load(path: str | Path) -> object:
             f"{saved.get('format') if isinstance(saved, dict) else None!r}, expected "
             f"{FORMAT!r}); export it again"
         )
+    return revive(saved, f"saved {path}")
+
+
+def contents(kernel: object) -> dict:
+    """What `revive` makes `kernel` again from, as picklable values."""
+    from .cuda_kernel import CudaKernel
+
+    compiled = kernel._compiled
+    if isinstance(kernel, CudaKernel):
+        return {
+            "format": FORMAT,
+            "target": kernel.target,
+            "plan": compiled.plan,
+            "arch": compiled.arch,
+            "llvm_ir": compiled.llvm_ir,
+            "ptx": compiled.ptx,
+        }
+    from ..codegen.cpu import jit as cpu_jit
+
+    return {
+        "format": FORMAT,
+        "target": kernel.target,
+        "lowered": kernel.lowered,
+        "host": cpu_jit.host().target.key,
+        "llvm_ir": compiled.llvm_ir,
+        "object": compiled.object_code,
+    }
+
+
+def revive(saved: dict, origin: str) -> object:
+    """The kernel of `contents`; `origin` says where it came from (in its compile key)."""
     if "ptx" in saved:
         from .cuda_kernel import CudaKernel
 
-        compiled = CompiledCuda(saved["plan"], saved["arch"], "", saved["ptx"])
-        return CudaKernel(saved["plan"].func, compiled, saved["target"])
+        plan = saved["plan"]
+        compiled = CompiledCuda(plan, saved["arch"], saved["llvm_ir"], saved["ptx"])
+        return CudaKernel(plan.func, compiled, saved["target"])
+    from ..codegen.cpu import jit as cpu_jit
+    from ..codegen.cpu.cache import CompiledCpu
+    from ..codegen.cpu.module import entry_symbol
+    from ..codegen.cpu.parallel import PARALLEL_FOR
     from .kernel import Kernel
     from .parallel import parallel_for_address
 
@@ -77,5 +88,5 @@ def load(path: str | Path) -> object:
     symbol = entry_symbol(lowered)
     imports = {PARALLEL_FOR: parallel_for_address()}
     linked, address = cpu_jit.link(obj, symbol, imports, text)
-    compiled = CompiledCpu(lowered, f"saved {path}", address, linked, text)
+    compiled = CompiledCpu(lowered, origin, address, linked, text, obj)
     return Kernel(lowered, compiled, saved["target"])

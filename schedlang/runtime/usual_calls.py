@@ -23,12 +23,12 @@ import sys
 import threading
 from typing import Any
 
-from ..codegen.cpu.trampoline import GuardSpec
 from ..codegen.nvptx.plan import DevicePlan
 from . import cuda_driver
 from .cuda_arguments import ALIGN
 from .cuda_launch import check_grid, grid_of
 from .device_array import DeviceArray
+from .fast_path import GuardSpec
 from .size_limits import SizeLimits
 from .streams import torch_stream
 

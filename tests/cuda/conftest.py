@@ -18,7 +18,7 @@ def all_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
     """Kernels built in the test keep all their shared memory dynamic, as those above 48 KB do
     (the compile cache is emptied for the test, since it does not know the limit)."""
     from schedlang.codegen.nvptx import compile as nvptx_compile
-    from schedlang.codegen.nvptx import nvvm as nvptx_llvm
+    from schedlang.codegen.nvptx import shared_layout
 
-    monkeypatch.setattr(nvptx_llvm, "STATIC_SHARED_LIMIT", 0)
+    monkeypatch.setattr(shared_layout, "STATIC_SHARED_LIMIT", 0)
     monkeypatch.setattr(nvptx_compile, "_memory", {})

@@ -15,7 +15,8 @@ import pytest
 from schedlang.codegen.fingerprint import fingerprint
 from schedlang.codegen.llvm.text import module_text
 from schedlang.codegen.nvptx import compile as nvptx_compile
-from schedlang.codegen.nvptx.compile import CompiledCuda, compile_cuda, machine
+from schedlang.codegen.nvptx.compile import compile_cuda, machine
+from schedlang.codegen.nvptx.compiled import CompiledCuda
 from schedlang.codegen.nvptx.module import build_module
 from schedlang.codegen.nvptx.plan import plan_kernels
 from schedlang.errors import InternalError, LoweringError

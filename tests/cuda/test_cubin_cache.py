@@ -1,4 +1,4 @@
-"""The on-disk cubin cache: off without SCHEDLANG_CACHE_DIR, keyed by PTX and architecture, used
+"""The on-disk cubin cache: off with SCHEDLANG_CACHE_DIR=off, keyed by PTX and architecture, used
 by a later load in place of compiling the PTX again, compiled again when its file is damaged, and
 skipped with a warning when it cannot be written."""
 
@@ -17,8 +17,8 @@ from schedlang.runtime import cubin_cache
 from . import fake_driver, kernels
 
 
-def test_off_without_the_variable(monkeypatch):
-    monkeypatch.delenv("SCHEDLANG_CACHE_DIR", raising=False)
+def test_off_when_the_variable_says_so(monkeypatch):
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")
     assert cubin_cache.path_for(".version 8.0", "sm_90") is None
 
 
@@ -68,7 +68,7 @@ def test_a_damaged_cubin_is_compiled_again_and_replaced(compiled_cubins, damage)
 
 def test_an_unwritable_cubin_folder_warns_once_and_compiles(compiled_cubins, tmp_path):
     (tmp_path / "cuda").write_text("a file where the cubin folder goes")
-    with pytest.warns(sl.SchedlangWarning, match="cannot write to .*unset SCHEDLANG_CACHE_DIR"):
+    with pytest.warns(sl.SchedlangWarning, match="cannot write to .*SCHEDLANG_CACHE_DIR=off"):
         for ptx in ("ptx a", "ptx b"):
             assert (
                 cubin_cache.cubin(None, None, ptx, "sm_90", "kernel") == f"cubin of {ptx}".encode()
@@ -76,8 +76,8 @@ def test_an_unwritable_cubin_folder_warns_once_and_compiles(compiled_cubins, tmp
     assert compiled_cubins == ["ptx a", "ptx b"]
 
 
-def test_without_the_variable_the_driver_gets_the_ptx(monkeypatch, compiled_cubins):
-    monkeypatch.delenv("SCHEDLANG_CACHE_DIR")
+def test_with_the_cache_off_the_driver_gets_the_ptx(monkeypatch, compiled_cubins):
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")
     assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") is None
     assert compiled_cubins == []
 
@@ -162,7 +162,7 @@ def test_an_unwritable_cache_runs_on_the_gpu(monkeypatch, tmp_path, counted_comp
     blocker.write_text("a file, not a folder")
     monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(blocker))
     monkeypatch.setattr(disk_cache, "_warned", False)
-    with pytest.warns(sl.SchedlangWarning, match="cannot write to .*unset SCHEDLANG_CACHE_DIR"):
+    with pytest.warns(sl.SchedlangWarning, match="cannot write to .*SCHEDLANG_CACHE_DIR=off"):
         _vector_add_from_a_fresh_load()
     assert counted_compiles == [1] and blocker.read_text() == "a file, not a folder"
 

@@ -10,8 +10,8 @@ import pytest
 import schedlang as sl
 from schedlang.codegen.nvptx import compile as nvptx_compile
 from schedlang.codegen.nvptx import libdevice
-from schedlang.codegen.nvptx.nvvm import lay_out_shared
 from schedlang.codegen.nvptx.plan import plan_kernels
+from schedlang.codegen.nvptx.shared_layout import lay_out_shared
 from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
 from schedlang.loopir.visit import walk_stmt

@@ -11,7 +11,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.codegen.nvptx import compile as nvptx_compile
-from schedlang.codegen.nvptx import nvvm as nvptx_llvm
+from schedlang.codegen.nvptx import shared_layout
 
 from .fake_driver import FakeDriver, install
 from .kernels import REDUCTIONS, SCHEDULES, gemm_shared, shared_rows
@@ -57,7 +57,7 @@ def test_dynamic_regions_cost_no_instructions(monkeypatch, n):
     """The same kernel with its rows as static arrays (which ptxas would refuse at this size)
     needs no fewer instructions: the regions' offsets fold into the addresses."""
     dynamic = build(shared_rows, 3, n).ptx
-    monkeypatch.setattr(nvptx_llvm, "STATIC_SHARED_LIMIT", 1 << 30)
+    monkeypatch.setattr(shared_layout, "STATIC_SHARED_LIMIT", 1 << 30)
     monkeypatch.setattr(nvptx_compile, "_memory", {})
     static = build(shared_rows, 3, n).ptx
     assert EXTERN not in static

@@ -129,7 +129,7 @@ def test_a_cuda_module_is_unloaded_with_the_last_kernel_holding_it(monkeypatch):
     monkeypatch.setattr(cuda_driver, "driver", lambda: fake)
     monkeypatch.setattr(cuda_driver, "device", lambda: H100)
     monkeypatch.setattr(cuda_start, "start", lambda: None)  # no real driver on a thread
-    monkeypatch.delenv("SCHEDLANG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")
     s, inputs, outputs = vector_add(factor=256)
     first, second = (sl.build(s, inputs + outputs, target="cuda") for _ in range(2))
     x = np.ones(100, np.float32)

@@ -2,8 +2,8 @@
 
 In memory, compiled code is keyed by `fingerprint` (printed loop IR, types, target) and shared
 by the kernels built from one lowered function while any of them lives; the last one to go
-unloads it, since a tuner builds thousands and keeps a few. Setting
-``SCHEDLANG_CACHE_DIR`` also keeps each object file on disk (`disk_cache`: verified on read,
+unloads it, since a tuner builds thousands and keeps a few. The disk cache (on unless
+``SCHEDLANG_CACHE_DIR=off``) also keeps each object file (`disk_cache`: verified on read,
 skipped when it cannot be written), under a key that adds the code generator's own source and
 the LLVM version, so a new schedlang never loads stale code; a later process then skips LLVM's
 optimiser and code generator and only links.
@@ -32,10 +32,13 @@ _memory: weakref.WeakValueDictionary[str, CompiledCpu] = weakref.WeakValueDictio
 class CompiledCpu:
     """A lowered function compiled and linked into this process, until this object goes."""
 
-    def __init__(self, func: LoweredFunc, key: str, address: int, linked: object, text: str):
+    def __init__(
+        self, func: LoweredFunc, key: str, address: int, linked: object, text: str, obj: bytes
+    ) -> None:
         self.func, self.key, self.address = func, key, address
         self.symbol = entry_symbol(func)
         self.llvm_ir = text
+        self.object_code = obj  # what a saved kernel stores
         self._linked = linked  # keeps the machine code mapped
 
     @property
@@ -57,7 +60,7 @@ def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:
     text = module_text(build_module(func, target, target.triple))
     obj = disk_cache.load_or_make(_disk_path(key), lambda: cpu_jit.object_code(text))
     linked, address = cpu_jit.link(obj, entry_symbol(func), imports, text)
-    compiled = CompiledCpu(func, key, address, linked, text)
+    compiled = CompiledCpu(func, key, address, linked, text, obj)
     _memory[key] = compiled
     return compiled
 

@@ -29,6 +29,7 @@ import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from llvmlite import __version__ as llvmlite_version
@@ -37,6 +38,9 @@ from llvmlite import ir
 from .. import disk_cache
 from . import jit as cpu_jit
 from .jit import Linked
+
+if TYPE_CHECKING:
+    from ...runtime.fast_path import GuardSpec
 
 UNUSUAL = -1  # the guard's answer when the call is not the usual case
 
@@ -99,27 +103,6 @@ def array_layout() -> ArrayLayout | None:
         if items != [id(x) for x in t]:
             return None
     return layout
-
-
-@dataclass(frozen=True)
-class GuardSpec:
-    """What a kernel's guard checks: per parameter its dtype (whose object numpy shares between
-    all its arrays), whether it is written, and per dimension ``(constant, -1)`` or ``(0, k)``
-    for size ``k``; per size the largest value it may take; the largest element count an
-    array may have (None: any)."""
-
-    params: tuple[tuple[np.dtype, bool, tuple[tuple[int, int], ...]], ...]
-    size_limits: tuple[int, ...]
-    count_limit: int | None
-
-    def sources(self) -> list[tuple[int, int]]:
-        """For each size, the first (parameter, dimension) that shows it."""
-        found: dict[int, tuple[int, int]] = {}
-        for k, (_, _, dims) in enumerate(self.params):
-            for d, (_, size) in enumerate(dims):
-                if size >= 0 and size not in found:
-                    found[size] = (k, d)
-        return [found[size] for size in range(len(self.size_limits))]
 
 
 @dataclass(frozen=True)

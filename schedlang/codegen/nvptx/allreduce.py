@@ -27,8 +27,6 @@ shared array per source, whose sizes (`scratch_sizes`) the kernel's shared layou
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -39,49 +37,14 @@ from ...loopir.nodes import ThreadAllReduce
 from ..llvm.control import for_range, if_then
 from ..llvm.intrinsics import function
 from ..llvm.types import I32, I64, constant, from_storage, storage_type, to_storage
+from .allreduce_forms import TAGS, WARP, Layout, layout
 from .nvvm import barrier, shared_array, special_register
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
 
-WARP = 32
-_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _FULL_MASK = 0xFFFFFFFF
 _CLAMP = 0x1F  # shfl.sync's c operand for a whole warp: no segments, clamp at lane 31
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How one collective runs in a block: its `form` ("copy", "warp", "warps", "shared"), the
-    group size, and the scratch elements per source."""
-
-    form: str
-    group: int
-    scratch: int
-
-
-def layout(stmt: ThreadAllReduce, block: tuple[int, int, int]) -> Layout:
-    """The form the collective `stmt` takes in a block of shape `block` (module docstring)."""
-    total = block[0] * block[1] * block[2]
-    reduced = [tag in stmt.tags and n > 1 for tag, n in zip(_TAGS, block)]
-    group = math.prod(n for n, r in zip(block, reduced) if r)
-    if group == 1:
-        return Layout("copy", 1, 0)
-    kept = [not r and n > 1 for n, r in zip(block, reduced)]
-    contiguous = not any(reduced[k] and any(kept[:k]) for k in range(3))
-    if contiguous and (WARP % group == 0 or total <= WARP):
-        return Layout("warp", group, 0)
-    if contiguous and group % WARP == 0:
-        return Layout("warps", group, total // WARP)
-    return Layout("shared", group, total)
-
-
-def scratch_sizes(stmt: ThreadAllReduce, block: tuple[int, int, int]) -> tuple[int, ...]:
-    """Bytes of shared scratch per source of the collective (none for the forms without)."""
-    count = layout(stmt, block).scratch
-    if count == 0:
-        return ()
-    return tuple(count * dt.itemsize(c.dtype) for c in stmt.combiners)
 
 
 def emit_allreduce(em: StmtEmitter, stmt: ThreadAllReduce, block: tuple[int, int, int]) -> None:
@@ -114,7 +77,7 @@ def _linear_tid(b: ir.IRBuilder, block: tuple[int, int, int]) -> ir.Value:
     """``x + X*(y + Y*z)`` as i32, reading only the registers of axes the block has."""
     tid: ir.Value = ir.Constant(I32, 0)
     stride = 1
-    for tag, n in zip(_TAGS, block):
+    for tag, n in zip(TAGS, block):
         if n > 1:
             own = b.mul(special_register(b, tag), ir.Constant(I32, stride), flags=("nuw", "nsw"))
             tid = b.add(tid, own, flags=("nuw", "nsw"))
@@ -210,7 +173,7 @@ def _shared_allreduce(
     barrier(b)
     # The group's members: this thread's index with every reduced axis running over its extent.
     first, loops, stride = tid, [], 1
-    for tag, n in zip(_TAGS, block):
+    for tag, n in zip(TAGS, block):
         if tag in stmt.tags and n > 1:
             first = b.sub(first, b.mul(special_register(b, tag), ir.Constant(I32, stride)))
             loops.insert(0, (n, stride))  # outermost first: z, y, x

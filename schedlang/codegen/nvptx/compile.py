@@ -13,10 +13,8 @@ least 8.0 (CUDA 12.0), so that any driver of the last years and ptxas 12 or 13 a
 from __future__ import annotations
 
 import functools
-import re
 import threading
 import weakref
-from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
@@ -32,43 +30,13 @@ from ..llvm.control import UNROLL_FULL
 from ..llvm.passes import run_passes
 from ..llvm.text import module_text
 from . import libdevice, softmath
+from .arch import DEFAULT_ARCH, check_arch, ptx_version
+from .compiled import CompiledCuda
 from .module import build_module
 from .plan import DevicePlan, plan_kernels
 
-DEFAULT_ARCH = "sm_90"
-_ARCH = re.compile(r"sm_(\d+)([af]?)")
-_PTX_FOR_NEWER = ((100, 86), (120, 87))  # (first architecture, PTX ISA) beyond sm_90
 _lock = threading.Lock()
 _memory: weakref.WeakValueDictionary[str, CompiledCuda] = weakref.WeakValueDictionary()
-
-
-@dataclass(frozen=True, eq=False)
-class CompiledCuda:
-    """A lowered function as kernels: the plan the launcher follows and the PTX it loads."""
-
-    plan: DevicePlan
-    arch: str
-    llvm_ir: str
-    ptx: str
-
-
-def check_arch(arch: str) -> str:
-    """`arch` when it names a GPU architecture (``sm_80``, ``sm_90a``); else a LoweringError."""
-    if not _ARCH.fullmatch(arch):
-        raise LoweringError(
-            f"unknown CUDA architecture {arch!r}; write it as sm_XY, e.g. 'cuda -arch=sm_90'"
-        )
-    return arch
-
-
-def ptx_version(arch: str) -> int:
-    """The PTX ISA version (times ten) emitted for `arch`."""
-    number = int(check_arch(arch)[3:].rstrip("af"))
-    version = 80
-    for first, isa in _PTX_FOR_NEWER:
-        if number >= first:
-            version = isa
-    return version
 
 
 @functools.cache

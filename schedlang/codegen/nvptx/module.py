@@ -20,8 +20,9 @@ from ...platform_info import NVPTX_TRIPLE
 from ..llvm.function import FunctionScope
 from ..llvm.stmt import StmtEmitter
 from ..llvm.types import I32, I64
-from .nvvm import BUFFER_ALIGN, GLOBAL
+from .nvvm import GLOBAL
 from .plan import DevicePlan, KernelPlan
+from .shared_layout import BUFFER_ALIGN
 from .target import NvptxTarget
 
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)

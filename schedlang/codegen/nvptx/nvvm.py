@@ -1,34 +1,29 @@
 """LLVM IR that only NVPTX has, shared by the target and its block collectives: the special
 registers holding a thread's position, the block barrier, and shared memory.
 
-A kernel's shared memory is laid out once, by `nvptx.plan` (`SharedLayout`): every shared
-buffer and every scratch array of a block collective gets a region at a 16-byte aligned offset,
-and the layout's size is the kernel's shared memory, which the launcher checks and passes. The
-code here only places what the layout says. Up to 48 KB (`STATIC_SHARED_LIMIT`, what a block
-may declare statically) each region is a module-level ``addrspace(3)`` array of the region's
-size (the NVPTX backend declares those ``.shared``; ptxas packs them to the layout's size
-exactly). Above that, a block gets more only as dynamic shared memory, which the launch sizes
-and the kernel opts into: every region is then an offset into one ``extern`` array of
-``[0 x i8]``, and address arithmetic still folds into immediate offsets. Static arrays stay the
-rule below the limit because their sizes tell LLVM how large an index can be, which lets it drop
-guards that one unsized array keeps.
+A kernel's shared memory is laid out once, by `nvptx.plan` (`shared_layout.SharedLayout`):
+every shared buffer and every scratch array of a block collective gets a region at a 16-byte
+aligned offset, and the layout's size is the kernel's shared memory, which the launcher checks
+and passes. The code here only places what the layout says. Up to 48 KB
+(`shared_layout.STATIC_SHARED_LIMIT`, what a block may declare statically) each region is a
+module-level ``addrspace(3)`` array of the region's size (the NVPTX backend declares those
+``.shared``; ptxas packs them to the layout's size exactly). Above that, a block gets more
+only as dynamic shared memory, which the launch sizes and the kernel opts into: every region
+is then an offset into one ``extern`` array of ``[0 x i8]``, and address arithmetic still
+folds into immediate offsets. Static arrays stay the rule below the limit because their sizes
+tell LLVM how large an index can be, which lets it drop guards that one unsized array keeps.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
-from ...errors import InternalError
 from ..llvm.intrinsics import function
 from ..llvm.types import I8, I32, I64
+from .shared_layout import SharedLayout
 
 GLOBAL, SHARED, LOCAL = 1, 3, 5
-BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks
-SWIZZLE_ALIGN = 1024  # where a swizzled shared buffer starts: its pattern's period
 SHARED_PTR = ir.PointerType(addrspace=SHARED)
-STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block may declare statically; more is dynamic
 DYNAMIC_SHARED = "dynamic_shared"  # the extern array of dynamic shared memory (a PTX name)
 _REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid"}
 
@@ -49,47 +44,6 @@ def is_index_tag(tag: str) -> bool:
 def barrier(b: ir.IRBuilder) -> None:
     """``bar.sync 0``: every thread of the block waits; shared stores before it are visible."""
     b.call(function(b.module, "llvm.nvvm.barrier0", ir.VoidType(), []), [])
-
-
-@dataclass(frozen=True, eq=False)
-class SharedLayout:
-    """Where a kernel's shared memory regions lie: `regions` maps a statement (by identity) to
-    ``(offset, bytes)`` per region it owns, an `Allocate` one, a `ThreadAllReduce` one per
-    source; `nbytes` is their total, the kernel's shared memory per block."""
-
-    kernel: str
-    regions: dict[int, tuple[tuple[int, int], ...]]
-    nbytes: int
-    dynamic: bool
-    align: int = BUFFER_ALIGN  # where the regions start: 1024 where a swizzle needs it
-
-    def region(self, owner: object, part: int = 0) -> tuple[int, int]:
-        found = self.regions.get(id(owner))
-        if found is None:
-            raise InternalError(f"kernel '{self.kernel}': a shared buffer outside its layout")
-        return found[part]
-
-
-def lay_out_shared(
-    kernel: str, owners: list[tuple[object, tuple[int, ...]]], align: int = BUFFER_ALIGN
-) -> SharedLayout:
-    """Regions for `owners` (each a statement and the bytes of its regions), one after the other
-    at multiples of `align` (`BUFFER_ALIGN`, or the 1024 bytes of a swizzle's pattern, which
-    the tensor cores apply to absolute addresses), each padded to one: ptxas packs static
-    arrays the same way, so its count and this one agree. A statement met twice keeps its first
-    regions."""
-    regions: dict[int, tuple[tuple[int, int], ...]] = {}
-    offset = 0
-    for owner, sizes in owners:
-        if id(owner) in regions:
-            continue
-        placed = []
-        for size in sizes:
-            padded = -(-max(size, 1) // align) * align
-            placed.append((offset, padded))
-            offset += padded
-        regions[id(owner)] = tuple(placed)
-    return SharedLayout(kernel, regions, offset, offset > STATIC_SHARED_LIMIT, align)
 
 
 def shared_array(

@@ -48,8 +48,8 @@ from ...loopir.nodes import (
 from ...loopir.printer import stmt_head
 from ...loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
 from ..llvm.storage import constant_count
-from .allreduce import scratch_sizes
-from .nvvm import BUFFER_ALIGN, SWIZZLE_ALIGN, SharedLayout, lay_out_shared
+from .allreduce_forms import scratch_sizes
+from .shared_layout import BUFFER_ALIGN, SWIZZLE_ALIGN, SharedLayout, lay_out_shared
 from .uniform import guard_uniform_stores
 
 MAX_THREADS = 1024  # per block, on every CUDA GPU since compute capability 2.0

@@ -2,8 +2,8 @@
 
 Buffers keep their address space, so accesses become ``ld.global``/``ld.shared`` directly:
 kernel parameters are global (address space 1), shared buffers are regions of the kernel's
-shared memory as the plan lays it out (`nvptx.nvvm.SharedLayout`: static arrays up to 48 KB, one
-dynamic array above), and local buffers are SSA values where every access names its element
+shared memory as the plan lays it out (`shared_layout.SharedLayout`: static arrays up to 48 KB,
+one dynamic array above), and local buffers are SSA values where every access names its element
 at compile time (`register_values`), stack slots otherwise. Every buffer starts
 at a multiple of 16 bytes (`buffer_align`), so accesses state the alignment their indices prove
 and LLVM emits 8- and 16-byte loads and stores for them. A loop bound to a hardware index reads
@@ -47,17 +47,9 @@ from .allreduce import emit_allreduce
 from .async_copy import emit_async_commit, emit_async_copy, emit_async_wait
 from .matrix_memory import LaneIndex, lane_index
 from .mma import emit_matrix_op
-from .nvvm import (
-    BUFFER_ALIGN,
-    GLOBAL,
-    LOCAL,
-    SHARED,
-    barrier,
-    is_index_tag,
-    shared_array,
-    special_register,
-)
+from .nvvm import GLOBAL, LOCAL, SHARED, barrier, is_index_tag, shared_array, special_register
 from .plan import KernelPlan
+from .shared_layout import BUFFER_ALIGN
 from .wgmma import WgmmaOrder, proxy_fence, warp_uniform
 
 if TYPE_CHECKING:

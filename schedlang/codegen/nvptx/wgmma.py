@@ -9,7 +9,7 @@ shared address of the tile and how its 128-byte swizzled rows are laid out.
 A shared buffer swizzled by 128 bytes (`Buffer`) keeps its rows in panels 128 bytes wide, each
 panel's rows contiguous, and permutes each row's 16-byte chunks by the row's index modulo 8;
 the hardware applies that permutation to the absolute address, so the buffer starts at a
-multiple of 1024 bytes (`nvvm.lay_out_shared`) and the descriptor carries the unpermuted
+multiple of 1024 bytes (`shared_layout.lay_out_shared`) and the descriptor carries the unpermuted
 address. Along a tile's K dimension:
 
 - contiguous (K-major): the tile's rows are the buffer's rows, 128 bytes apart, 8 of them (a

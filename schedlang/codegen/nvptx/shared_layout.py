@@ -1,0 +1,54 @@
+"""Where a kernel's shared memory regions lie: one layout per kernel, made by `nvptx.plan`,
+followed by the code generator (`nvvm.shared_array`) and sized by the launcher. Plain values,
+apart from LLVM, so that a kernel loaded from disk needs no compiler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import InternalError
+
+BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks
+SWIZZLE_ALIGN = 1024  # where a swizzled shared buffer starts: its pattern's period
+STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block may declare statically; more is dynamic
+
+
+@dataclass(frozen=True, eq=False)
+class SharedLayout:
+    """Where a kernel's shared memory regions lie: `regions` maps a statement (by identity) to
+    ``(offset, bytes)`` per region it owns, an `Allocate` one, a `ThreadAllReduce` one per
+    source; `nbytes` is their total, the kernel's shared memory per block."""
+
+    kernel: str
+    regions: dict[int, tuple[tuple[int, int], ...]]
+    nbytes: int
+    dynamic: bool
+    align: int = BUFFER_ALIGN  # where the regions start: 1024 where a swizzle needs it
+
+    def region(self, owner: object, part: int = 0) -> tuple[int, int]:
+        found = self.regions.get(id(owner))
+        if found is None:
+            raise InternalError(f"kernel '{self.kernel}': a shared buffer outside its layout")
+        return found[part]
+
+
+def lay_out_shared(
+    kernel: str, owners: list[tuple[object, tuple[int, ...]]], align: int = BUFFER_ALIGN
+) -> SharedLayout:
+    """Regions for `owners` (each a statement and the bytes of its regions), one after the other
+    at multiples of `align` (`BUFFER_ALIGN`, or the 1024 bytes of a swizzle's pattern, which
+    the tensor cores apply to absolute addresses), each padded to one: ptxas packs static
+    arrays the same way, so its count and this one agree. A statement met twice keeps its first
+    regions."""
+    regions: dict[int, tuple[tuple[int, int], ...]] = {}
+    offset = 0
+    for owner, sizes in owners:
+        if id(owner) in regions:
+            continue
+        placed = []
+        for size in sizes:
+            padded = -(-max(size, 1) // align) * align
+            placed.append((offset, padded))
+            offset += padded
+        regions[id(owner)] = tuple(placed)
+    return SharedLayout(kernel, regions, offset, offset > STATIC_SHARED_LIMIT, align)
