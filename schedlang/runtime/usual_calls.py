@@ -9,18 +9,25 @@ at once, a fault reported at the next synchronisation. The usual call is exact
 ``torch.Tensor``s of the parameters' dtypes on the kernel's GPU, C-contiguous, starting at a
 multiple of 16 bytes, every dimension the constant or size it must be (the same analysis as the
 CPU's guard, `fast_path.guard_spec`), outputs apart from the other arguments, sizes within the
-index type; for it, a call reads a few tensor attributes, fills the kernel's parameter block
-and calls ``cuLaunchKernel``. Anything else (numpy arrays, cupy, sizes passed by name, a
-mismatch of any kind, another thread than the one that set the context up) returns False and
-the call takes the general path, which says what is wrong: no check is lost.
+index type; cupy arrays and ``sl`` device arrays likewise. For it, a call reads a few
+attributes of each array, fills the kernel's parameter block and launches. Anything else
+(numpy arrays, sizes passed by name, a mismatch of any kind, another thread than the one that
+set the context up) returns False and the call takes the general path, which says what is
+wrong: no check is lost.
+
+A call costs what Python does per call, so the checks are Python source written for each
+kernel and kind of array (`_source`), with the parameters unrolled and every constant in place:
+a loop over parameters, dimensions and sizes costs several microseconds more per call than the
+same checks written out. The launch goes through `codegen.cpu.launcher`, one ctypes call.
 """
 
 from __future__ import annotations
 
 import ctypes
-import math
+import functools
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..codegen.nvptx.plan import DevicePlan
@@ -31,6 +38,8 @@ from .device_array import DeviceArray
 from .fast_path import GuardSpec
 from .size_limits import SizeLimits
 from .streams import torch_stream
+
+_TORCH, _CUPY, _SL = "torch", "cupy", "sl"
 
 
 class UsualCall:
@@ -49,28 +58,19 @@ class UsualCall:
         self.name = name
         self.plan = plan
         self.functions = functions
+        self.spec = spec
         self.device = device
         self.limits = limits if limits.needed else None
-        self.params = []
-        for dtype, written, dims in spec.params:
-            extents = tuple((value, size) for value, size in dims)
-            self.params.append((dtype, written, extents, len(extents), dtype.itemsize))
-        self.tensor = None  # torch's, once torch is imported (`_torch_ready`)
-        self.torch_stream = None
-        self.torch_dtypes: list = []
-        self.sizes = len(spec.size_limits)
-        self.sources = spec.sources()
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
-        self.values = [ctypes.c_void_p(0) for _ in self.params]
-        self.values += [ctypes.c_int64(0) for _ in range(self.sizes)]
-        self.addresses = (ctypes.c_void_p * max(1, len(self.values)))(
-            *(ctypes.addressof(v) for v in self.values)
-        )
-        self.block = ctypes.addressof(self.addresses)
+        count = len(spec.params) + len(spec.size_limits)
+        self.storage = (ctypes.c_uint64 * max(1, count))()  # the parameters' values
+        start = ctypes.addressof(self.storage)
+        self.addresses = (ctypes.c_void_p * max(1, count))(*(start + 8 * k for k in range(count)))
+        self.block = ctypes.addressof(self.addresses)  # the kernel parameters (void**)
         self.steps: dict[tuple[int, ...], list[tuple]] = {}
         self.cuda = cuda_driver.driver()
-        self.success = self.cuda.CUresult.CUDA_SUCCESS
+        self.calls: dict[type, Callable[[tuple, int | None], bool]] = {}
 
     @classmethod
     def make(cls, name, plan, functions, spec, limits, device) -> UsualCall | None:
@@ -82,116 +82,81 @@ class UsualCall:
         """Queue the kernels for `arrays` on `stream` (None: the caller's, `streams`) and
         return True, or return False (the general path decides) where the call is not the
         usual one."""
-        if len(arrays) != len(self.params) or not arrays or threading.get_ident() != self.thread:
+        if not arrays or threading.get_ident() != self.thread:
             return False
-        kind = type(arrays[0])
-        if self.tensor is None and "torch" in sys.modules:
-            self._torch_ready()
-        if kind is self.tensor:
-            read = self._torch(arrays)
-        elif kind is DeviceArray:
-            read = self._sl(arrays)
-        elif kind.__name__ == "ndarray" and kind.__module__.startswith("cupy"):
-            read = self._cupy(arrays)
-        else:
-            return False
-        if read is None:
-            return False
-        pointers, shapes, current = read
-        values = [shapes[k][d] for k, d in self.sources]
-        for shape, (_, _, extents, _, _) in zip(shapes, self.params):
-            for d, (value, size) in enumerate(extents):
-                if shape[d] != (value if size < 0 else values[size]):
-                    return False
-        ends = [p + math.prod(s) * param[4] for p, s, param in zip(pointers, shapes, self.params)]
-        for k, (_, written, _, _, _) in enumerate(self.params):
-            if written and ends[k] > pointers[k]:
-                for j in range(len(pointers)):
-                    if j != k and pointers[k] < ends[j] and pointers[j] < ends[k]:
-                        return False
-        if self.limits is not None:
-            try:
-                self.limits.check(values, arrays)
-            except ValueError:
-                return False
-        steps = self.steps.get(tuple(values))
-        if steps is None:
-            steps = self._steps(values)
-        wait = stream is None and current is None  # sl arrays: the legacy stream, and a wait
-        if stream is None:
-            stream = 0 if current is None else current()
-        with self.lock:
-            for value, p in zip(self.values, pointers):
-                value.value = p
-            for value, n in zip(self.values[len(pointers) :], values):
-                value.value = n
-            for function, grid, block, shared, what in steps:
-                result = self.cuda.cuLaunchKernel(
-                    function, *grid, *block, shared, stream, self.block, 0
-                )
-                if result[0] != self.success:
-                    cuda_driver.check(result, what)
-        if wait:
-            synced = self.cuda.cuStreamSynchronize(0)
-            cuda_driver.check(synced, f"kernel '{self.name}' failed while running")
-        return True
+        call = self.calls.get(type(arrays[0]))
+        if call is None:
+            call = self.calls[type(arrays[0])] = self._call_for(type(arrays[0]))
+        return call(arrays, stream)
 
-    def _torch_ready(self) -> None:
-        torch = sys.modules["torch"]
-        self.torch_stream = torch_stream(torch)
-        for dtype, *_ in self.params:
-            kind = getattr(torch, dtype.name, None)
-            self.torch_dtypes.append(kind if isinstance(kind, torch.dtype) else None)
-        self.tensor = torch.Tensor
+    def _call_for(self, kind: type) -> Callable[[tuple, int | None], bool]:
+        """The usual call for arrays of type `kind`, or one that always declines."""
+        torch, cupy = sys.modules.get("torch"), sys.modules.get("cupy")
+        if torch is not None and kind is torch.Tensor:
+            dtypes = [getattr(torch, dtype.name, None) for dtype, _, _ in self.spec.params]
+            if not all(isinstance(d, torch.dtype) for d in dtypes):
+                return _decline
+            return self._compile(_TORCH, kind, dtypes, torch_stream(torch))
+        if kind is DeviceArray:
+            return self._compile(_SL, kind, [d for d, _, _ in self.spec.params], None)
+        if cupy is not None and kind is cupy.ndarray:
+            current = lambda ordinal: cupy.cuda.get_current_stream().ptr  # noqa: E731
+            return self._compile(_CUPY, kind, [d for d, _, _ in self.spec.params], current)
+        return _decline
 
-    def _torch(self, arrays: tuple):
-        """Pointers, shapes and the current stream of torch tensors, or None."""
-        ordinal = self.device.ordinal
-        pointers, shapes = [], []
-        for t, kind in zip(arrays, self.torch_dtypes):
-            if type(t) is not self.tensor or t.dtype is not kind or t.get_device() != ordinal:
-                return None
-            if not t.is_contiguous():
-                return None
-            ptr = t.data_ptr()
-            if ptr % ALIGN:
-                return None
-            pointers.append(ptr)
-            shapes.append(t.shape)
-        if any(len(s) != p[3] for s, p in zip(shapes, self.params)):
-            return None
-        return pointers, shapes, lambda: self.torch_stream(ordinal)
+    def _compile(self, library: str, kind: type, dtypes: list, current) -> Callable:
+        names = {
+            "T": kind,
+            "ORD": self.device.ordinal,
+            "LIMITS": self.limits,
+            "STEPS": self.steps,
+            "MAKE_STEPS": self._steps,
+            "CURRENT": current,
+            "LOCK": self.lock,
+            "STORAGE": self.storage,
+            "RUN": self._runner(),
+            "SYNC": self._synchronize,
+        }
+        names.update((f"D{k}", d) for k, d in enumerate(dtypes))
+        code = compile(_source(library, self.spec), f"<usual call of {self.name}>", "exec")
+        exec(code, names)
+        return names["call"]
 
-    def _cupy(self, arrays: tuple):
-        """Pointers, shapes and the current stream of cupy arrays, or None."""
-        cupy = sys.modules["cupy"]
-        ordinal = self.device.ordinal
-        pointers, shapes = [], []
-        for a, (dtype, _, _, ndim, _) in zip(arrays, self.params):
-            if type(a) is not cupy.ndarray or a.dtype is not dtype or a.ndim != ndim:
-                return None
-            if a.device.id != ordinal or not a.flags.c_contiguous:
-                return None
-            ptr = a.data.ptr
-            if ptr % ALIGN:
-                return None
-            pointers.append(ptr)
-            shapes.append(a.shape)
-        return pointers, shapes, lambda: cupy.cuda.get_current_stream().ptr
+    def _runner(self) -> Callable[[list, int], None]:
+        launch = _launch_address(self.cuda)
+        if launch is None:  # no entry point to call: cuda-python's launch
+            cuda, success = self.cuda, self.cuda.CUresult.CUDA_SUCCESS
 
-    def _sl(self, arrays: tuple):
-        """Pointers and shapes of ``sl`` device arrays (the legacy stream: None), or None."""
-        pointers, shapes = [], []
-        for a, (dtype, _, _, ndim, _) in zip(arrays, self.params):
-            if type(a) is not DeviceArray or a.device != "cuda" or a.dtype != dtype:
-                return None
-            if len(a.shape) != ndim or not a.ptr or a.ptr % ALIGN:
-                return None
-            pointers.append(a.ptr)
-            shapes.append(a.shape)
-        return pointers, shapes, None
+            def run(steps: list, stream: int) -> None:
+                for function, grid, block, shared, what in steps:
+                    result = cuda.cuLaunchKernel(
+                        function, *grid, *block, shared, stream, self.block, 0
+                    )
+                    if result[0] != success:
+                        cuda_driver.check(result, what)
+
+            return run
+        from ..codegen.cpu.launcher import STREAM, launcher
+
+        _, go = launcher()  # cached: its machine code stays loaded
+
+        def run(steps: list, stream: int) -> None:
+            for table, what in steps:
+                table[STREAM] = stream
+                code = go(ctypes.addressof(table))
+                if code:
+                    cuda_driver.check((self.cuda.CUresult(code),), what)
+
+        return run
+
+    def _synchronize(self) -> None:
+        synced = self.cuda.cuStreamSynchronize(0)
+        cuda_driver.check(synced, f"kernel '{self.name}' failed while running")
 
     def _steps(self, values: list[int]) -> list[tuple]:
+        from ..codegen.cpu.launcher import table
+
+        launch = _launch_address(self.cuda)
         steps = []
         for kernel, function in zip(self.plan.kernels, self.functions):
             grid = grid_of(kernel, self.plan, values)
@@ -201,7 +166,120 @@ class UsualCall:
             what = (
                 f"launching kernel '{self.name}/{kernel.name}' (grid {grid}, block {kernel.block})"
             )
-            steps.append((function, grid, kernel.block, kernel.dynamic_shared_bytes, what))
+            shared = kernel.dynamic_shared_bytes
+            if launch is None:
+                steps.append((function, grid, kernel.block, shared, what))
+            else:
+                words = table(launch, int(function), grid, kernel.block, shared, self.block)
+                steps.append((words, what))
         if len(self.steps) < 64:  # a few shapes, not every shape a loop ever passes
             self.steps[tuple(values)] = steps
         return steps
+
+
+def _decline(arrays: tuple, stream: int | None) -> bool:
+    return False
+
+
+@functools.cache
+def _launch_address(cuda: Any) -> int | None:
+    """The address of ``cuLaunchKernel`` as the driver hands it to cuda-python (the version of
+    the entry point this driver has), or None where the driver module has no such query."""
+    query = getattr(cuda, "cuGetProcAddress", None)
+    if query is None:
+        return None
+    flags = cuda.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+    try:
+        result = query(b"cuLaunchKernel", 12000, flags)
+    except (TypeError, ValueError):  # another signature of the query
+        return None
+    if result[0] != cuda.CUresult.CUDA_SUCCESS or not int(result[1]):
+        return None
+    return int(result[1])
+
+
+def _source(library: str, spec: GuardSpec) -> str:
+    """Python source of ``call(arrays, stream)`` for `spec` and arrays of `library` (module)."""
+    count = len(spec.params)
+    a = [f"a{k}" for k in range(count)]
+    lines = [
+        "def call(arrays, stream):",
+        f"    if len(arrays) != {count}:",
+        "        return False",
+        f"    {', '.join(a)}{',' if count == 1 else ''} = arrays",
+    ]
+
+    def require(condition: str) -> None:
+        lines.append(f"    if not ({condition}):")
+        lines.append("        return False")
+
+    for k, (_, _, dims) in enumerate(spec.params):
+        x = a[k]
+        if library == _TORCH:
+            require(
+                f"type({x}) is T and {x}.dtype is D{k} and {x}.get_device() == ORD "
+                f"and {x}.is_contiguous()"
+            )
+            lines.append(f"    p{k} = {x}.data_ptr()")
+            lines.append(f"    s{k} = {x}.shape")
+            require(f"len(s{k}) == {len(dims)}")
+        elif library == _CUPY:
+            require(
+                f"type({x}) is T and {x}.dtype is D{k} and {x}.ndim == {len(dims)} "
+                f"and {x}.device.id == ORD and {x}.flags.c_contiguous"
+            )
+            lines.append(f"    p{k} = {x}.data.ptr")
+            lines.append(f"    s{k} = {x}.shape")
+        else:
+            require(f'type({x}) is T and {x}.device == "cuda" and {x}.dtype == D{k}')
+            lines.append(f"    p{k} = {x}.ptr")
+            lines.append(f"    s{k} = {x}.shape")
+            require(f"len(s{k}) == {len(dims)} and p{k}")
+    pointers = [f"p{k}" for k in range(count)]
+    require(f"not ({' | '.join(pointers)}) % {ALIGN}")
+    sources = spec.sources()
+    sizes = [f"n{size}" for size in range(len(sources))]
+    for size, (k, d) in enumerate(sources):
+        lines.append(f"    n{size} = s{k}[{d}]")
+    checks = []
+    for k, (_, _, dims) in enumerate(spec.params):
+        for d, (value, size) in enumerate(dims):
+            if size < 0:
+                checks.append(f"s{k}[{d}] == {value}")
+            elif sources[size] != (k, d):
+                checks.append(f"s{k}[{d}] == n{size}")
+    if checks:
+        require(" and ".join(checks))
+    for k, (dtype, _, dims) in enumerate(spec.params):
+        extent = " * ".join([f"s{k}[{d}]" for d in range(len(dims))] + [str(dtype.itemsize)])
+        lines.append(f"    e{k} = p{k} + {extent}")
+    for k, (_, written, _) in enumerate(spec.params):
+        if written:  # an output that is not empty lies apart from every other argument
+            for j in range(count):
+                if j != k:
+                    require(f"e{k} <= p{k} or p{k} >= e{j} or p{j} >= e{k}")
+    values = f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})"
+    lines += [
+        "    if LIMITS is not None:",
+        "        try:",
+        f"            LIMITS.check({values}, arrays)",
+        "        except ValueError:",
+        "            return False",
+        f"    steps = STEPS.get({values})",
+        "    if steps is None:",
+        f"        steps = MAKE_STEPS(list({values}))",
+    ]
+    wait = library == _SL
+    if wait:
+        lines += ["    wait = stream is None", "    if wait:", "        stream = 0"]
+    else:
+        lines += ["    if stream is None:", "        stream = CURRENT(ORD)"]
+    lines += [
+        "    with LOCK:",
+        f"        STORAGE[:] = ({', '.join(pointers + sizes)},)",
+        "        RUN(steps, stream)",
+    ]
+    if wait:
+        lines += ["    if wait:", "        SYNC()"]
+    lines.append("    return True")
+    return "\n".join(lines) + "\n"
