@@ -5,7 +5,10 @@ against ``numpy.add(a, b, out=c)``; on a GPU, where there is one, with torch ten
 arrays and ``sl`` device arrays against ``torch.add(a, b, out=c)`` (and a Triton kernel where
 Triton is installed). What is timed is the whole call as a user makes it, the median of
 several rounds of many calls (so a noisy machine cannot pick the best round), the peer
-interleaved round by round with the kernel.
+interleaved round by round with the kernel. Two times per call: the caller's (the loop alone:
+what a call costs the program that makes it) and the whole loop's until the device is done,
+which a GPU running short kernels back to back bounds from below. GPU rounds are 500 calls, so
+that the driver's queue of launches never fills and holds a call back.
 
     python benchmarks/launch.py [--calls 20000] [--rounds 7]
 """
@@ -40,14 +43,16 @@ def vector_add(target: str):
     return sl.build(s, [a, b, c], target=target)
 
 
-def per_call(fn: Callable[[], object], calls: int, sync: Callable[[], None]) -> float:
-    """Microseconds per call of `fn` over `calls` calls."""
+def per_call(fn: Callable[[], object], calls: int, sync: Callable[[], None]) -> tuple[float, float]:
+    """Microseconds per call of `fn` over `calls` calls: the loop's, and until `sync`."""
     sync()
     start = time.perf_counter()
     for _ in range(calls):
         fn()
+    issued = time.perf_counter()
     sync()
-    return (time.perf_counter() - start) / calls * 1e6
+    done = time.perf_counter()
+    return (issued - start) / calls * 1e6, (done - start) / calls * 1e6
 
 
 def compare(rows: list, name: str, ours, peer_name: str, peer, calls: int, rounds: int, sync):
@@ -57,9 +62,10 @@ def compare(rows: list, name: str, ours, peer_name: str, peer, calls: int, round
     for _ in range(rounds):
         mine.append(per_call(ours, calls, sync))
         theirs.append(per_call(peer, calls, sync))
-    m, t = statistics.median(mine), statistics.median(theirs)
-    spread = (max(mine) - min(mine)) / m
-    rows.append((name, m, spread, peer_name, t))
+    m, t = (statistics.median(r[0] for r in x) for x in (mine, theirs))
+    m_done, t_done = (statistics.median(r[1] for r in x) for x in (mine, theirs))
+    spread = (max(r[0] for r in mine) - min(r[0] for r in mine)) / m
+    rows.append((name, m, spread, peer_name, t, m_done, t_done))
 
 
 def main() -> None:
@@ -85,11 +91,12 @@ def main() -> None:
         lambda: None,
     )
     if sl.cuda_available():
-        _gpu(rows, args.calls // 10, args.rounds)
-    print("| call | us per call | spread | peer | peer us | ours/peer |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, m, spread, peer, t in rows:
-        print(f"| {name} | {m:.2f} | {spread:.0%} | {peer} | {t:.2f} | {m / t:.2f}x |")
+        _gpu(rows, 500, args.rounds * 4)
+    print("| call | us per call | spread | peer | peer us | ours/peer | waited: ours, peer |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, m, spread, peer, t, m_done, t_done in rows:
+        waited = f"{m_done:.2f}, {t_done:.2f}"
+        print(f"| {name} | {m:.2f} | {spread:.0%} | {peer} | {t:.2f} | {m / t:.2f}x | {waited} |")
 
 
 def _gpu(rows: list, calls: int, rounds: int) -> None:
