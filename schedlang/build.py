@@ -86,7 +86,6 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
     if resolved.arch is not None:
         check_arch(resolved.arch)
-    cuda_start.start()  # beside the lowering, which needs no GPU
 
     @functools.cache
     def arch() -> str:  # asked after the lowering, or for a build on disk
@@ -101,6 +100,8 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
         from .driver import lower_for_gpu
         from .runtime.cuda_kernel import CudaKernel
 
+        # CUDA starts beside the lowering, which needs no GPU; a build on disk needs neither
+        cuda_start.start()
         lowered = lower_for_gpu(s, args, name)
         compiled = compile_cuda(lowered, arch(), resolved.min_blocks)
         return CudaKernel(compiled.plan.func, compiled, shown())
@@ -162,10 +163,12 @@ def _refuse_hardware_indices(s: Schedule) -> None:
 
 
 def _default_arch() -> str:
-    """The GPU's own architecture when one is usable here, else sm_90 (Hopper)."""
+    """The GPU's own architecture when the driver sees one, else sm_90 (Hopper). The driver
+    alone is asked: whether LLVM can compile for it is the compiler's question, and a build
+    loaded from disk needs no compiler (nor LLVM's start-up)."""
     from .codegen.nvptx.arch import DEFAULT_ARCH
-    from .platform_info import cuda_available, cuda_devices
+    from .platform_info import cuda_devices, probe_cuda
 
-    if cuda_available():
+    if probe_cuda().ok:
         return cuda_devices()[0].arch
     return DEFAULT_ARCH

@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import os
 import pickle
-import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -107,20 +107,28 @@ def _toolchain() -> str:
     islpy (with its isl), and Python's version; each read off its files' names, sizes and
     times of change, which any edit or install changes (reading them, or importing islpy for
     its version, would cost more than the rest of a cached build)."""
-    package = Path(__file__).parent
-    digest = hashlib.sha256(_files(package, package.rglob("*.py")).encode())
+    digest = hashlib.sha256(_files(os.path.dirname(__file__), recursive=True).encode())
     for name in ("llvmlite", "llvmlite.binding", "islpy"):
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin is not None:
-            folder = Path(spec.origin).parent
-            digest.update(_files(folder, folder.iterdir()).encode())
+            digest.update(_files(os.path.dirname(spec.origin), recursive=False).encode())
     return f"{digest.hexdigest()} {sys.version_info[:2]}"
 
 
-def _files(folder: Path, paths) -> str:
+def _files(folder: str, recursive: bool) -> str:
+    """Each file under `folder` (Python sources only where `recursive`) by path, size and
+    time of change; `os.scandir`, since pathlib's path arithmetic alone costs milliseconds."""
     found = []
-    for path in sorted(paths):
-        status = path.stat()
-        if stat.S_ISREG(status.st_mode):
-            found.append(f"{path.relative_to(folder)}:{status.st_size}:{status.st_mtime_ns}")
-    return " ".join(found)
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        with os.scandir(os.path.join(folder, relative)) as entries:
+            for entry in entries:
+                path = os.path.join(relative, entry.name)
+                if entry.is_dir():
+                    if recursive and entry.name != "__pycache__":
+                        pending.append(path)
+                elif entry.is_file() and (not recursive or entry.name.endswith(".py")):
+                    status = entry.stat()
+                    found.append(f"{path}:{status.st_size}:{status.st_mtime_ns}")
+    return " ".join(sorted(found))
