@@ -14,35 +14,14 @@ ever lost, only moved.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..codegen.cpu.guard_spec import GuardSpec
 from ..ir import dtype as dt
 from ..ir.expr import Const, Var
 from ..loopir.nodes import LoweredFunc
 from .size_limits import SizeLimits
-
-
-@dataclass(frozen=True)
-class GuardSpec:
-    """What a kernel's guard checks: per parameter its dtype (whose object numpy shares between
-    all its arrays), whether it is written, and per dimension ``(constant, -1)`` or ``(0, k)``
-    for size ``k``; per size the largest value it may take; the largest element count an
-    array may have (None: any)."""
-
-    params: tuple[tuple[np.dtype, bool, tuple[tuple[int, int], ...]], ...]
-    size_limits: tuple[int, ...]
-    count_limit: int | None
-
-    def sources(self) -> list[tuple[int, int]]:
-        """For each size, the first (parameter, dimension) that shows it."""
-        found: dict[int, tuple[int, int]] = {}
-        for k, (_, _, dims) in enumerate(self.params):
-            for d, (_, size) in enumerate(dims):
-                if size >= 0 and size not in found:
-                    found[size] = (k, d)
-        return [found[size] for size in range(len(self.size_limits))]
 
 
 def guard_spec(

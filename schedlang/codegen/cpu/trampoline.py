@@ -29,7 +29,6 @@ import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from llvmlite import __version__ as llvmlite_version
@@ -37,10 +36,8 @@ from llvmlite import ir
 
 from .. import disk_cache
 from . import jit as cpu_jit
+from .guard_spec import GuardSpec
 from .jit import Linked
-
-if TYPE_CHECKING:
-    from ...runtime.fast_path import GuardSpec
 
 UNUSUAL = -1  # the guard's answer when the call is not the usual case
 
