@@ -1,0 +1,38 @@
+"""TVM's Tensor Expression API on schedlang: ``import schedlang.tvm as tvm`` and
+``from schedlang.tvm import te``, and a TE program runs with only its imports changed.
+
+TVM dropped Tensor Expression schedules; this package keeps TE's names and calling conventions
+(targets, devices, ``tvm.nd`` arrays, built modules with ``time_evaluator``, ``get_source``,
+``export_library``) and maps each onto schedlang's own API, which does the work: the algorithm
+and schedule are schedlang's, checked by isl, compiled by llvmlite. What TE has and schedlang
+does not yet is refused with a `TVMError` that says so, never approximated.
+"""
+
+from __future__ import annotations
+
+from ..errors import SchedlangError as TVMError
+from . import contrib, nd, runtime, target, te, tir
+from .driver import build, lower
+from .runtime import Device, Module, NDArray, cl, cpu, cuda, device, gpu, opencl, rocm
+
+__all__ = [
+    "Device",
+    "Module",
+    "NDArray",
+    "TVMError",
+    "build",
+    "cl",
+    "contrib",
+    "cpu",
+    "cuda",
+    "device",
+    "gpu",
+    "lower",
+    "nd",
+    "opencl",
+    "rocm",
+    "runtime",
+    "target",
+    "te",
+    "tir",
+]

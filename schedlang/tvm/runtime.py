@@ -1,0 +1,228 @@
+"""TE's runtime objects on schedlang: devices, ``NDArray``, built modules and their timing,
+saving and loading (``tvm.runtime.load_module``)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import load as load_kernel
+from ..errors import LaunchError
+from ..platform_info import cuda_available
+from ..runtime.device_array import DeviceArray
+
+_KINDS = {1: "cpu", 2: "cuda", 4: "opencl", 10: "rocm"}
+_NAMES = {"cpu": 1, "llvm": 1, "c": 1, "cuda": 2, "nvptx": 2, "gpu": 2, "cl": 4, "opencl": 4}
+_NAMES.update({"rocm": 10})
+
+
+@dataclass(frozen=True)
+class Device:
+    """A TE device: ``tvm.cpu(0)``, ``tvm.cuda(0)``, ``tvm.device("cuda", 0)``."""
+
+    device_type: int
+    device_id: int = 0
+
+    @property
+    def exist(self) -> bool:
+        if self.device_type == 1:
+            return True
+        return self.device_type == 2 and self.device_id == 0 and cuda_available()
+
+    def sync(self) -> None:
+        """Kernels on the device are done (schedlang's calls wait for their own)."""
+
+    def __repr__(self) -> str:
+        return f"{_KINDS[self.device_type]}({self.device_id})"
+
+
+def device(dev_type: object, dev_id: int = 0) -> Device:
+    """The device of a target name (``"llvm"``, ``"cuda"``, ...) or a device type number."""
+    kind = _NAMES.get(dev_type) if isinstance(dev_type, str) else dev_type
+    if kind not in _KINDS:
+        raise LaunchError(f"unknown device {dev_type!r}; use 'cpu' ('llvm') or 'cuda'")
+    return Device(kind, dev_id)
+
+
+def cpu(dev_id: int = 0) -> Device:
+    return Device(1, dev_id)
+
+
+def cuda(dev_id: int = 0) -> Device:
+    return Device(2, dev_id)
+
+
+gpu = cuda
+
+
+def opencl(dev_id: int = 0) -> Device:
+    """An OpenCL device, which schedlang does not compile for: it never exists."""
+    return Device(4, dev_id)
+
+
+cl = opencl
+
+
+def rocm(dev_id: int = 0) -> Device:
+    """A ROCm device, which schedlang does not compile for: it never exists."""
+    return Device(10, dev_id)
+
+
+class NDArray:
+    """An array on a device: numpy's on the CPU, an ``sl`` device array on the GPU."""
+
+    def __init__(self, data: np.ndarray | DeviceArray, dev: Device) -> None:
+        self.data = data
+        self.device = dev
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def dtype(self) -> str:
+        return str(np.dtype(self.data.dtype))
+
+    def numpy(self) -> np.ndarray:
+        if isinstance(self.data, DeviceArray):
+            return self.data.numpy()
+        return self.data.copy()
+
+    asnumpy = numpy
+
+    def copyfrom(self, source: object) -> NDArray:
+        values = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
+        if isinstance(self.data, DeviceArray):
+            self.data.copy_from_host(np.ascontiguousarray(values, self.data.dtype))
+        else:
+            self.data[...] = values
+        return self
+
+    def __repr__(self) -> str:
+        return f"<tvm.nd.NDArray shape={self.shape}, {self.device}>\n{self.numpy()!r}"
+
+
+def unwrap(value: object) -> object:
+    """What a schedlang kernel takes for a TE argument."""
+    return value.data if isinstance(value, NDArray) else value
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Seconds per run, one entry per repeat, as TE's ``time_evaluator`` reports them."""
+
+    results: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results)
+
+
+class Module:
+    """A built function as TE's module: called with its arguments, timed, saved, inspected."""
+
+    def __init__(self, kernel: object, name: str) -> None:
+        self.kernel = kernel
+        self.entry_name = name
+        self.cuda = getattr(kernel, "target", "cpu").startswith("cuda")
+        self.type_key = "cuda" if self.cuda else "llvm"
+        self.imported_modules = [DeviceModule(kernel.ptx)] if self.cuda else []
+
+    def __call__(self, *args: object) -> None:
+        self.kernel(*(unwrap(a) for a in args))
+
+    def __getitem__(self, name: str) -> Module:
+        return self.get_function(name)
+
+    def get_function(self, name: str) -> Module:
+        if name != self.entry_name:
+            raise AttributeError(f"module has no function {name!r}; it has {self.entry_name!r}")
+        return self
+
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev: Device,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: int = 0,
+        **_,
+    ):
+        """A function of the arguments whose `BenchmarkResult` has, per repeat, the time of
+        one run (schedlang's ``kernel.time`` over `number` runs: their median)."""
+        function = self.get_function(func_name)
+
+        def evaluate(*args: object) -> BenchmarkResult:
+            arrays = [unwrap(a) for a in args]
+            times = [function.kernel.time(*arrays, repeat=number) for _ in range(repeat)]
+            return BenchmarkResult(tuple(times))
+
+        return evaluate
+
+    def get_source(self, fmt: str = "") -> str:
+        """The host code: LLVM IR (``fmt`` "ll" or ""), or the CPU's assembly ("s", "asm")."""
+        if fmt in ("s", "asm") and not self.cuda:
+            return self.kernel.asm
+        return self.kernel.llvm_ir
+
+    def save(self, path: str, fmt: str = "") -> None:
+        """Write the module to `path` (schedlang's saved-kernel format, whatever the suffix)."""
+        self.kernel.export(path)
+
+    def export_library(self, path: str, fcompile: object = None, **_) -> None:
+        """Write the module where `tvm.runtime.load_module` reads it; no C compiler needed."""
+        self.kernel.export(path)
+
+    def import_module(self, module: object) -> None:
+        """Accepted for TE's save-and-load steps: a schedlang module holds its device code."""
+
+    def __repr__(self) -> str:
+        return f"Module({self.type_key}, {self.entry_name!r})"
+
+
+class DeviceModule:
+    """The GPU code of a CUDA module: its PTX."""
+
+    type_key = "cuda"
+
+    def __init__(self, ptx: str) -> None:
+        self.ptx = ptx
+
+    def get_source(self, fmt: str = "") -> str:
+        return self.ptx
+
+    def save(self, path: str, fmt: str = "") -> None:
+        Path(path).write_text(self.ptx)
+
+
+def load_module(path: str, fmt: str = "") -> Module | DeviceModule:
+    """A module saved by ``save``/``export_library`` (or PTX, as a device module)."""
+    head = Path(path).read_bytes()[:64]
+    if head.lstrip().startswith((b"//", b".version")):
+        return DeviceModule(Path(path).read_text())
+    kernel = load_kernel(path)
+    return Module(kernel, kernel.lowered.name)
+
+
+def convert(value: object) -> object:
+    """TE's ``tvm.runtime.convert``: schedlang takes Python values as they are."""
+    return value

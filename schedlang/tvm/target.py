@@ -1,0 +1,52 @@
+"""``tvm.target.Target``: TE's target strings (``"llvm"``, ``"cuda"``, with options) read as
+schedlang's (``"cpu"``, ``"cuda -arch=sm_80"``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import LoweringError
+
+_CPU = ("llvm", "c")
+_CUDA = ("cuda", "nvptx")
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    name: str
+
+
+class Target:
+    """A TE target. ``llvm`` options (``-mcpu=``, ``-mtriple=``, ...) are accepted and the host's
+    own CPU is compiled for, as the tutorials' options name the host; ``cuda`` keeps
+    ``-arch=sm_XY``."""
+
+    def __init__(self, target: object, host: object = None) -> None:
+        if isinstance(target, Target):
+            target, host = target.text, host if host is not None else target.host
+        if not isinstance(target, str) or not target.split():
+            raise LoweringError(f"a target is a string such as 'llvm' or 'cuda', not {target!r}")
+        self.text = target
+        words = target.split()
+        kind = words[0]
+        if kind not in _CPU + _CUDA:
+            raise LoweringError(
+                f"target {target!r}: schedlang compiles for 'llvm' (the CPU) and 'cuda' only"
+            )
+        self.kind = TargetKind("llvm" if kind in _CPU else "cuda")
+        self.host = None if host is None else Target(host)
+        arch = [w for w in words[1:] if w.startswith("-arch=")]
+        self.schedlang = "cpu" if self.kind.name == "llvm" else " ".join(["cuda", *arch])
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Target({self.text!r})"
+
+
+def as_target(target: object) -> Target:
+    """`target` as a `Target` (a string, a Target, or None for the CPU)."""
+    if target is None:
+        return Target("llvm")
+    return target if isinstance(target, Target) else Target(target)

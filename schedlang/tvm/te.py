@@ -1,0 +1,81 @@
+"""``tvm.te``: TE's algorithm and schedule names, which are schedlang's, with TE's spellings of
+shapes (integral floats such as ``N / bn``) and of thread axes (a range before the tag)."""
+
+from __future__ import annotations
+
+import schedlang as _sl
+from schedlang import (  # noqa: F401 - re-exported under TE's names
+    Tensor,
+    abs,
+    all,
+    any,
+    ceil,
+    comm_reducer,
+    const,
+    cos,
+    create_schedule,
+    erf,
+    exp,
+    exp2,
+    floor,
+    if_then_else,
+    log,
+    log2,
+    max,
+    max_value,
+    min,
+    min_value,
+    pow,
+    reduce_axis,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    sum,
+    tanh,
+)
+
+from ..errors import AlgorithmError, ScheduleError
+
+power = pow
+
+
+def var(name: str = "tindex", dtype: str = "int32", span: object = None) -> _sl.Var:
+    return _sl.var(name, dtype)
+
+
+size_var = var
+
+
+def placeholder(shape: object, dtype: str | None = None, name: str = "placeholder") -> Tensor:
+    return _sl.placeholder(_shape(shape, name), "float32" if dtype is None else dtype, name=name)
+
+
+def compute(
+    shape: object, fcompute, name: str = "compute", tag: str = "", attrs: object = None
+) -> Tensor:
+    return _sl.compute(_shape(shape, name), fcompute, name=name, tag=tag)
+
+
+def thread_axis(dom: object = None, tag: str = "", name: str = "", span: object = None):
+    """A hardware index; TE's ``thread_axis((0, n), "threadIdx.x")`` names the range the loop
+    bound to it must cover, which schedlang reads off the loop itself."""
+    if isinstance(dom, str) and not tag:
+        dom, tag = None, dom
+    if dom is not None and not (isinstance(dom, (tuple, list)) and len(dom) == 2):
+        raise ScheduleError(f"thread_axis: the range is (begin, end), not {dom!r}")
+    return _sl.thread_axis(tag or "vthread", name)
+
+
+def _shape(shape: object, name: str) -> object:
+    """TE's shapes as schedlang's: a float of integral value (``1024 / 32``) is that integer."""
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for extent in dims:
+        if isinstance(extent, float):
+            if not extent.is_integer():
+                raise AlgorithmError(f"'{name}': the extent {extent} is not an integer")
+            extent = int(extent)
+        out.append(extent)
+    return tuple(out)

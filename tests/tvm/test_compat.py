@@ -1,0 +1,155 @@
+"""The TE compatibility layer (`schedlang.tvm`): TE's spellings of targets, devices, arrays,
+modules, timing, saving and loading, index arithmetic and shapes, each mapped onto schedlang
+and checked against numpy on random data; what schedlang lacks is refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang.tvm as tvm
+import schedlang.tvm.testing  # noqa: F401 - TE programs import it so; tvm.testing below
+from schedlang.tvm import te
+from schedlang.tvm.contrib import cc, utils
+
+
+def _scaled_sum():
+    """out[i] = x[i] * 3 + y[i] over a symbolic length, split and vectorized."""
+    n = te.var("n")
+    x = te.placeholder((n,), name="x")
+    y = te.placeholder((n,), name="y")
+    out = te.compute(x.shape, lambda i: x[i] * 3.0 + y[i], name="out")
+    s = te.create_schedule(out.op)
+    outer, inner = s[out].split(out.op.axis[0], factor=8)
+    s[out].vectorize(inner)
+    return s, [x, y, out]
+
+
+def _arrays(length, dev):
+    rng = np.random.default_rng(length)
+    x, y = (rng.uniform(-1, 1, length).astype("float32") for _ in range(2))
+    out = tvm.nd.array(np.full(length, np.nan, "float32"), dev)
+    return tvm.nd.array(x, dev), tvm.nd.array(y, dev), out
+
+
+@pytest.mark.parametrize("target", ["llvm", "llvm -mcpu=native", tvm.target.Target("llvm")])
+def test_a_module_built_for_llvm_runs_on_nd_arrays(target):
+    s, args = _scaled_sum()
+    f = tvm.build(s, args, target, name="scaled_sum")
+    dev = tvm.device(tvm.target.Target(target).kind.name, 0)
+    assert dev == tvm.cpu(0) and dev.exist
+    x, y, out = _arrays(37, dev)
+    f(x, y, out)
+    tvm.testing.assert_allclose(out.numpy(), x.numpy() * 3 + y.numpy(), rtol=1e-6, atol=1e-6)
+    assert f.entry_name == "scaled_sum" and f["scaled_sum"] is f
+    assert "define" in f.get_source() and f.imported_modules == []
+
+
+def test_time_evaluator_reports_seconds_per_run():
+    s, args = _scaled_sum()
+    f = tvm.build(s, args, "llvm", name="timed")
+    x, y, out = _arrays(1000, tvm.cpu(0))
+    result = f.time_evaluator(f.entry_name, tvm.cpu(0), number=5, repeat=3)(x, y, out)
+    assert len(result.results) == 3 and 0 < result.min <= result.mean <= result.max < 1
+    with pytest.raises(AttributeError, match="no function 'other'"):
+        f.time_evaluator("other", tvm.cpu(0))
+
+
+def test_saved_modules_load_through_export_library_and_create_shared():
+    s, args = _scaled_sum()
+    f = tvm.build(s, args, "llvm", name="saved")
+    temp = utils.tempdir()
+    f.save(temp.relpath("saved.o"))
+    cc.create_shared(temp.relpath("saved.so"), [temp.relpath("saved.o")])
+    f.export_library(temp.relpath("packed.so"))
+    assert temp.listdir() == ["packed.so", "saved.o", "saved.so"]
+    for name in ("saved.so", "packed.so"):
+        g = tvm.runtime.load_module(temp.relpath(name))
+        x, y, out = _arrays(21, tvm.cpu(0))
+        g(x, y, out)
+        tvm.testing.assert_allclose(out.numpy(), x.numpy() * 3 + y.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_create_shared_refuses_what_needs_a_c_compiler(tmp_path):
+    foreign = tmp_path / "foreign.o"
+    foreign.write_bytes(b"\x7fELF not a schedlang module")
+    with pytest.raises(tvm.TVMError, match="C compiler, which schedlang does not use"):
+        cc.create_shared(str(tmp_path / "lib.so"), [str(foreign)])
+
+
+def test_a_cuda_module_carries_its_ptx_as_the_imported_device_module(tmp_path):
+    s, (x, y, out) = _scaled_sum()
+    s = te.create_schedule(out.op)
+    bx, tx = s[out].split(out.op.axis[0], factor=64)
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(tx, te.thread_axis((0, 64), "threadIdx.x"))
+    f = tvm.build(s, [x, y, out], tvm.target.Target("cuda -arch=sm_80", host="llvm"))
+    (device_module,) = f.imported_modules
+    assert ".target sm_80" in device_module.get_source()
+    device_module.save(str(tmp_path / "k.ptx"))
+    loaded = tvm.runtime.load_module(str(tmp_path / "k.ptx"))
+    assert loaded.get_source() == device_module.get_source()
+    f.import_module(loaded)  # TE's step after loading both halves; one module here
+
+
+def test_targets_devices_and_arrays_spelled_as_in_te():
+    assert tvm.target.Target("cuda", host="llvm").kind.name == "cuda"
+    assert tvm.target.Target("c").kind.name == "llvm"
+    with pytest.raises(tvm.TVMError, match="'llvm' .* and 'cuda' only"):
+        tvm.target.Target("opencl")
+    assert tvm.device("cuda", 0) == tvm.cuda(0) == tvm.gpu(0)
+    assert not tvm.cl(0).exist and not tvm.device("rocm").exist
+    with pytest.raises(tvm.TVMError, match="not available here"):
+        tvm.nd.array(np.ones(3), tvm.cl(0))
+    empty = tvm.nd.empty((2, 3), "int32", tvm.cpu(0))
+    assert empty.shape == (2, 3) and empty.dtype == "int32"
+    filled = tvm.nd.array(np.arange(6).reshape(2, 3)).copyfrom(np.ones((2, 3)))
+    assert (filled.numpy() == 1).all()
+
+
+def test_shapes_of_integral_floats_are_integers_and_others_are_refused():
+    m, block = 96, 32
+    a = te.placeholder((m / block, block), name="a")  # TE users divide with /
+    b = te.compute((m / block, block), lambda i, j: a[i, j] + 1.0, name="b")
+    assert [int(e.value) for e in b.shape] == [3, 32]
+    with pytest.raises(tvm.TVMError, match="the extent 2.5 is not an integer"):
+        te.placeholder((5 / 2,), name="c")
+
+
+def test_truncated_division_rounds_toward_zero():
+    n = te.var("n")
+    a = te.placeholder((n,), "int32", name="a")
+    d = te.placeholder((n,), "int32", name="d")
+    q = te.compute((n,), lambda i: tvm.tir.truncdiv(a[i], d[i]), name="q")
+    r = te.compute((n,), lambda i: tvm.tir.truncmod(a[i], d[i]), name="r")
+    s = te.create_schedule([q.op, r.op])
+    f = tvm.build(s, [a, d, q, r], "llvm")
+    rng = np.random.default_rng(5)
+    x = rng.integers(-50, 50, 101).astype("int32")
+    y = rng.choice([-7, -3, -1, 1, 2, 9], 101).astype("int32")
+    qs, rs = (tvm.nd.array(np.zeros(101, "int32")) for _ in range(2))
+    f(tvm.nd.array(x), tvm.nd.array(y), qs, rs)
+    np.testing.assert_array_equal(qs.numpy(), np.trunc(x / y).astype("int32"))
+    np.testing.assert_array_equal(rs.numpy(), np.fmod(x, y))
+    floor = te.compute((n,), lambda i: tvm.tir.floordiv(a[i], d[i]), name="f")
+    g = tvm.build(te.create_schedule(floor.op), [a, d, floor], "llvm")
+    out = tvm.nd.array(np.zeros(101, "int32"))
+    g(tvm.nd.array(x), tvm.nd.array(y), out)
+    np.testing.assert_array_equal(out.numpy(), x // y)
+
+
+def test_lower_prints_the_loop_nest_and_binds_are_refused():
+    s, args = _scaled_sum()
+    text = str(tvm.lower(s, args, simple_mode=True))
+    assert "vectorized" in text and "out[" in text
+    with pytest.raises(tvm.TVMError, match="binds="):
+        tvm.build(s, args, "llvm", binds={args[0]: None})
+
+
+def test_testing_helpers_take_nd_arrays():
+    x = tvm.nd.array(np.array([1.0, 2.0], "float32"))
+    tvm.testing.assert_allclose(x, np.array([1.0, 2.0]))
+    with pytest.raises(AssertionError):
+        tvm.testing.assert_allclose(x, np.array([1.0, 2.5]))
+    assert tvm.testing.device_enabled("llvm")
+    assert tvm.runtime.convert(1024) == 1024
