@@ -153,3 +153,20 @@ def test_testing_helpers_take_nd_arrays():
         tvm.testing.assert_allclose(x, np.array([1.0, 2.5]))
     assert tvm.testing.device_enabled("llvm")
     assert tvm.runtime.convert(1024) == 1024
+
+
+@pytest.mark.gpu
+def test_a_cuda_module_runs_on_arrays_of_the_gpu():
+    s, (x, y, out) = _scaled_sum()
+    s = te.create_schedule(out.op)
+    bx, tx = s[out].split(out.op.axis[0], factor=128)
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(tx, te.thread_axis("threadIdx.x"))
+    f = tvm.build(s, [x, y, out], "cuda", name="gpu_sum")
+    dev = tvm.cuda(0)
+    assert dev.exist and tvm.testing.device_enabled("cuda")
+    a, b, c = _arrays(1000, dev)
+    f(a, b, c)
+    tvm.testing.assert_allclose(c.numpy(), a.numpy() * 3 + b.numpy(), rtol=1e-6, atol=1e-6)
+    seconds = f.time_evaluator(f.entry_name, dev, number=20)(a, b, c).mean
+    assert 0 < seconds < 1e-2
