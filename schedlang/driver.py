@@ -22,6 +22,7 @@ from .loopir.nodes import Buffer, LoweredFunc
 from .loopir.pipeline import pipeline
 from .loopir.printer import constant_bytes
 from .loopir.registers import left_to_llvm
+from .loopir.store_predicates import predicate_stores
 from .loopir.thread_reduce import lower_thread_reductions
 from .loopir.unroll import unroll_loops
 from .loopir.unroll_limit import check_unroll_size
@@ -91,6 +92,7 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     )
     _dump("generated", body)
     body = lower_thread_reductions(body, reductions)
+    body = predicate_stores(body, _store_predicates(s, buffers))
     body = insert_allocations(body, local)
     body = double_buffer(body, _doubled(s, buffers))
     body = pipeline(body, _pipelined(s, buffers))
@@ -162,6 +164,10 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
         buffers[op] = buffer
         local.append(buffer)
     return buffers, [buffers[op] for op in arg_ops], local
+
+
+def _store_predicates(s: Schedule, buffers: dict) -> dict[Buffer, rec.StorePredicate]:
+    return {buffers[t.op]: t.store_predicate for t in s.stages if t.store_predicate is not None}
 
 
 def _doubled(s: Schedule, buffers: dict) -> list[Buffer]:

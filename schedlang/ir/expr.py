@@ -150,6 +150,11 @@ class Expr:
         return compare("==", self, other)
 
     @entry_point
+    def equal(self, other):
+        """``self == other`` as an expression (TE's spelling)."""
+        return compare("==", self, other)
+
+    @entry_point
     def __ne__(self, other):  # type: ignore[override]
         return compare("!=", self, other)
 
@@ -194,7 +199,8 @@ class Expr:
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Var(Expr):
-    """A named integer: a symbolic size (kind "size"), a compute axis ("axis") or a reduce axis."""
+    """A named integer: a symbolic size (kind "size"), a compute axis ("axis"), a reduce axis,
+    or a hardware index in a store predicate ("thread", named by its tag)."""
 
     name: str
     dtype: str = "int32"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir.expr import Var
+
 
 @dataclass(frozen=True, slots=True)
 class Axis:
@@ -29,6 +31,12 @@ class ThreadAxis:
     """A hardware index to bind a loop to (``sl.thread_axis("threadIdx.x")``)."""
 
     tag: str
+
+    @property
+    def var(self) -> Var:
+        """The index as a value, for `Stage.set_store_predicate` (TE's ``tx.var``): in a
+        statement, the variable of the loop bound to this index around it."""
+        return Var(self.tag, "int32", "thread")
 
     def __str__(self) -> str:
         return self.tag

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir.expr import Expr
 from .axis import Axis
 from .intrin import TensorIntrin
 
@@ -160,6 +161,15 @@ class Tensorize:
     loc: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class StorePredicate:
+    """``s[T].set_store_predicate(cond)``: T's stores happen where `cond` holds."""
+
+    stage: str
+    predicate: Expr
+    loc: str = ""
+
+
 Record = (
     Split
     | Fuse
@@ -178,4 +188,5 @@ Record = (
     | Swizzle
     | StorageAlign
     | Tensorize
+    | StorePredicate
 )

@@ -237,6 +237,8 @@ def apply_record(s: Schedule, r: object) -> None:
         stage.storage_align(r.axis, r.factor, r.offset)
     elif isinstance(r, rec.Tensorize):
         stage.tensorize(r.axis, r.intrin)
+    elif isinstance(r, rec.StorePredicate):
+        stage.set_store_predicate(r.predicate)
 
 
 __all__ = ["Axis", "Schedule", "apply_record", "create_schedule", "replay", "thread_axis"]

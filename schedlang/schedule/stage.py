@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import entry_point, user_location
-from ..ir.expr import Const
+from ..ir.expr import Const, Var, as_expr
 from ..ir.integers import as_int
 from ..ir.tensor import ComputeOp, IterVar, Operation
+from ..ir.visit import walk
 from . import records as rec
 from .axis import Axis, ThreadAxis
 from .errors import (
@@ -54,6 +55,7 @@ class Stage:
         self.swizzle_bytes = 0
         self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
+        self.store_predicate: rec.StorePredicate | None = None
         self._adopt(op)
 
     def _adopt(self, op: Operation) -> None:
@@ -643,6 +645,34 @@ class Stage:
             self._fail(ScopeError, call, loc, f"'{self.name}' is swizzled: one layout or the other")
         self.align[dim] = (factor, offset)
         self._record(rec.StorageAlign(self.name, resolved, factor, offset, loc))
+
+    @entry_point
+    def set_store_predicate(self, predicate: object) -> None:
+        """Store this stage's values only where `predicate` holds (TE's name): a bool
+        expression of hardware indices (``sl.thread_axis("threadIdx.x").var``, read as the
+        loop bound to that index around each store) and sizes. After a reduction across
+        threads every thread holds the result, and ``threadIdx.x == 0`` lets one write it."""
+        loc = user_location()
+        call = "set_store_predicate(...)"
+        self._require_compute(call, loc)
+        cond = as_expr(predicate)
+        if cond.dtype != "bool":
+            self._fail(AnnotationError, call, loc, f"the predicate is {cond.dtype}, not bool")
+        others = sorted(
+            {v.name for v in walk(cond) if isinstance(v, Var) and v.kind not in ("thread", "size")}
+        )
+        if others:
+            self._fail(
+                AnnotationError,
+                call,
+                loc,
+                f"the predicate reads {', '.join(others)}; it may read hardware indices "
+                "(sl.thread_axis(tag).var) and sizes only",
+            )
+        if self.store_predicate is not None:
+            self._fail(AnnotationError, call, loc, "the stage has a store predicate already")
+        self.store_predicate = rec.StorePredicate(self.name, cond, loc)
+        self._record(self.store_predicate)
 
     @entry_point
     def swizzle(self, bytes: int = 128) -> None:

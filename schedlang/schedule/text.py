@@ -90,4 +90,33 @@ def _line(r, st: str, ref) -> str:
         return f'{st}.set_scope("{r.scope}")'
     if isinstance(r, rec.StorageAlign):
         return f"{st}.storage_align({ref(r.axis)}, {r.factor}, {r.offset})"
+    if isinstance(r, rec.StorePredicate):
+        return f"{st}.set_store_predicate({_predicate_text(r.predicate)})"
     raise TypeError(f"no text for record {r!r}")
+
+
+def _predicate_text(e) -> str:
+    """`e` as Python that makes it again: hardware indices as ``sl.thread_axis(tag).var``,
+    sizes by name, ``and``/``or`` as ``sl.all``/``sl.any``."""
+    from ..ir.expr import Binary, Cast, Compare, Const, Select, Unary, Var
+
+    if isinstance(e, Var):
+        return f'sl.thread_axis("{e.name}").var' if e.kind == "thread" else _ident(e.name)
+    if isinstance(e, Const):
+        return f'sl.const({e.value!r}, "{e.dtype}")'
+    if isinstance(e, Binary) and e.op in ("and", "or"):
+        name = "sl.all" if e.op == "and" else "sl.any"
+        return f"{name}({_predicate_text(e.a)}, {_predicate_text(e.b)})"
+    if isinstance(e, Binary) and e.op in ("min", "max"):
+        return f"sl.{e.op}({_predicate_text(e.a)}, {_predicate_text(e.b)})"
+    if isinstance(e, (Binary, Compare)):
+        return f"({_predicate_text(e.a)} {e.op} {_predicate_text(e.b)})"
+    if isinstance(e, Unary):
+        op = "~" if e.op == "not" else e.op
+        return f"({op}{_predicate_text(e.a)})"
+    if isinstance(e, Select):
+        parts = (e.cond, e.true_value, e.false_value)
+        return f"sl.if_then_else({', '.join(_predicate_text(x) for x in parts)})"
+    if isinstance(e, Cast):
+        return f'{_predicate_text(e.value)}.astype("{e.dtype}")'
+    raise TypeError(f"no text for the expression {e!r} in a store predicate")
