@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from .collector import paused
 from .errors import LoweringError
-from .ir.expr import Const, Var, const
+from .ir.expr import Const, Read, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
 from .loopir.barriers import insert_barriers
@@ -111,6 +111,8 @@ def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
     the kernel writes and reads as one."""
     arg_ops: list[Operation] = []
     for position, a in enumerate(args):
+        if isinstance(a, Read) and not a.indices:  # a scalar parameter: its 0-d input
+            a = a.tensor
         op = a.op if isinstance(a, Tensor) else a
         if not isinstance(op, Operation) or op not in s._by_op:
             raise LoweringError(f"argument {a!r} is not a tensor of this schedule")
@@ -134,6 +136,11 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
         if op in buffers:
             continue
         if isinstance(op, PlaceholderOp):
+            if _is_read(op, placement) and not op.shape:
+                raise LoweringError(
+                    f"the algorithm reads the scalar parameter '{op.name}', which is not in "
+                    "args; list it in args where calls pass its value"
+                )
             if _is_read(op, placement):
                 raise LoweringError(
                     f"the algorithm reads the placeholder '{op.name}', which is not in args; "

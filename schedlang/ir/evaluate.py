@@ -173,6 +173,8 @@ def _input_arrays(
 ) -> dict[Operation, np.ndarray]:
     given = {}
     for key, value in inputs.items():
+        if isinstance(key, Read) and not key.indices:  # a scalar parameter (sl.var of a float)
+            key = key.tensor
         op = key.op if isinstance(key, Tensor) else key
         if not isinstance(op, PlaceholderOp):
             raise AlgorithmError(
@@ -187,6 +189,8 @@ def _input_arrays(
         if op not in given:
             raise AlgorithmError(f"no array given for placeholder '{op.name}'")
         array = np.asarray(given[op])
+        if not op.shape and array.shape == () and array.dtype.kind in "biuf":  # a number
+            array = array.astype(dt.to_numpy(op.dtype))
         if array.dtype != dt.to_numpy(op.dtype):
             raise TypeError(
                 f"placeholder '{op.name}' is {op.dtype} but its array is {array.dtype}: "

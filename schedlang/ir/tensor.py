@@ -195,11 +195,19 @@ class Tensor:
 
 
 @entry_point
-def var(name: str = "n", dtype: object = "int32") -> Var:
-    """A symbolic size. Its value is read off the arrays a kernel or the reference is given."""
+def var(name: str = "n", dtype: object = "int32") -> Expr:
+    """A symbolic size (an integer dtype): its value is read off the arrays a kernel or the
+    reference is given, or passed by name. Of a floating dtype, a scalar parameter: a value
+    the kernel is called with (``kernel(a, 2.5, c)``, listed in `args` where the call passes
+    it), which is a 0-d input tensor read (``placeholder((), dtype, name)[()]``)."""
     kind = dt.canonical(dtype)
+    if dt.is_float(kind):
+        return placeholder((), kind, name)[()]
     if not dt.is_int(kind):
-        raise AlgorithmError(f"size variable '{name}' must have an integer dtype, not {kind}")
+        raise AlgorithmError(
+            f"variable '{name}' must have an integer dtype (a size) or a floating one (a scalar "
+            f"parameter), not {kind}"
+        )
     return Var(name, kind, "size")
 
 

@@ -25,6 +25,7 @@ from .cuda_arguments import Placed, place_arguments
 from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
 from .fast_path import guard_spec
 from .outputs import OutputPlan
+from .scalars import ScalarArguments
 from .size_limits import SizeLimits
 from .streams import callers_stream, stream_handle
 from .usual_calls import UsualCall
@@ -49,12 +50,14 @@ class CudaKernel:
         self._usual: UsualCall | None = None  # the usual call, made after a first call
         self._usual_tried = False
         self.output_plan = OutputPlan(lowered, self._written)
+        self._scalars = ScalarArguments(lowered, self._written, self.output_plan.inputs)
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: object, stream: object = None, **sizes: int) -> object:
         handle = None if stream is None else stream_handle(stream)
         if self._usual is not None and not sizes and self._usual.launch(arrays, handle):
             return None  # queued on the caller's stream (`usual_calls`)
+        arrays = self._scalars.arrays(arrays)
         completed = self.output_plan.complete(arrays, sizes)
         if completed is not None:  # inputs alone: the outputs are made and returned
             full, made = completed
@@ -94,6 +97,7 @@ class CudaKernel:
         """
         from ..loopir.interpret import run
 
+        arrays = self._scalars.arrays(arrays)
         check_arguments(self.lowered, self._written, arrays, sizes, self._limits)  # as a call
         run(self.lowered, list(arrays), named_sizes(self.lowered, sizes))
 
@@ -104,7 +108,7 @@ class CudaKernel:
         temporaries allocated once, before the first call."""
         if repeat < 1 or warmup < 0:
             raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
-        placed = self._place(arrays, sizes)
+        placed = self._place(self._scalars.arrays(arrays), sizes)
         launch = self._prepare(placed)
         cuda = cuda_driver.driver()
         for _ in range(warmup):

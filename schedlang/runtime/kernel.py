@@ -18,6 +18,7 @@ from .arguments import check_arguments, written_params
 from .fast_path import guard_spec
 from .outputs import OutputPlan
 from .parallel import parallel_for_address, take_error
+from .scalars import ScalarArguments
 from .size_limits import SizeLimits
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
@@ -41,6 +42,7 @@ class Kernel:
         self._written = written_params(lowered)
         self._limits = SizeLimits(lowered)
         self.output_plan = OutputPlan(lowered, self._written)
+        self._scalars = ScalarArguments(lowered, self._written, self.output_plan.inputs)
         # the usual call checked and started in machine code (`fast_path`), or None
         spec = guard_spec(lowered, self._written, self._limits)
         self._guard = None if spec is None else guard(spec, compiled.address)
@@ -60,6 +62,7 @@ class Kernel:
                 return None
             if status != UNUSUAL:
                 raise self._failure(status)
+        arrays = self._scalars.arrays(arrays)
         completed = self.output_plan.complete(arrays, sizes)
         if completed is not None:  # inputs alone: the outputs are made and returned
             full, made = completed
@@ -88,6 +91,7 @@ class Kernel:
         """Median seconds per call over `repeat` calls, after `warmup` untimed ones."""
         if repeat < 1 or warmup < 0:
             raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
+        arrays = self._scalars.arrays(arrays)
         call = check_arguments(self.lowered, self._written, arrays, sizes, self._limits)
         for _ in range(warmup):
             self._run(call)

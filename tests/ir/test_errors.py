@@ -134,8 +134,10 @@ def test_extents_must_be_integer_and_static(tensors):
         sl.placeholder((2.5,), name="B")
     with pytest.raises(AlgorithmError, match="reads a tensor: extents must be static"):
         sl.placeholder((A[0, 0].astype("int32"),), name="B")
-    with pytest.raises(AlgorithmError, match="size variable 'm' must have an integer dtype"):
-        sl.var("m", "float32")
+    with pytest.raises(AlgorithmError, match="'m' must have an integer dtype .* not bool"):
+        sl.var("m", "bool")
+    with pytest.raises(AlgorithmError, match=r"'scale\[\]' of dtype float32; sizes must be"):
+        sl.placeholder((sl.var("scale", "float32"),), name="B")  # a scalar parameter
 
 
 def test_lambda_arity_does_not_match_the_shape(tensors):

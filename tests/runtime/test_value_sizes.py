@@ -49,8 +49,3 @@ def test_a_call_without_it_says_how_to_pass_it():
         ValueError, match=r"size 'lo' .* pass it by name: kernel\(\.\.\., lo=value\)"
     ):
         kernel(x, np.zeros(4, "int32"))
-
-
-def test_a_float_variable_is_refused_where_it_is_made():
-    with pytest.raises(sl.AlgorithmError, match="'alpha' must have an integer dtype"):
-        sl.var("alpha", "float32")
