@@ -41,7 +41,9 @@ class OutputPlan:
         if not self.made or len(arrays) != len(self.inputs):
             return None
         shapes = [tuple(int(n) for n in _shape_of(a)) for a in arrays]
-        like = arrays[0] if arrays else np.empty(0)
+        # the outputs are of the inputs' kind: a library's arrays where any input is one (a
+        # number for a scalar parameter arrives here as a 0-d numpy array)
+        like = next((a for a in arrays if not isinstance(a, np.ndarray)), np.empty(0))
         made = [
             _empty(like, tuple(int(n) for n in shape), dtype)
             for shape, dtype in self.shapes(shapes, sizes)
