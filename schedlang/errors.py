@@ -93,11 +93,28 @@ def recorded_warnings() -> Iterator[list[str]]:
 
 
 def user_location() -> str:
-    """`file.py:LINE` of the innermost caller outside the schedlang package, or ''."""
+    """`file.py:LINE` of the innermost caller outside the schedlang package, or ''; in
+    IPython and Jupyter, the cell as IPython names it (``Cell In[5], line 8``), since the
+    file of a cell is a temporary one whose name means nothing to the user."""
     frame, _ = _user_frame(1)
     if frame is None:
         return ""
+    cell = _cell_name(frame.f_code.co_filename)
+    if cell is not None:
+        return f"{cell}, line {frame.f_lineno}"
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _cell_name(filename: str) -> str | None:
+    """IPython's name of the cell compiled as `filename`, or None outside IPython."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    try:
+        named = name(filename) if name is not None else None
+    except Exception:  # another IPython's compiler: the file's own name will do
+        return None
+    return f"{named[0]} {named[1]}" if named else None
 
 
 F = TypeVar("F", bound=Callable)
