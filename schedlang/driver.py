@@ -9,7 +9,7 @@ import os
 from dataclasses import replace
 
 from .collector import paused
-from .errors import LoweringError
+from .errors import LoweringError, ScheduleError
 from .ir.expr import Const, Read, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
@@ -51,7 +51,11 @@ def _dump(name: str, value: object) -> None:
 def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
     """The loop nest of schedule `s`, as a function of the buffers of `args` (in order)."""
     with paused():
-        return _lower(s, list(args), name)
+        try:
+            return _lower(s, list(args), name)
+        except ScheduleError as error:
+            s.taken_back(error)
+            raise
 
 
 def lower_for_gpu(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
@@ -59,7 +63,11 @@ def lower_for_gpu(s: Schedule, args: list[Tensor], name: str = "main") -> Lowere
     variables index registers, and LLVM the others (`registers.left_to_llvm`), so that no
     pass in between walks copies it has no use for."""
     with paused():
-        return _lower(s, list(args), name, keep=left_to_llvm)
+        try:
+            return _lower(s, list(args), name, keep=left_to_llvm)
+        except ScheduleError as error:
+            s.taken_back(error)
+            raise
 
 
 def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc:

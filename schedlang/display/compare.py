@@ -120,7 +120,11 @@ class Comparison:
 
     def failures(self) -> str:
         """The message of every schedule that could not be built, one per line."""
-        return "\n".join(f"{row.name}: {row.failure}" for row in self.rows if not row.built)
+        return "\n".join(
+            f"{row.name}: {' '.join(str(row.failure).splitlines())}"
+            for row in self.rows
+            if not row.built
+        )
 
     def _caption(self) -> str:
         work = f"{self.flops / 1e9:.3g} GFLOP, " if self.flops else ""

@@ -144,6 +144,47 @@ class Schedule:
         """An independent schedule with the same records (axes held by the user stay valid)."""
         return replay(self.roots, self.records)
 
+    @entry_point
+    def undo(self, steps: int = 1) -> None:
+        """Take back the last `steps` primitives: the schedule becomes the one their removal
+        leaves, in place, so the stages, tensors and axes the user holds name the same loops
+        as before them (those the removed primitives made are gone)."""
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            raise ScheduleError(f"undo(steps): steps is a positive integer, not {steps!r}")
+        if steps > len(self.records):
+            raise ScheduleError(
+                f"undo({steps}): the schedule has {len(self.records)} primitive(s) to take back"
+            )
+        kept = replay(self.roots, self.records[:-steps])
+        held = {stage.name: stage for stage in self.stages}
+        for stage in kept.stages:  # the user's Stage objects keep working
+            if stage.name in held:
+                held[stage.name].__dict__.update(stage.__dict__)
+                held[stage.name].schedule = self
+        self.__dict__.update(kept.__dict__)
+        self.stages = [held.get(stage.name, stage) for stage in kept.stages]
+        self._by_op = {stage.op: stage for stage in self.stages}
+        self._by_name = {stage.name: stage for stage in self.stages}
+        for stage in self.stages:
+            stage.schedule = self
+
+    def taken_back(self, error: ScheduleError) -> ScheduleError:
+        """`error`, raised while lowering, with how to take its primitive back (`undo`)
+        where its message names one of this schedule's primitives by its source line."""
+        text = str(error)
+        for k in range(len(self.records) - 1, -1, -1):
+            loc = self.records[k].loc
+            if loc and f" at {loc}:" in text:
+                steps = len(self.records) - k
+                back = "s.undo() takes this primitive back"
+                if steps > 1:
+                    back = (
+                        f"s.undo({steps}) takes this primitive back, with the {steps - 1} after it"
+                    )
+                error.args = (f"{text}\n({back})",)
+                break
+        return error
+
     def describe(self) -> str:
         """The schedule as Python that replays it (``s`` and the tensors by name in scope)."""
         from .text import schedule_text

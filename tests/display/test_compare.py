@@ -97,7 +97,8 @@ def test_a_schedule_that_cannot_be_built_is_a_row_not_an_exception():
     lines = text.splitlines()
     assert lines[2].split()[:2] == ["naive", "yes"]
     assert lines[3].split() == ["illegal", "not", "built:", "LegalityError"]
-    assert f"illegal: {illegal.failure}" in text.splitlines()[-1]
+    one_line = " ".join(str(illegal.failure).splitlines())
+    assert f"illegal: {one_line}" in text.splitlines()[-1]
     assert "100% of the fastest" in text
     assert "not built: LegalityError" in result._repr_html_()
     result.plot()
