@@ -31,6 +31,7 @@ from . import sum as sl_sum
 from .errors import LoweringError
 from .ir.tensor import Tensor
 from .runtime.arrays import aligned_copy, aligned_empty
+from .runtime.parallel import workers
 from .schedule.schedule import Schedule
 
 BN = 32  # the tutorial's block size, also the length of packedB's rows
@@ -163,7 +164,12 @@ def run(size: int = 512, target: str = "auto", show_loops: bool = True) -> bool:
     else:
         rows = _run_cpu(a_np, b_np, expected, show_loops)
     _print_table(f"matmul {size}x{size}x{size} float32, compiled for {where}", rows, size)
-    return all(good != "NO" for _, _, good in rows)
+    if name != "cuda":
+        print(
+            "spread: the interquartile range of the timed rounds over their median; the steps "
+            "and numpy are timed in interleaved rounds"
+        )
+    return all(row.matches != "NO" for row in rows)
 
 
 def _gpu_name() -> str:
@@ -179,12 +185,28 @@ def _gpu_name() -> str:
     return f"cuda on {device.name} ({device.arch})"
 
 
+@dataclass(frozen=True)
+class Row:
+    """One line of the demo's table: `spread` is the interquartile range of the rounds over
+    their median (None where one measurement stands for the step), `note` what the reader
+    should know of the number."""
+
+    name: str
+    seconds: float
+    matches: str
+    spread: float | None = None
+    note: str = ""
+
+
 def _run_cpu(
     a_np: np.ndarray, b_np: np.ndarray, expected: np.ndarray, show_loops: bool
-) -> list[tuple[str, float, str]]:
-    """``(name, seconds, matches)`` per step of `STEPS` and for numpy's matmul."""
-    rows = []
+) -> list[Row]:
+    """A `Row` per step of `STEPS` and for numpy's matmul. Every kernel is built and checked
+    first, then all are timed in interleaved rounds (`interleaved_rounds`), so that a moment
+    of a noisy machine slows one round of every step rather than every round of one."""
     size = a_np.shape[0]
+    calls: dict[str, Callable[[], object]] = {}
+    matches: dict[str, str] = {}
     for step in STEPS:
         a, b, c, packed_b = matmul(var("M"), var("N"), var("K"), packed=step.packed)
         s = create_schedule(c)
@@ -195,36 +217,84 @@ def _run_cpu(
         out = aligned_empty((size, size))
         out[...] = np.nan
         kernel(a_np, b_np, out)
-        good = bool(np.allclose(out, expected, rtol=1e-3, atol=1e-3))
-        seconds = _median_seconds(lambda k=kernel, o=out: k(a_np, b_np, o))
-        rows.append((step.name, seconds, "yes" if good else "NO"))
-    numpy_seconds = _median_seconds(lambda: np.matmul(a_np, b_np))
-    rows.append(("numpy matmul (yardstick)", numpy_seconds, "-"))
-    return rows
+        matches[step.name] = "yes" if np.allclose(out, expected, rtol=1e-3, atol=1e-3) else "NO"
+        calls[step.name] = lambda k=kernel, o=out: k(a_np, b_np, o)
+    calls[YARDSTICK] = lambda: np.matmul(a_np, b_np)
+    matches[YARDSTICK] = "-"
+    samples = interleaved_rounds(calls)
+    rows = [
+        Row(name, float(np.median(times)), matches[name], _spread(times))
+        for name, times in samples.items()
+    ]
+    return annotate(rows, workers())
 
 
-def _print_table(title: str, rows: list[tuple[str, float, str]], size: int) -> None:
+YARDSTICK = "numpy matmul (yardstick)"
+
+
+def interleaved_rounds(
+    calls: dict[str, Callable[[], object]],
+    budget: float = 3.0,
+    rounds: tuple[int, int] = (5, 21),
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Seconds of each call in each round: as many rounds as `budget` allows (within
+    `rounds`), each round calling every function once, in an order rotated round by round."""
+    names = list(calls)
+    first = {}
+    for name in names:  # a warm-up, which also says what a round costs
+        start = clock()
+        calls[name]()
+        first[name] = clock() - start
+    count = int(budget / max(sum(first.values()), 1e-9))
+    count = min(max(count, rounds[0]), rounds[1])
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(count):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start = clock()
+            calls[name]()
+            samples[name].append(clock() - start)
+    return samples
+
+
+def _spread(times: list[float]) -> float:
+    low, median, high = np.percentile(times, [25, 50, 75])
+    return float((high - low) / median) if median > 0 else 0.0
+
+
+def annotate(rows: list[Row], cores: int) -> list[Row]:
+    """`rows` with a note where a step is slower than the one before by more than the rounds'
+    spread: a step that cannot help on this machine says so rather than showing a slowdown
+    without a word (a parallel loop, on the cores this process may use)."""
+    out = rows[:1]
+    for before, row in zip(rows, rows[1:]):
+        noise = max(before.spread or 0.0, row.spread or 0.0, 0.05)
+        note = row.note
+        if row.name.endswith("parallel") and row.seconds > before.seconds / (1 + noise):
+            note = f"no gain here: {cores} core(s) usable for its threads"
+        elif row.matches != "-" and row.seconds > before.seconds * (1 + noise):
+            note = "slower than the step before, on this machine"
+        out.append(Row(row.name, row.seconds, row.matches, row.spread, note))
+    return out
+
+
+def _print_table(title: str, rows: list[Row], size: int) -> None:
     flops = 2.0 * size**3
-    naive = rows[0][1]
-    header = ("schedule", "ms", "GFLOP/s", "vs naive", "matches reference")
+    naive = rows[0].seconds
+    header = ("schedule", "ms", "spread", "GFLOP/s", "vs naive", "matches reference", "")
     table = [header] + [
-        (name, f"{t * 1e3:.3f}", f"{flops / t / 1e9:.1f}", f"{naive / t:.1f}x", good)
-        for name, t, good in rows
+        (
+            row.name,
+            f"{row.seconds * 1e3:.3f}",
+            "-" if row.spread is None else f"{row.spread:.0%}",
+            f"{flops / row.seconds / 1e9:.1f}",
+            f"{naive / row.seconds:.1f}x",
+            row.matches,
+            row.note,
+        )
+        for row in rows
     ]
     widths = [max(len(r[k]) for r in table) for k in range(len(header))]
     print(title)
-    for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-
-
-def _median_seconds(fn: Callable[[], object], budget: float = 1.0, most: int = 7) -> float:
-    """Median over up to `most` runs (fewer when one run takes a good part of `budget`)."""
-    start = time.perf_counter()
-    fn()
-    first = time.perf_counter() - start
-    samples = []
-    for _ in range(max(1, min(most, int(budget / max(first, 1e-9))))):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
+    for line in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())

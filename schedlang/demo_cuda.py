@@ -132,8 +132,11 @@ GPU_STEPS: list[GpuStep] = [
 
 def run_cuda(
     size: int, a_np: np.ndarray, b_np: np.ndarray, expected: np.ndarray, show_loops: bool
-) -> list[tuple[str, float, str]]:
-    """``(name, seconds, matches)`` per step and for torch; prints each loop nest if asked."""
+) -> list:
+    """A `demo.Row` per step and for torch (times from CUDA events: no spread to show);
+    prints each loop nest if asked."""
+    from .demo import Row
+
     a_dev, b_dev = array(a_np), array(b_np)
     rows = []
     for step in GPU_STEPS:
@@ -147,10 +150,10 @@ def run_cuda(
         kernel(a_dev, b_dev, out)
         good = bool(np.allclose(out.numpy(), expected, rtol=1e-3, atol=1e-3))
         seconds = kernel.time(a_dev, b_dev, out, repeat=_repeats(size), warmup=2)
-        rows.append((step.name, seconds, "yes" if good else "NO"))
+        rows.append(Row(step.name, seconds, "yes" if good else "NO"))
     torch_seconds = _torch_seconds(a_np, b_np, _repeats(size))
     if torch_seconds is not None:
-        rows.append(("torch matmul (cuBLAS, TF32 off; yardstick)", torch_seconds, "-"))
+        rows.append(Row("torch matmul (cuBLAS, TF32 off; yardstick)", torch_seconds, "-"))
     return rows
 
 
