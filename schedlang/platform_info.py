@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import os
 import platform
 import shutil
 import subprocess
@@ -213,7 +214,15 @@ def platform_report() -> list[tuple[str, str]]:
     rows.append(("CUDA", _yes_no(probe_cuda())))
     rows.append(("ptxas", _yes_no(probe_ptxas())))
     rows.append(("target='auto'", auto_target()))
+    rows.append(("CPU cores", f"{usable_cores()} usable (parallel loops run on as many threads)"))
     return rows
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, which a container or ``taskset``
+    narrows, else every core."""
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return max(1, len(usable) if usable else (os.cpu_count() or 1))
 
 
 def _yes_no(probe: Probe) -> str:

@@ -26,7 +26,17 @@ from schedlang.demo_cuda import GPU_STEPS
 from schedlang.platform_info import Probe
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-INFO_ITEMS = ("python", "numpy", "islpy", "llvmlite", "LLVM", "NVPTX target", "CUDA", "ptxas")
+INFO_ITEMS = (
+    "python",
+    "numpy",
+    "islpy",
+    "llvmlite",
+    "LLVM",
+    "NVPTX target",
+    "CUDA",
+    "ptxas",
+    "CPU cores",
+)
 
 
 def test_python_m_schedlang_info_names_every_item():

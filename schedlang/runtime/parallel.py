@@ -3,18 +3,18 @@
 Compiled kernels call ``schedlang_parallel_for(task, closure, n)`` (see
 `schedlang.codegen.cpu.parallel`), which is `parallel_for` below behind a ctypes callback. It
 cuts ``[0, n)`` into one contiguous chunk per core and runs ``task(closure, lo, hi)`` on them:
-the first chunk in the calling thread, the others on a pool of ``os.cpu_count() - 1`` threads.
+the first chunk in the calling thread, the others on a pool of ``workers() - 1`` threads.
 ctypes releases the GIL for the duration of each foreign call, so the chunks run in parallel.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ..codegen.llvm.function import PARALLEL_FAILED
+from ..platform_info import usable_cores
 
 TASK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 PARALLEL_FOR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
@@ -25,8 +25,8 @@ _state = threading.local()  # parallel_for runs in the thread that called the ke
 
 
 def workers() -> int:
-    """Threads that run parallel loops (one per core)."""
-    return max(1, os.cpu_count() or 1)
+    """Threads that run parallel loops: one per core this process may run on."""
+    return usable_cores()
 
 
 def _executor() -> ThreadPoolExecutor:
