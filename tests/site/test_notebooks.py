@@ -1,5 +1,6 @@
 """Every notebook under notebooks/ runs top to bottom in a fresh kernel (on a machine without a
-GPU its GPU cells print a note and skip), so none of them can go stale unnoticed."""
+GPU its GPU cells print a note and skip), so none of them can go stale unnoticed, and shows at
+least one picture when it does."""
 
 from __future__ import annotations
 
@@ -39,6 +40,14 @@ def test_notebook_runs_top_to_bottom(path, monkeypatch):
         if output.get("output_type") == "error"
     ]
     assert not errors
+    pictures = [
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "image/png" in output.get("data", {})
+    ]
+    assert pictures, f"{path.name} shows no picture"  # each notebook shows one at least
 
 
 def test_every_notebook_is_on_the_site():
