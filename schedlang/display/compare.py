@@ -217,6 +217,9 @@ def compare(
     resolved = resolve_target(target)
     runs = []
     for name, s in built.items():
+        if isinstance(s, SchedlangError):  # refused while the schedule was made
+            runs.append((name, s, None, float("nan")))
+            continue
         try:
             kernel = build(s, list(args), target=target)
         except (ScheduleError, LoweringError, AlgorithmError) as failure:
@@ -252,7 +255,9 @@ def compare(
     return Comparison(tuple(rows), float(flops), float(bytes), resolved.name, dtype, ceilings)
 
 
-def _schedules(schedules: Mapping[str, Scheduler]) -> dict[str, Schedule]:
+def _schedules(schedules: Mapping[str, Scheduler]) -> dict[str, Schedule | SchedlangError]:
+    """Each schedule, made where a function is given; a function whose primitives refuse the
+    point (a grid's illegal corner, found at the call) gives its error, which becomes a row."""
     if not isinstance(schedules, Mapping) or not schedules:
         raise TypeError(
             "compare: schedules must be a non-empty dict of name -> Schedule (or a function "
@@ -261,7 +266,11 @@ def _schedules(schedules: Mapping[str, Scheduler]) -> dict[str, Schedule]:
     built: dict[str, Schedule] = {}
     first: tuple[str, Schedule] | None = None
     for name, made in schedules.items():
-        s = made() if callable(made) and not isinstance(made, Schedule) else made
+        try:
+            s = made() if callable(made) and not isinstance(made, Schedule) else made
+        except (ScheduleError, LoweringError, AlgorithmError) as failure:
+            built[name] = failure
+            continue
         if not isinstance(s, Schedule):
             raise TypeError(f"compare: schedule {name!r} is {type(s).__name__}, not a Schedule")
         if first is None:

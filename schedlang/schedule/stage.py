@@ -16,6 +16,7 @@ from .errors import (
     AxisError,
     BindError,
     FactorError,
+    LegalityError,
     PlacementError,
     ScopeError,
     TensorizeError,
@@ -315,6 +316,15 @@ class Stage:
                 call,
                 loc,
                 f"'{resolved.name}' is bound to {self.binds[resolved]}; it cannot also be {word}",
+            )
+        if kind != "unroll" and resolved.kind == "reduce":
+            self._fail(
+                LegalityError,
+                call,
+                loc,
+                f"'{resolved.name}' runs the reduction of '{self.name}': its iterations update the "
+                f"same element, so they cannot run at the same time ({word}); keep the reduce "
+                f"loop serial, or rfactor it: the factored stage's new axis can be {word}",
             )
         previous = self.annotations.get(resolved)
         if previous is not None and previous != word:

@@ -76,13 +76,13 @@ def test_a_schedule_that_cannot_be_built_is_a_row_not_an_exception():
     """A grid of schedules has illegal points; the others are still compared."""
     a, b, c = matmul()
 
-    def vectorized_reduction():
+    def unrolled_symbolic_loop():
         s = sl.create_schedule(c)
-        s[c].vectorize(c.op.reduce_axis[0])
+        s[c].unroll(c.op.axis[1])  # N is symbolic: only lowering finds the extent unknown
         return s
 
     result = sl.compare(
-        {"naive": sl.create_schedule(c), "illegal": vectorized_reduction},
+        {"naive": sl.create_schedule(c), "illegal": unrolled_symbolic_loop},
         [a, b, c],
         sizes=SIZES,
         repeat=1,
@@ -91,16 +91,16 @@ def test_a_schedule_that_cannot_be_built_is_a_row_not_an_exception():
     assert naive.verified and naive.built
     assert not illegal.built and not illegal.verified
     assert isinstance(illegal.failure, sl.ScheduleError)
-    assert "vectorize(k)" in str(illegal.failure)
+    assert "unroll(j)" in str(illegal.failure)
     assert result.built == [naive]
     text = str(result)
     lines = text.splitlines()
     assert lines[2].split()[:2] == ["naive", "yes"]
-    assert lines[3].split() == ["illegal", "not", "built:", "LegalityError"]
+    assert lines[3].split() == ["illegal", "not", "built:", "AnnotationError"]
     one_line = " ".join(str(illegal.failure).splitlines())
     assert f"illegal: {one_line}" in text.splitlines()[-1]
     assert "100% of the fastest" in text
-    assert "not built: LegalityError" in result._repr_html_()
+    assert "not built: AnnotationError" in result._repr_html_()
     result.plot()
 
 
@@ -132,3 +132,23 @@ def test_gpu_peaks_from_the_driver_attributes_of_an_h100():
     assert peaks.flops["float64"] == pytest.approx(33.45e12, rel=1e-3)
     assert peaks.bandwidth == pytest.approx(3.35e12, rel=1e-3)
     assert peaks_from_attributes("new", (99, 0), 1, 1, 1, 8).flops["float32"] is None
+
+
+def test_a_schedule_function_refused_at_a_primitive_is_a_row_too():
+    a, b, c = matmul()
+
+    def vectorized_reduction():
+        s = sl.create_schedule(c)
+        s[c].vectorize(c.op.reduce_axis[0])  # refused at the call
+        return s
+
+    result = sl.compare(
+        {"naive": sl.create_schedule(c), "illegal": vectorized_reduction},
+        [a, b, c],
+        sizes=SIZES,
+        repeat=1,
+    )
+    naive, illegal = result.rows
+    assert naive.verified and not illegal.built
+    assert type(illegal.failure).__name__ == "LegalityError"
+    assert "vectorize(k)" in str(illegal.failure)

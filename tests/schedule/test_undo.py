@@ -18,29 +18,45 @@ def _row_sum():
     return m, r, k
 
 
+def _local_stage_over_threads():
+    """A local stage bound to threads: only lowering sees that its copies stay unset."""
+    a = sl.placeholder((64,), name="A")
+    b = sl.compute((64,), lambda i: a[i] * 2.0, name="B")
+    c = sl.compute((64,), lambda i: b[i] + 1.0, name="C")
+    s = sl.create_schedule(c)
+    bx, tx = s[c].split(c.op.axis[0], factor=16)
+    s[c].bind(bx, sl.thread_axis("blockIdx.x"))
+    s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+    s[b].compute_at(s[c], bx)
+    s[b].set_scope("local")
+    return s, a, b, c
+
+
 def test_a_lowering_error_names_the_undo_that_takes_its_primitive_back():
-    m, r, k = _row_sum()
-    s = sl.create_schedule(r)
-    stage = s[r]
-    _, inner = stage.split(k, factor=8)
-    stage.vectorize(inner)  # a race, which only lowering can see
+    s, a, b, c = _local_stage_over_threads()
+    s[b].bind(b.op.axis[0], sl.thread_axis("threadIdx.x"))
     with pytest.raises(sl.ScheduleError, match=r"\(s\.undo\(\) takes this primitive back\)"):
-        sl.lower(s, [m, r])
-    stage.split(r.op.axis[0], factor=4)
+        sl.lower(s, [a, c])
+    stage = s[c]
+    s.undo()
+    kernel = sl.build(s, [a, c], target="cuda")
+    x = np.random.default_rng(3).random(64, dtype=np.float32)
+    out = np.full(64, np.nan, np.float32)
+    kernel.simulate(x, out)
+    np.testing.assert_allclose(out, x * 2 + 1, rtol=1e-6)
+    assert stage is s[c]  # the held stage is still the schedule's
+
+
+def test_the_undo_counts_the_primitives_after_the_bad_one():
+    s, a, b, c = _local_stage_over_threads()
+    s[b].bind(b.op.axis[0], sl.thread_axis("threadIdx.x"))
+    s[c].set_store_predicate(sl.thread_axis("threadIdx.x").var >= 0)
     with pytest.raises(
         sl.ScheduleError,
         match=r"s\.undo\(2\) takes this primitive back, with "
         "the 1 after it",
     ):
-        sl.build(s, [m, r])
-    s.undo(2)
-    outer, _ = stage.split(r.op.axis[0], factor=4)  # the held stage, as before the two
-    stage.parallel(outer)
-    kernel = sl.build(s, [m, r])
-    x = np.random.default_rng(3).random((13, 48), dtype=np.float32)
-    out = np.full(13, np.nan, np.float32)
-    kernel(x, out)
-    np.testing.assert_allclose(out, sl.reference(r, {m: x}), rtol=1e-5)
+        sl.build(s, [a, c], target="cuda")
 
 
 def test_undo_leaves_what_replaying_the_rest_gives():
