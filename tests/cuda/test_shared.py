@@ -56,6 +56,7 @@ def instructions(ptx: str) -> int:
 def test_dynamic_regions_cost_no_instructions(monkeypatch, n):
     """The same kernel with its rows as static arrays (which ptxas would refuse at this size)
     needs no fewer instructions: the regions' offsets fold into the addresses."""
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")  # builds on disk know no other limit
     dynamic = build(shared_rows, 3, n).ptx
     monkeypatch.setattr(shared_layout, "STATIC_SHARED_LIMIT", 1 << 30)
     monkeypatch.setattr(nvptx_compile, "_memory", {})

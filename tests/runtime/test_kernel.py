@@ -79,7 +79,8 @@ def test_kernel_shows_its_code():
     assert "for i.outer" in kernel._repr_html_()
 
 
-def test_memory_cache_shares_compiled_code():
+def test_memory_cache_shares_compiled_code(monkeypatch):
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")  # memory, not disk
     s, a, c = _vadd(16)
     first = sl.build(s, [a, c])
     again = sl.build(s, [a, c])

@@ -68,7 +68,8 @@ def test_dropped_kernels_give_their_memory_back():
     assert per_kernel < 30_000, f"{per_kernel / 1e3:.1f} KB stay per kernel built and dropped"
 
 
-def test_compiled_code_is_shared_while_a_kernel_holds_it_and_unloaded_after():
+def test_compiled_code_is_shared_while_a_kernel_holds_it_and_unloaded_after(monkeypatch):
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")  # memory, not disk
     s, a, c = _schedule(1000)
     first = sl.build(s, [a, c])
     again = sl.build(s, [a, c])
