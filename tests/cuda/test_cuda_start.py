@@ -73,11 +73,22 @@ def test_failures_stay_on_the_thread(not_started, monkeypatch, failing):
 def test_a_cuda_build_starts_cuda_and_a_bad_architecture_does_not(monkeypatch):
     starts: list[int] = []
     monkeypatch.setattr(cuda_start, "start", lambda: starts.append(1))
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")  # a build that lowers and compiles
     kernel = gpu_elementwise.build(1000, target="cuda -arch=sm_90")
     assert "sm_90" in kernel.ptx and starts == [1]
     with pytest.raises(LoweringError, match="unknown CUDA architecture 'hopper'"):
         gpu_elementwise.build(1000, target="cuda -arch=hopper")
     assert starts == [1]
+
+
+def test_a_build_found_on_disk_does_not_start_cuda(monkeypatch, tmp_path):
+    starts: list[int] = []
+    monkeypatch.setattr(cuda_start, "start", lambda: starts.append(1))
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(tmp_path))
+    first = gpu_elementwise.build(1000, target="cuda -arch=sm_90")
+    assert starts == [1]
+    again = gpu_elementwise.build(1000, target="cuda -arch=sm_90")
+    assert starts == [1] and again.ptx == first.ptx
 
 
 FRESH_PROCESS = """
