@@ -384,6 +384,13 @@ def bench_conv2d(repeat: int) -> list[Row]:
     ]
 
 
+def _cudnn_conv_seconds(x, weight, reps: int) -> float:
+    """cuDNN's 3x3 convolution of `x` by `weight` (padding 1) with channels_last tensors."""
+    x_last = x.to(memory_format=torch.channels_last)
+    w_last = weight.to(memory_format=torch.channels_last)
+    return event_time(lambda: torch.nn.functional.conv2d(x_last, w_last, padding=1), reps)
+
+
 def bench_conv2d_fp16(repeat: int) -> list[Row]:
     """TE's opt_conv_tensorcore shape (batch 256, 14x14, 256 -> 512 channels, 3x3, padding 1)
     in float16 on the tensor cores (`examples/gpu_conv2d_fp16.py`, TE's blocked layout, float32
@@ -398,10 +405,8 @@ def bench_conv2d_fp16(repeat: int) -> list[Row]:
     a, w = a.contiguous(), w.contiguous()
     out = torch.full((batch // 16, size, size, cout // 16, 16, 16), float("nan"), device="cuda")
     want = torch.nn.functional.conv2d(x.double(), weight.double(), padding=1)
-    x_last = x.to(memory_format=torch.channels_last)
-    w_last = weight.to(memory_format=torch.channels_last)
     reps = max(5, repeat // 5)
-    peer = event_time(lambda: torch.nn.functional.conv2d(x_last, w_last, padding=1), reps)
+    peer = _cudnn_conv_seconds(x, weight, reps)
     flops = 2.0 * batch * cout * cin * 9 * size * size
     rows = []
     for name, options in (("TE's schedule", {}), ("swizzled tiles", dict(swizzle=True))):
@@ -428,10 +433,8 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
     w = weight.permute(2, 3, 1, 0).contiguous()  # W[kh, kw, c, o]
     out = torch.full((size, size, batch, cout), float("nan"), device="cuda").half()
     want = torch.nn.functional.conv2d(x.double(), weight.double(), padding=1)
-    x_last = x.to(memory_format=torch.channels_last)
-    w_last = weight.to(memory_format=torch.channels_last)
     reps = max(5, repeat // 5)
-    peer = event_time(lambda: torch.nn.functional.conv2d(x_last, w_last, padding=1), reps)
+    peer = _cudnn_conv_seconds(x, weight, reps)
     flops = 2.0 * batch * cout * cin * 9 * size * size
     rows = []
     variants = {

@@ -27,6 +27,12 @@ def export(kernel: object, path: str | Path) -> None:
 
 def load(path: str | Path) -> object:
     """The kernel saved at `path` by ``kernel.export``."""
+    return revive(read(path), f"saved {path}")
+
+
+def read(path: str | Path) -> dict:
+    """The contents saved at `path` (what `revive` takes); a LaunchError where `path` holds
+    no kernel saved by this version of schedlang."""
     try:
         saved = pickle.loads(Path(path).read_bytes())
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as error:
@@ -37,7 +43,7 @@ def load(path: str | Path) -> object:
             f"{saved.get('format') if isinstance(saved, dict) else None!r}, expected "
             f"{FORMAT!r}); export it again"
         )
-    return revive(saved, f"saved {path}")
+    return saved
 
 
 def contents(kernel: object) -> dict:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from ..errors import LoweringError
 
-_CPU = ("llvm", "c")
-_CUDA = ("cuda", "nvptx")
+CPU_KINDS = ("llvm", "c")  # TE target names compiled for the CPU
+CUDA_KINDS = ("cuda", "nvptx")
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,11 @@ class Target:
         self.text = target
         words = target.split()
         kind = words[0]
-        if kind not in _CPU + _CUDA:
+        if kind not in CPU_KINDS + CUDA_KINDS:
             raise LoweringError(
                 f"target {target!r}: schedlang compiles for 'llvm' (the CPU) and 'cuda' only"
             )
-        self.kind = TargetKind("llvm" if kind in _CPU else "cuda")
+        self.kind = TargetKind("llvm" if kind in CPU_KINDS else "cuda")
         self.host = None if host is None else Target(host)
         arch = [w for w in words[1:] if w.startswith("-arch=")]
         self.schedlang = "cpu" if self.kind.name == "llvm" else " ".join(["cuda", *arch])

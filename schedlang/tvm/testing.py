@@ -6,6 +6,7 @@ import numpy as np
 
 from ..platform_info import cuda_available
 from .runtime import NDArray
+from .target import CPU_KINDS, CUDA_KINDS
 
 
 def assert_allclose(
@@ -20,9 +21,9 @@ def assert_allclose(
 def device_enabled(target: object) -> bool:
     """Whether `target` can run here: the CPU always, CUDA where a GPU is usable."""
     kind = str(target).split()[0] if str(target).split() else ""
-    if kind in ("llvm", "c", "cpu"):
+    if kind in (*CPU_KINDS, "cpu"):
         return True
-    return kind in ("cuda", "nvptx", "gpu") and cuda_available()
+    return kind in (*CUDA_KINDS, "gpu") and cuda_available()
 
 
 def _values(value: object) -> np.ndarray:

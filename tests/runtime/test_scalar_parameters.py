@@ -22,6 +22,15 @@ def _axpy(dtype="float32"):
     return alpha, x, y, out
 
 
+def _blocks_of(out, threads):
+    """`out`'s loop split into blocks of `threads` threads."""
+    s = sl.create_schedule(out.op)
+    bx, tx = s[out].split(out.op.axis[0], factor=threads)
+    s[out].bind(bx, sl.thread_axis("blockIdx.x"))
+    s[out].bind(tx, sl.thread_axis("threadIdx.x"))
+    return s
+
+
 def _inputs(n, dtype="float32"):
     rng = np.random.default_rng(n)
     return rng.uniform(-1, 1, (2, n)).astype(dtype)
@@ -50,10 +59,7 @@ def test_the_number_is_rounded_to_the_dtype():
 
 def test_the_simt_interpreter_takes_it_too():
     alpha, x, y, out = _axpy()
-    s = sl.create_schedule(out.op)
-    bx, tx = s[out].split(out.op.axis[0], factor=32)
-    s[out].bind(bx, sl.thread_axis("blockIdx.x"))
-    s[out].bind(tx, sl.thread_axis("threadIdx.x"))
+    s = _blocks_of(out, 32)
     kernel = sl.build(s, [x, alpha, y, out], target="cuda")
     a, b = _inputs(45)
     result = np.full(45, np.nan, np.float32)
@@ -88,10 +94,7 @@ def test_a_te_scalar_parameter_through_the_compatibility_layer():
 def test_on_the_gpu_with_torch_tensors():
     torch = pytest.importorskip("torch")
     alpha, x, y, out = _axpy()
-    s = sl.create_schedule(out.op)
-    bx, tx = s[out].split(out.op.axis[0], factor=64)
-    s[out].bind(bx, sl.thread_axis("blockIdx.x"))
-    s[out].bind(tx, sl.thread_axis("threadIdx.x"))
+    s = _blocks_of(out, 64)
     kernel = sl.build(s, [alpha, x, y, out], target="cuda")
     a, b = (torch.from_numpy(v).cuda() for v in _inputs(1000))
     got = kernel(0.75, a, b)

@@ -19,12 +19,17 @@ def _plus_one(n=None):
     return n, a, c
 
 
-def test_only_the_threads_the_predicate_admits_store():
-    n, a, c = _plus_one()
+def _blocks_of_eight(c):
     s = sl.create_schedule(c.op)
     bx, tx = s[c].split(c.op.axis[0], factor=8)
     s[c].bind(bx, sl.thread_axis("blockIdx.x"))
     s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+    return s
+
+
+def test_only_the_threads_the_predicate_admits_store():
+    n, a, c = _plus_one()
+    s = _blocks_of_eight(c)
     s[c].set_store_predicate(sl.thread_axis("threadIdx.x").var < 3)
     kernel = sl.build(s, [a, c], target="cuda")
     x = np.random.default_rng(1).random(29, dtype=np.float32)
@@ -72,10 +77,7 @@ def test_a_predicate_of_sizes_on_the_cpu():
 
 def test_the_predicate_replays_from_the_schedule_text():
     n, a, c = _plus_one()
-    s = sl.create_schedule(c.op)
-    bx, tx = s[c].split(c.op.axis[0], factor=8)
-    s[c].bind(bx, sl.thread_axis("blockIdx.x"))
-    s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+    s = _blocks_of_eight(c)
     s[c].set_store_predicate(sl.all(sl.thread_axis("threadIdx.x").var < 3, n > 2))
     text = schedule_text(s)
     assert 'set_store_predicate(sl.all((sl.thread_axis("threadIdx.x").var < sl.const(3' in text

@@ -5,10 +5,10 @@ C compiler and linker that schedlang does not use, and is refused saying so."""
 
 from __future__ import annotations
 
-import pickle
 import shutil
 
 from ...errors import LaunchError
+from ...runtime.saved import read
 
 
 def create_shared(output: str, objects: object, options: object = None, cc: object = None) -> None:
@@ -24,8 +24,7 @@ def create_shared(output: str, objects: object, options: object = None, cc: obje
 
 def _saved_module(path: str) -> bool:
     try:
-        with open(path, "rb") as file:
-            saved = pickle.load(file)
-    except Exception:
+        read(path)
+    except (LaunchError, OSError):
         return False
-    return isinstance(saved, dict) and "format" in saved
+    return True
