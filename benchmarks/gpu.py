@@ -258,6 +258,23 @@ def bench_gemm_wgmma_variants(repeat: int) -> list[Row]:
     ]
 
 
+def bench_gemm_wgmma_tma(repeat: int) -> list[Row]:
+    """The warpgroup GEMM with its tiles copied by the copy engine from a producer warp
+    (``pipeline(tma=True)``), beside the default's ``cp.async`` copies, at 4096^3 float16."""
+    variants = {
+        "cp.async, 128x128 blocks, 3 stages (the default)": {},
+        "tma, 128x128 blocks, 3 stages": dict(tma=True),
+        "tma, 128x128 blocks, 4 stages": dict(tma=True, stages=4),
+        "tma, 128x256 blocks, 3 stages": dict(tma=True, block_cols=256, stages=3),
+        "tma, 128x256 blocks, 4 stages": dict(tma=True, block_cols=256, stages=4),
+        "tma, 256x128 blocks, 4 stages": dict(tma=True, block_rows=256, stages=4),
+    }
+    return [
+        _gemm_wgmma_row(4096, "float16", options, f"gemm 4096^3 fp16 wgmma, {name}", repeat)
+        for name, options in variants.items()
+    ]
+
+
 def bench_gemm_wgmma_edges(repeat: int) -> list[Row]:
     """The warpgroup GEMM where one size is not a multiple of its tiles: which edge costs."""
     return [
@@ -530,6 +547,7 @@ BENCHMARKS = {
     "gemm_tf32": bench_gemm_tf32,
     "gemm_wgmma": bench_gemm_wgmma,
     "gemm_wgmma_variants": bench_gemm_wgmma_variants,
+    "gemm_wgmma_tma": bench_gemm_wgmma_tma,
     "gemm_wgmma_edges": bench_gemm_wgmma_edges,
     "conv2d_fp16": bench_conv2d_fp16,
     "conv2d_wgmma": bench_conv2d_wgmma,

@@ -39,9 +39,11 @@ def schedule(
     block_cols: int = 128,
     step: int = 64,
     stages: int = 3,
+    tma: bool = False,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
-    256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64."""
+    256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64. With `tma`, the
+    tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``)."""
     s = sl.create_schedule(c.op)
     product = c.op.input_tensors[0] if c.op.input_tensors[0].op is not a.op else c
     a_shared = s.cache_read(a, "shared", [product])
@@ -71,12 +73,18 @@ def schedule(
     s[acc].tensorize(fi, sl.intrin.wgmma(n=block_cols))
 
     for staged in (a_shared, b_shared):
-        stage_tile(s, staged, s[acc], ko, groups, stages)
+        stage_tile(s, staged, s[acc], ko, groups, stages, tma)
     return s
 
 
 def stage_tile(
-    s: sl.Schedule, staged: sl.Tensor, consumer: sl.Stage, at, groups: int, stages: int
+    s: sl.Schedule,
+    staged: sl.Tensor,
+    consumer: sl.Stage,
+    at,
+    groups: int,
+    stages: int,
+    tma: bool = False,
 ) -> None:
     """Stage a tile of `staged` in shared memory at loop `at` of `consumer`, in the layout
     wgmma reads (swizzled by 128 bytes), copied 16 bytes a thread by all the block's threads
@@ -95,7 +103,7 @@ def stage_tile(
     s[staged].bind(tz, sl.thread_axis("threadIdx.z"))
     s[staged].vectorize(lanes)
     if stages >= 2:
-        s[staged].pipeline(stages)
+        s[staged].pipeline(stages, tma=tma)
 
 
 def build(

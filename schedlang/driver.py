@@ -14,6 +14,7 @@ from .ir.expr import Const, Read, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
 from .loopir.allocate import insert_allocations
 from .loopir.barriers import insert_barriers
+from .loopir.bulk_pipeline import bulk_pipeline
 from .loopir.divmod import simplify_divisions
 from .loopir.double_buffer import double_buffer
 from .loopir.from_isl import generate, param_expr
@@ -103,7 +104,9 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     body = predicate_stores(body, _store_predicates(s, buffers))
     body = insert_allocations(body, local)
     body = double_buffer(body, _doubled(s, buffers))
-    body = pipeline(body, _pipelined(s, buffers))
+    piped = _pipelined(s, buffers)
+    body = pipeline(body, {b: n for b, (n, tma) in piped.items() if not tma})
+    body = bulk_pipeline(body, {b: n for b, (n, tma) in piped.items() if tma})
     body = insert_barriers(body)
     body = sink_vector_loops(body)
     folded: dict = {}  # expressions simplified, for the next simplification to reuse
@@ -196,8 +199,9 @@ def _doubled(s: Schedule, buffers: dict) -> list[Buffer]:
     return found
 
 
-def _pipelined(s: Schedule, buffers: dict) -> dict[Buffer, int]:
-    """The buffers of the stages that asked for pipeline(), with their numbers of stages."""
+def _pipelined(s: Schedule, buffers: dict) -> dict[Buffer, tuple[int, bool]]:
+    """The buffers of the stages that asked for pipeline(), with their numbers of stages and
+    whether the copy engine fills them."""
     found = {}
     for stage in s.stages:
         if stage.pipeline_stages is not None:
@@ -215,7 +219,7 @@ def _pipelined(s: Schedule, buffers: dict) -> dict[Buffer, int]:
                         "the block loops",
                     )
                 )
-            found[buffers[stage.op]] = stage.pipeline_stages
+            found[buffers[stage.op]] = (stage.pipeline_stages, stage.pipeline_tma)
     return found
 
 

@@ -16,10 +16,12 @@ from ..loopir.nodes import (
     AsyncCopy,
     AsyncWait,
     Buffer,
+    BulkCopy,
     For,
     Let,
     LoweredFunc,
     MatrixOp,
+    MBarrier,
     Stmt,
     Store,
     ThreadAllReduce,
@@ -85,6 +87,10 @@ def _stmt_token(s: Stmt, buffer, ident) -> str:
         token += ":clipped" if s.clipped else ""
     if isinstance(s, AsyncCopy):  # its indices are among `stmt_exprs`
         token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.lanes}:{s.when is not None}"
+    if isinstance(s, BulkCopy):  # its indices are among `stmt_exprs`
+        token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.shape}:{buffer(s.barrier)}"
+    if isinstance(s, MBarrier):
+        token += f":{s.op}:{buffer(s.barrier)}:{s.count}:{s.pending}:{s.when is not None}"
     if isinstance(s, AsyncWait):
         token += f":{s.pending}"
     return token

@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 from ..ir.visit import walk
-from .nodes import Allocate, AsyncCopy, Buffer, For, If, Let, Load, MatrixOp, Seq, Stmt, Store
+from .nodes import (
+    Allocate,
+    AsyncCopy,
+    Buffer,
+    BulkCopy,
+    For,
+    If,
+    Let,
+    Load,
+    MatrixOp,
+    MBarrier,
+    Seq,
+    Stmt,
+    Store,
+)
 from .visit import walk_stmt
 
 
@@ -35,6 +49,12 @@ def _uses(stmt: Stmt, buffer: Buffer) -> bool:
         if buffer is stmt.dst or buffer is stmt.src:
             return True
         exprs = (*stmt.dst_index, *stmt.src_index)
+    elif isinstance(stmt, BulkCopy):
+        if buffer in (stmt.dst, stmt.src, stmt.barrier):
+            return True
+        exprs = (*stmt.dst_index, *stmt.src_index, stmt.barrier_index)
+    elif isinstance(stmt, MBarrier):
+        return buffer is stmt.barrier
     else:
         return False
     return any(_expr_uses(e, buffer) for e in exprs)

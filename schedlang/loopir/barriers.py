@@ -49,11 +49,13 @@ from .nodes import (
     AsyncWait,
     Barrier,
     Buffer,
+    BulkCopy,
     For,
     If,
     Let,
     Load,
     MatrixOp,
+    MBarrier,
     Seq,
     Stmt,
     Store,
@@ -167,7 +169,8 @@ class _Inserter:
             write = self.access(s, s.dst, s.dst_index, True, ctx)
             accesses = reads if write is None else {**reads, write.key: write}
             return s, _Summary(accesses, accesses, False)
-        if isinstance(s, (AsyncCommit, AsyncWait)):
+        if isinstance(s, (AsyncCommit, AsyncWait, BulkCopy, MBarrier)):
+            # bulk copies are ordered by their memory barriers (`bulk_pipeline`), not by these
             return s, _NOTHING
         if isinstance(s, Seq):
             return self.seq(s, ctx)

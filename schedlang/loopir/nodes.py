@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir import dtype as dt
 from ..ir.expr import CommReducer, Expr, Var
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.stage import HARDWARE_TAGS
@@ -24,6 +25,10 @@ THREAD_TAGS = tuple(tag for tag in HARDWARE_TAGS if tag != "vthread")
 
 
 SWIZZLES = (32, 64, 128)
+
+
+def _itemsize(dtype: str) -> int:
+    return dt.bits(dtype) // 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -201,6 +206,64 @@ class AsyncWait(Stmt):
     (the older ones have landed)."""
 
     pending: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BulkCopy(Stmt):
+    """The copy engine (Hopper's TMA) copies the box of `shape` elements of `src` (a global
+    buffer) that starts at `src_index` into `dst` (a shared buffer, compact or swizzled) at
+    `dst_index`: ``dst[dst_index + o] = src[src_index + o]`` for every offset ``o`` of the
+    box, `shape` giving the extents of `src`'s dimensions, which are `dst`'s last ones.
+    Elements of the box outside `src` arrive as zeros. One thread issues it; the bytes land in
+    the background and count as transactions of ``barrier[barrier_index]`` (an `MBarrier`),
+    whose phase completes only once they all have landed: a thread reads them after waiting
+    for that phase."""
+
+    dst: Buffer
+    dst_index: tuple[Expr, ...]
+    src: Buffer
+    src_index: tuple[Expr, ...]
+    shape: tuple[int, ...]
+    barrier: Buffer
+    barrier_index: Expr
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the copy lands (the whole box, its zeros included)."""
+        count = 1
+        for n in self.shape:
+            count *= n
+        return count * _itemsize(self.dst.dtype)
+
+
+MBARRIER_OPS = ("init", "arrive", "wait")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MBarrier(Stmt):
+    """An operation on the memory barrier ``barrier[index]`` (`barrier`: a shared int64 buffer;
+    CUDA's ``mbarrier``), by each thread that runs it:
+
+    - ``"init"``: the barrier's phases complete after `count` arrivals each (run by one
+      thread, before a block barrier that publishes it);
+    - ``"arrive"``: one arrival on the current phase; with `count` > 0 it also expects that
+      many bytes of `BulkCopy` transactions in the phase (``arrive.expect_tx``). The thread's
+      asynchronous warpgroup products have completed before it arrives, all but the `pending`
+      newest groups of them (a group: the products issued since the last non-product
+      statement), which may still be reading what the arrival does not release. Where `when`
+      is given and false the thread does not arrive (it still waits for its products);
+    - ``"wait"``: the thread waits until the phase of parity `parity` (0 or 1) has completed:
+      every arrival in, every expected byte landed. What the arrivers did before arriving (and
+      the copies counted in the phase) is then seen by the waiter.
+    """
+
+    op: str
+    barrier: Buffer
+    index: Expr
+    count: int = 0
+    parity: Expr | None = None
+    pending: int = 0
+    when: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -25,11 +25,13 @@ from .nodes import (
     AsyncWait,
     Barrier,
     Buffer,
+    BulkCopy,
     For,
     If,
     Let,
     LoweredFunc,
     MatrixOp,
+    MBarrier,
     Seq,
     Stmt,
     Store,
@@ -86,6 +88,22 @@ def stmt_head(stmt: Stmt) -> str:
         lanes = f":+{stmt.lanes}" if stmt.lanes > 1 else ""
         when = "" if stmt.when is None else f" if {expr_str(stmt.when)} else zeros"
         return f"{stmt.dst.name}[{dst}{lanes}] = async_copy({stmt.src.name}[{src}{lanes}]){when}"
+    if isinstance(stmt, BulkCopy):
+        dst = ", ".join(expr_str(i) for i in stmt.dst_index)
+        src = ", ".join(expr_str(i) for i in stmt.src_index)
+        box = " x ".join(str(n) for n in stmt.shape)
+        at = f"{stmt.barrier.name}[{expr_str(stmt.barrier_index)}]"
+        return f"{stmt.dst.name}[{dst}] = bulk_copy({stmt.src.name}[{src}], box {box}) -> {at}"
+    if isinstance(stmt, MBarrier):
+        at = f"{stmt.barrier.name}[{expr_str(stmt.index)}]"
+        if stmt.op == "init":
+            return f"mbarrier_init({at}, arrivals={stmt.count})"
+        if stmt.op == "arrive":
+            expect = f", expect_bytes={stmt.count}" if stmt.count else ""
+            pending = f", products_pending={stmt.pending}" if stmt.pending else ""
+            when = "" if stmt.when is None else f" if {expr_str(stmt.when)}"
+            return f"mbarrier_arrive({at}{expect}{pending}){when}"
+        return f"mbarrier_wait({at}, parity={expr_str(stmt.parity)})"
     if isinstance(stmt, AsyncCommit):
         return "async_commit()"
     if isinstance(stmt, AsyncWait):

@@ -19,6 +19,7 @@ from .nodes import (
     Allocate,
     AsyncCopy,
     Buffer,
+    BulkCopy,
     For,
     Load,
     MatrixOp,
@@ -158,7 +159,7 @@ def writes(stmt: Stmt, buffer: Buffer) -> bool:
     return any(
         (isinstance(s, Store) and s.buffer is buffer)
         or (isinstance(s, MatrixOp) and s.dst.buffer is buffer)
-        or (isinstance(s, AsyncCopy) and s.dst is buffer)
+        or (isinstance(s, (AsyncCopy, BulkCopy)) and s.dst is buffer)
         for s in walk_stmt(stmt)
     )
 

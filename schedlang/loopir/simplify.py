@@ -18,7 +18,20 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _BINARY, _COMPARE
 from ..ir.expr import Binary, Cast, Compare, Const, Expr, Select, Unary, Var
 from ..ir.printer import expr_str
-from .nodes import Allocate, AsyncCopy, For, If, Let, Load, MatrixOp, Seq, Stmt, Store
+from .nodes import (
+    Allocate,
+    AsyncCopy,
+    BulkCopy,
+    For,
+    If,
+    Let,
+    Load,
+    MatrixOp,
+    MBarrier,
+    Seq,
+    Stmt,
+    Store,
+)
 from .visit import Memo, rebuild_stmt, substitute_stmt, transform_expr
 
 _EMPTY = Seq(())
@@ -81,7 +94,7 @@ class _Simplifier:
                 new = self.stmt(child)
                 flat.extend(new.stmts if isinstance(new, Seq) else (new,))
             return flat[0] if len(flat) == 1 else Seq(tuple(flat))
-        if isinstance(s, (MatrixOp, AsyncCopy)):
+        if isinstance(s, (MatrixOp, AsyncCopy, BulkCopy, MBarrier)):
             return rebuild_stmt(s, self.expr, self.stmt)
         return s
 

@@ -18,11 +18,13 @@ from .nodes import (
     AsyncCopy,
     AsyncWait,
     Barrier,
+    BulkCopy,
     For,
     If,
     Let,
     Load,
     MatrixOp,
+    MBarrier,
     Seq,
     Stmt,
     Store,
@@ -185,6 +187,10 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
     if isinstance(s, AsyncCopy):
         when = () if s.when is None else (s.when,)
         return (*s.dst_index, *s.src_index, *when)
+    if isinstance(s, BulkCopy):
+        return (*s.dst_index, *s.src_index, s.barrier_index)
+    if isinstance(s, MBarrier):
+        return tuple(e for e in (s.index, s.parity, s.when) if e is not None)
     return ()
 
 
@@ -261,6 +267,21 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         if same and when is s.when:
             return s
         return AsyncCopy(s.dst, dst, s.src, src, s.lanes, when)
+    if isinstance(s, BulkCopy):
+        dst, src = tuple(ex(i) for i in s.dst_index), tuple(ex(i) for i in s.src_index)
+        at = ex(s.barrier_index)
+        if at is s.barrier_index and all(
+            a is b for a, b in zip(dst + src, s.dst_index + s.src_index)
+        ):
+            return s
+        return BulkCopy(s.dst, dst, s.src, src, s.shape, s.barrier, at)
+    if isinstance(s, MBarrier):
+        index = ex(s.index)
+        parity = None if s.parity is None else ex(s.parity)
+        when = None if s.when is None else ex(s.when)
+        if index is s.index and parity is s.parity and when is s.when:
+            return s
+        return MBarrier(s.op, s.barrier, index, s.count, parity, s.pending, when)
     if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait)):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")

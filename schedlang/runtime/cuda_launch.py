@@ -2,7 +2,8 @@
 
 A call is prepared once and then run: `prepare_launch` evaluates each kernel's grid from the
 sizes, checks it against the device, allocates the plan's temporary global buffers and builds
-the one parameter list (buffers, temporaries, sizes) that every kernel takes; `Launch.run` then
+the one parameter list (buffers, temporaries, sizes, and the tensor maps of bulk copies made
+for these arrays: `tensor_maps`) that every kernel takes; `Launch.run` then
 only calls ``cuLaunchKernel`` for each kernel, so that `Kernel.time` can measure the kernels
 alone and run them again without host work in between. The kernels of one call run one after
 another on their stream. A kernel whose grid is empty (a size of zero) is skipped. A kernel
@@ -28,6 +29,7 @@ from ..ir.printer import expr_str
 from . import cuda_driver
 from .cuda_driver import Device
 from .device_array import DeviceArray
+from .tensor_maps import encode
 
 
 @dataclass(frozen=True)
@@ -139,9 +141,11 @@ def prepare_launch(
         what = f"launching kernel '{name}/{kernel.name}' (grid {grid}, block {kernel.block})"
         steps.append(_Step(function, grid, kernel.block, kernel.dynamic_shared_bytes, what))
     temps = [DeviceArray((_temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
-    values: list[ctypes._SimpleCData] = [ctypes.c_void_p(p) for p in pointers]
+    values: list = [ctypes.c_void_p(p) for p in pointers]
     values += [ctypes.c_void_p(t.ptr) for t in temps]
     values += [ctypes.c_int64(n) for n in sizes]
+    if plan.tensor_maps:  # after the sizes, by value (`codegen.nvptx.module`)
+        values += encode(plan, [*pointers, *(t.ptr for t in temps)], sizes)
     return Launch(steps, values, temps)
 
 

@@ -74,7 +74,7 @@ class UsualCall:
 
     @classmethod
     def make(cls, name, plan, functions, spec, limits, device) -> UsualCall | None:
-        if spec is None or plan.temps:
+        if spec is None or plan.temps or plan.tensor_maps:  # maps are made per call's arrays
             return None
         return cls(name, plan, functions, spec, limits, device)
 

@@ -124,11 +124,13 @@ class DoubleBuffer:
 
 @dataclass(frozen=True, slots=True)
 class Pipeline:
-    """``s[T].pipeline(stages)``: T filled by asynchronous copies, `stages` - 1 steps ahead."""
+    """``s[T].pipeline(stages, tma)``: T filled by asynchronous copies, `stages` - 1 steps
+    ahead (with `tma`, bulk copies of the copy engine issued by a producer thread)."""
 
     stage: str
     stages: int
     loc: str = ""
+    tma: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,7 +269,7 @@ def apply_record(s: Schedule, r: object) -> None:
     elif isinstance(r, rec.DoubleBuffer):
         stage.double_buffer()
     elif isinstance(r, rec.Pipeline):
-        stage.pipeline(r.stages)
+        stage.pipeline(r.stages, tma=r.tma)
     elif isinstance(r, rec.Swizzle):
         stage.swizzle(r.bytes)
     elif isinstance(r, rec.SetScope):

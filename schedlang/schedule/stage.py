@@ -53,6 +53,7 @@ class Stage:
         self.align: dict[int, tuple[int, int]] = {}  # buffer dimension -> (factor, offset)
         self.double_buffered = False
         self.pipeline_stages: int | None = None
+        self.pipeline_tma = False
         self.swizzle_bytes = 0
         self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
@@ -566,7 +567,7 @@ class Stage:
         self._record(rec.DoubleBuffer(self.name, loc))
 
     @entry_point
-    def pipeline(self, stages: int = 3) -> None:
+    def pipeline(self, stages: int = 3, tma: bool = False) -> None:
         """Fill this stage's buffer (a shared tile refilled in a loop of its consumer) with
         asynchronous copies (``cp.async``), `stages` - 1 iterations of that loop ahead of
         their use, in `stages` copies of the buffer: the copies of the next tiles are in
@@ -592,9 +593,30 @@ class Stage:
                 A.shared[(k.outer + 2) % 3, ...] = async_copy(A[..., 32 * (k.outer + 2) + ...])
               async_commit()
               ... A.shared[k.outer % 3, ...] ...
+
+        With ``tma=True`` (Hopper, ``sm_90a``) the copy engine (TMA) fills each stage's whole
+        box in one bulk copy, zero-filling what lies outside the tensor. The copies are issued
+        by a producer thread in a warp of its own, added to the block after its other threads
+        (along the outermost ``threadIdx`` it uses), and their completion is counted on a
+        memory barrier per stage (``full``); the threads that read a stage release it on
+        another (``empty``), so no block barrier stands in the loop and the producer runs up
+        to `stages` - 1 steps ahead (warp specialisation: CUTLASS's producer and consumer
+        warps, Triton's ``warp_specialize``)::
+
+            for k.outer in range(0, 8):
+              if k.outer + 2 < 8:   # the producer thread
+                mbarrier_wait(A.shared.empty[(k.outer + 2) % 3], ...)   # from k.outer >= 1
+                mbarrier_arrive(A.shared.full[(k.outer + 2) % 3], expect_bytes=...)
+                A.shared[(k.outer + 2) % 3, 0, 0] = bulk_copy(A[..., 32 * (k.outer + 2)], box ...)
+              mbarrier_wait(A.shared.full[k.outer % 3], parity=k.outer // 3 % 2)  # the others
+              ... A.shared[k.outer % 3, ...] ...
+              mbarrier_arrive(A.shared.empty[k.outer % 3])
+
+        The fill must copy a box of a tensor as it is (no padding condition, no arithmetic),
+        compact or swizzled: anything else is a `LoweringError` that says what to change.
         """
         loc = user_location()
-        call = f"pipeline(stages={stages!r})"
+        call = f"pipeline(stages={stages!r}{', tma=True' if tma else ''})"
         self._require_compute(call, loc)
         count = as_int(stages)
         if count is None or count < 2:
@@ -609,8 +631,11 @@ class Stage:
                 f"'{self.name}' is double buffered already; pipeline(stages=2) is the "
                 "asynchronous form of that: use one of them",
             )
+        if not isinstance(tma, bool):
+            self._fail(FactorError, call, loc, f"tma must be True or False, got {tma!r}")
         self.pipeline_stages = count
-        self._record(rec.Pipeline(self.name, count, loc))
+        self.pipeline_tma = tma
+        self._record(rec.Pipeline(self.name, count, loc, tma))
 
     @entry_point
     def storage_align(self, axis: object, factor: int, offset: int) -> None:

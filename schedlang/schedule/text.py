@@ -83,7 +83,8 @@ def _line(r, st: str, ref) -> str:
     if isinstance(r, rec.DoubleBuffer):
         return f"{st}.double_buffer()"
     if isinstance(r, rec.Pipeline):
-        return f"{st}.pipeline(stages={r.stages})"
+        tma = ", tma=True" if r.tma else ""
+        return f"{st}.pipeline(stages={r.stages}{tma})"
     if isinstance(r, rec.Swizzle):
         return f"{st}.swizzle({r.bytes})"
     if isinstance(r, rec.SetScope):

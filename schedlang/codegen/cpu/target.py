@@ -23,8 +23,10 @@ from ...loopir.nodes import (
     Allocate,
     AsyncCopy,
     Buffer,
+    BulkCopy,
     For,
     MatrixOp,
+    MBarrier,
     ThreadAllReduce,
 )
 from ..llvm.async_copy import emit_synchronous_copy
@@ -42,6 +44,10 @@ if TYPE_CHECKING:
 STACK_LIMIT = 64 * 1024
 ALIGN = 64
 TENSOR_CORES_NEED_CUDA = "tensor-core operations need the cuda target; build for target='cuda'"
+BULK_COPIES_NEED_CUDA = (
+    "pipeline(tma=True) fills its stages with the GPU's copy engine, which the cpu target does "
+    "not have; build for target='cuda' (a Hopper GPU), or pipeline without tma"
+)
 
 
 class CpuTarget(Target):
@@ -110,6 +116,12 @@ class CpuTarget(Target):
 
     def async_wait(self, em: StmtEmitter, pending: int) -> None:
         del em, pending
+
+    def bulk_copy(self, em: StmtEmitter, stmt: BulkCopy) -> None:
+        raise LoweringError(BULK_COPIES_NEED_CUDA)
+
+    def mbarrier(self, em: StmtEmitter, stmt: MBarrier) -> None:
+        raise LoweringError(BULK_COPIES_NEED_CUDA)
 
     def external_math(self, name: str, dtype: str) -> str:
         return name if dtype == "float64" else f"{name}f"

@@ -21,10 +21,12 @@ from ...loopir.nodes import (
     AsyncCopy,
     AsyncWait,
     Barrier,
+    BulkCopy,
     For,
     If,
     Let,
     MatrixOp,
+    MBarrier,
     Seq,
     Stmt,
     Store,
@@ -79,6 +81,10 @@ class StmtEmitter(ExprEmitter):
             self.target.matrix_op(self, s)
         elif isinstance(s, AsyncCopy):
             self.target.async_copy(self, s)
+        elif isinstance(s, BulkCopy):
+            self.target.bulk_copy(self, s)
+        elif isinstance(s, MBarrier):
+            self.target.mbarrier(self, s)
         elif isinstance(s, AsyncCommit):
             self.target.async_commit(self)
         elif isinstance(s, AsyncWait):

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
         Allocate,
         AsyncCopy,
         Buffer,
+        BulkCopy,
         For,
         MatrixOp,
+        MBarrier,
         Stmt,
         ThreadAllReduce,
     )
@@ -82,6 +84,14 @@ class Target(ABC):
     @abstractmethod
     def async_wait(self, em: StmtEmitter, pending: int) -> None:
         """Wait until at most `pending` of this thread's committed groups are in flight."""
+
+    @abstractmethod
+    def bulk_copy(self, em: StmtEmitter, stmt: BulkCopy) -> None:
+        """Start the copy engine's copy `stmt`, counted on its memory barrier."""
+
+    @abstractmethod
+    def mbarrier(self, em: StmtEmitter, stmt: MBarrier) -> None:
+        """Emit the memory-barrier operation `stmt` (see its docstring)."""
 
     def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:  # noqa: B027 (no-op by default)
         """Called before each statement that is not a container (`Seq`, `For`, `If`, `Let`,

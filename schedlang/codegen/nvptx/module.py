@@ -2,7 +2,8 @@
 
 Every kernel takes the same parameters, the global buffers of the plan (the function's
 parameters, then the temporaries) as ``ptr addrspace(1)``, then every symbolic size as ``i64``,
-so the launcher passes one argument list to all of them. The pointers are declared ``noalias``
+then the tensor maps of its bulk copies (`bulk_copy`), so the launcher passes one argument list
+to all of them. The pointers are declared ``noalias``
 (the runtime checks that outputs overlap nothing) and ``align 16`` (the runtime refuses buffers
 that start elsewhere). Kept in address space 1 rather than cast to generic pointers, they carry that
 alignment to every access: LLVM proves a contiguous access of 4 floats at an offset that is a
@@ -20,6 +21,7 @@ from ...platform_info import NVPTX_TRIPLE
 from ..llvm.function import FunctionScope
 from ..llvm.stmt import StmtEmitter
 from ..llvm.types import I32, I64
+from .bulk_copy import MAP_ALIGN, MAP_BYTES
 from .nvvm import GLOBAL
 from .plan import DevicePlan, KernelPlan
 from .shared_layout import BUFFER_ALIGN
@@ -40,15 +42,21 @@ def build_module(plan: DevicePlan, arch: str, data_layout: str, min_blocks: int 
 def _kernel(
     module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str, min_blocks: int
 ) -> None:
-    buffers, sizes = plan.buffers, plan.func.sizes
+    buffers, sizes, maps = plan.buffers, plan.func.sizes, plan.tensor_maps
     nbuffers = len(buffers)
-    entry_t = ir.FunctionType(ir.VoidType(), [GLOBAL_PTR] * nbuffers + [I64] * len(sizes))
-    entry = ir.Function(module, entry_t, kernel.name)
+    map_t = ir.PointerType(ir.ArrayType(ir.IntType(8), MAP_BYTES))
+    params = [GLOBAL_PTR] * nbuffers + [I64] * len(sizes) + [map_t] * len(maps)
+    entry = ir.Function(module, ir.FunctionType(ir.VoidType(), params), kernel.name)
     for arg in entry.args[:nbuffers]:
         arg.add_attribute("noalias")
         arg.attributes.align = BUFFER_ALIGN
+    first_map = nbuffers + len(sizes)
+    for arg in entry.args[first_map:]:
+        arg.add_attribute("byval")
+        arg.attributes.align = MAP_ALIGN
     scope = FunctionScope(entry)
-    em = StmtEmitter(scope, NvptxTarget(arch, kernel))
+    map_args = dict(zip(maps, entry.args[first_map:]))
+    em = StmtEmitter(scope, NvptxTarget(arch, kernel, buffers, map_args))
     for buffer, arg in zip(buffers, entry.args):
         em.buffers[buffer] = arg
     for var, arg in zip(sizes, entry.args[nbuffers:]):
@@ -56,6 +64,10 @@ def _kernel(
     em.stmt(kernel.body)
     scope.finish()
     module.add_named_metadata("nvvm.annotations", [entry, "kernel", ir.Constant(I32, 1)])
+    if maps:  # the maps' own addresses go to the copy engine (1-based parameter numbers)
+        numbers = [ir.Constant(I32, first_map + k + 1) for k in range(len(maps))]
+        annotation = [entry, "grid_constant", module.add_metadata(numbers)]
+        module.add_named_metadata("nvvm.annotations", annotation)
     for axis, threads in zip("xyz", kernel.block):
         annotation = [entry, f"maxntid{axis}", ir.Constant(I32, threads)]
         module.add_named_metadata("nvvm.annotations", annotation)

@@ -35,11 +35,13 @@ from ...loopir.nodes import (
     AsyncWait,
     Barrier,
     Buffer,
+    BulkCopy,
     For,
     If,
     Let,
     LoweredFunc,
     MatrixOp,
+    MBarrier,
     Seq,
     Stmt,
     Store,
@@ -49,6 +51,7 @@ from ...loopir.printer import stmt_head
 from ...loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
 from ..llvm.storage import constant_count
 from .allreduce_forms import scratch_sizes
+from .bulk_copy import TensorMap, tensor_maps
 from .shared_layout import BUFFER_ALIGN, SWIZZLE_ALIGN, SharedLayout, lay_out_shared
 from .uniform import guard_uniform_stores
 
@@ -68,6 +71,8 @@ _KNOWN = (
     AsyncCopy,
     AsyncCommit,
     AsyncWait,
+    BulkCopy,
+    MBarrier,
 )
 WARP = 32
 WARPGROUP = 128
@@ -105,6 +110,7 @@ class DevicePlan:
     func: LoweredFunc
     temps: tuple[Buffer, ...]
     kernels: tuple[KernelPlan, ...]
+    tensor_maps: tuple[TensorMap, ...] = ()  # the kernels' map parameters, after the sizes
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:
@@ -127,7 +133,8 @@ def plan_kernels(func: LoweredFunc) -> DevicePlan:
         bodies.append(part)
     base = re.sub(r"\W", "_", func.name)
     kernels = tuple(_kernel(func, f"{base}_kernel{k}", body) for k, body in enumerate(bodies))
-    return DevicePlan(func, tuple(temps), kernels)
+    maps = tensor_maps((*func.params, *temps), [k.body for k in kernels])
+    return DevicePlan(func, tuple(temps), kernels, maps)
 
 
 def _check_statements(func: LoweredFunc) -> None:

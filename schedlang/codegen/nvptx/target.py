@@ -31,8 +31,10 @@ from ...loopir.nodes import (
     Allocate,
     AsyncCopy,
     Buffer,
+    BulkCopy,
     For,
     MatrixOp,
+    MBarrier,
     Stmt,
     ThreadAllReduce,
 )
@@ -45,6 +47,8 @@ from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
 from .async_copy import emit_async_commit, emit_async_copy, emit_async_wait
+from .bulk_copy import TensorMap, emit_bulk_copy, emit_mbarrier
+from .bulk_copy import check_arch as check_bulk_arch
 from .matrix_memory import LaneIndex, lane_index
 from .mma import emit_matrix_op
 from .nvvm import GLOBAL, LOCAL, SHARED, barrier, is_index_tag, shared_array, special_register
@@ -63,9 +67,17 @@ class NvptxTarget(Target):
 
     name = "cuda"
 
-    def __init__(self, arch: str, kernel: KernelPlan) -> None:
+    def __init__(
+        self,
+        arch: str,
+        kernel: KernelPlan,
+        buffers: tuple[Buffer, ...] = (),
+        maps: dict[TensorMap, ir.Value] | None = None,
+    ) -> None:
         self.arch = arch
         self.kernel = kernel
+        self._buffers = buffers  # the plan's, in parameter order
+        self._maps = maps or {}  # tensor map -> its kernel parameter
         self._indices: dict[str, ir.Value] = {}  # hardware index -> its i64, read at entry
         self._registers: set[int] | None = None  # local buffers kept in SSA values (by id)
         self._lane: LaneIndex | None = None  # threadIdx.x's parts, for tensor-core operations
@@ -190,6 +202,14 @@ class NvptxTarget(Target):
 
     def async_commit(self, em: StmtEmitter) -> None:
         emit_async_commit(em, self.arch)
+
+    def bulk_copy(self, em: StmtEmitter, stmt: BulkCopy) -> None:
+        check_bulk_arch(self.arch)
+        emit_bulk_copy(em, stmt, self._buffers, self._maps)
+
+    def mbarrier(self, em: StmtEmitter, stmt: MBarrier) -> None:
+        check_bulk_arch(self.arch)
+        emit_mbarrier(em, stmt)
 
     def async_wait(self, em: StmtEmitter, pending: int) -> None:
         emit_async_wait(em, pending, self.arch)

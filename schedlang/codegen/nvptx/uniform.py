@@ -31,10 +31,12 @@ from ...loopir.nodes import (
     AsyncCopy,
     AsyncWait,
     Barrier,
+    BulkCopy,
     For,
     If,
     Let,
     MatrixOp,
+    MBarrier,
     Seq,
     Stmt,
     Store,
@@ -44,7 +46,8 @@ from ...loopir.nodes import (
 from ...loopir.visit import walk_stmt
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-_EVERY_THREAD = (Barrier, ThreadAllReduce, MatrixOp, AsyncCommit, AsyncWait)  # never narrowed
+# never narrowed (bulk copies and memory barriers stand in the thread loops that pick their threads)
+_EVERY_THREAD = (Barrier, ThreadAllReduce, MatrixOp, AsyncCommit, AsyncWait, BulkCopy, MBarrier)
 
 
 def guard_uniform_stores(body: Stmt, block: tuple[int, int, int]) -> Stmt:

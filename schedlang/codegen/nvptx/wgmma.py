@@ -44,9 +44,11 @@ from ...ir import dtype as dt
 from ...loopir.fragments import is_wgmma
 from ...loopir.nodes import (
     Allocate,
+    BulkCopy,
     For,
     If,
     Let,
+    MBarrier,
     Seq,
     Stmt,
     Tile,
@@ -156,7 +158,10 @@ class WgmmaOrder:
                 _asm(em, "wgmma.fence.sync.aligned;")
             return
         self.last_was_product = False
-        self.wait(em)
+        if isinstance(s, MBarrier) and s.op == "arrive" and s.pending and self.uncommitted:
+            self.wait(em, s.pending)  # the newest group may run on (`MBarrier`)
+        elif not isinstance(s, (MBarrier, BulkCopy)):  # these touch neither tiles nor registers
+            self.wait(em)
 
     def after(self, em: StmtEmitter, s: Stmt) -> None:
         """Called after each leaf statement `s`."""
@@ -171,26 +176,29 @@ class WgmmaOrder:
 
     def end_of_body(self, em: StmtEmitter, body: Stmt) -> None:
         """Called at the end of a loop's body, before it repeats: a body that does anything
-        but products must not start its next iteration with products in flight."""
-        if self.pending and not only_products(body):
+        but products (and memory-barrier operations and bulk copies, which touch neither
+        their tiles nor their registers) must not start its next iteration with products in
+        flight."""
+        if self.pending and not only_products(body, (MBarrier, BulkCopy)):
             self.wait(em)
             self.last_was_product = False
 
-    def wait(self, em: StmtEmitter) -> None:
+    def wait(self, em: StmtEmitter, keep: int = 0) -> None:
         """Commit the products issued since the last commit (a run of them, one group) and
-        wait for every group."""
+        wait for every group but the `keep` newest."""
         if self.uncommitted:
             _asm(em, "wgmma.commit_group.sync.aligned;")
             self.uncommitted = False
         if self.pending:
-            _asm(em, "wgmma.wait_group.sync.aligned 0;")
-            self.pending = False
+            _asm(em, f"wgmma.wait_group.sync.aligned {keep};")
+            self.pending = keep > 0
 
 
-def only_products(body: Stmt) -> bool:
-    """Whether every leaf statement of `body` is a warpgroup's product."""
+def only_products(body: Stmt, neutral: tuple[type, ...] = ()) -> bool:
+    """Whether every leaf statement of `body` is a warpgroup's product (or of a type in
+    `neutral`)."""
     for s in walk_stmt(body):
-        if not isinstance(s, (Seq, For, If, Let, Allocate)) and not is_wgmma(s):
+        if not isinstance(s, (Seq, For, If, Let, Allocate, *neutral)) and not is_wgmma(s):
             return False
     return True
 

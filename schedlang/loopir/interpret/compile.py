@@ -31,11 +31,13 @@ from ..nodes import (
     AsyncCopy,
     AsyncWait,
     Barrier,
+    BulkCopy,
     For,
     If,
     Let,
     LoweredFunc,
     MatrixOp,
+    MBarrier,
     Seq,
     Stmt,
     Store,
@@ -43,7 +45,7 @@ from ..nodes import (
 )
 from ..printer import stmt_head
 from ..visit import walk_expr, walk_stmt
-from . import asynccopy
+from . import asynccopy, mbarrier
 from .expr import ExprCompiler, Scoped, tuple_code
 from .matrix import execute, matrix_spec
 
@@ -87,6 +89,7 @@ class _Compiler(ExprCompiler):
         self.depth = 0
         self.kernels = _kernels(self.func.body) if self.threaded else set()
         self.copies = any(isinstance(n, _ASYNC) for n in walk_stmt(self.func.body))
+        self.bulk = any(isinstance(n, (BulkCopy, MBarrier)) for n in walk_stmt(self.func.body))
         self.stmt(self.func.body, "    ", None)
         if not self.kernels:  # else each kernel checks its own end
             self.block_end("    ", "the end of the function")
@@ -177,6 +180,8 @@ class _Compiler(ExprCompiler):
             self.matrix_op(s, ind, mask)
         elif isinstance(s, _ASYNC):
             self.async_stmt(s, ind, mask)
+        elif isinstance(s, (BulkCopy, MBarrier)):
+            self.bulk_stmt(s, ind, mask)
         else:
             raise InternalError(f"the interpreter cannot run a {type(s).__name__} statement")
         if id(s) in self.kernels:
@@ -188,6 +193,9 @@ class _Compiler(ExprCompiler):
         if self.copies:
             self.here = where
             self.emit(f"{ind}{self.constant(asynccopy.finish, 'async_finish')}(_rt)")
+        if self.bulk:
+            self.here = where
+            self.emit(f"{ind}{self.constant(mbarrier.finish, 'bulk_finish')}(_rt)")
 
     def for_(self, s: For, ind: str, mask: str | None) -> None:
         if self.depth >= _MAX_DEPTH:
@@ -308,6 +316,36 @@ class _Compiler(ExprCompiler):
         issue = self.constant(asynccopy.issue, "async_issue")
         when = "None" if s.when is None else self.expr(s.when, mask)
         self.emit(f"{ind}{issue}(_rt, {mask}, {args[0]}, {args[1]}, {s.lanes}, {when})")
+
+    def bulk_stmt(self, s: Stmt, ind: str, mask: str | None) -> None:
+        """`BulkCopy`, `MBarrier`: runtime calls (`interpret.mbarrier`)."""
+        head = stmt_head(s)
+        at_index = s.barrier_index if isinstance(s, BulkCopy) else s.index
+        bar = self.buffer(s.barrier, (at_index,), f"{head} on")
+        if isinstance(s, BulkCopy):
+            at = self.expr(s.barrier_index, mask)
+            dst = self.buffer(s.dst, s.dst_index, "bulk copy to")
+            src = self.buffer(s.src, s.src_index, "bulk copy from")
+            dst_idx = tuple_code([self.expr(i, mask) for i in s.dst_index])
+            src_idx = tuple_code([self.expr(i, mask) for i in s.src_index])
+            issue = self.constant(mbarrier.issue, "bulk_issue")
+            args = f"{dst}, ({dst_idx}), {src}, ({src_idx}), {s.shape!r}, {bar}, {at}, {head!r}"
+            self.emit(f"{ind}{issue}(_rt, {mask}, {args})")
+            return
+        at = self.expr(s.index, mask)
+        if s.op == "init":
+            run = self.constant(mbarrier.init, "mbarrier_init")
+            self.emit(f"{ind}{run}(_rt, {mask}, {bar}, {at}, {s.count}, {head!r})")
+        elif s.op == "arrive":
+            run = self.constant(mbarrier.arrive, "mbarrier_arrive")
+            when = "True" if s.when is None else self.expr(s.when, mask)
+            self.emit(f"{ind}{run}(_rt, {mask}, {bar}, {at}, {s.count}, {when}, {head!r})")
+        elif s.op == "wait":
+            run = self.constant(mbarrier.wait, "mbarrier_wait")
+            parity = self.expr(s.parity, mask)
+            self.emit(f"{ind}{run}(_rt, {mask}, {bar}, {at}, {parity}, {head!r})")
+        else:
+            raise InternalError(f"{head}: unknown memory-barrier operation {s.op!r}")
 
     def allocate(self, s: Allocate, ind: str, mask: str | None) -> None:
         buffer = s.buffer

@@ -30,6 +30,7 @@ from ...errors import InternalError
 from ...ir import dtype as dt
 from ..fragments import WARP, layout, slots, threads
 from ..nodes import FRAGMENT_SCOPES, MatrixOp, Tile
+from .mbarrier import check_read
 from .runtime import MANY, UNIFORM, Mem, RaceError, Runtime
 
 _HEADS = {
@@ -373,6 +374,9 @@ def _warp_read(rt: Runtime, spec: MatrixSpec, mem: Mem, idx: tuple, warps) -> No
             f"{rt.thread_str(int(writer[k]))} wrote it with no barrier in between (barrier "
             f"interval {rt.interval}); a barrier() must separate them"
         )
+    if mem.landed is not None:  # read by every lane of the warps
+        readers = np.repeat(np.asarray(warps) * spec.group, len(flat) // len(warps))
+        check_read(rt, mem, flat, readers)
     rt._track_read(mem, flat, np.full(len(flat), MANY, np.int64))
 
 

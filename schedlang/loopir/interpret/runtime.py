@@ -61,6 +61,7 @@ class Mem:
         "r_tid",
         "r_at",
         "inflight",
+        "landed",
     )
 
     def __init__(self, name: str, scope: str, array: np.ndarray, lanes: bool) -> None:
@@ -68,6 +69,8 @@ class Mem:
         # Per element, the async copies still writing it (`interpret.asynccopy`); None until
         # the first copy to this buffer, so that buffers without copies pay nothing.
         self.inflight: np.ndarray | None = None
+        # Per element, the barrier slot and phase a bulk copy landed it in (`interpret.mbarrier`)
+        self.landed: np.ndarray | None = None
         self.shape = array.shape[1:] if lanes else array.shape
         if scope == "shared":
             size = int(np.prod(self.shape, dtype=np.int64))
@@ -100,6 +103,7 @@ class Runtime:
         self._mask: np.ndarray | None = None
         self._lanes = np.zeros(0, np.int64)
         self.copies = None  # the block's async-copy state (`asynccopy.AsyncCopies`), lazily
+        self.bulk = None  # its memory barriers and bulk copies (`mbarrier.BulkState`), lazily
 
     # -- threads -------------------------------------------------------------------------
     def setup_threads(self, x: object, y: object, z: object, used: tuple[str, ...]) -> None:
@@ -112,6 +116,7 @@ class Runtime:
         self.coords = dict(zip(_TAGS, (lane % ex, lane // ex % ey, lane // (ex * ey))))
         self.full = np.ones(self.size, bool)
         self.copies = None  # per-thread state of a new block shape (the last one was checked)
+        self.bulk = None
 
     def enter(self, mask, tag: str, extent, dtype: np.dtype):
         """The index of `tag` over the lanes and the mask of lanes below `extent` (or None)."""
@@ -326,6 +331,10 @@ class Runtime:
     def _track_read(self, mem: Mem, flat: np.ndarray, tids: np.ndarray) -> None:
         if mem.inflight is not None:
             self._check_in_flight(mem, flat, tids, "reads")
+        if mem.landed is not None:
+            from .mbarrier import check_read  # it builds on this module
+
+            check_read(self, mem, flat, tids)
         now = self.interval
         writer = mem.w_tid[flat]
         bad = (mem.w_at[flat] == now) & (writer != tids) & (writer != UNIFORM)
@@ -362,6 +371,10 @@ class Runtime:
         busy = mem.inflight[flat] > 0
         if busy.any():
             k = int(np.flatnonzero(busy)[0])
+            if self.bulk is not None:
+                from .mbarrier import in_flight_error  # it builds on this module
+
+                in_flight_error(self, mem, int(flat[k]), int(tids[k]), verb)
             self.copies.in_flight_error(self, mem, int(flat[k]), int(tids[k]), verb)
 
     def _race(self, mem: Mem, flat, verb: str, tid, other_verb: str, other) -> None:

@@ -1,0 +1,448 @@
+"""Pipelines of bulk copies (``pipeline(stages, tma=True)``): the copy engine fills each stage,
+a producer thread of its own issues the copies, memory barriers order the roles.
+
+A staged buffer refilled per iteration of a loop (`refill`) is kept in `stages` copies. The
+block gains a producer thread: one more index along the outermost ``threadIdx`` the block uses
+(its first thread; with warps along that index it is a warp of its own, which the others never
+wait for). Each copy of the buffer has two barrier slots, ``full`` (one arrival, the
+producer's, which expects the stage's bytes; the copies complete it as they land) and ``empty``
+(one arrival per consumer thread, the threads of the block before the producer was added)::
+
+    init full[s] (1 arrival), empty[s] (every consumer thread), by the producer; barrier()
+    producer: for p < stages - 1: arrive(full[p], expect the stage's bytes); bulk_copy(p)
+    for ko:
+        consumers: wait(full[ko % stages], parity of its round)
+        ... the reads of copy ko % stages ...
+        consumers: if ko > start: arrive(empty[(ko - 1) % stages])
+        producer: if ko + stages - 1 < end:
+            wait(empty[(ko - 1) % stages], parity)  (not in the first round)
+            arrive(full[...], expect the stage's bytes); bulk_copy(..., ko + stages - 1)
+
+No block barrier stands in the loop: on a GPU the producer runs ahead, up to `stages` - 1
+steps, and each consumer waits only for the stage it reads (warp specialisation). A step's
+copy is released a step late, so that its warpgroup products (`wgmma`) may still be running
+while the next step's wait and products are issued: the release waits for all groups of
+products but the newest (``pending``). The loop lists the roles in the order the interpreter
+runs them, an order that never waits on hardware either. The fill of
+the buffer must copy one box of a global tensor into the whole buffer, element for element:
+isl proves that its stores cover the buffer's box exactly and that each reads the tensor at
+the same offset from where it writes (`poly.box_copy`); the box's first element is then the
+copy's origin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import LoweringError
+from ..ir import dtype as dt
+from ..ir.expr import Binary, Compare, Const, Expr, Var, const
+from ..poly.affine import NonAffine
+from ..poly.box_copy import box_copy_mismatch
+from .fragments import is_wgmma
+from .nodes import (
+    Allocate,
+    Barrier,
+    Buffer,
+    BulkCopy,
+    For,
+    If,
+    Let,
+    Load,
+    MBarrier,
+    Seq,
+    Stmt,
+    Store,
+    seq,
+)
+from .refill import copies_of, refill_groups, replace_loop, retarget, split_body
+from .simplify import simplify_expr
+from .visit import substitute_expr, substitute_stmt, transform_stmt, walk_expr, walk_stmt
+
+TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+MAX_BOX = 256  # elements per dimension of one bulk copy
+# the kinds of the variables of the thread loops that pick each role's threads (`split_roles`)
+PRODUCER, CONSUMER = "producer", "consumer"
+
+
+@dataclass(frozen=True)
+class _Box:
+    """What a fill copies: `buffer` (the staged one) := the box of `src` at `origin`."""
+
+    buffer: Buffer
+    src: Buffer
+    origin: tuple[Expr, ...]
+    shape: tuple[int, ...]
+
+
+def bulk_pipeline(stmt: Stmt, buffers: dict[Buffer, int]) -> Stmt:
+    """`stmt` with each buffer of `buffers` (its number of stages, >= 2) filled by a pipeline
+    of bulk copies (module doc); buffers refilled by one loop share one pipeline."""
+    remaining = list(buffers)
+    while remaining:
+        groups = refill_groups(stmt, remaining)
+        if not groups:
+            break  # filled once: a plain fill, nothing to overlap
+        loop, group = groups[0]
+        stmt = _apply(stmt, loop, group, max(buffers[b] for b in group))
+        remaining = [b for b in remaining if b not in group]
+    return stmt
+
+
+def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
+    call = f"pipeline(stages={stages}, tma=True)"
+    parts = split_body(loop, group, call)
+    boxes = [_box_of(s, group, call) for s in parts.fill]
+    for b in group:
+        if not any(box.buffer is b for box in boxes):  # pragma: no cover - split_body checks
+            raise LoweringError(f"{call} of '{b.name}': its loop does not fill it")
+    extents = _thread_extents(_kernel_of(stmt, loop))
+    copies = {id(b): copies_of(b, stages) for b in group}
+    v, lo = loop.var, loop.min
+    hi = Binary("+", lo, loop.extent, v.dtype)
+    name = group[0].name
+    full = Buffer(f"{name}.full", (const(stages),), "int64", "shared")
+    empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
+    consumers = extents[0] * extents[1] * extents[2]
+    nbytes = sum(_nbytes(box) for box in boxes)
+
+    def num(n: int) -> Expr:
+        return const(n, v.dtype)
+
+    def slot(at: Expr) -> Expr:
+        return simplify_expr(Binary("%", Binary("-", at, lo, v.dtype), num(stages), v.dtype))
+
+    def rounds(at: Expr) -> Expr:  # how many times the copy of `at` has been filled before
+        return simplify_expr(Binary("//", Binary("-", at, lo, v.dtype), num(stages), v.dtype))
+
+    def fill(at: Expr, which: Expr) -> Stmt:
+        issued = [MBarrier("arrive", full, which, nbytes)]
+        for box in boxes:
+            origin = tuple(simplify_expr(substitute_expr(o, {v: at})) for o in box.origin)
+            dst = copies[id(box.buffer)]
+            start = (which, *(num(0) for _ in box.shape))
+            issued.append(BulkCopy(dst, start, box.src, origin, box.shape, full, which))
+        return seq(*issued)
+
+    inits = [MBarrier("init", full, num(k), 1) for k in range(stages)]
+    inits += [MBarrier("init", empty, num(k), consumers) for k in range(stages)]
+    prologue = [_producer(extents, seq(*inits)), Barrier()]
+    for p in range(stages - 1):
+        at = Binary("+", lo, num(p), v.dtype)
+        prologue.append(_producer(extents, If(Compare("<", at, hi), fill(at, num(p)))))
+
+    ahead = Binary("+", v, num(stages - 1), v.dtype)
+    released = MBarrier(
+        "wait", empty, slot(ahead), parity=_parity(Binary("-", rounds(ahead), num(1), v.dtype))
+    )
+    refill = seq(
+        If(Compare(">=", Binary("-", ahead, lo, v.dtype), num(stages)), released),
+        fill(ahead, slot(ahead)),
+    )
+    rest = seq(*parts.rest)
+    for b in group:
+        rest = retarget(rest, b, copies[id(b)], slot(v))
+    # the previous step's copy is released once its products are done; this step's may
+    # still run (one group of products in flight across the loop's turn)
+    products = 1 if any(is_wgmma(s) for s in walk_stmt(rest)) else 0
+    previous = Binary("-", v, num(1), v.dtype)
+    first = Compare(">", v, lo)
+    release = MBarrier("arrive", empty, slot(previous), pending=products, when=first)
+    body = seq(
+        *parts.pre,
+        _consumers(
+            extents,
+            MBarrier("wait", full, slot(v), parity=_parity(rounds(v))),
+            rest,
+            release,
+        ),
+        _producer(extents, If(Compare("<", ahead, hi), refill)),
+    )
+    for wrapper in reversed(parts.wrappers):
+        body = Allocate(wrapper.buffer, body)
+    new_loop = For(v, lo, loop.extent, loop.kind, body, loop.thread)
+    piped = Allocate(full, Allocate(empty, seq(*prologue, new_loop)))
+    return replace_loop(stmt, loop, piped, copies)
+
+
+def _parity(rounds: Expr) -> Expr:
+    return simplify_expr(Binary("%", rounds, const(2, rounds.dtype), rounds.dtype))
+
+
+def _nbytes(box: _Box) -> int:
+    count = 1
+    for n in box.shape:
+        count *= n
+    return count * dt.bits(box.buffer.dtype) // 8
+
+
+# -- the threads of the roles -----------------------------------------------------------------
+
+
+def _kernel_of(stmt: Stmt, loop: For) -> Stmt:
+    """The statement that holds `loop` and is its kernel: the outermost loop bound to blockIdx
+    around it, or all of `stmt` where there is none (one block)."""
+    path: list[Stmt] = []
+
+    def find(s: Stmt) -> bool:
+        path.append(s)
+        if s is loop:
+            return True
+        for kid in _kids(s):
+            if find(kid):
+                return True
+        path.pop()
+        return False
+
+    find(stmt)
+    for s in path:
+        if isinstance(s, For) and s.kind == "bound" and s.thread.startswith("blockIdx"):
+            return s
+    return stmt
+
+
+def _kids(s: Stmt) -> tuple[Stmt, ...]:
+    if isinstance(s, (For, Let, Allocate)):
+        return (s.body,)
+    if isinstance(s, If):
+        return (s.then,) if s.otherwise is None else (s.then, s.otherwise)
+    if isinstance(s, Seq):
+        return s.stmts
+    return ()
+
+
+def _thread_extents(kernel: Stmt) -> tuple[int, int, int]:
+    """The block's threads per tag: the largest constant extent bound to it (1 if none)."""
+    sizes = dict.fromkeys(TAGS, 1)
+    for s in walk_stmt(kernel):
+        if isinstance(s, For) and s.kind == "bound" and s.thread in TAGS:
+            if not isinstance(s.extent, Const):
+                raise LoweringError(
+                    f"pipeline(tma=True): loop {s.var.name} is bound to {s.thread} with a "
+                    "symbolic extent; a block has a fixed number of threads, so split the axis "
+                    "by a constant factor and bind the inner loop"
+                )
+            sizes[s.thread] = max(sizes[s.thread], int(s.extent.value))
+    return sizes["threadIdx.x"], sizes["threadIdx.y"], sizes["threadIdx.z"]
+
+
+def _outer_tag(extents: tuple[int, int, int]) -> int:
+    """The outermost tag the block uses (x if it uses none)."""
+    return max((k for k in range(3) if extents[k] > 1), default=0)
+
+
+def _producer(extents: tuple[int, int, int], body: Stmt) -> Stmt:
+    """`body` run by the producer thread: index ``extents[outer]`` of the outermost tag (one
+    past the consumers), index 0 of the others."""
+    outer = _outer_tag(extents)
+    for k in range(3):
+        if k != outer and extents[k] == 1:
+            continue
+        var = Var(f"{TAGS[k]}.producer", "int32", PRODUCER)
+        first = extents[k] if k == outer else 0
+        guarded = If(Compare("==", var, const(first, "int32")), body)
+        extent = extents[k] + 1 if k == outer else extents[k]
+        body = For(var, const(0, "int32"), const(extent, "int32"), "bound", guarded, TAGS[k])
+    return body
+
+
+def _consumers(extents: tuple[int, int, int], wait: Stmt, reads: Stmt, release: Stmt) -> Stmt:
+    """The consumers' step: every consumer thread (each index below its extent before the
+    producer) waits, reads, releases. One loop over the outermost tag holds the three, and
+    the loops of `reads` over that tag (the same extent) are fused into it: each would be a
+    guard of its own on a GPU (the block is one larger along it), and the tensor cores run a
+    warpgroup's products in sequence only where no branch stands between them."""
+    outer = _outer_tag(extents)
+    var = Var(f"{TAGS[outer]}.consumer", "int32", CONSUMER)
+
+    def per_thread(s: Stmt) -> Stmt:
+        for k in range(outer):
+            if extents[k] > 1:
+                lane = Var(f"{TAGS[k]}.consumer", "int32", CONSUMER)
+                s = For(lane, const(0, "int32"), const(extents[k], "int32"), "bound", s, TAGS[k])
+        return s
+
+    def fused(s: Stmt) -> Stmt | None:
+        if (
+            isinstance(s, For)
+            and s.kind == "bound"
+            and s.thread == TAGS[outer]
+            and isinstance(s.min, Const)
+            and int(s.min.value) == 0
+            and isinstance(s.extent, Const)
+            and int(s.extent.value) == extents[outer]
+        ):
+            return substitute_stmt(s.body, {s.var: var})
+        return None
+
+    body = seq(per_thread(wait), transform_stmt(reads, fused), per_thread(release))
+    return For(var, const(0, "int32"), const(extents[outer], "int32"), "bound", body, TAGS[outer])
+
+
+# -- the box a fill copies --------------------------------------------------------------------
+
+
+def _box_of(fill: Stmt, group: list[Buffer], call: str) -> _Box:
+    """The box `fill` copies, proven (module doc), or a `LoweringError` saying why not."""
+    loops: list[For] = []
+    lets: dict[Var, Expr] = {}
+    guards: list[Expr] = []
+    store = _store_of(fill, loops, lets, guards, call)
+    buffer = next(b for b in group if b is store.buffer)
+    value = substitute_expr(store.value, lets)
+    if not isinstance(value, Load) or value.buffer.scope != "global":
+        raise _error(
+            buffer,
+            call,
+            "its fill does not copy an element of a tensor in global memory as it is (the copy "
+            "engine moves bytes: no arithmetic, cast or padding condition); stage a plain copy, "
+            "or pipeline without tma",
+        )
+    src = value.buffer
+    if value.dtype != buffer.dtype:
+        raise _error(buffer, call, "its fill converts the values, which the copy engine cannot")
+    shape = _constant_shape(buffer, call)
+    if len(src.shape) != len(shape):
+        raise _error(
+            buffer,
+            call,
+            f"it has {len(shape)} dimensions and '{src.name}' {len(src.shape)}; the copy engine "
+            "copies a box of the tensor's own dimensions",
+        )
+    if buffer.strides is not None or src.strides is not None:
+        raise _error(
+            buffer,
+            call,
+            "the copy engine writes boxes compact (or swizzled), not with storage_align's "
+            "padding; swizzle the tile instead of padding its rows",
+        )
+    dst_idx = tuple(substitute_expr(i, lets) for i in store.indices)
+    src_idx = tuple(substitute_expr(i, lets) for i in value.indices)
+    first = {lp.var: lp.min for lp in loops}
+    origin = tuple(
+        simplify_expr(substitute_expr(Binary("-", _unclamped(s), d, s.dtype), first))
+        for s, d in zip(src_idx, dst_idx)
+    )
+    bounds = [(lp.var, int(lp.min.value), int(lp.extent.value)) for lp in loops]
+    try:
+        why = box_copy_mismatch(bounds, guards, dst_idx, src_idx, origin, src.shape, shape)
+    except NonAffine as err:
+        raise _error(buffer, call, f"its fill's index or guard {err} is not affine") from None
+    if why is not None:
+        raise _error(buffer, call, why)
+    _check_shape(buffer, shape, call)
+    return _Box(buffer, src, origin, shape)
+
+
+def _unclamped(e: Expr) -> Expr:
+    """`e` with each ``min``/``max`` replaced by its first operand: the staging of a tile cut
+    by the tensor's edge clamps its reads as ``min(index, last)``, reading the last element
+    again past the edge, where the copy engine reads zeros instead. A guess, which `_prove`
+    checks: inside the tensor both must read the same element."""
+    if isinstance(e, Binary) and e.op in ("min", "max"):
+        return _unclamped(e.a)
+    if isinstance(e, Binary):
+        return Binary(e.op, _unclamped(e.a), _unclamped(e.b), e.dtype)
+    return e
+
+
+def _store_of(
+    s: Stmt, loops: list[For], lets: dict[Var, Expr], guards: list[Expr], call: str
+) -> Store:
+    """The one store of the fill `s`, collecting the loops, lets and guards around it."""
+    while True:
+        if isinstance(s, For):
+            if not isinstance(s.min, Const) or not isinstance(s.extent, Const):
+                raise LoweringError(
+                    f"{call}: the fill's loop {s.var.name} has no constant bounds; the copy "
+                    "engine copies a box of constant shape"
+                )
+            loops.append(s)
+            s = s.body
+        elif isinstance(s, Let):
+            lets[s.var] = substitute_expr(s.value, lets)
+            s = s.body
+        elif isinstance(s, If) and s.otherwise is None:
+            guards.append(substitute_expr(s.cond, lets))
+            s = s.then
+        elif isinstance(s, Store):
+            return s
+        else:
+            raise LoweringError(
+                f"{call}: the fill holds a {type(s).__name__} around its copy; the copy engine "
+                "copies one box: stage a box of constant shape, copied by one loop nest"
+            )
+
+
+def _constant_shape(buffer: Buffer, call: str) -> tuple[int, ...]:
+    if not all(isinstance(n, Const) for n in buffer.shape):
+        raise _error(buffer, call, "its shape is not constant")
+    return tuple(int(n.value) for n in buffer.shape)
+
+
+def _check_shape(buffer: Buffer, shape: tuple[int, ...], call: str) -> None:
+    item = dt.bits(buffer.dtype) // 8
+    if any(n > MAX_BOX for n in shape):
+        raise _error(
+            buffer,
+            call,
+            f"its box {list(shape)} has a dimension over {MAX_BOX} elements, the most one bulk "
+            "copy moves; split the tile smaller",
+        )
+    if shape[-1] * item % 16:
+        raise _error(
+            buffer,
+            call,
+            f"its rows are {shape[-1] * item} bytes, and the copy engine moves rows of a "
+            "multiple of 16 bytes; widen the tile's last dimension",
+        )
+
+
+def _error(buffer: Buffer, call: str, why: str) -> LoweringError:
+    return LoweringError(f"{call} of '{buffer.name}' fills it with bulk copies, but {why}")
+
+
+def split_roles(stmt: Stmt) -> Stmt:
+    """`stmt` with each pipelined loop whose body is nothing but the two roles' steps split in
+    two loops, the producer's first (for a GPU only: the interpreter runs the roles in step).
+
+    On a GPU the roles are different threads that meet only at their memory barriers, so each
+    may run its own loop, inside the thread loops and guards that pick the role's threads
+    (they do not depend on the loop). A thread of the other role passes a loop doing nothing,
+    and the consumers' loop then holds no branch: ptxas keeps a warpgroup's products in flight
+    only where no branch it cannot prove uniform stands between them. The producer's loop comes
+    first so that no product is in flight across it.
+    """
+
+    def split(s: Stmt) -> Stmt | None:
+        if not (isinstance(s, For) and s.kind == "serial" and isinstance(s.body, Seq)):
+            return None
+        roles = [_role(x) for x in s.body.stmts]
+        if roles.count(PRODUCER) != 1 or roles.count(CONSUMER) != 1 or None in roles:
+            return None
+        produce, consume = (s.body.stmts[roles.index(r)] for r in (PRODUCER, CONSUMER))
+        own = Var(f"{s.var.name}.producer", s.var.dtype, s.var.kind)
+        return seq(_hoisted(s, substitute_stmt(produce, {s.var: own}), own), _hoisted(s, consume))
+
+    return transform_stmt(stmt, split)
+
+
+def _hoisted(loop: For, region: Stmt, var: Var | None = None) -> Stmt:
+    """`loop` over `region` alone, with the thread loops and guards that open `region` (which
+    do not depend on the loop) moved outside it."""
+    var = loop.var if var is None else var
+    if isinstance(region, For) and region.kind == "bound":
+        return replace(region, body=_hoisted(loop, region.body, var))
+    if isinstance(region, If) and region.otherwise is None and not _uses(region.cond, var):
+        return If(region.cond, _hoisted(loop, region.then, var))
+    return For(var, loop.min, loop.extent, loop.kind, region, loop.thread)
+
+
+def _uses(e: Expr, var: Var) -> bool:
+    return any(n is var for n in walk_expr(e))
+
+
+def _role(s: Stmt) -> str | None:
+    if isinstance(s, For) and s.kind == "bound" and s.var.kind in (PRODUCER, CONSUMER):
+        return s.var.kind
+    return None

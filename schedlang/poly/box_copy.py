@@ -1,0 +1,65 @@
+"""Whether a loop nest of stores copies one box of a tensor: isl's proof for bulk copies.
+
+The copy engine (`loopir.bulk_pipeline`) replaces a staged tile's fill, a loop nest that stores
+``dst[d(i)] = src[s(i)]``, by one copy of the box of ``src`` at an origin: it is the same copy
+only if the stores cover the destination's box (every element of ``[0, shape)``) and each
+reads ``src`` at the origin plus the index it writes. Fills of tiles cut by the tensor's edge
+clamp their reads (``min(index, last)``), reading the last element again where the copy engine
+reads zeros; those reads lie outside the tensor, so the proof asks for the equality only
+where the origin plus the index lies inside it (what is read there feeds only results that no
+output keeps). The fill's loop variables are isl's set dimensions, every other variable (block
+indices, the refill loop's, sizes) a parameter, so the proof holds for every block and size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import islpy as isl
+
+from ..ir.expr import Expr, Var
+from ..ir.visit import walk
+from .affine import aff_text, cond_text
+
+
+def box_copy_mismatch(
+    loops: Sequence[tuple[Var, int, int]],
+    guards: Sequence[Expr],
+    dst_idx: Sequence[Expr],
+    src_idx: Sequence[Expr],
+    origin: Sequence[Expr],
+    src_shape: Sequence[Expr],
+    shape: Sequence[int],
+) -> str | None:
+    """None when the stores of the nest (`loops`: variable, first value, extent; under
+    `guards`) copy the box of `shape` elements of the source at `origin` as the module says,
+    else why not. Raises `NonAffine` for an index or guard isl cannot represent."""
+    names: dict[Var, str] = {var: f"i{k}" for k, (var, _, _) in enumerate(loops)}
+    params: list[str] = []
+    for e in (*dst_idx, *src_idx, *origin, *src_shape, *guards):
+        for n in walk(e):
+            if isinstance(n, Var) and n not in names:
+                names[n] = f"p{len(params)}"
+                params.append(names[n])
+    dims = ", ".join(names[var] for var, _, _ in loops)
+    bounds = [f"{lo} <= {names[var]} < {lo + n}" for var, lo, n in loops]
+    bounds += [f"({cond_text(g, names)})" for g in guards]
+    domain = " and ".join(bounds) or "true"
+    head = f"[{', '.join(params)}] -> "
+    dst = [aff_text(i, names) for i in dst_idx]
+    at = [f"({aff_text(o, names)}) + ({d})" for o, d in zip(origin, dst)]
+    inside = " and ".join(f"0 <= {a} < {aff_text(n, names)}" for a, n in zip(at, src_shape))
+    differ = " or ".join(f"{aff_text(s, names)} != {a}" for s, a in zip(src_idx, at))
+    covered = isl.Map(f"{head}{{ [{dims}] -> [{', '.join(dst)}] : {domain} }}").range()
+    box_dims = ", ".join(f"d{k}" for k in range(len(shape)))
+    box = " and ".join(f"0 <= d{k} < {n}" for k, n in enumerate(shape))
+    whole = isl.Set(f"{head}{{ [{box_dims}] : {box} }}")
+    if not (covered.is_subset(whole) and whole.is_subset(covered)):
+        return "its fill does not write the whole buffer"
+    off = isl.Set(f"{head}{{ [{dims}] : {domain} and {inside} and ({differ}) }}")
+    if not off.is_empty():
+        return (
+            "its fill does not read the tensor at one offset from where it writes (a "
+            "transposed or strided read); the copy engine copies a box as it is"
+        )
+    return None
