@@ -269,10 +269,15 @@ def bench_gemm_wgmma_tma(repeat: int) -> list[Row]:
         "tma, 128x256 blocks, 4 stages": dict(tma=True, block_cols=256, stages=4),
         "tma, 256x128 blocks, 4 stages": dict(tma=True, block_rows=256, stages=4),
     }
-    return [
+    rows = [
         _gemm_wgmma_row(4096, "float16", options, f"gemm 4096^3 fp16 wgmma, {name}", repeat)
         for name, options in variants.items()
     ]
+    for n, (name, options) in itertools.product((8192, 4000), list(variants.items())[-3:]):
+        rows.append(
+            _gemm_wgmma_row(n, "float16", options, f"gemm {n}^3 fp16 wgmma, {name}", repeat)
+        )
+    return rows
 
 
 def bench_gemm_wgmma_edges(repeat: int) -> list[Row]:

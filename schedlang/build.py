@@ -117,11 +117,16 @@ def _build_cpu(s: Schedule, args: list[Tensor], name: str) -> Kernel:
 
 
 def _refuse_tensor_cores(s: Schedule) -> None:
-    """The cpu target has no tensor cores: named at the tensorize that asked for them."""
+    """The cpu target has no tensor cores and no copy engine: named at the tensorize or the
+    pipeline that asked for them."""
+    from .codegen.cpu.target import BULK_COPIES_NEED_CUDA
     from .schedule import records as rec
     from .schedule.errors import message
 
     for r in s.records:
+        if isinstance(r, rec.Pipeline) and r.tma:
+            call = f"pipeline(stages={r.stages}, tma=True)"
+            raise LoweringError(message(r.stage, call, r.loc, BULK_COPIES_NEED_CUDA))
         if isinstance(r, rec.Tensorize):
             raise LoweringError(
                 message(

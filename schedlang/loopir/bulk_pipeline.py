@@ -323,7 +323,7 @@ def _box_of(fill: Stmt, group: list[Buffer], call: str) -> _Box:
         simplify_expr(substitute_expr(Binary("-", _unclamped(s), d, s.dtype), first))
         for s, d in zip(src_idx, dst_idx)
     )
-    bounds = [(lp.var, int(lp.min.value), int(lp.extent.value)) for lp in loops]
+    bounds = [(lp.var, lp.min, lp.extent) for lp in loops]
     try:
         why = box_copy_mismatch(bounds, guards, dst_idx, src_idx, origin, src.shape, shape)
     except NonAffine as err:
@@ -352,11 +352,6 @@ def _store_of(
     """The one store of the fill `s`, collecting the loops, lets and guards around it."""
     while True:
         if isinstance(s, For):
-            if not isinstance(s.min, Const) or not isinstance(s.extent, Const):
-                raise LoweringError(
-                    f"{call}: the fill's loop {s.var.name} has no constant bounds; the copy "
-                    "engine copies a box of constant shape"
-                )
             loops.append(s)
             s = s.body
         elif isinstance(s, Let):

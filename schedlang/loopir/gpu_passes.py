@@ -4,16 +4,13 @@ Local buffers live in registers, which a thread can only index with constants: r
 are computed whole (`register_guards`), the loops that index them are unrolled (`registers`,
 `unroll`), and the tiles that lie wholly inside the tensors get a version free of guards
 (`full_tiles`). Other loops marked unrolled stay loops, for LLVM to unroll
-(`registers.left_to_llvm`). The simplifications share what they folded. The roles of a
-pipeline of bulk copies, which the interpreter runs in step, get loops of their own
-(`bulk_pipeline.split_roles`).
+(`registers.left_to_llvm`). The simplifications share what they folded.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .bulk_pipeline import split_roles
 from .divmod import simplify_divisions
 from .full_tiles import split_full_tiles
 from .nodes import LoweredFunc
@@ -25,7 +22,7 @@ from .unroll import unroll_loops
 
 def gpu_passes(func: LoweredFunc) -> LoweredFunc:
     folded: dict = {}
-    body = mark_register_loops(drop_register_guards(split_roles(func.body)))
+    body = mark_register_loops(drop_register_guards(func.body))
     body = unroll_loops(body, folded, keep=left_to_llvm)  # simplified, sharing `folded`
     body = simplify(split_full_tiles(simplify_divisions(body)), folded)
     return replace(func, body=body)

@@ -2,13 +2,14 @@
 
 The copy engine (`loopir.bulk_pipeline`) replaces a staged tile's fill, a loop nest that stores
 ``dst[d(i)] = src[s(i)]``, by one copy of the box of ``src`` at an origin: it is the same copy
-only if the stores cover the destination's box (every element of ``[0, shape)``) and each
-reads ``src`` at the origin plus the index it writes. Fills of tiles cut by the tensor's edge
-clamp their reads (``min(index, last)``), reading the last element again where the copy engine
-reads zeros; those reads lie outside the tensor, so the proof asks for the equality only
-where the origin plus the index lies inside it (what is read there feeds only results that no
-output keeps). The fill's loop variables are isl's set dimensions, every other variable (block
-indices, the refill loop's, sizes) a parameter, so the proof holds for every block and size.
+only if each store reads ``src`` at the origin plus the index it writes, and the stores cover
+the destination's box (``[0, shape)``) wherever the origin plus the index lies inside the
+tensor. At the tensor's edge a fill either leaves the rest of its box unwritten or clamps its
+reads (``min(index, last)``) and reads the last element again there; the copy engine writes
+zeros instead, so the proof asks for the equality of the reads only inside the tensor (what a
+fill writes outside it feeds only results that no output keeps). The fill's loop variables
+are isl's set dimensions, every other variable (block indices, the refill loop's, sizes) a
+parameter, so the proof holds for every block and size.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .affine import aff_text, cond_text
 
 
 def box_copy_mismatch(
-    loops: Sequence[tuple[Var, int, int]],
+    loops: Sequence[tuple[Var, Expr, Expr]],
     guards: Sequence[Expr],
     dst_idx: Sequence[Expr],
     src_idx: Sequence[Expr],
@@ -31,18 +32,23 @@ def box_copy_mismatch(
     src_shape: Sequence[Expr],
     shape: Sequence[int],
 ) -> str | None:
-    """None when the stores of the nest (`loops`: variable, first value, extent; under
-    `guards`) copy the box of `shape` elements of the source at `origin` as the module says,
-    else why not. Raises `NonAffine` for an index or guard isl cannot represent."""
+    """None when the stores of the nest (`loops`: variable, first value, extent, affine in
+    the variables outside; under `guards`) copy the box of `shape` elements of the source at
+    `origin` as the module says, else why not. Raises `NonAffine` for an index, bound or guard
+    isl cannot represent."""
     names: dict[Var, str] = {var: f"i{k}" for k, (var, _, _) in enumerate(loops)}
     params: list[str] = []
-    for e in (*dst_idx, *src_idx, *origin, *src_shape, *guards):
+    ends = [e for _, lo, n in loops for e in (lo, n)]
+    for e in (*dst_idx, *src_idx, *origin, *src_shape, *guards, *ends):
         for n in walk(e):
             if isinstance(n, Var) and n not in names:
                 names[n] = f"p{len(params)}"
                 params.append(names[n])
     dims = ", ".join(names[var] for var, _, _ in loops)
-    bounds = [f"{lo} <= {names[var]} < {lo + n}" for var, lo, n in loops]
+    bounds = [
+        f"{aff_text(lo, names)} <= {names[var]} < {aff_text(lo, names)} + {aff_text(n, names)}"
+        for var, lo, n in loops
+    ]
     bounds += [f"({cond_text(g, names)})" for g in guards]
     domain = " and ".join(bounds) or "true"
     head = f"[{', '.join(params)}] -> "
@@ -53,9 +59,14 @@ def box_copy_mismatch(
     covered = isl.Map(f"{head}{{ [{dims}] -> [{', '.join(dst)}] : {domain} }}").range()
     box_dims = ", ".join(f"d{k}" for k in range(len(shape)))
     box = " and ".join(f"0 <= d{k} < {n}" for k, n in enumerate(shape))
+    in_tensor = " and ".join(
+        f"0 <= ({aff_text(o, names)}) + d{k} < {aff_text(n, names)}"
+        for k, (o, n) in enumerate(zip(origin, src_shape))
+    )
     whole = isl.Set(f"{head}{{ [{box_dims}] : {box} }}")
-    if not (covered.is_subset(whole) and whole.is_subset(covered)):
-        return "its fill does not write the whole buffer"
+    needed = isl.Set(f"{head}{{ [{box_dims}] : {box} and {in_tensor} }}")
+    if not (covered.is_subset(whole) and needed.is_subset(covered)):
+        return "its fill does not write the whole buffer (the part inside the tensor)"
     off = isl.Set(f"{head}{{ [{dims}] : {domain} and {inside} and ({differ}) }}")
     if not off.is_empty():
         return (

@@ -15,7 +15,10 @@ each ``threadIdx`` tag (`loopir.barriers` assumes the same); its static shared m
 the scratch of its block collectives too (`nvptx.allreduce`). Stores that every thread would
 run alike are narrowed to one thread by `nvptx.uniform`. A kernel with tensor-core operations
 (`MatrixOp`, run by the 32 lanes of a warp together, lane = ``threadIdx.x``) must have blocks
-exactly 32 threads wide and no such operation inside a loop bound to ``threadIdx.x``.
+exactly 32 threads wide and no such operation inside a loop bound to ``threadIdx.x``. The
+roles of a pipeline of bulk copies get loops of their own in the kernel's body
+(`bulk_pipeline.split_roles`), while the plan's function keeps them in step, as the
+interpreter runs them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ...errors import LoweringError
 from ...ir import dtype as dt
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
+from ...loopir.bulk_pipeline import split_roles
 from ...loopir.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
@@ -206,6 +210,7 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
 
 def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     _on_chip_in_blocks(func, body)
+    body = split_roles(body)  # the kernel's alone: `func` stays as the interpreter runs it
     block = _block(func, body)
     _check_matrix_ops(func, body, block)
     guarded = guard_uniform_stores(body, block)

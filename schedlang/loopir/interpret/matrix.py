@@ -376,7 +376,7 @@ def _warp_read(rt: Runtime, spec: MatrixSpec, mem: Mem, idx: tuple, warps) -> No
         )
     if mem.landed is not None:  # read by every lane of the warps
         readers = np.repeat(np.asarray(warps) * spec.group, len(flat) // len(warps))
-        check_read(rt, mem, flat, readers)
+        check_read(rt, mem, flat, readers, spec.group // WARP)
     rt._track_read(mem, flat, np.full(len(flat), MANY, np.int64))
 
 

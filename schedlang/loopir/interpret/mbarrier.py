@@ -15,26 +15,35 @@ apart, is its barriers, and those are checked here as the hardware would keep th
 - ``wait(parity)`` passes when the slot's current phase has the other parity, as on hardware;
   a wait that would not pass in this interleaving is an `InternalError` (on a GPU it waits for
   ever, or for another role that this order has already run past: the barriers are wrong
-  either way). A wait that passes is what orders the waiter after the arrivers: it starts a
-  new barrier interval of the race tracking, and the waiter may from then on read what the
-  copies of the phases completed so far landed;
+  either way). A wait that passes orders the waiter after the arrivals of the phases it has
+  seen complete, and after the copies they counted: nothing else does (no block barrier);
 - a thread that reads an element a bulk copy landed must have waited for a phase of that slot
   at or after the copy's (`check_read`): reading a stage without waiting for its barrier is a
-  `RaceError` even where this interleaving happens to have landed it.
+  `RaceError` even where this interleaving happens to have landed it;
+- a bulk copy may overwrite an element only once every thread that read it has released it:
+  arrived, after its read, in a phase that the issuing thread has seen complete (on a GPU the
+  reads, a warpgroup's products among them, may otherwise still be running). Reads and
+  arrivals are ordered by a clock; the reads are kept per element by warp.
 
 The state lives in ``Runtime.bulk`` (made on first use, dropped at the end of every block by
-`finish` and by ``Runtime.setup_threads``); landed elements carry their slot and phase in
-``Mem.landed``.
+`finish` and by ``Runtime.setup_threads``); the elements a bulk copy writes carry their slot,
+phase, last read and readers in ``Mem.landed`` (`_LANDED`).
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import InternalError
-from .runtime import MANY, UNIFORM, Mem, RaceError, Runtime
+from .runtime import UNIFORM, Mem, RaceError, Runtime
+
+WARP = 32
+# the rows of ``Mem.landed``: the barrier, slot and phase a copy landed the element in (-1:
+# none), the clock of its last read and the warps that read it since it was written (bits)
+KEY, SLOT, PHASE, READ_AT, READERS = range(5)
 
 
 @dataclass
@@ -58,6 +67,26 @@ class BulkState:
     def __init__(self, size: int) -> None:
         self.size = size
         self.slots: dict[int, _Slots] = {}
+        self.clock = 0  # orders reads and arrivals
+        # per (lane, barrier key, slot): the clocks and phases of the lane's arrivals, in order
+        self.arrivals: dict[tuple[int, int, int], tuple[list[int], list[int]]] = {}
+
+    def tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def released(self, lane: int, after: int, seen: dict[tuple[int, int], int]) -> bool:
+        """Whether `lane` arrived after clock `after` in a phase that `seen` (barrier key and
+        slot -> phases the issuer has seen complete) holds."""
+        for (key, slot), phases in seen.items():
+            found = self.arrivals.get((lane, key, slot))
+            if found is None:
+                continue
+            clocks, phase_of = found
+            k = bisect.bisect_right(clocks, after)
+            if k < len(clocks) and phase_of[k] < phases:
+                return True
+        return False
 
     def of(self, mem: Mem) -> _Slots:
         found = self.slots.get(id(mem))
@@ -119,9 +148,15 @@ def arrive(rt: Runtime, mask, mem: Mem, index, expect: int, when, head: str) -> 
     elif not when:
         return
     lanes = _lanes(rt, mask)
-    bar = _state(rt).of(mem)
+    state = _state(rt)
+    bar = state.of(mem)
     k = _slot(bar, index, head)
     _initialised(bar, k, head)
+    now, phase = state.tick(), int(bar.completed[k])
+    for lane in lanes.tolist():
+        clocks, phases = state.arrivals.setdefault((lane, bar.key, k), ([], []))
+        clocks.append(now)
+        phases.append(phase)
     bar.arrivals[k] += len(lanes)
     bar.expected[k] += expect * len(lanes)
     if bar.arrivals[k] > bar.count[k]:
@@ -153,7 +188,6 @@ def wait(rt: Runtime, mask, mem: Mem, index, parity, head: str) -> None:
             "order has already run past"
         )
     bar.seen[lanes, k] = bar.completed[k]
-    rt.interval += 1
 
 
 def issue(rt: Runtime, mask, dst: Mem, dst_idx, src: Mem, src_idx, shape, mem: Mem, index, head):
@@ -185,10 +219,18 @@ def issue(rt: Runtime, mask, dst: Mem, dst_idx, src: Mem, src_idx, shape, mem: M
                 f"{head}: the box reaches past dimension {d} of '{dst.name}' (extent {n})"
             )
     flat = np.ravel_multi_index(tuple(dst_where), dst.shape)
-    tids = np.full(len(flat), issuer, np.int64)
-    rt._track_write(dst, flat, tids, "issues a bulk copy to")
+    size = int(np.prod(dst.shape, dtype=np.int64))
     if dst.inflight is None:
-        dst.inflight = np.zeros(int(np.prod(dst.shape, dtype=np.int64)), np.int64)
+        dst.inflight = np.zeros(size, np.int64)
+    if dst.landed is None:
+        dst.landed = np.full((5, size), -1, np.int64)
+        dst.landed[READERS] = 0
+    busy = dst.inflight[flat] > 0
+    if busy.any():
+        in_flight_error(
+            rt, dst, int(flat[np.flatnonzero(busy)[0]]), issuer, "issues a bulk copy to"
+        )
+    _check_released(rt, dst, flat, issuer, head)
     np.add.at(dst.inflight, flat, 1)
     bar.queue.append((k, dst, flat, values, issuer))
     bar.issued[k] += values.nbytes
@@ -222,26 +264,57 @@ def _complete(rt: Runtime, bar: _Slots, k: int) -> None:
             continue
         np.subtract.at(dst.inflight, flat, 1)
         np.put(dst.array, flat, values)
-        if dst.landed is None:
-            dst.landed = np.full((3, dst.inflight.size), -1, np.int64)
-        dst.landed[:, flat] = np.array([[bar.key], [k], [phase]])
+        dst.landed[KEY, flat], dst.landed[SLOT, flat], dst.landed[PHASE, flat] = bar.key, k, phase
+        dst.landed[READ_AT, flat], dst.landed[READERS, flat] = -1, 0
     bar.queue = keep
     bar.completed[k] += 1
     bar.arrivals[k], bar.expected[k], bar.issued[k] = 0, 0, 0
 
 
-def check_read(rt: Runtime, mem: Mem, flat: np.ndarray, readers: np.ndarray) -> None:
-    """A `RaceError` where a reader (a lane, or `UNIFORM` for all threads) reads an element a
-    bulk copy landed without having waited for that copy's phase (`MANY`: the reads of a
-    warp's collective, which checks its own lanes)."""
-    key, slot, phase = mem.landed[:, flat]
-    hit = (key >= 0) & (readers != MANY)
-    if not hit.any():
+def _check_released(rt: Runtime, dst: Mem, flat: np.ndarray, issuer: int, head: str) -> None:
+    """A `RaceError` where an element of the box was read by a thread that has not released
+    it to the issuer (module doc)."""
+    readers = np.bitwise_or.reduce(dst.landed[READERS, flat])
+    if not readers:
         return
     state = rt.bulk
-    for k in np.flatnonzero(hit):
+    after = int(dst.landed[READ_AT, flat].max())
+    lanes = range(rt.size) if issuer == UNIFORM else (issuer,)
+    for lane in lanes:
+        seen = {
+            (bar.key, k): int(bar.seen[lane, k])
+            for bar in state.slots.values()
+            for k in range(len(bar.count))
+            if bar.seen[lane, k] > 0
+        }
+        for warp in range(rt.size // WARP + 1):
+            if not readers >> warp & 1:
+                continue
+            for reader in range(warp * WARP, min(rt.size, (warp + 1) * WARP)):
+                if not state.released(reader, after, seen):
+                    k = int(flat[np.flatnonzero(dst.landed[READERS, flat] >> warp & 1)[0]])
+                    raise RaceError(
+                        f"race on shared buffer '{dst.name}' at {rt._element(dst, k)}: thread "
+                        f"{rt.thread_str(lane)} overwrites it by a bulk copy ({head}) while "
+                        f"thread {rt.thread_str(reader)}, which read it, has not released it: "
+                        "no arrival of that thread after its read is in a phase the issuing "
+                        "thread waited for (mbarrier_wait on the barrier its readers arrive on)"
+                    )
+
+
+def check_read(rt: Runtime, mem: Mem, flat: np.ndarray, readers: np.ndarray, span: int = 1):
+    """Record reads of elements a bulk copy writes, by `readers` (per element, a lane, or
+    `UNIFORM` for all threads; with `span` > 1 the first lane of that many warps, which read
+    together), and raise a `RaceError` where a reader has not waited for the phase in which
+    the element landed."""
+    state = rt.bulk
+    if state is None:
+        return
+    landed = mem.landed
+    key, slot, phase = landed[KEY, flat], landed[SLOT, flat], landed[PHASE, flat]
+    for k in np.flatnonzero(key >= 0):
         bar = state.by_key(int(key[k]))
-        who = readers[k]
+        who = int(readers[k])
         lanes = np.arange(rt.size) if who == UNIFORM else np.array([who])
         late = bar.seen[lanes, slot[k]] <= phase[k]
         if late.any():
@@ -252,6 +325,11 @@ def check_read(rt: Runtime, mem: Mem, flat: np.ndarray, readers: np.ndarray) -> 
                 f"{int(phase[k])} of {_at(bar, int(slot[k]))}, without having waited for that "
                 "phase (mbarrier_wait): on a GPU the bytes may not have arrived yet"
             )
+    first = np.where(readers == UNIFORM, 0, readers) // WARP
+    count = np.where(readers == UNIFORM, -(-rt.size // WARP), span)
+    bits = ((np.int64(1) << count) - 1) << first
+    landed[READ_AT, flat] = state.tick()
+    np.bitwise_or.at(landed[READERS], flat, bits)
 
 
 def in_flight_error(rt: Runtime, mem: Mem, flat: int, tid: int, verb: str) -> None:

@@ -1,0 +1,230 @@
+"""Tiles copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``):
+simulated on the CPU, assembled by ptxas for sm_90a, run on a Hopper GPU where there is one,
+and every way such a schedule is refused.
+
+The kernels are `examples/gpu_gemm_wgmma.py`'s with ``tma=True``. Inputs are random (never
+zeros), outputs poisoned with NaN; results are compared with the numpy reference of the
+unscheduled algorithm.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from examples import gpu_gemm_wgmma as example
+from schedlang.schedule.errors import FactorError
+
+from .ptxas import assemble
+from .test_tensor_cores import _close, _inputs
+
+CASES = [
+    # (m, n, k), operands, output, schedule options
+    ((128, 128, 128), "float16", "float32", dict(block_cols=64, stages=2)),
+    ((128, 256, 192), "bfloat16", "bfloat16", dict(block_cols=128, stages=3)),
+    ((256, 256, 256), "float16", "float32", dict(block_cols=256, stages=4)),
+    ((192, 256, 128), "float16", "float16", dict(block_rows=192, block_cols=256, stages=2)),
+    # the edges cut tiles along the rows and the columns: the copy engine reads zeros there
+    ((200, 136, 128), "float16", "float32", dict(block_cols=64, stages=3)),
+    ((130, 300, 64), "bfloat16", "float32", dict(block_cols=128, stages=2)),
+]
+
+
+def _built(shape, dtype, out, options, target="cuda"):
+    a, b, c = example.gemm(*shape, dtype, out)
+    s = example.schedule(a, b, c, tma=True, **options)
+    return sl.build(s, [a, b, c], target=target), (a, b, c)
+
+
+@pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
+def test_simulated(shape, dtype, out, options):
+    kernel, (a, b, c) = _built(shape, dtype, out, options)
+    x, y, z = _inputs(*shape, dtype, out)
+    kernel.simulate(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), out)
+
+
+def test_a_symbolic_number_of_rows():
+    m = sl.var("m")
+    a, b, c = example.gemm(m, 128, 128)
+    s = example.schedule(a, b, c, tma=True, block_cols=64, stages=2)
+    kernel = sl.build(s, [a, b, c], target="cuda")
+    for rows in (70, 192):
+        x, y, z = _inputs(rows, 128, 128, "float16", "float32", seed=rows)
+        kernel.simulate(x, y, z)
+        _close(z, sl.reference(c, {a: x, b: y}), "float32")
+
+
+def test_the_loop_nest():
+    a, b, c = example.gemm(512, 512, 512)
+    text = str(sl.lower(example.schedule(a, b, c, tma=True, block_cols=256, stages=4), [a, b, c]))
+    # the producer is a third warpgroup (threadIdx.z 2 of 0-2), its thread 0 alone
+    assert "for threadIdx.z.producer in range(0, 3):" in text
+    assert "if threadIdx.z.producer == 2:" in text
+    assert "mbarrier_init(A.shared.empty[0], arrivals=256)" in text
+    assert "= bulk_copy(A[128 * i.outer, 64 * (k.outer + 3)], box 128 x 64)" in text
+    assert "= bulk_copy(B[64 * (k.outer + 3), 256 * j.outer], box 64 x 256)" in text
+    assert "expect_bytes=49152" in text  # 128 x 64 + 64 x 256 halves
+    assert "mbarrier_wait(A.shared.full[k.outer % 4], parity=k.outer // 4 % 2)" in text
+    assert "products_pending=1) if k.outer > 0" in text
+    assert "barrier()" in text and text.count("barrier()") == 1  # after the inits only
+    assert "async_copy" not in text
+
+
+def test_the_ptx_keeps_the_products_in_flight():
+    kernel, _ = _built((1024, 1024, 512), "float16", "float32", dict(block_cols=256, stages=4))
+    ptx = kernel.ptx
+    assert ".target sm_90a" in ptx
+    assert re.search(r"\.param \.align 64 \.b8 main_kernel0_param_\d+\[128\]", ptx)
+    assert "cvta.param.u64" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx" in ptx
+    assert "mbarrier.arrive.expect_tx.shared::cta.b64" in ptx
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx  # the newest group runs on
+    assert ".maxntid 32, 4, 3" in ptx
+    report = assemble(ptx)
+    assert report.spill_bytes == 0
+    assert "serialized" not in report.log, report.log
+
+
+def test_two_maps_for_the_two_operands():
+    kernel, _ = _built((256, 512, 256), "float16", "float32", dict(block_cols=256, stages=3))
+    maps = kernel._compiled.plan.tensor_maps
+    assert [(m.param, m.box, m.swizzle) for m in maps] == [(0, (64, 128), 128), (1, (64, 64), 128)]
+
+
+def test_the_cpu_target_refuses_it():
+    a = sl.placeholder((64, 64), "float16", name="A")
+    b = sl.compute((64, 64), lambda i, j: a[i, j] * 2, name="B")
+    s = sl.create_schedule(b.op)
+    staged = s.cache_read(a, "shared", [b])
+    outer, _ = s[b].split(b.op.axis[1], factor=16)
+    s[staged].compute_at(s[b], outer)
+    s[staged].pipeline(2, tma=True)
+    with pytest.raises(sl.LoweringError, match=r"pipeline\(stages=2, tma=True\).*copy engine"):
+        sl.build(s, [a, b], target="cpu")
+
+
+def test_only_hopper_has_the_copy_engine():
+    a, b, c = example.gemm(128, 128, 64)
+    s = example.schedule(a, b, c, tma=True, block_cols=64, stages=2)
+    with pytest.raises(sl.LoweringError, match=r"sm_80"):
+        sl.build(s, [a, b, c], target="cuda -arch=sm_80")
+
+
+def test_tma_takes_a_bool():
+    a, b, c = example.gemm(128, 128, 64)
+    s = sl.create_schedule(c.op)
+    staged = s.cache_read(a, "shared", [c])
+    with pytest.raises(FactorError, match="tma must be True or False, got 1"):
+        s[staged].pipeline(3, tma=1)
+    s[staged].pipeline(3, tma=True)
+    assert "pipeline(stages=3, tma=True)" in s.describe()
+
+
+def _copy_schedule(n: int, tile: tuple[int, int], value, align: bool = False, staged=None):
+    """A copy of A through a shared tile staged per step of a loop, pipelined with tma;
+    `staged` makes the tile's stage from A (by default a cache of A)."""
+    a = sl.placeholder((n, n), "float16", name="A")
+    t = None if staged is None else sl.compute((n, n), lambda i, j: staged(a, i, j), name="T")
+    b = sl.compute((n, n), lambda i, j: value(a if t is None else t, i, j), name="B")
+    s = sl.create_schedule(b.op)
+    if t is None:
+        staged = s.cache_read(a, "shared", [b])
+    else:
+        staged = t
+        s[t].set_scope("shared")
+    i, j = b.op.axis
+    bi, ii = s[b].split(i, factor=tile[0])
+    bj, jj = s[b].split(j, factor=tile[1])
+    s[b].reorder(bi, bj, ii, jj)
+    s[b].bind(bi, sl.thread_axis("blockIdx.x"))
+    s[b].bind(ii, sl.thread_axis("threadIdx.x"))
+    s[staged].compute_at(s[b], bj)
+    if align:
+        s[staged].storage_align(s[staged].op.axis[0], 16, 8)
+    s[staged].pipeline(2, tma=True)
+    return s, [a, b]
+
+
+def test_a_copy_staged_per_step():
+    s, args = _copy_schedule(64, (32, 16), lambda a, i, j: a[i, j] * 2)
+    kernel = sl.build(s, args, target="cuda")
+    x = np.random.default_rng(1).uniform(1, 2, (64, 64)).astype(np.float16)
+    y = np.full((64, 64), np.nan, np.float16)
+    kernel.simulate(x, y)
+    np.testing.assert_array_equal(y, x * 2)
+
+
+def test_a_box_over_256_elements_is_refused():
+    s, args = _copy_schedule(1024, (1, 512), lambda a, i, j: a[i, j])
+    with pytest.raises(sl.LoweringError, match=r"box \[1, 512\] has a dimension over 256"):
+        sl.lower(s, args)
+
+
+def test_rows_under_16_bytes_are_refused():
+    s, args = _copy_schedule(64, (32, 4), lambda a, i, j: a[i, j])
+    with pytest.raises(sl.LoweringError, match="rows are 8 bytes.*multiple of 16 bytes"):
+        sl.lower(s, args)
+
+
+def test_padded_rows_are_refused():
+    s, args = _copy_schedule(64, (32, 16), lambda a, i, j: a[i, j], align=True)
+    with pytest.raises(sl.LoweringError, match="storage_align's padding; swizzle the tile"):
+        sl.lower(s, args)
+
+
+def test_a_transposed_fill_is_refused():
+    s, args = _copy_schedule(
+        64, (32, 16), lambda t, i, j: t[i, j] + 1, staged=lambda a, i, j: a[j, i]
+    )
+    with pytest.raises(sl.LoweringError, match="at one offset from where it writes"):
+        sl.lower(s, args)
+
+
+def test_a_padded_fill_is_refused():
+    s, args = _copy_schedule(
+        64,
+        (32, 16),
+        lambda t, i, j: t[i, j] + 1,
+        staged=lambda a, i, j: sl.if_then_else(j < 60, a[i, j], sl.const(0, "float16")),
+    )
+    with pytest.raises(sl.LoweringError, match="copy an element of a tensor in global memory"):
+        sl.lower(s, args)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
+def test_on_the_gpu(shape, dtype, out, options):
+    kernel, (a, b, c) = _built(shape, dtype, out, options)
+    x, y, z = _inputs(*shape, dtype, out, seed=5)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), out)
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(
+    ("shape", "options"),
+    [((1024, 768, 512), dict(block_cols=256, stages=4)), ((1000, 1000, 320), dict(stages=4))],
+)
+def test_on_the_gpu_at_a_size_of_many_blocks(shape, options):
+    kernel, (a, b, c) = _built(shape, "float16", "float32", options)
+    x, y, z = _inputs(*shape, "float16", "float32", seed=11)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), "float32")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+def test_rows_the_copy_engine_cannot_read_are_a_launch_error():
+    n = sl.var("n")
+    a, b, c = example.gemm(128, n, 128)  # n: the length of B's rows
+    kernel = sl.build(example.schedule(a, b, c, tma=True, block_cols=64, stages=2), [a, b, c])
+    x, y, z = _inputs(128, 100, 128, "float16", "float32")
+    with pytest.raises(sl.LaunchError, match="rows of 200 bytes; pad its last dimension"):
+        kernel(x, y, z)
