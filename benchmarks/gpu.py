@@ -260,22 +260,30 @@ def bench_gemm_wgmma_variants(repeat: int) -> list[Row]:
 
 def bench_gemm_wgmma_tma(repeat: int) -> list[Row]:
     """The warpgroup GEMM with its tiles copied by the copy engine from a producer warp
-    (``pipeline(tma=True)``), beside the default's ``cp.async`` copies, at 4096^3 float16."""
+    (``pipeline(tma=True)``), beside the default's ``cp.async`` copies, float16."""
     variants = {
         "cp.async, 128x128 blocks, 3 stages (the default)": {},
-        "tma, 128x128 blocks, 3 stages": dict(tma=True),
         "tma, 128x128 blocks, 4 stages": dict(tma=True, stages=4),
-        "tma, 128x256 blocks, 3 stages": dict(tma=True, block_cols=256, stages=3),
         "tma, 128x256 blocks, 4 stages": dict(tma=True, block_cols=256, stages=4),
         "tma, 256x128 blocks, 4 stages": dict(tma=True, block_rows=256, stages=4),
+        "tma, 128x256 blocks, 4 stages, groups of 8 columns": dict(
+            tma=True, block_cols=256, stages=4, group=8
+        ),
+        "tma, 256x128 blocks, 4 stages, groups of 8 columns": dict(
+            tma=True, block_rows=256, stages=4, group=8
+        ),
+        "tma, 256x128 blocks, 4 stages, groups of 16 columns": dict(
+            tma=True, block_rows=256, stages=4, group=16
+        ),
     }
-    rows = [
-        _gemm_wgmma_row(4096, "float16", options, f"gemm 4096^3 fp16 wgmma, {name}", repeat)
-        for name, options in variants.items()
-    ]
-    for n, (name, options) in itertools.product((8192, 4000), list(variants.items())[-3:]):
+    shapes = (4096, 8192, 4000, (4000, 4096, 4096), (4096, 4000, 4096), (4096, 4096, 4000))
+    rows = []
+    for n, (name, options) in itertools.product(shapes, variants.items()):
+        if n != 4096 and not options.get("tma"):
+            continue
+        size = f"{n}^3" if isinstance(n, int) else "x".join(map(str, n))
         rows.append(
-            _gemm_wgmma_row(n, "float16", options, f"gemm {n}^3 fp16 wgmma, {name}", repeat)
+            _gemm_wgmma_row(n, "float16", options, f"gemm {size} fp16 wgmma, {name}", repeat)
         )
     return rows
 

@@ -77,7 +77,7 @@ def schedule_into(
     s[c].reorder(by, bx, vy, vx, ty, tx, yi, xi)
     if group:
         # blocks launched in order of blockIdx.x walk down `group` block columns at a time
-        gx, bx = s[c].split(bx, factor=_group_size(cols, block, group))
+        gx, bx = s[c].split(bx, factor=group_size(cols, block, group))
         s[c].reorder(gx, by, bx, vy, vx, ty, tx, yi, xi)
         by = s[c].fuse(by, bx)
         by, bx = gx, by
@@ -115,7 +115,7 @@ def schedule_into(
         s[cache].compute_at(s[cc], ki)
 
 
-def _group_size(cols, block: int, group: int) -> int:
+def group_size(cols, block: int, group: int) -> int:
     """The largest number of block columns, at most `group`, that divides their count: a
     ragged last group would make the grid's extent depend on the group (not allowed)."""
     try:

@@ -23,6 +23,7 @@ tile, so each warpgroup holds one accumulator tile:
 from __future__ import annotations
 
 import schedlang as sl
+from examples.gpu_gemm import group_size
 from examples.gpu_gemm_fp16 import gemm
 
 __all__ = ["build", "gemm", "schedule", "stage_tile"]
@@ -40,10 +41,13 @@ def schedule(
     step: int = 64,
     stages: int = 3,
     tma: bool = False,
+    group: int = 0,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64. With `tma`, the
-    tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``)."""
+    tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``).
+    With `group`, blocks are launched down that many block columns at a time (at most; a
+    divisor of their number), so that the blocks running at once share B's columns in L2."""
     s = sl.create_schedule(c.op)
     product = c.op.input_tensors[0] if c.op.input_tensors[0].op is not a.op else c
     a_shared = s.cache_read(a, "shared", [product])
@@ -60,6 +64,11 @@ def schedule(
     bj, j = s[c].split(j, factor=block_cols)
     gi, i = s[c].split(i, factor=GROUP_ROWS)
     s[c].reorder(bi, bj, gi, i, j)
+    if group:
+        gj, bj = s[c].split(bj, factor=group_size(c.op.axis[1], block_cols, group))
+        s[c].reorder(gj, bi, bj, gi, i, j)
+        bj = s[c].fuse(bi, bj)
+        bi = gj
     s[c].bind(bi, sl.thread_axis("blockIdx.y"))
     s[c].bind(bj, sl.thread_axis("blockIdx.x"))
     s[c].bind(gi, sl.thread_axis("threadIdx.z"))

@@ -26,7 +26,7 @@ CASES = [
     ((128, 128, 128), "float16", "float32", dict(block_cols=64, stages=2)),
     ((128, 256, 192), "bfloat16", "bfloat16", dict(block_cols=128, stages=3)),
     ((256, 256, 256), "float16", "float32", dict(block_cols=256, stages=4)),
-    ((192, 256, 128), "float16", "float16", dict(block_rows=192, block_cols=256, stages=2)),
+    ((192, 256, 128), "float16", "float16", dict(block_rows=192, block_cols=128, stages=2)),
     # the edges cut tiles along the rows and the columns: the copy engine reads zeros there
     ((200, 136, 128), "float16", "float32", dict(block_cols=64, stages=3)),
     ((130, 300, 64), "bfloat16", "float32", dict(block_cols=128, stages=2)),
@@ -88,6 +88,13 @@ def test_the_ptx_keeps_the_products_in_flight():
     report = assemble(ptx)
     assert report.spill_bytes == 0
     assert "serialized" not in report.log, report.log
+
+
+def test_accumulators_that_leave_too_few_registers_are_refused():
+    a, b, c = example.gemm(192, 256, 128)
+    s = example.schedule(a, b, c, tma=True, block_rows=192, block_cols=256, stages=2)
+    with pytest.raises(sl.LoweringError, match="holds 128 registers .* 512 threads leaves 128"):
+        sl.build(s, [a, b, c], target="cuda")
 
 
 def test_two_maps_for_the_two_operands():
@@ -224,7 +231,8 @@ def test_on_the_gpu_at_a_size_of_many_blocks(shape, options):
 def test_rows_the_copy_engine_cannot_read_are_a_launch_error():
     n = sl.var("n")
     a, b, c = example.gemm(128, n, 128)  # n: the length of B's rows
-    kernel = sl.build(example.schedule(a, b, c, tma=True, block_cols=64, stages=2), [a, b, c])
+    s = example.schedule(a, b, c, tma=True, block_cols=64, stages=2)
+    kernel = sl.build(s, [a, b, c], target="cuda")
     x, y, z = _inputs(128, 100, 128, "float16", "float32")
     with pytest.raises(sl.LaunchError, match="rows of 200 bytes; pad its last dimension"):
         kernel(x, y, z)

@@ -31,6 +31,7 @@ from ...ir import dtype as dt
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
 from ...loopir.bulk_pipeline import split_roles
+from ...loopir.fragments import lane_size
 from ...loopir.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
@@ -80,6 +81,9 @@ _KNOWN = (
 )
 WARP = 32
 WARPGROUP = 128
+REGISTER_FILE = 65536  # 32-bit registers a multiprocessor, every GPU since compute capability 5
+MAX_REGISTERS = 255  # a thread's most
+ADDRESS_REGISTERS = 24  # what a warpgroup product's kernel needs beside its accumulators
 
 
 @dataclass(frozen=True, eq=False)
@@ -213,6 +217,7 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     body = split_roles(body)  # the kernel's alone: `func` stays as the interpreter runs it
     block = _block(func, body)
     _check_matrix_ops(func, body, block)
+    _check_accumulator_registers(func, body, block)
     guarded = guard_uniform_stores(body, block)
     # The grid's loops are those of the final body: the code generator finds them by identity.
     grid, grid_loops = _grid(func, guarded)
@@ -285,6 +290,27 @@ def _check_matrix_ops(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]
             f"the {WARPGROUP // WARP} warps of threadIdx.y together, but its block is "
             f"{block[1]} threads in y; bind a loop of extent 4 to threadIdx.y (and warpgroups "
             "to threadIdx.z)"
+        )
+
+
+def _check_accumulator_registers(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]):
+    """A LoweringError when the warpgroup accumulators a thread holds leave too few of the
+    registers its block's size allows for anything else (ptxas would refuse the kernel when
+    it is loaded, with a message that names no schedule)."""
+    held = sum(
+        lane_size(s.buffer) * max(1, dt.itemsize(s.buffer.dtype) // 4)
+        for s in walk_stmt(body)
+        if isinstance(s, Allocate) and s.buffer.scope == "wgmma.accumulator"
+    )
+    threads = block[0] * block[1] * block[2]
+    budget = min(MAX_REGISTERS, REGISTER_FILE // threads // 8 * 8)
+    if held and held + ADDRESS_REGISTERS > budget:
+        raise LoweringError(
+            f"kernel '{func.name}': each thread holds {held} registers of warpgroup "
+            f"accumulators, but a block of {threads} threads leaves {budget} registers a thread "
+            f"({REGISTER_FILE} a multiprocessor), too few for them and the rest of the work; "
+            "use fewer or narrower warpgroup tiles (pipeline(tma=True) adds a warpgroup for its "
+            "producer)"
         )
 
 
