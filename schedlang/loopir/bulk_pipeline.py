@@ -38,7 +38,7 @@ from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir.expr import Binary, Compare, Const, Expr, Var, const
 from ..poly.affine import NonAffine
-from ..poly.box_copy import box_copy_mismatch
+from ..poly.box_copy import box_copy_mismatch, reads_beyond
 from .fragments import is_wgmma
 from .nodes import (
     Allocate,
@@ -49,6 +49,7 @@ from .nodes import (
     If,
     Let,
     Load,
+    MatrixOp,
     MBarrier,
     Seq,
     Stmt,
@@ -139,7 +140,8 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
         If(Compare(">=", Binary("-", ahead, lo, v.dtype), num(stages)), released),
         fill(ahead, slot(ahead)),
     )
-    rest = seq(*parts.rest)
+    around = [(v, lo, loop.extent)]
+    rest = seq(*(_widened(s, around, {id(box.buffer): box for box in boxes}) for s in parts.rest))
     for b in group:
         rest = retarget(rest, b, copies[id(b)], slot(v))
     # the previous step's copy is released once its products are done; this step's may
@@ -174,6 +176,75 @@ def _nbytes(box: _Box) -> int:
     for n in box.shape:
         count *= n
     return count * dt.bits(box.buffer.dtype) // 8
+
+
+# -- products over whole steps -----------------------------------------------------------------
+
+
+def _widened(s: Stmt, loops: list, boxes: dict[int, _Box]) -> Stmt:
+    """`s` with each loop of warpgroup products that the end of the reduction cuts short
+    (``min(c, e)`` iterations) run to its full ``c`` where isl proves that the iterations
+    added read, of both operands, tiles that lie beyond the tensors along the reduction: the
+    copy engine filled those with zeros, so their products add nothing, and the loop's extent
+    is then a constant (its products unrolled, issued back to back) at every step instead of
+    a bound computed per step."""
+    if isinstance(s, For):
+        inner = [*loops, (s.var, s.min, s.extent)]
+        body = _widened(s.body, inner, boxes)
+        wide = _constant_bound(s.extent)
+        if (
+            s.kind == "serial"
+            and wide is not None
+            and not isinstance(s.extent, Const)
+            and _beyond(s, body, loops, wide, boxes)
+        ):
+            return For(s.var, s.min, wide, s.kind, body, s.thread)
+        return s if body is s.body else replace(s, body=body)
+    if isinstance(s, Seq):
+        return seq(*(_widened(x, loops, boxes) for x in s.stmts))
+    if isinstance(s, (Let, Allocate)):
+        return replace(s, body=_widened(s.body, loops, boxes))
+    return s
+
+
+def _constant_bound(e: Expr) -> Const | None:
+    """`e` with every ``min(c, x)`` of a constant ``c`` taken as ``c``, when that leaves a
+    constant (the extent of a loop cut by the end of a range, at its largest)."""
+
+    def cap(x: Expr) -> Expr:
+        if isinstance(x, Binary) and x.op == "min":
+            for side in (x.a, x.b):
+                if isinstance(side, Const):
+                    return side
+        if isinstance(x, Binary):
+            return Binary(x.op, cap(x.a), cap(x.b), x.dtype)
+        return x
+
+    capped = simplify_expr(cap(e))
+    return capped if isinstance(capped, Const) else None
+
+
+def _beyond(loop: For, body: Stmt, loops: list, wide: Const, boxes: dict[int, _Box]) -> bool:
+    starts = []
+    for s in walk_stmt(body):
+        if isinstance(s, MatrixOp) and s.op == "mma" and is_wgmma(s):
+            for tile, k in ((s.srcs[0], 1), (s.srcs[1], 0)):  # A's columns, B's rows
+                box = boxes.get(id(tile.buffer))
+                if box is None:
+                    return False
+                d = tile.dims[k]
+                at = Binary("+", box.origin[d], tile.base[d], tile.base[d].dtype)
+                starts.append((at, box.src.shape[d]))
+        elif not isinstance(s, (Seq, For, If, Let)):
+            return False
+    if not starts:
+        return False
+    first = Binary("+", loop.min, loop.extent, loop.var.dtype)
+    end = Binary("+", loop.min, wide, loop.var.dtype)
+    try:
+        return reads_beyond(loops, (loop.var, first, end), starts)
+    except NonAffine:
+        return False
 
 
 # -- the threads of the roles -----------------------------------------------------------------

@@ -74,3 +74,34 @@ def box_copy_mismatch(
             "transposed or strided read); the copy engine copies a box as it is"
         )
     return None
+
+
+def reads_beyond(
+    loops: Sequence[tuple[Var, Expr, Expr]],
+    extra: tuple[Var, Expr, Expr],
+    starts: Sequence[tuple[Expr, Expr]],
+) -> bool:
+    """Whether every iteration of ``extra`` (a loop variable, its first iteration beyond the
+    loop's own extent, and the end of its widened range) starts each of its reads beyond its
+    tensor: `starts` holds, per read, the coordinate where it starts and the tensor's extent
+    along that dimension; `loops` bound the variables outside (everything else is a
+    parameter). Raises `NonAffine` for what isl cannot represent."""
+    var, first, end = extra
+    names: dict[Var, str] = {v: f"o{k}" for k, (v, _, _) in enumerate(loops)}
+    names[var] = "x"
+    params: list[str] = []
+    exprs = [first, end, *(e for _, lo, n in loops for e in (lo, n))]
+    for e in (*exprs, *(e for pair in starts for e in pair)):
+        for n in walk(e):
+            if isinstance(n, Var) and n not in names:
+                names[n] = f"p{len(params)}"
+                params.append(names[n])
+    dims = ", ".join(names[v] for v, _, _ in loops) + (", x" if loops else "x")
+    bounds = [
+        f"{aff_text(lo, names)} <= {names[v]} < {aff_text(lo, names)} + {aff_text(n, names)}"
+        for v, lo, n in loops
+    ]
+    bounds.append(f"{aff_text(first, names)} <= x < {aff_text(end, names)}")
+    inside = " or ".join(f"{aff_text(at, names)} < {aff_text(n, names)}" for at, n in starts)
+    head = f"[{', '.join(params)}] -> "
+    return isl.Set(f"{head}{{ [{dims}] : {' and '.join(bounds)} and ({inside}) }}").is_empty()

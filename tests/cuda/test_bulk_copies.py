@@ -30,6 +30,9 @@ CASES = [
     # the edges cut tiles along the rows and the columns: the copy engine reads zeros there
     ((200, 136, 128), "float16", "float32", dict(block_cols=64, stages=3)),
     ((130, 300, 64), "bfloat16", "float32", dict(block_cols=128, stages=2)),
+    # the reduction ends inside a step: its last products run on zeros the copy engine wrote
+    ((128, 128, 208), "float16", "float32", dict(block_cols=64, stages=2)),
+    ((136, 64, 336), "bfloat16", "bfloat16", dict(block_cols=64, stages=3)),
 ]
 
 
@@ -72,6 +75,14 @@ def test_the_loop_nest():
     assert "products_pending=1) if k.outer > 0" in text
     assert "barrier()" in text and text.count("barrier()") == 1  # after the inits only
     assert "async_copy" not in text
+
+
+def test_products_run_whole_steps_over_the_zeros_past_the_reduction():
+    a, b, c = example.gemm(256, 256, 4000)
+    piped = str(sl.lower(example.schedule(a, b, c, tma=True, stages=4), [a, b, c]))
+    assert "for k.inner.outer in range(0, 4):" in piped
+    plain = str(sl.lower(example.schedule(a, b, c, stages=4), [a, b, c]))
+    assert "for k.inner.outer in range(0, min(3, -4 * k.outer + 249) + 1):" in plain
 
 
 def test_the_ptx_keeps_the_products_in_flight():

@@ -330,12 +330,29 @@ def store_fragment(
     """Store the accumulator slots `values` (of fragment tile `src`) to the memory tile `dst`,
     converted to its dtype; neighbouring columns as one access where proven aligned. With
     `clipped`, each element only where it lies inside `dst`'s shape (a tile cut by the edge
-    of the tensor)."""
+    of the tensor): a warp whose rows of the tile lie wholly inside stores them as if not
+    clipped (most warps of a large tensor, whose guard per element would cost them)."""
     _in_memory(em, dst)
     dst = _warp_rows(dst, src)
-    if clipped:
-        _store_clipped(em, dst, src, values, lane)
-        return
+    with _lane_bound(em, lane):
+        if not clipped:
+            _store_whole(em, dst, src, values)
+            return
+        rows = 16 if src.buffer.scope == "wgmma.accumulator" else src.shape[0]  # the warp's
+        inside = []
+        for d, n in zip(dst.dims, (rows, src.shape[1])):
+            end = Binary("+", dst.base[d], const(n, dst.base[d].dtype), dst.base[d].dtype)
+            inside.append(Compare("<=", end, dst.buffer.shape[d]))
+        whole = em.condition(Binary("and", inside[0], inside[1], "bool"))
+        with em.b.if_else(whole) as (then, otherwise):
+            with then:
+                _store_whole(em, dst, src, values)
+            with otherwise:
+                _store_clipped(em, dst, src, values)
+
+
+def _store_whole(em: StmtEmitter, dst: Tile, src: Tile, values: list[ir.Value]) -> None:
+    """The stores of `store_fragment` (the lane's indices bound)."""
     buffer, b = dst.buffer, em.b
     source, target = src.buffer.dtype, buffer.dtype
     converted = [_convert(em, v, source, target) for v in values]
@@ -343,21 +360,18 @@ def store_fragment(
     paired = contiguous_dim(buffer) == dst.dims[pair_axis(scope, shape)]
     positions = _affine(scope, shape)
     typ = storage_type(target)
-    with _lane_bound(em, lane):
-        for k in range(0, len(positions), 2):
-            first = _slot_indices(dst, positions[k])
-            align = em.align(buffer, first)
-            if paired and align >= 2 * dt.itemsize(target):
-                pair = ir.Constant(ir.VectorType(typ, 2), ir.Undefined)
-                for j in range(2):
-                    pair = b.insert_element(pair, converted[k + j], ir.Constant(I32, j))
-                b.store(pair, em.element(buffer, first), align=align)
-                continue
-            for slot in (k, k + 1):
-                indices = _slot_indices(dst, positions[slot])
-                b.store(
-                    converted[slot], em.element(buffer, indices), align=em.align(buffer, indices)
-                )
+    for k in range(0, len(positions), 2):
+        first = _slot_indices(dst, positions[k])
+        align = em.align(buffer, first)
+        if paired and align >= 2 * dt.itemsize(target):
+            pair = ir.Constant(ir.VectorType(typ, 2), ir.Undefined)
+            for j in range(2):
+                pair = b.insert_element(pair, converted[k + j], ir.Constant(I32, j))
+            b.store(pair, em.element(buffer, first), align=align)
+            continue
+        for slot in (k, k + 1):
+            indices = _slot_indices(dst, positions[slot])
+            b.store(converted[slot], em.element(buffer, indices), align=em.align(buffer, indices))
 
 
 def _warp_rows(dst: Tile, src: Tile) -> Tile:
@@ -376,20 +390,19 @@ def _cast(var: Var, dtype: str) -> Expr:
     return var if var.dtype == dtype else Cast(var, dtype)
 
 
-def _store_clipped(
-    em: StmtEmitter, dst: Tile, src: Tile, values: list[ir.Value], lane: LaneIndex
-) -> None:
+def _store_clipped(em: StmtEmitter, dst: Tile, src: Tile, values: list[ir.Value]) -> None:
+    """The stores of `store_fragment`, each under its own bounds check (the lane's indices
+    bound)."""
     buffer, b = dst.buffer, em.b
     source, target = src.buffer.dtype, buffer.dtype
     positions = _affine(src.buffer.scope, tuple(src.shape))
-    with _lane_bound(em, lane):
-        for slot, value in enumerate(values):
-            indices = _slot_indices(dst, positions[slot])
-            inside = [Compare("<", indices[d], buffer.shape[d]) for d in dst.dims]
-            cond = Binary("and", inside[0], inside[1], "bool")
-            with em.when(em.condition(cond)):
-                converted = _convert(em, value, source, target)
-                b.store(converted, em.element(buffer, indices), align=em.align(buffer, indices))
+    for slot, value in enumerate(values):
+        indices = _slot_indices(dst, positions[slot])
+        inside = [Compare("<", indices[d], buffer.shape[d]) for d in dst.dims]
+        cond = Binary("and", inside[0], inside[1], "bool")
+        with em.when(em.condition(cond)):
+            converted = _convert(em, value, source, target)
+            b.store(converted, em.element(buffer, indices), align=em.align(buffer, indices))
 
 
 def _convert(em: StmtEmitter, value: ir.Value, source: str, target: str) -> ir.Value:
