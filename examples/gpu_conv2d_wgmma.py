@@ -68,9 +68,12 @@ def schedule(
     block_cols: int = 128,
     step: int = 64,
     stages: int = 3,
+    tma: bool = False,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
-    256 (of 64 above 64), `step` a multiple of 64 dividing the input channels."""
+    256 (of 64 above 64), `step` a multiple of 64 dividing the input channels. With `tma`, the
+    copy engine fills the tiles from a producer warp, and its zero fill outside the image is
+    the padding (``pipeline(stages, tma=True)``)."""
     s = sl.create_schedule(conv.op)
     first = conv.op.input_tensors[0]
     product = conv if first.op.name == "Apad" else first
@@ -107,7 +110,7 @@ def schedule(
     s[acc].tensorize(an, sl.intrin.wgmma(n=block_cols))
 
     for staged in (a_shared, w_shared):
-        stage_tile(s, staged, s[acc], k, groups, stages)
+        stage_tile(s, staged, s[acc], k, groups, stages, tma)
     return s
 
 

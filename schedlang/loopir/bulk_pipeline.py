@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import LoweringError
 from ..ir import dtype as dt
-from ..ir.expr import Binary, Compare, Const, Expr, Var, const
+from ..ir.expr import Binary, Compare, Const, Expr, Select, Var, const
 from ..poly.affine import NonAffine
 from ..poly.box_copy import box_copy_mismatch, reads_beyond
 from .fragments import is_wgmma
@@ -97,7 +97,10 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     for b in group:
         if not any(box.buffer is b for box in boxes):  # pragma: no cover - split_body checks
             raise LoweringError(f"{call} of '{b.name}': its loop does not fill it")
-    extents = _thread_extents(_kernel_of(stmt, loop))
+    kernel = _kernel_of(stmt, loop)
+    extents = _thread_extents(kernel)
+    # warpgroups (products of 4 warps along y) keep their shape: the producer goes along z
+    outer = 2 if any(is_wgmma(s) for s in walk_stmt(kernel)) else _outer_tag(extents)
     copies = {id(b): copies_of(b, stages) for b in group}
     v, lo = loop.var, loop.min
     hi = Binary("+", lo, loop.extent, v.dtype)
@@ -127,10 +130,10 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
 
     inits = [MBarrier("init", full, num(k), 1) for k in range(stages)]
     inits += [MBarrier("init", empty, num(k), consumers) for k in range(stages)]
-    prologue = [_producer(extents, seq(*inits)), Barrier()]
+    prologue = [_producer(extents, outer, seq(*inits)), Barrier()]
     for p in range(stages - 1):
         at = Binary("+", lo, num(p), v.dtype)
-        prologue.append(_producer(extents, If(Compare("<", at, hi), fill(at, num(p)))))
+        prologue.append(_producer(extents, outer, If(Compare("<", at, hi), fill(at, num(p)))))
 
     ahead = Binary("+", v, num(stages - 1), v.dtype)
     released = MBarrier(
@@ -154,11 +157,12 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
         *parts.pre,
         _consumers(
             extents,
+            outer,
             MBarrier("wait", full, slot(v), parity=_parity(rounds(v))),
             rest,
             release,
         ),
-        _producer(extents, If(Compare("<", ahead, hi), refill)),
+        _producer(extents, outer, If(Compare("<", ahead, hi), refill)),
     )
     for wrapper in reversed(parts.wrappers):
         body = Allocate(wrapper.buffer, body)
@@ -298,14 +302,13 @@ def _thread_extents(kernel: Stmt) -> tuple[int, int, int]:
 
 
 def _outer_tag(extents: tuple[int, int, int]) -> int:
-    """The outermost tag the block uses (x if it uses none)."""
+    """The outermost tag the block uses (x if it uses none): the producer's."""
     return max((k for k in range(3) if extents[k] > 1), default=0)
 
 
-def _producer(extents: tuple[int, int, int], body: Stmt) -> Stmt:
-    """`body` run by the producer thread: index ``extents[outer]`` of the outermost tag (one
-    past the consumers), index 0 of the others."""
-    outer = _outer_tag(extents)
+def _producer(extents: tuple[int, int, int], outer: int, body: Stmt) -> Stmt:
+    """`body` run by the producer thread: index ``extents[outer]`` of tag `outer` (one past
+    the consumers), index 0 of the others."""
     for k in range(3):
         if k != outer and extents[k] == 1:
             continue
@@ -317,13 +320,14 @@ def _producer(extents: tuple[int, int, int], body: Stmt) -> Stmt:
     return body
 
 
-def _consumers(extents: tuple[int, int, int], wait: Stmt, reads: Stmt, release: Stmt) -> Stmt:
+def _consumers(
+    extents: tuple[int, int, int], outer: int, wait: Stmt, reads: Stmt, release: Stmt
+) -> Stmt:
     """The consumers' step: every consumer thread (each index below its extent before the
-    producer) waits, reads, releases. One loop over the outermost tag holds the three, and
-    the loops of `reads` over that tag (the same extent) are fused into it: each would be a
-    guard of its own on a GPU (the block is one larger along it), and the tensor cores run a
-    warpgroup's products in sequence only where no branch stands between them."""
-    outer = _outer_tag(extents)
+    producer) waits, reads, releases. One loop over tag `outer` holds the three, and the loops
+    of `reads` over that tag (the same extent) are fused into it: each would be a guard of its
+    own on a GPU (the block is one larger along it), and the tensor cores run a warpgroup's
+    products in sequence only where no branch stands between them."""
     var = Var(f"{TAGS[outer]}.consumer", "int32", CONSUMER)
 
     def per_thread(s: Stmt) -> Stmt:
@@ -360,14 +364,14 @@ def _box_of(fill: Stmt, group: list[Buffer], call: str) -> _Box:
     guards: list[Expr] = []
     store = _store_of(fill, loops, lets, guards, call)
     buffer = next(b for b in group if b is store.buffer)
-    value = substitute_expr(store.value, lets)
+    value, when = _padded(substitute_expr(store.value, lets))
     if not isinstance(value, Load) or value.buffer.scope != "global":
         raise _error(
             buffer,
             call,
             "its fill does not copy an element of a tensor in global memory as it is (the copy "
-            "engine moves bytes: no arithmetic, cast or padding condition); stage a plain copy, "
-            "or pipeline without tma",
+            "engine moves bytes: no arithmetic or cast; zeros only where the read lies outside "
+            "the tensor); stage a plain copy, or pipeline without tma",
         )
     src = value.buffer
     if value.dtype != buffer.dtype:
@@ -396,13 +400,25 @@ def _box_of(fill: Stmt, group: list[Buffer], call: str) -> _Box:
     )
     bounds = [(lp.var, lp.min, lp.extent) for lp in loops]
     try:
-        why = box_copy_mismatch(bounds, guards, dst_idx, src_idx, origin, src.shape, shape)
+        why = box_copy_mismatch(bounds, guards, dst_idx, src_idx, origin, src.shape, shape, when)
     except NonAffine as err:
         raise _error(buffer, call, f"its fill's index or guard {err} is not affine") from None
     if why is not None:
         raise _error(buffer, call, why)
     _check_shape(buffer, shape, call)
     return _Box(buffer, src, origin, shape)
+
+
+def _padded(value: Expr) -> tuple[Expr, Expr | None]:
+    """The read of a fill's value and the condition under which it reads rather than pads with
+    zeros (``if_then_else(cond, A[...], 0)``), or None."""
+    if (
+        isinstance(value, Select)
+        and isinstance(value.false_value, Const)
+        and float(value.false_value.value) == 0.0
+    ):
+        return value.true_value, value.cond
+    return value, None
 
 
 def _unclamped(e: Expr) -> Expr:

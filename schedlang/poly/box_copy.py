@@ -31,15 +31,19 @@ def box_copy_mismatch(
     origin: Sequence[Expr],
     src_shape: Sequence[Expr],
     shape: Sequence[int],
+    when: Expr | None = None,
 ) -> str | None:
     """None when the stores of the nest (`loops`: variable, first value, extent, affine in
     the variables outside; under `guards`) copy the box of `shape` elements of the source at
-    `origin` as the module says, else why not. Raises `NonAffine` for an index, bound or guard
-    isl cannot represent."""
+    `origin` as the module says, else why not. With `when`, a store reads only where it holds
+    and writes zeros elsewhere: the copy engine's zero fill, if it holds exactly where the
+    element lies inside the source (padding). Raises `NonAffine` for an index, bound, guard
+    or condition isl cannot represent."""
     names: dict[Var, str] = {var: f"i{k}" for k, (var, _, _) in enumerate(loops)}
     params: list[str] = []
     ends = [e for _, lo, n in loops for e in (lo, n)]
-    for e in (*dst_idx, *src_idx, *origin, *src_shape, *guards, *ends):
+    conds = () if when is None else (when,)
+    for e in (*dst_idx, *src_idx, *origin, *src_shape, *guards, *ends, *conds):
         for n in walk(e):
             if isinstance(n, Var) and n not in names:
                 names[n] = f"p{len(params)}"
@@ -67,6 +71,14 @@ def box_copy_mismatch(
     needed = isl.Set(f"{head}{{ [{box_dims}] : {box} and {in_tensor} }}")
     if not (covered.is_subset(whole) and needed.is_subset(covered)):
         return "its fill does not write the whole buffer (the part inside the tensor)"
+    if when is not None:
+        padded = cond_text(when, names)
+        for text in (f"({padded}) and not ({inside})", f"not ({padded}) and ({inside})"):
+            if not isl.Set(f"{head}{{ [{dims}] : {domain} and {text} }}").is_empty():
+                return (
+                    "its fill pads with zeros where the copy engine would not (zeros inside the "
+                    "tensor, or reads outside it); the copy engine pads only outside the tensor"
+                )
     off = isl.Set(f"{head}{{ [{dims}] : {domain} and {inside} and ({differ}) }}")
     if not off.is_empty():
         return (

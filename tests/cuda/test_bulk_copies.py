@@ -203,15 +203,52 @@ def test_a_transposed_fill_is_refused():
         sl.lower(s, args)
 
 
-def test_a_padded_fill_is_refused():
+def test_zeros_inside_the_tensor_are_refused():
     s, args = _copy_schedule(
         64,
         (32, 16),
         lambda t, i, j: t[i, j] + 1,
         staged=lambda a, i, j: sl.if_then_else(j < 60, a[i, j], sl.const(0, "float16")),
     )
+    with pytest.raises(sl.LoweringError, match="pads with zeros where the copy engine would not"):
+        sl.lower(s, args)
+
+
+def test_arithmetic_in_the_fill_is_refused():
+    s, args = _copy_schedule(
+        64, (32, 16), lambda t, i, j: t[i, j] + 1, staged=lambda a, i, j: a[i, j] * 2
+    )
     with pytest.raises(sl.LoweringError, match="copy an element of a tensor in global memory"):
         sl.lower(s, args)
+
+
+CONV_CASES = [
+    # (height, width, batch, in, out), output, schedule options: the padding is the copy
+    # engine's zero fill of rows of the image outside it
+    ((4, 4, 128, 128, 128), "float16", {}),
+    ((5, 3, 64, 64, 64), "float32", dict(block_rows=64, block_cols=64, stages=2)),
+]
+
+
+def _conv(shape, out, options, seed):
+    from examples import gpu_conv2d_wgmma as conv_example
+
+    a, w, c = conv_example.conv2d(*shape, out_dtype=out)
+    kernel = sl.build(conv_example.schedule(a, w, c, tma=True, **options), [a, w, c], "cuda")
+    rng = np.random.default_rng(seed)
+    height, width, batch, cin, cout = shape
+    x = rng.uniform(0.5, 2, (height, width, batch, cin)) * rng.choice([-1, 1], cin)
+    y = rng.uniform(0.5, 2, (3, 3, cin, cout)) * rng.choice([-1, 1], cout)
+    x, y = x.astype(np.float16), y.astype(np.float16)
+    z = np.full((height, width, batch, cout), np.nan, out)
+    return kernel, (a, w, c), (x, y, z)
+
+
+@pytest.mark.parametrize(("shape", "out", "options"), CONV_CASES[1:])  # the small one
+def test_a_padded_convolution_simulated(shape, out, options):
+    kernel, (a, w, c), (x, y, z) = _conv(shape, out, options, seed=2)
+    kernel.simulate(x, y, z)
+    _close(z, sl.reference(c, {a: x, w: y}), out)
 
 
 @pytest.mark.gpu
@@ -235,6 +272,15 @@ def test_on_the_gpu_at_a_size_of_many_blocks(shape, options):
     x, y, z = _inputs(*shape, "float16", "float32", seed=11)
     kernel(x, y, z)
     _close(z, sl.reference(c, {a: x, b: y}), "float32")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(("shape", "out", "options"), CONV_CASES)
+def test_a_padded_convolution_on_the_gpu(shape, out, options):
+    kernel, (a, w, c), (x, y, z) = _conv(shape, out, options, seed=4)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, w: y}), out)
 
 
 @pytest.mark.gpu
