@@ -230,10 +230,15 @@ def bench_gemm_fp16_variants(repeat: int) -> list[Row]:
 
 def bench_gemm_wgmma(repeat: int) -> list[Row]:
     """The warpgroup GEMM (`examples/gpu_gemm_wgmma.py`, wgmma on sm_90a), float16 and
-    bfloat16 operands summed in float32 and stored in the operands' dtype, against cuBLAS."""
+    bfloat16 operands summed in float32 and stored in the operands' dtype, against cuBLAS:
+    the default schedule, and the copy engine's (`FAST`; in groups of 8 block columns at
+    8192^3, where B's columns outgrow L2)."""
     rows = []
     for dtype, n in itertools.product(("float16", "bfloat16"), (4096, 4000, 8192)):
         rows.append(_gemm_wgmma_row(n, dtype, {}, f"gemm {n}^3 {dtype} (wgmma)", repeat))
+        fast = dict(gpu_gemm_wgmma.FAST, group=8) if n >= 8192 else gpu_gemm_wgmma.FAST
+        name = f"gemm {n}^3 {dtype} (wgmma, copy engine)"
+        rows.append(_gemm_wgmma_row(n, dtype, fast, name, repeat))
     return rows
 
 
@@ -471,6 +476,12 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
         "128x128 blocks, 3 stages": {},
         "128x256 blocks, 4 stages": dict(block_cols=256, stages=4),
         "256x128 blocks, 4 stages": dict(block_rows=256, stages=4),
+        "tma, 128x128 blocks, 4 stages": dict(tma=True, stages=4),
+        "tma, 128x256 blocks, 4 stages": dict(tma=True, block_cols=256, stages=4),
+        "tma, 256x128 blocks, 4 stages": dict(tma=True, block_rows=256, stages=4),
+        "tma, 128x256 blocks, 4 stages, k by 128": dict(
+            tma=True, block_cols=256, stages=3, step=128
+        ),
     }
     for name, options in variants.items():
         kernel = gpu_conv2d_wgmma.build(size, size, batch, cin, cout, **options)

@@ -26,10 +26,13 @@ import schedlang as sl
 from examples.gpu_gemm import group_size
 from examples.gpu_gemm_fp16 import gemm
 
-__all__ = ["build", "gemm", "schedule", "stage_tile"]
+__all__ = ["FAST", "build", "gemm", "schedule", "stage_tile"]
 
 GROUP_ROWS = 64  # a warpgroup's accumulator tile: 64 x n
 K_TILE = 16
+# the fastest options measured on the H100 and H200 (benchmarks/NOTES.md): tiles copied by the
+# copy engine from a producer warpgroup, 128 x 256 blocks, 4 stages
+FAST = dict(tma=True, block_cols=256, stages=4)
 
 
 def schedule(
