@@ -128,20 +128,23 @@ def draw_case(data) -> TensorCoreCase:
 
 def _wgmma_case(data) -> TensorCoreCase:
     """`examples/gpu_gemm_wgmma.py`'s GEMM: float16 or bfloat16, one or two warpgroups of 64
-    rows, 8 to 128 columns (the instruction's n), 1 to 4 stages, sizes cut by the tiles along
-    m and n now and then. Sizes its layout cannot take (k steps of rows shorter than 128 bytes:
-    k under 64) must be refused clearly."""
+    rows, 8 to 128 columns (the instruction's n), 1 to 4 stages, tiles copied by ``cp.async``
+    or, in half the pipelined cases, by the copy engine from a producer warpgroup
+    (``tma``), sizes cut by the tiles along m, n and k now and then. Sizes its layout cannot
+    take (k steps of rows shorter than 128 bytes: k under 64) must be refused clearly."""
     draw = data.draw
     dtype = draw(st.sampled_from(["float16", "bfloat16"]), label="operands")
     out_dtype = draw(st.sampled_from(["float32", dtype]), label="output")
     m = draw(st.sampled_from([64, 128, 96, 130, 200]), label="size m")
     n = draw(st.sampled_from([64, 128, 72, 136, 200]), label="size n")
-    k = draw(st.sampled_from([64, 128, 192, 48]), label="size k")
+    k = draw(st.sampled_from([64, 128, 192, 48, 208]), label="size k")
     options = dict(
         block_rows=draw(st.sampled_from([64, 128]), label="block rows"),
         block_cols=draw(st.sampled_from([16, 64, 128]), label="block cols"),
         stages=draw(st.sampled_from([1, 2, 3, 4]), label="stages"),
     )
+    if options["stages"] >= 2:
+        options["tma"] = draw(st.booleans(), label="copy engine")
     symbolic = draw(st.sampled_from([(), (), ("m",)]), label="symbolic sizes")
     return TensorCoreCase((m, n, k), dtype, out_dtype, options, symbolic=symbolic, wgmma=True)
 
