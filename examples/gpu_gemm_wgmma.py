@@ -45,12 +45,16 @@ def schedule(
     stages: int = 3,
     tma: bool = False,
     group: int = 0,
+    persistent: int = 0,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64. With `tma`, the
     tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``).
     With `group`, blocks are launched down that many block columns at a time (at most; a
-    divisor of their number), so that the blocks running at once share B's columns in L2."""
+    divisor of their number), so that the blocks running at once share B's columns in L2.
+    With `persistent`, that many blocks (one per multiprocessor) each take a run of the tiles
+    in turn: with `tma`, the producer fills the next tile's first stages while the consumers
+    store the last one's results."""
     s = sl.create_schedule(c.op)
     product = c.op.input_tensors[0] if c.op.input_tensors[0].op is not a.op else c
     a_shared = s.cache_read(a, "shared", [product])
@@ -72,8 +76,13 @@ def schedule(
         s[c].reorder(gj, bi, bj, gi, i, j)
         bj = s[c].fuse(bi, bj)
         bi = gj
-    s[c].bind(bi, sl.thread_axis("blockIdx.y"))
-    s[c].bind(bj, sl.thread_axis("blockIdx.x"))
+    if persistent:
+        tiles = s[c].fuse(bi, bj)
+        bi, bj = s[c].split(tiles, nparts=persistent)  # blocks, and each one's tiles in turn
+        s[c].bind(bi, sl.thread_axis("blockIdx.x"))
+    else:
+        s[c].bind(bi, sl.thread_axis("blockIdx.y"))
+        s[c].bind(bj, sl.thread_axis("blockIdx.x"))
     s[c].bind(gi, sl.thread_axis("threadIdx.z"))
     s[c].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS))
 

@@ -102,8 +102,9 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     # warpgroups (products of 4 warps along y) keep their shape: the producer goes along z
     outer = 2 if any(is_wgmma(s) for s in walk_stmt(kernel)) else _outer_tag(extents)
     copies = {id(b): copies_of(b, stages) for b in group}
-    v, lo = loop.var, loop.min
-    hi = Binary("+", lo, loop.extent, v.dtype)
+    v, lo, dtype = loop.var, loop.min, loop.var.dtype
+    tile, lets = _tile_loop(stmt, loop)
+    steps = _Steps(loop, tile)
     name = group[0].name
     full = Buffer(f"{name}.full", (const(stages),), "int64", "shared")
     empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
@@ -111,18 +112,21 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     nbytes = sum(_nbytes(box) for box in boxes)
 
     def num(n: int) -> Expr:
-        return const(n, v.dtype)
+        return const(n, dtype)
 
-    def slot(at: Expr) -> Expr:
-        return simplify_expr(Binary("%", Binary("-", at, lo, v.dtype), num(stages), v.dtype))
+    def slot(step: Expr) -> Expr:
+        return simplify_expr(Binary("%", step, num(stages), dtype))
 
-    def rounds(at: Expr) -> Expr:  # how many times the copy of `at` has been filled before
-        return simplify_expr(Binary("//", Binary("-", at, lo, v.dtype), num(stages), v.dtype))
+    def rounds(step: Expr) -> Expr:  # how many times the step's copy has been filled before
+        return simplify_expr(Binary("//", step, num(stages), dtype))
 
-    def fill(at: Expr, which: Expr) -> Stmt:
+    def fill(step: Expr, which: Expr) -> Stmt:
         issued = [MBarrier("arrive", full, which, nbytes)]
+        at = steps.point(step)
         for box in boxes:
-            origin = tuple(simplify_expr(substitute_expr(o, {v: at})) for o in box.origin)
+            origin = tuple(
+                simplify_expr(substitute_expr(substitute_expr(o, lets), at)) for o in box.origin
+            )
             dst = copies[id(box.buffer)]
             start = (which, *(num(0) for _ in box.shape))
             issued.append(BulkCopy(dst, start, box.src, origin, box.shape, full, which))
@@ -132,43 +136,119 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     inits += [MBarrier("init", empty, num(k), consumers) for k in range(stages)]
     prologue = [_producer(extents, outer, seq(*inits)), Barrier()]
     for p in range(stages - 1):
-        at = Binary("+", lo, num(p), v.dtype)
-        prologue.append(_producer(extents, outer, If(Compare("<", at, hi), fill(at, num(p)))))
+        first_steps = If(Compare("<", num(p), steps.count), fill(num(p), num(p)))
+        prologue.append(_producer(extents, outer, first_steps))
 
-    ahead = Binary("+", v, num(stages - 1), v.dtype)
+    g = steps.here
+    ahead = simplify_expr(Binary("+", g, num(stages - 1), dtype))
     released = MBarrier(
-        "wait", empty, slot(ahead), parity=_parity(Binary("-", rounds(ahead), num(1), v.dtype))
+        "wait", empty, slot(ahead), parity=_parity(Binary("-", rounds(ahead), num(1), dtype))
     )
-    refill = seq(
-        If(Compare(">=", Binary("-", ahead, lo, v.dtype), num(stages)), released),
-        fill(ahead, slot(ahead)),
-    )
+    refill = seq(If(Compare(">=", ahead, num(stages)), released), fill(ahead, slot(ahead)))
     around = [(v, lo, loop.extent)]
     rest = seq(*(_widened(s, around, {id(box.buffer): box for box in boxes}) for s in parts.rest))
     for b in group:
-        rest = retarget(rest, b, copies[id(b)], slot(v))
+        rest = retarget(rest, b, copies[id(b)], slot(g))
     # the previous step's copy is released once its products are done; this step's may
     # still run (one group of products in flight across the loop's turn)
     products = 1 if any(is_wgmma(s) for s in walk_stmt(rest)) else 0
-    previous = Binary("-", v, num(1), v.dtype)
-    first = Compare(">", v, lo)
-    release = MBarrier("arrive", empty, slot(previous), pending=products, when=first)
+    previous = simplify_expr(Binary("-", g, num(1), dtype))
+    release = MBarrier(
+        "arrive", empty, slot(previous), pending=products, when=Compare(">", g, num(0))
+    )
     body = seq(
         *parts.pre,
         _consumers(
             extents,
             outer,
-            MBarrier("wait", full, slot(v), parity=_parity(rounds(v))),
+            MBarrier("wait", full, slot(g), parity=_parity(rounds(g))),
             rest,
             release,
         ),
-        _producer(extents, outer, If(Compare("<", ahead, hi), refill)),
+        _producer(extents, outer, If(Compare("<", ahead, steps.count), refill)),
     )
     for wrapper in reversed(parts.wrappers):
         body = Allocate(wrapper.buffer, body)
     new_loop = For(v, lo, loop.extent, loop.kind, body, loop.thread)
-    piped = Allocate(full, Allocate(empty, seq(*prologue, new_loop)))
-    return replace_loop(stmt, loop, piped, copies)
+    if tile is None:
+        piped = Allocate(full, Allocate(empty, seq(*prologue, new_loop)))
+        return replace_loop(stmt, loop, piped, copies)
+    # one pipeline across the tiles: the producer fills the next tile's first stages while
+    # the consumers finish this one's
+    inner = replace_loop(tile, loop, new_loop, {})
+    piped = Allocate(full, Allocate(empty, seq(*prologue, inner)))
+    return replace_loop(stmt, tile, piped, copies)
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The pipeline's steps: the iterations of the refill loop, numbered from 0, and where a
+    serial loop over tiles holds it (a persistent block's), those of every tile in turn."""
+
+    loop: For
+    tile: For | None
+
+    @property
+    def count(self) -> Expr:
+        extent = self.loop.extent
+        if self.tile is None:
+            return extent
+        return simplify_expr(Binary("*", self.tile.extent, extent, extent.dtype))
+
+    @property
+    def here(self) -> Expr:
+        """The step of the current iteration."""
+        v, lo = self.loop.var, self.loop.min
+        step = Binary("-", v, lo, v.dtype)
+        if self.tile is not None:
+            u = self.tile
+            done = Binary("*", Binary("-", u.var, u.min, v.dtype), self.loop.extent, v.dtype)
+            step = Binary("+", done, step, v.dtype)
+        return simplify_expr(step)
+
+    def point(self, step: Expr) -> dict[Var, Expr]:
+        """The loop variables at `step`."""
+        v, lo, extent = self.loop.var, self.loop.min, self.loop.extent
+        if self.tile is None:
+            return {v: simplify_expr(Binary("+", lo, step, v.dtype))}
+        u = self.tile
+        return {
+            v: simplify_expr(Binary("+", lo, Binary("%", step, extent, v.dtype), v.dtype)),
+            u.var: simplify_expr(Binary("+", u.min, Binary("//", step, extent, v.dtype), v.dtype)),
+        }
+
+
+def _tile_loop(stmt: Stmt, loop: For) -> tuple[For | None, dict[Var, Expr]]:
+    """The serial loop right around `loop` (through allocations and lets only) whose
+    iterations `loop`'s extent does not depend on, with the lets in between; (None, {})
+    where there is none."""
+    path: list[Stmt] = []
+
+    def find(s: Stmt) -> bool:
+        path.append(s)
+        if s is loop:
+            return True
+        if any(find(kid) for kid in _kids(s)):
+            return True
+        path.pop()
+        return False
+
+    find(stmt)
+    between: list[Let] = []
+    for s in reversed(path[:-1]):
+        if isinstance(s, For) and s.kind == "serial":
+            lets: dict[Var, Expr] = {}
+            for let in reversed(between):  # outermost first
+                lets[let.var] = substitute_expr(let.value, lets)
+            used = {s.var, *lets}
+            if any(isinstance(n, Var) and n in used for n in walk_expr(loop.extent)):
+                return None, {}
+            return s, lets
+        if isinstance(s, Let):
+            between.append(s)
+        elif not isinstance(s, (Seq, Allocate)):
+            return None, {}
+    return None, {}
 
 
 def _parity(rounds: Expr) -> Expr:

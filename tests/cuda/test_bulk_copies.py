@@ -33,6 +33,9 @@ CASES = [
     # the reduction ends inside a step: its last products run on zeros the copy engine wrote
     ((128, 128, 208), "float16", "float32", dict(block_cols=64, stages=2)),
     ((136, 64, 336), "bfloat16", "bfloat16", dict(block_cols=64, stages=3)),
+    # persistent blocks (4 blocks for 6 tiles: 2, 2, 1, 1), one pipeline across their tiles
+    ((256, 384, 128), "float16", "float32", dict(persistent=4, stages=3)),
+    ((200, 136, 208), "bfloat16", "float32", dict(persistent=3, block_cols=64, stages=4)),
 ]
 
 
@@ -75,6 +78,16 @@ def test_the_loop_nest():
     assert "products_pending=1) if k.outer > 0" in text
     assert "barrier()" in text and text.count("barrier()") == 1  # after the inits only
     assert "async_copy" not in text
+
+
+def test_persistent_blocks_fill_the_next_tile_during_this_one():
+    a, b, c = example.gemm(256, 384, 128)
+    text = str(sl.lower(example.schedule(a, b, c, tma=True, persistent=4), [a, b, c]))
+    tiles = text.index("for i.outer.j.outer.fused.inner in range(")
+    assert text.index("= bulk_copy(") < tiles  # the first stages, before the tiles
+    # the steps are counted across the tiles: the copy 2 steps ahead may be the next tile's
+    assert "mbarrier_wait(A.shared.full[(i.outer.j.outer.fused.inner * 2 + k.outer) % 3]" in text
+    assert "(i.outer.j.outer.fused.inner + 1)" in text  # the tile two steps ahead is the next
 
 
 def test_products_run_whole_steps_over_the_zeros_past_the_reduction():
