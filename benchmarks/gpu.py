@@ -293,6 +293,26 @@ def bench_gemm_wgmma_tma(repeat: int) -> list[Row]:
     return rows
 
 
+def bench_gemm_wgmma_persistent(repeat: int) -> list[Row]:
+    """The copy engine's GEMM with one block a multiprocessor taking the tiles in turn (one
+    pipeline across a block's tiles), beside the same schedule with a block per tile."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    variants = {
+        "128x256 blocks, 4 stages": dict(gpu_gemm_wgmma.FAST),
+        "same, persistent": dict(gpu_gemm_wgmma.FAST, persistent=sms),
+        "256x128 blocks, 4 stages, persistent": dict(
+            tma=True, block_rows=256, stages=4, persistent=sms
+        ),
+    }
+    rows = []
+    for dtype, n, (name, options) in itertools.product(
+        ("float16", "bfloat16"), (4096, 8192, 4000), variants.items()
+    ):
+        name = f"gemm {n}^3 {dtype} wgmma, copy engine, {name}"
+        rows.append(_gemm_wgmma_row(n, dtype, options, name, repeat))
+    return rows
+
+
 def bench_gemm_wgmma_edges(repeat: int) -> list[Row]:
     """The warpgroup GEMM where one size is not a multiple of its tiles: which edge costs."""
     return [
@@ -572,6 +592,7 @@ BENCHMARKS = {
     "gemm_wgmma": bench_gemm_wgmma,
     "gemm_wgmma_variants": bench_gemm_wgmma_variants,
     "gemm_wgmma_tma": bench_gemm_wgmma_tma,
+    "gemm_wgmma_persistent": bench_gemm_wgmma_persistent,
     "gemm_wgmma_edges": bench_gemm_wgmma_edges,
     "conv2d_fp16": bench_conv2d_fp16,
     "conv2d_wgmma": bench_conv2d_wgmma,
