@@ -26,6 +26,7 @@ i, j = sl.var("i"), sl.var("j")
         (i * 4 * (j * 2), 8),
         (i // 4 * 4, 4),
         (i % 4, 1),
+        (-(i % 2 * 4096) - j % 2 * 4096 + 4096, 4096),  # isl's way of writing a zero
     ],
 )
 def test_power_of_two_factor(expr, expected):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...ir import dtype as dt
-from ...ir.expr import Binary, Cast, Const, Expr, Var
+from ...ir.expr import Binary, Cast, Const, Expr, Unary, Var
 from ...loopir.nodes import Buffer
 
 _CAP = 1 << 16  # stands for "divisible by anything we would ask about" (an offset of zero)
@@ -56,6 +56,8 @@ def factor(e: Expr, known: Mapping[Var, int]) -> int:
         return known.get(e, 1)
     if isinstance(e, Cast) and dt.is_int(e.dtype) and dt.is_int(e.value.dtype):
         return factor(e.value, known)
+    if isinstance(e, Unary) and e.op == "-" and dt.is_int(e.dtype):
+        return factor(e.a, known)
     if isinstance(e, Binary) and dt.is_int(e.dtype):
         if e.op in ("+", "-", "min", "max"):
             return min(factor(e.a, known), factor(e.b, known))
