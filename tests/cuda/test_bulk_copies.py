@@ -156,10 +156,12 @@ def test_tma_takes_a_bool():
     assert "pipeline(stages=3, tma=True)" in s.describe()
 
 
-def _copy_schedule(n: int, tile: tuple[int, int], value, align: bool = False, staged=None):
+def _copy_schedule(
+    n: int, tile: tuple[int, int], value, align: bool = False, staged=None, dtype="float16"
+):
     """A copy of A through a shared tile staged per step of a loop, pipelined with tma;
     `staged` makes the tile's stage from A (by default a cache of A)."""
-    a = sl.placeholder((n, n), "float16", name="A")
+    a = sl.placeholder((n, n), dtype, name="A")
     t = None if staged is None else sl.compute((n, n), lambda i, j: staged(a, i, j), name="T")
     b = sl.compute((n, n), lambda i, j: value(a if t is None else t, i, j), name="B")
     s = sl.create_schedule(b.op)
@@ -181,13 +183,16 @@ def _copy_schedule(n: int, tile: tuple[int, int], value, align: bool = False, st
     return s, [a, b]
 
 
-def test_a_copy_staged_per_step():
-    s, args = _copy_schedule(64, (32, 16), lambda a, i, j: a[i, j] * 2)
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_copy_staged_per_step(dtype):
+    """Not only tensor cores: any kernel's staged tiles (here float32 too, rows of 64 bytes)."""
+    s, args = _copy_schedule(64, (32, 16), lambda a, i, j: a[i, j] * 2, dtype=dtype)
     kernel = sl.build(s, args, target="cuda")
-    x = np.random.default_rng(1).uniform(1, 2, (64, 64)).astype(np.float16)
-    y = np.full((64, 64), np.nan, np.float16)
+    x = np.random.default_rng(1).uniform(1, 2, (64, 64)).astype(dtype)
+    y = np.full((64, 64), np.nan, dtype)
     kernel.simulate(x, y)
     np.testing.assert_array_equal(y, x * 2)
+    assert "cp.async.bulk.tensor.2d" in kernel.ptx
 
 
 def test_a_box_over_256_elements_is_refused():
@@ -285,6 +290,18 @@ def test_on_the_gpu_at_a_size_of_many_blocks(shape, options):
     x, y, z = _inputs(*shape, "float16", "float32", seed=11)
     kernel(x, y, z)
     _close(z, sl.reference(c, {a: x, b: y}), "float32")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(("n", "dtype"), [(64, "float16"), (200, "float32")])
+def test_a_copy_staged_per_step_on_the_gpu(n, dtype):
+    s, args = _copy_schedule(n, (32, 16), lambda a, i, j: a[i, j] * 2, dtype=dtype)
+    kernel = sl.build(s, args, target="cuda")
+    x = np.random.default_rng(2).uniform(1, 2, (n, n)).astype(dtype)
+    y = np.full((n, n), np.nan, dtype)
+    kernel(x, y)
+    np.testing.assert_array_equal(y, x * 2)
 
 
 @pytest.mark.gpu
