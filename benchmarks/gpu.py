@@ -484,7 +484,6 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
     (`examples/gpu_conv2d_wgmma.py`: images and channels last, float16 results), against
     cuDNN in float16 with channels_last tensors and ``cudnn.benchmark``."""
     torch.backends.cudnn.benchmark = True
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     batch, size, cin, cout = 256, 14, 256, 512
     x = torch.randn(batch, cin, size, size, device="cuda").half()
     weight = torch.randn(cout, cin, 3, 3, device="cuda").half()
@@ -505,12 +504,6 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
         "tma, 256x128 blocks, 4 stages": dict(tma=True, block_rows=256, stages=4),
         "tma, 128x256 blocks, 2 stages, k by 128": dict(
             tma=True, block_cols=256, stages=2, step=128
-        ),
-        "tma, 128x256 blocks, 4 stages, persistent": dict(
-            tma=True, block_cols=256, stages=4, persistent=sms
-        ),
-        "tma, 256x128 blocks, 4 stages, persistent": dict(
-            tma=True, block_rows=256, stages=4, persistent=sms
         ),
     }
     for name, options in variants.items():

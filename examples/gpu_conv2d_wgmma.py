@@ -69,13 +69,11 @@ def schedule(
     step: int = 64,
     stages: int = 3,
     tma: bool = False,
-    persistent: int = 0,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (of 64 above 64), `step` a multiple of 64 dividing the input channels. With `tma`, the
     copy engine fills the tiles from a producer warp, and its zero fill outside the image is
-    the padding (``pipeline(stages, tma=True)``). With `persistent`, that many blocks (one per
-    multiprocessor) each take a run of the tiles in turn, as in `gpu_gemm_wgmma`."""
+    the padding (``pipeline(stages, tma=True)``)."""
     s = sl.create_schedule(conv.op)
     first = conv.op.input_tensors[0]
     product = conv if first.op.name == "Apad" else first
@@ -96,14 +94,9 @@ def schedule(
     gn, n = s[conv].split(n, factor=GROUP_ROWS)
     s[conv].reorder(h, x, bn, bo, gn, n, o)
     xn = s[conv].fuse(x, bn)
-    if persistent:
-        tiles = s[conv].fuse(h, xn, bo)
-        blocks, _ = s[conv].split(tiles, nparts=persistent)  # each block's tiles in turn
-        s[conv].bind(blocks, sl.thread_axis("blockIdx.x"))
-    else:
-        s[conv].bind(h, sl.thread_axis("blockIdx.z"))
-        s[conv].bind(xn, sl.thread_axis("blockIdx.y"))
-        s[conv].bind(bo, sl.thread_axis("blockIdx.x"))
+    s[conv].bind(h, sl.thread_axis("blockIdx.z"))
+    s[conv].bind(xn, sl.thread_axis("blockIdx.y"))
+    s[conv].bind(bo, sl.thread_axis("blockIdx.x"))
     s[conv].bind(gn, sl.thread_axis("threadIdx.z"))
     s[conv].tensorize(n, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS))
 
