@@ -58,7 +58,14 @@ from .nodes import (
 )
 from .refill import copies_of, refill_groups, replace_loop, retarget, split_body
 from .simplify import simplify_expr
-from .visit import substitute_expr, substitute_stmt, transform_stmt, walk_expr, walk_stmt
+from .visit import (
+    stmt_children,
+    substitute_expr,
+    substitute_stmt,
+    transform_stmt,
+    walk_expr,
+    walk_stmt,
+)
 
 TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_BOX = 256  # elements per dimension of one bulk copy
@@ -222,18 +229,7 @@ def _tile_loop(stmt: Stmt, loop: For) -> tuple[For | None, dict[Var, Expr]]:
     """The serial loop right around `loop` (through allocations and lets only) whose
     iterations `loop`'s extent does not depend on, with the lets in between; (None, {})
     where there is none."""
-    path: list[Stmt] = []
-
-    def find(s: Stmt) -> bool:
-        path.append(s)
-        if s is loop:
-            return True
-        if any(find(kid) for kid in _kids(s)):
-            return True
-        path.pop()
-        return False
-
-    find(stmt)
+    path = _path(stmt, loop)
     between: list[Let] = []
     for s in reversed(path[:-1]):
         if isinstance(s, For) and s.kind == "serial":
@@ -337,33 +333,25 @@ def _beyond(loop: For, body: Stmt, loops: list, wide: Const, boxes: dict[int, _B
 def _kernel_of(stmt: Stmt, loop: For) -> Stmt:
     """The statement that holds `loop` and is its kernel: the outermost loop bound to blockIdx
     around it, or all of `stmt` where there is none (one block)."""
-    path: list[Stmt] = []
-
-    def find(s: Stmt) -> bool:
-        path.append(s)
-        if s is loop:
-            return True
-        for kid in _kids(s):
-            if find(kid):
-                return True
-        path.pop()
-        return False
-
-    find(stmt)
-    for s in path:
+    for s in _path(stmt, loop):
         if isinstance(s, For) and s.kind == "bound" and s.thread.startswith("blockIdx"):
             return s
     return stmt
 
 
-def _kids(s: Stmt) -> tuple[Stmt, ...]:
-    if isinstance(s, (For, Let, Allocate)):
-        return (s.body,)
-    if isinstance(s, If):
-        return (s.then,) if s.otherwise is None else (s.then, s.otherwise)
-    if isinstance(s, Seq):
-        return s.stmts
-    return ()
+def _path(stmt: Stmt, target: Stmt) -> list[Stmt]:
+    """The statements from `stmt` down to `target`, both included."""
+    path: list[Stmt] = []
+
+    def find(s: Stmt) -> bool:
+        path.append(s)
+        if s is target or any(find(kid) for kid in stmt_children(s)):
+            return True
+        path.pop()
+        return False
+
+    find(stmt)
+    return path
 
 
 def _thread_extents(kernel: Stmt) -> tuple[int, int, int]:

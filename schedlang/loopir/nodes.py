@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import dtype as dt
 from ..ir.expr import CommReducer, Expr, Var
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.stage import HARDWARE_TAGS
@@ -25,10 +24,6 @@ THREAD_TAGS = tuple(tag for tag in HARDWARE_TAGS if tag != "vthread")
 
 
 SWIZZLES = (32, 64, 128)
-
-
-def _itemsize(dtype: str) -> int:
-    return dt.bits(dtype) // 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -226,14 +221,6 @@ class BulkCopy(Stmt):
     shape: tuple[int, ...]
     barrier: Buffer
     barrier_index: Expr
-
-    @property
-    def nbytes(self) -> int:
-        """The bytes the copy lands (the whole box, its zeros included)."""
-        count = 1
-        for n in self.shape:
-            count *= n
-        return count * _itemsize(self.dst.dtype)
 
 
 MBARRIER_OPS = ("init", "arrive", "wait")
