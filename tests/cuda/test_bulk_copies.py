@@ -20,6 +20,8 @@ from schedlang.schedule.errors import FactorError
 
 from .ptxas import assemble
 from .test_tensor_cores import _close, _inputs
+from .test_wgmma import _built as wgmma_built
+from .test_wgmma import _conv as wgmma_conv
 
 CASES = [
     # (m, n, k), operands, output, schedule options
@@ -39,10 +41,8 @@ CASES = [
 ]
 
 
-def _built(shape, dtype, out, options, target="cuda"):
-    a, b, c = example.gemm(*shape, dtype, out)
-    s = example.schedule(a, b, c, tma=True, **options)
-    return sl.build(s, [a, b, c], target=target), (a, b, c)
+def _built(shape, dtype, out, options):
+    return wgmma_built(shape, dtype, out, dict(options, tma=True))
 
 
 @pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
@@ -249,17 +249,7 @@ CONV_CASES = [
 
 
 def _conv(shape, out, options, seed):
-    from examples import gpu_conv2d_wgmma as conv_example
-
-    a, w, c = conv_example.conv2d(*shape, out_dtype=out)
-    kernel = sl.build(conv_example.schedule(a, w, c, tma=True, **options), [a, w, c], "cuda")
-    rng = np.random.default_rng(seed)
-    height, width, batch, cin, cout = shape
-    x = rng.uniform(0.5, 2, (height, width, batch, cin)) * rng.choice([-1, 1], cin)
-    y = rng.uniform(0.5, 2, (3, 3, cin, cout)) * rng.choice([-1, 1], cout)
-    x, y = x.astype(np.float16), y.astype(np.float16)
-    z = np.full((height, width, batch, cout), np.nan, out)
-    return kernel, (a, w, c), (x, y, z)
+    return wgmma_conv(shape, out, dict(options, tma=True), seed)
 
 
 @pytest.mark.parametrize(("shape", "out", "options"), CONV_CASES[1:])  # the small one

@@ -100,10 +100,11 @@ def emit_bulk_copy(
     rank = len(s.shape)
     if not 1 <= rank <= 5:
         raise LoweringError(f"a bulk copy of a {rank}-dimensional box; the copy engine moves 1-5")
-    tmap = em.b.ptrtoint(maps[_map_of(s, buffers)], ir.IntType(64))
+    m = _map_of(s, buffers)
+    tmap = em.b.ptrtoint(maps[m], ir.IntType(64))
     bar = _shared_address(em, s.barrier, (s.barrier_index,))
     width = s.shape[-1]
-    step = _map_of(s, buffers).box[0]
+    step = m.box[0]
     lead = s.dst_index[: len(s.dst_index) - rank]
     inner = s.dst_index[len(s.dst_index) - rank :]
     if any(not (isinstance(i, Const) and int(i.value) == 0) for i in inner):

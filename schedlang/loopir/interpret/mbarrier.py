@@ -312,13 +312,23 @@ def check_read(rt: Runtime, mem: Mem, flat: np.ndarray, readers: np.ndarray, spa
         return
     landed = mem.landed
     key, slot, phase = landed[KEY, flat], landed[SLOT, flat], landed[PHASE, flat]
-    for k in np.flatnonzero(key >= 0):
-        bar = state.by_key(int(key[k]))
-        who = int(readers[k])
-        lanes = np.arange(rt.size) if who == UNIFORM else np.array([who])
-        late = bar.seen[lanes, slot[k]] <= phase[k]
-        if late.any():
-            lane = int(lanes[np.flatnonzero(late)[0]])
+    for bar in state.slots.values():  # a few barriers; each checked for all its elements
+        mine = np.flatnonzero(key == bar.key)
+        if not len(mine):
+            continue
+        who = readers[mine]
+        # a uniform read must be seen by every thread: the least any thread has seen
+        seen = np.where(
+            who == UNIFORM,
+            bar.seen[:, slot[mine]].min(axis=0),
+            bar.seen[np.maximum(who, 0), slot[mine]],
+        )
+        late = np.flatnonzero(seen <= phase[mine])
+        if len(late):
+            k = int(mine[late[0]])
+            lane = int(readers[k])
+            if lane == UNIFORM:
+                lane = int(np.argmin(bar.seen[:, slot[k]]))
             raise RaceError(
                 f"race on shared buffer '{mem.name}' at {rt._element(mem, int(flat[k]))}: "
                 f"thread {rt.thread_str(lane)} reads it, which a bulk copy landed in phase "
