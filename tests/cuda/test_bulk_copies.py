@@ -38,6 +38,8 @@ CASES = [
     # persistent blocks (4 blocks for 6 tiles: 2, 2, 1, 1), one pipeline across their tiles
     ((256, 384, 128), "float16", "float32", dict(persistent=4, stages=3)),
     ((200, 136, 208), "bfloat16", "float32", dict(persistent=3, block_cols=64, stages=4)),
+    # the last block row has 32 rows: its second warpgroup none (its products versioned out)
+    ((160, 256, 208), "float16", "float16", dict(persistent=2, stages=3)),
 ]
 
 
@@ -110,6 +112,30 @@ def test_the_ptx_keeps_the_products_in_flight():
     assert "wgmma.wait_group.sync.aligned 1;" in ptx  # the newest group runs on
     assert ".maxntid 32, 4, 3" in ptx
     report = assemble(ptx)
+    assert report.spill_bytes == 0
+    assert "serialized" not in report.log, report.log
+
+
+def test_a_persistent_block_keeps_no_branch_between_its_products():
+    """A warpgroup with no rows in a tile skips its products: the guard is the same for the
+    whole k loop, which is versioned on it (`loopir.unswitch`), so no branch stands between
+    the products that ptxas would serialise them at."""
+    kernel, _ = _built((160, 384, 256), "float16", "float16", dict(persistent=3))
+    ptx = kernel.ptx
+    body = ptx[ptx.index("wgmma.fence") :]
+    products = [m.start() for m in re.finditer(r"wgmma\.mma_async", body)]
+    assert len(products) == 4  # one version of the loop holds the products, the other none
+    assert not re.search(r"\bbra", body[products[0] : products[-1]])
+    report = assemble(ptx)
+    assert "serialized" not in report.log, report.log
+
+
+def test_edge_blocks_keep_the_products_in_flight():
+    """Where the edges cut the last block row and column, the stores are guarded: no product
+    may then be in flight across a branch or a merge, nor may a conversion of the results
+    be hoisted above the wait (each would make ptxas wait for every product)."""
+    kernel, _ = _built((300, 520, 256), "float16", "float16", dict(block_cols=256, stages=4))
+    report = assemble(kernel.ptx)
     assert report.spill_bytes == 0
     assert "serialized" not in report.log, report.log
 

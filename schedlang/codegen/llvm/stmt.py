@@ -130,10 +130,12 @@ class StmtEmitter(ExprEmitter):
         del self.vars[s.var]
 
     def branch(self, s: If) -> None:
+        self.target.before_branch(self, s)
         cond = self.condition(s.cond)
         if s.otherwise is None:
             with self.when(cond):
                 self.stmt(s.then)
+                self.target.end_of_arm(self)
             return
         before = self.registers.snapshot()
         arms = []
@@ -142,6 +144,7 @@ class StmtEmitter(ExprEmitter):
                 with arm:
                     self.registers.restore(before)
                     self.stmt(body)
+                    self.target.end_of_arm(self)
                     arms.append((self.registers.snapshot(), self.b.block))
         self.registers.join(self.b, arms)
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         Buffer,
         BulkCopy,
         For,
+        If,
         MatrixOp,
         MBarrier,
         Stmt,
@@ -105,6 +106,12 @@ class Target(ABC):
 
     def end_of_loop_body(self, em: StmtEmitter, body: Stmt) -> None:  # noqa: B027 (no-op by default)
         """Called at the end of a serial loop's body, before its next iteration."""
+
+    def before_branch(self, em: StmtEmitter, branch: If) -> None:  # noqa: B027 (no-op by default)
+        """Called before a branch's condition is evaluated."""
+
+    def end_of_arm(self, em: StmtEmitter) -> None:  # noqa: B027 (no-op by default)
+        """Called at the end of each arm of a branch, before the paths merge."""
 
     @abstractmethod
     def external_math(self, name: str, dtype: str) -> str:

@@ -53,6 +53,7 @@ from ...loopir.nodes import (
     ThreadAllReduce,
 )
 from ...loopir.printer import stmt_head
+from ...loopir.unswitch import unswitch_products
 from ...loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
 from ..llvm.storage import constant_count
 from .allreduce_forms import scratch_sizes
@@ -214,7 +215,8 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
 
 def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     _on_chip_in_blocks(func, body)
-    body = split_roles(body)  # the kernel's alone: `func` stays as the interpreter runs it
+    # the kernel's alone: `func` stays as the interpreter runs it
+    body = unswitch_products(split_roles(body))
     block = _block(func, body)
     _check_matrix_ops(func, body, block)
     _check_accumulator_registers(func, body, block)

@@ -33,6 +33,7 @@ from ...loopir.nodes import (
     Buffer,
     BulkCopy,
     For,
+    If,
     MatrixOp,
     MBarrier,
     Stmt,
@@ -185,6 +186,14 @@ class NvptxTarget(Target):
     def end_of_loop_body(self, em: StmtEmitter, body: Stmt) -> None:
         if self._products:
             self._order.end_of_body(em, body)
+
+    def before_branch(self, em: StmtEmitter, branch: If) -> None:
+        if self._products:
+            self._order.before_branch(em, branch)
+
+    def end_of_arm(self, em: StmtEmitter) -> None:
+        if self._products:
+            self._order.end_of_arm(em)
 
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         emit_allreduce(em, stmt, self.kernel.block)

@@ -183,6 +183,22 @@ class WgmmaOrder:
             self.wait(em)
             self.last_was_product = False
 
+    def before_branch(self, em: StmtEmitter, branch: If) -> None:
+        """No product is in flight across a branch, nor across the merge after it (`end_of_arm`):
+        ptxas cannot prove our branches uniform over a warpgroup (a store guarded by the edge
+        of the matrix, a warpgroup without rows in an edge block), and where a product may be in
+        flight on one path and not on another, it waits for every product of the kernel before
+        issuing the next ("wgmma serialized")."""
+        if self.pending:
+            self.wait(em)
+            self.last_was_product = False
+
+    def end_of_arm(self, em: StmtEmitter) -> None:
+        """Products issued in an arm of a branch are waited for before the paths merge."""
+        if self.pending:
+            self.wait(em)
+            self.last_was_product = False
+
     def wait(self, em: StmtEmitter, keep: int = 0) -> None:
         """Commit the products issued since the last commit (a run of them, one group) and
         wait for every group but the `keep` newest."""
@@ -190,8 +206,31 @@ class WgmmaOrder:
             _asm(em, "wgmma.commit_group.sync.aligned;")
             self.uncommitted = False
         if self.pending:
-            _asm(em, f"wgmma.wait_group.sync.aligned {keep};")
+            text = f"wgmma.wait_group.sync.aligned {keep};"
+            if keep:
+                _asm(em, text)
+            else:
+                _wait_for_accumulators(em, text)
             self.pending = keep > 0
+
+
+def _wait_for_accumulators(em: StmtEmitter, text: str) -> None:
+    """`text` (the wait for every product) with the accumulators' registers passed through it:
+    their readers then come after the wait in the code LLVM emits too. Without the link LLVM
+    hoists their conversions above the wait, and ptxas, to keep them correct, waits for each
+    product before issuing the next ("wgmma serialized")."""
+    for buffer, values in em.registers.values.items():
+        if buffer.scope != "wgmma.accumulator":
+            continue
+        count = len(values)
+        result = ir.LiteralStructType([F32] * count)
+        ftype = ir.FunctionType(result, [F32] * count)
+        constraints = ",".join(["=f"] * count + [str(k) for k in range(count)] + ["~{memory}"])
+        out = em.b.asm(ftype, text, constraints, values, side_effect=True)
+        values[:] = [em.b.extract_value(out, k) for k in range(count)]
+        text = ""  # one wait; the other accumulators only pass through
+    if text:
+        _asm(em, text)
 
 
 def only_products(body: Stmt, neutral: tuple[type, ...] = ()) -> bool:
