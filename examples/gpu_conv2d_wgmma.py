@@ -69,11 +69,15 @@ def schedule(
     step: int = 64,
     stages: int = 3,
     tma: bool = False,
+    runs: int = 0,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (of 64 above 64), `step` a multiple of 64 dividing the input channels. With `tma`, the
     copy engine fills the tiles from a producer warp, and its zero fill outside the image is
-    the padding (``pipeline(stages, tma=True)``)."""
+    the padding (``pipeline(stages, tma=True)``). With `runs`, the output columns are cut
+    in that many runs, and a block takes the columns of its run in turn (``blockIdx.y`` the
+    run, a serial loop its columns): with `tma`, the producer fills the next column's first
+    stages while the consumers store the last one's results."""
     s = sl.create_schedule(conv.op)
     first = conv.op.input_tensors[0]
     product = conv if first.op.name == "Apad" else first
@@ -92,11 +96,16 @@ def schedule(
     bn, n = s[conv].split(n, factor=block_rows)
     bo, o = s[conv].split(o, factor=block_cols)
     gn, n = s[conv].split(n, factor=GROUP_ROWS)
-    s[conv].reorder(h, x, bn, bo, gn, n, o)
-    xn = s[conv].fuse(x, bn)
     s[conv].bind(h, sl.thread_axis("blockIdx.z"))
-    s[conv].bind(xn, sl.thread_axis("blockIdx.y"))
-    s[conv].bind(bo, sl.thread_axis("blockIdx.x"))
+    if runs:  # blocks over runs of columns, each taking its columns in turn
+        xo, xi = s[conv].split(x, nparts=runs)
+        s[conv].reorder(h, xo, bn, bo, xi, gn, n, o)
+        s[conv].bind(xo, sl.thread_axis("blockIdx.y"))
+        s[conv].bind(s[conv].fuse(bn, bo), sl.thread_axis("blockIdx.x"))
+    else:
+        s[conv].reorder(h, x, bn, bo, gn, n, o)
+        s[conv].bind(s[conv].fuse(x, bn), sl.thread_axis("blockIdx.y"))
+        s[conv].bind(bo, sl.thread_axis("blockIdx.x"))
     s[conv].bind(gn, sl.thread_axis("threadIdx.z"))
     s[conv].tensorize(n, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS))
 

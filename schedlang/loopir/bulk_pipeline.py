@@ -100,7 +100,8 @@ def bulk_pipeline(stmt: Stmt, buffers: dict[Buffer, int]) -> Stmt:
 def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     call = f"pipeline(stages={stages}, tma=True)"
     parts = split_body(loop, group, call)
-    boxes = [_box_of(s, group, call) for s in parts.fill]
+    around = [s for s in _path(stmt, loop) if isinstance(s, For)]  # `loop` last
+    boxes = [_box_of(s, group, call, around) for s in parts.fill]
     for b in group:
         if not any(box.buffer is b for box in boxes):  # pragma: no cover - split_body checks
             raise LoweringError(f"{call} of '{b.name}': its loop does not fill it")
@@ -425,8 +426,9 @@ def _consumers(
 # -- the box a fill copies --------------------------------------------------------------------
 
 
-def _box_of(fill: Stmt, group: list[Buffer], call: str) -> _Box:
-    """The box `fill` copies, proven (module doc), or a `LoweringError` saying why not."""
+def _box_of(fill: Stmt, group: list[Buffer], call: str, around: list[For]) -> _Box:
+    """The box `fill` copies, proven (module doc) for the iterations of the loops `around` it,
+    or a `LoweringError` saying why not."""
     loops: list[For] = []
     lets: dict[Var, Expr] = {}
     guards: list[Expr] = []
@@ -467,8 +469,11 @@ def _box_of(fill: Stmt, group: list[Buffer], call: str) -> _Box:
         for s, d in zip(src_idx, dst_idx)
     )
     bounds = [(lp.var, lp.min, lp.extent) for lp in loops]
+    context = [(lp.var, lp.min, lp.extent) for lp in around]
     try:
-        why = box_copy_mismatch(bounds, guards, dst_idx, src_idx, origin, src.shape, shape, when)
+        why = box_copy_mismatch(
+            bounds, guards, dst_idx, src_idx, origin, src.shape, shape, when, context
+        )
     except NonAffine as err:
         raise _error(buffer, call, f"its fill's index or guard {err} is not affine") from None
     if why is not None:

@@ -32,16 +32,18 @@ def box_copy_mismatch(
     src_shape: Sequence[Expr],
     shape: Sequence[int],
     when: Expr | None = None,
+    context: Sequence[tuple[Var, Expr, Expr]] = (),
 ) -> str | None:
     """None when the stores of the nest (`loops`: variable, first value, extent, affine in
     the variables outside; under `guards`) copy the box of `shape` elements of the source at
-    `origin` as the module says, else why not. With `when`, a store reads only where it holds
+    `origin` as the module says, else why not, for every iteration of the loops of `context`
+    around the nest (the same form). With `when`, a store reads only where it holds
     and writes zeros elsewhere: the copy engine's zero fill, if it holds exactly where the
     element lies inside the source (padding). Raises `NonAffine` for an index, bound, guard
     or condition isl cannot represent."""
     names: dict[Var, str] = {var: f"i{k}" for k, (var, _, _) in enumerate(loops)}
     params: list[str] = []
-    ends = [e for _, lo, n in loops for e in (lo, n)]
+    ends = [e for var, lo, n in (*loops, *context) for e in (var, lo, n)]
     conds = () if when is None else (when,)
     for e in (*dst_idx, *src_idx, *origin, *src_shape, *guards, *ends, *conds):
         for n in walk(e):
@@ -49,12 +51,16 @@ def box_copy_mismatch(
                 names[n] = f"p{len(params)}"
                 params.append(names[n])
     dims = ", ".join(names[var] for var, _, _ in loops)
-    bounds = [
-        f"{aff_text(lo, names)} <= {names[var]} < {aff_text(lo, names)} + {aff_text(n, names)}"
-        for var, lo, n in loops
-    ]
-    bounds += [f"({cond_text(g, names)})" for g in guards]
-    domain = " and ".join(bounds) or "true"
+
+    def ranges(nest: Sequence[tuple[Var, Expr, Expr]]) -> list[str]:
+        return [
+            f"{aff_text(lo, names)} <= {names[var]} < {aff_text(lo, names)} + {aff_text(n, names)}"
+            for var, lo, n in nest
+        ]
+
+    around = " and ".join(ranges(context)) or "true"
+    bounds = [around, *ranges(loops), *(f"({cond_text(g, names)})" for g in guards)]
+    domain = " and ".join(bounds)
     head = f"[{', '.join(params)}] -> "
     dst = [aff_text(i, names) for i in dst_idx]
     at = [f"({aff_text(o, names)}) + ({d})" for o, d in zip(origin, dst)]
@@ -68,7 +74,7 @@ def box_copy_mismatch(
         for k, (o, n) in enumerate(zip(origin, src_shape))
     )
     whole = isl.Set(f"{head}{{ [{box_dims}] : {box} }}")
-    needed = isl.Set(f"{head}{{ [{box_dims}] : {box} and {in_tensor} }}")
+    needed = isl.Set(f"{head}{{ [{box_dims}] : {box} and {in_tensor} and {around} }}")
     if not (covered.is_subset(whole) and needed.is_subset(covered)):
         return "its fill does not write the whole buffer (the part inside the tensor)"
     if when is not None:

@@ -271,6 +271,8 @@ CONV_CASES = [
     # engine's zero fill of rows of the image outside it
     ((4, 4, 128, 128, 128), "float16", {}),
     ((5, 3, 64, 64, 64), "float32", dict(block_rows=64, block_cols=64, stages=2)),
+    # blocks take runs of 2 columns in turn: the box proven over the loops around the fill
+    ((3, 4, 128, 64, 128), "float16", dict(block_cols=64, stages=3, runs=2)),
 ]
 
 
