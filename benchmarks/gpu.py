@@ -511,9 +511,6 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
         "tma, 128x256 blocks, 4 stages, 7 runs of columns": dict(
             tma=True, block_cols=256, stages=4, runs=7
         ),
-        "tma, 128x256 blocks, 4 stages, 1 run of columns": dict(
-            tma=True, block_cols=256, stages=4, runs=1
-        ),
     }
     for name, options in variants.items():
         kernel = gpu_conv2d_wgmma.build(size, size, batch, cin, cout, **options)
