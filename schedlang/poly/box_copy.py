@@ -20,7 +20,7 @@ import islpy as isl
 
 from ..ir.expr import Expr, Var
 from ..ir.visit import walk
-from .affine import aff_text, cond_text
+from .affine import NonAffine, aff_text, cond_text
 
 
 def box_copy_mismatch(
@@ -58,7 +58,13 @@ def box_copy_mismatch(
             for var, lo, n in nest
         ]
 
-    around = " and ".join(ranges(context)) or "true"
+    def bounded(loop: tuple[Var, Expr, Expr]) -> bool:  # a loop isl cannot bound says nothing
+        try:
+            return bool(ranges([loop]))
+        except NonAffine:
+            return False
+
+    around = " and ".join(ranges([c for c in context if bounded(c)])) or "true"
     bounds = [around, *ranges(loops), *(f"({cond_text(g, names)})" for g in guards)]
     domain = " and ".join(bounds)
     head = f"[{', '.join(params)}] -> "

@@ -39,3 +39,9 @@ def test_without_them_a_column_past_the_tensor_is_possible():
 
 def test_a_block_past_the_tensor_is_still_refused():
     assert "pads with zeros" in _padded_rows_fill([(F, const(0), const(6))])
+
+
+def test_a_loop_around_whose_bounds_isl_cannot_read_bounds_nothing():
+    n = Var("n", "int32", "size")
+    opaque = (P, const(0), n * n)  # not affine: left out of the context, not an error
+    assert _padded_rows_fill([(F, const(0), const(4)), opaque]) is None
