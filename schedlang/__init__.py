@@ -21,6 +21,7 @@ from .errors import entry_point as _entry_point
 from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else
+from .ir.extern import call_packed, extern
 from .ir.math import (
     abs,
     ceil,
@@ -44,6 +45,7 @@ from .ir.math import (
     sqrt,
     tanh,
 )
+from .ir.packed import get_global_func, register_func
 from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
 from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from .platform_info import cuda_available
@@ -61,7 +63,10 @@ __version__ = "0.1.0"
 def lower(s: Schedule, args: list, name: str = "main"):
     """The loop nest of schedule `s` over the buffers of `args`; print it to read it."""
     from .driver import lower as _lower
+    from .runtime.extern_calls import extern_ops, lower_with_externs
 
+    if extern_ops(s):
+        return lower_with_externs(s, args, lambda kargs: _lower(s, kargs, name))
     return _lower(s, args, name)
 
 
@@ -111,6 +116,7 @@ __all__ = [
     "Schedule",
     "Stage",
     "build",
+    "call_packed",
     "create_schedule",
     "cuda_available",
     "load",
@@ -137,9 +143,11 @@ __all__ = [
     "erf",
     "evaluate",
     "exp",
+    "extern",
     "exp2",
     "floor",
     "fma",
+    "get_global_func",
     "if_then_else",
     "log",
     "log2",
@@ -157,6 +165,7 @@ __all__ = [
     "prod",
     "reduce_axis",
     "reference",
+    "register_func",
     "round",
     "rsqrt",
     "select",

@@ -67,6 +67,12 @@ def build(
     """Compile schedule `s` into a kernel over the buffers of `args` (in order)."""
     resolved = resolve_target(target)
     with paused():
+        from .runtime.extern_calls import build_with_externs, extern_ops
+
+        if extern_ops(s):
+            return build_with_externs(
+                s, args, resolved.name, name, lambda kargs: _build(s, kargs, resolved, name)
+            )
         return _build(s, args, resolved, name)
 
 

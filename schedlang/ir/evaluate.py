@@ -33,6 +33,7 @@ from .expr import (
     Unary,
     Var,
 )
+from .extern import ExternOp
 from .graph import post_order
 from .integers import as_int
 from .printer import expr_str
@@ -164,6 +165,8 @@ def reference(
         for op in ops:
             if isinstance(op, ComputeOp):
                 ctx.values[op] = _compute(op, ctx)
+            elif isinstance(op, ExternOp):
+                ctx.values[op] = _extern(op, ctx)
     results = [ctx.values[t.op] for t in outs]
     return results[0] if single else results
 
@@ -176,7 +179,7 @@ def _input_arrays(
         if isinstance(key, Read) and not key.indices:  # a scalar parameter (sl.var of a float)
             key = key.tensor
         op = key.op if isinstance(key, Tensor) else key
-        if not isinstance(op, PlaceholderOp):
+        if not isinstance(op, PlaceholderOp) or isinstance(op, ExternOp):
             raise AlgorithmError(
                 f"inputs: '{getattr(op, 'name', key)}' is not a placeholder; give arrays only "
                 "for placeholders, computed tensors are evaluated"
@@ -184,7 +187,7 @@ def _input_arrays(
         given[op] = value
     arrays = {}
     for op in ops:
-        if not isinstance(op, PlaceholderOp):
+        if not isinstance(op, PlaceholderOp) or isinstance(op, ExternOp):
             continue
         if op not in given:
             raise AlgorithmError(f"no array given for placeholder '{op.name}'")
@@ -315,6 +318,16 @@ def _solve(
 
 def _sizes_str(e: Expr, sizes: Mapping[Var, int]) -> str:
     return ", ".join(f"{v.name}={sizes[v]}" for v in _size_vars(e))
+
+
+def _extern(op: ExternOp, ctx: _Context) -> np.ndarray:
+    """The array `op`'s function writes, given its inputs' values."""
+    from .packed import call_extern
+
+    shape = tuple(_size_value(n, ctx.sizes) for n in op.shape)
+    out = np.zeros(shape, ctx.np_dtype(op.dtype))
+    call_extern(op, ctx.values, out)
+    return out
 
 
 def _compute(op: ComputeOp, ctx: _Context) -> np.ndarray:

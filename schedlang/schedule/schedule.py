@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import InternalError, ScheduleError, entry_point, user_location
+from ..ir.extern import ExternOp
 from ..ir.graph import post_order
 from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
@@ -216,7 +217,7 @@ def create_schedule(outputs: object) -> Schedule:
         ops.append(op)
     if not ops:
         raise ScheduleError("create_schedule: no outputs given; pass the tensors to compute")
-    if not any(isinstance(op, ComputeOp) for op in ops):
+    if not any(isinstance(op, (ComputeOp, ExternOp)) for op in ops):
         names = ", ".join(f"'{op.name}'" for op in ops)
         raise ScheduleError(
             f"create_schedule: every output ({names}) is a placeholder, so the schedule would "

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import entry_point, user_location
 from ..ir.expr import Const, Var, as_expr
+from ..ir.extern import ExternOp
 from ..ir.integers import as_int
 from ..ir.tensor import ComputeOp, IterVar, Operation
 from ..ir.visit import walk
@@ -144,6 +145,12 @@ class Stage:
         return axis
 
     def _require_compute(self, call: str, loc: str) -> None:
+        if isinstance(self.op, ExternOp):
+            what = (
+                f"'{self.name}' is an extern stage (computed whole by {self.op.call.func!r}, "
+                "before the kernel): it has no loops to schedule"
+            )
+            self._fail(PlacementError, call, loc, what)
         if not isinstance(self.op, ComputeOp):
             self._fail(
                 PlacementError,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..errors import SchedlangError as TVMError
 from . import contrib, nd, runtime, target, te, tir
 from .driver import build, lower
+from .packed import get_global_func, register_func
 from .runtime import Device, Module, NDArray, cl, cpu, cuda, device, gpu, opencl, rocm
 
 __all__ = [
@@ -26,10 +27,12 @@ __all__ = [
     "cpu",
     "cuda",
     "device",
+    "get_global_func",
     "gpu",
     "lower",
     "nd",
     "opencl",
+    "register_func",
     "rocm",
     "runtime",
     "target",

@@ -93,6 +93,14 @@ class NDArray:
 
     asnumpy = numpy
 
+    def copyto(self, target: object) -> NDArray:
+        """Copy into `target` (an array, written in place), or onto a device (a new array)."""
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        from .nd import array
+
+        return array(self, target)
+
     def copyfrom(self, source: object) -> NDArray:
         values = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
         if isinstance(self.data, DeviceArray):

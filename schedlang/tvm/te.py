@@ -58,6 +58,26 @@ def compute(
     return _sl.compute(_shape(shape, name), fcompute, name=name, tag=tag)
 
 
+def extern(
+    shape: object,
+    inputs: list,
+    fcompute,
+    name: str = "extern",
+    dtype: object = None,
+    in_buffers: object = None,
+    out_buffers: object = None,
+    tag: str = "",
+    attrs: object = None,
+) -> Tensor:
+    """TE's extern stage: `fcompute(ins, outs)` returns ``tvm.tir.call_packed(...)``."""
+    if in_buffers is not None or out_buffers is not None:
+        raise AlgorithmError(
+            f"extern '{name}': in_buffers/out_buffers (buffers declared by hand) are not "
+            "supported; schedlang hands the function whole compact arrays"
+        )
+    return _sl.extern(_shape(shape, name), inputs, fcompute, name=name, dtype=dtype)
+
+
 def thread_axis(dom: object = None, tag: str = "", name: str = "", span: object = None):
     """A hardware index; TE's ``thread_axis((0, n), "threadIdx.x")`` names the range the loop
     bound to it must cover, which schedlang reads off the loop itself."""

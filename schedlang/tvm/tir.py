@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlang import all, any, const, exp, if_then_else, log, sqrt  # noqa: F401
+from schedlang import all, any, call_packed, const, exp, if_then_else, log, sqrt  # noqa: F401
 from schedlang import if_then_else as Select  # noqa: F401, N812
 
 

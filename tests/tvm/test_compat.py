@@ -170,3 +170,57 @@ def test_a_cuda_module_runs_on_arrays_of_the_gpu():
     tvm.testing.assert_allclose(c.numpy(), a.numpy() * 3 + b.numpy(), rtol=1e-6, atol=1e-6)
     seconds = f.time_evaluator(f.entry_name, dev, number=20)(a, b, c).mean
     assert 0 < seconds < 1e-2
+
+
+def test_an_extern_stage_calls_a_function_registered_in_te_style():
+    """``te.extern`` with ``tvm.tir.call_packed`` to a ``tvm.register_func`` function, which
+    receives TE arrays and writes its output with ``copyto``."""
+    kinds = []
+
+    @tvm.register_func("test_compat.cube_plus_one", override=True)
+    def cube_plus_one(x, y):
+        kinds.append((type(x), type(y)))
+        tvm.nd.array(x.numpy() ** 3 + 1).copyto(y)
+
+    n = te.var("n")
+    a = te.placeholder((n,), name="A")
+    c = te.extern(
+        a.shape,
+        [a],
+        lambda ins, outs: tvm.tir.call_packed("test_compat.cube_plus_one", ins[0], outs[0]),
+        name="C",
+    )
+    d = te.compute(a.shape, lambda i: c[i] - a[i], name="D")
+    f = tvm.build(te.create_schedule(d.op), [a, d], "llvm")
+    x = np.random.default_rng(3).uniform(-2, 2, 37).astype("float32")
+    out = tvm.nd.array(np.full(37, np.nan, "float32"))
+    f(tvm.nd.array(x), out)
+    tvm.testing.assert_allclose(out.numpy(), x**3 + 1 - x, rtol=1e-5)
+    assert kinds == [(tvm.nd.NDArray, tvm.nd.NDArray)]
+    assert tvm.get_global_func("test_compat.cube_plus_one") is not None
+
+
+def test_cblas_products_are_extern_stages_over_numpys_blas():
+    from schedlang.tvm.contrib import cblas
+
+    assert tvm.get_global_func("tvm.contrib.cblas.matmul", allow_missing=True)
+    rng = np.random.default_rng(4)
+    for transa, transb in ((False, False), (True, False), (False, True)):
+        a = te.placeholder((13, 7) if transa else (7, 13), name="A")
+        b = te.placeholder((9, 13) if transb else (13, 9), name="B")
+        c = cblas.matmul(a, b, transa, transb)
+        x = rng.uniform(-1, 1, [int(d) for d in a.shape]).astype("float32")
+        y = rng.uniform(-1, 1, [int(d) for d in b.shape]).astype("float32")
+        f = tvm.build(te.create_schedule(c.op), [a, b, c], "llvm")
+        out = tvm.nd.array(np.full((7, 9), np.nan, "float32"))
+        f(tvm.nd.array(x), tvm.nd.array(y), out)
+        want = (x.T if transa else x) @ (y.T if transb else y)
+        tvm.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+    a = te.placeholder((3, 4, 5), name="A")
+    b = te.placeholder((3, 5, 2), name="B")
+    c = cblas.batch_matmul(a, b)
+    x = rng.uniform(-1, 1, (3, 4, 5)).astype("float32")
+    y = rng.uniform(-1, 1, (3, 5, 2)).astype("float32")
+    out = tvm.nd.array(np.full((3, 4, 2), np.nan, "float32"))
+    tvm.build(te.create_schedule(c.op), [a, b, c], "llvm")(tvm.nd.array(x), tvm.nd.array(y), out)
+    tvm.testing.assert_allclose(out.numpy(), x @ y, rtol=1e-5)

@@ -1,5 +1,6 @@
-"""``tvm.contrib``: the helpers TE programs use around building (`utils`, `cc`)."""
+"""``tvm.contrib``: the helpers TE programs use around building (`utils`, `cc`), and the BLAS
+behind numpy as extern stages (`cblas`)."""
 
-from . import cc, utils
+from . import cblas, cc, utils
 
-__all__ = ["cc", "utils"]
+__all__ = ["cblas", "cc", "utils"]

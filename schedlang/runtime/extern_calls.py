@@ -1,0 +1,190 @@
+"""A build whose schedule has `extern` stages: their calls on the host, then one kernel for the
+computed stages, which reads the calls' results as inputs.
+
+An extern stage is computed whole by a function schedlang cannot see into, so it runs before
+the kernel that reads it, and only from inputs that exist before the kernel runs: placeholders,
+scalar parameters, and other extern stages (a computed input would need a kernel before the
+call; build that part separately and pass its result). Results the caller does not list in
+`args` are held in arrays of this object's own, made at each call.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import LoweringError
+from ..ir import dtype as dt
+from ..ir.evaluate import _bind_sizes, _size_value
+from ..ir.expr import Read
+from ..ir.extern import ExternBuffer, ExternOp
+from ..ir.graph import post_order
+from ..ir.packed import call_extern, get_global_func
+from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+from ..schedule.schedule import Schedule
+
+
+def extern_ops(s: Schedule) -> list[ExternOp]:
+    """The schedule's extern stages, each after those it reads."""
+    return [op for op in post_order(s.output_ops) if isinstance(op, ExternOp)]
+
+
+class ExternProgram:
+    """Called like a kernel (`args` in order, sizes by name): the extern calls, then
+    `kernel` over `kernel_ops` (None when nothing is computed)."""
+
+    def __init__(
+        self,
+        arg_ops: Sequence[Operation],
+        externs: Sequence[ExternOp],
+        kernel: object | None,
+        kernel_ops: Sequence[Operation],
+    ) -> None:
+        self.arg_ops = tuple(arg_ops)
+        self.externs = tuple(externs)
+        self.kernel = kernel
+        self.kernel_ops = tuple(kernel_ops)
+        self.target = "cpu"
+
+    def __call__(self, *arrays: object, **sizes: int) -> None:
+        if len(arrays) != len(self.arg_ops):
+            raise TypeError(f"expected {len(self.arg_ops)} arguments, got {len(arrays)}")
+        given = {op: _as_array(op, a) for op, a in zip(self.arg_ops, arrays)}
+        inputs = [op for op in self.arg_ops if not isinstance(op, ExternOp)]
+        known = _bind_sizes(list(self.arg_ops), {op: given[op] for op in inputs}, sizes)
+        values: dict[Operation, np.ndarray] = dict(given)
+        for op in self.externs:
+            out = values.get(op)
+            if out is None:
+                shape = tuple(_size_value(n, known) for n in op.shape)
+                out = values[op] = np.empty(shape, dt.to_numpy(op.dtype))
+            call_extern(op, values, out)
+        if self.kernel is not None:
+            self.kernel(*(values[op] for op in self.kernel_ops), **sizes)
+
+    def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
+        """The median seconds of a call (the extern calls and the kernel), after `warmup`."""
+        for _ in range(warmup):
+            self(*arrays, **sizes)
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            self(*arrays, **sizes)
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The kernel's LLVM IR (the extern calls are Python, on the host)."""
+        return "" if self.kernel is None else self.kernel.llvm_ir
+
+    @property
+    def asm(self) -> str:
+        return "" if self.kernel is None else self.kernel.asm
+
+    def export(self, path) -> None:
+        raise LoweringError(
+            "a build with extern stages calls Python functions, which cannot be saved with it; "
+            "save the kernel of the computed stages (built without them) instead"
+        )
+
+    def __repr__(self) -> str:
+        calls = ", ".join(f"{op.name} = {op.call.func}(...)" for op in self.externs)
+        return f"<ExternProgram {calls}; then {self.kernel!r}>"
+
+
+class ExternLowered:
+    """What `sl.lower` shows of a schedule with extern stages: the calls, in order, then the
+    kernel's loop nest (None when nothing is computed)."""
+
+    def __init__(self, externs: Sequence[ExternOp], kernel: object | None) -> None:
+        self.externs = tuple(externs)
+        self.kernel = kernel
+
+    def __str__(self) -> str:
+        lines = [f"{_call_str(op)}  # extern, on the host" for op in self.externs]
+        if self.kernel is not None:
+            lines.append(str(self.kernel))
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return f"```\n{self}\n```"
+
+
+def _call_str(op: ExternOp) -> str:
+    from ..ir.printer import expr_str
+
+    args = ", ".join(a.name if isinstance(a, ExternBuffer) else expr_str(a) for a in op.call.args)
+    return f"{op.name} = {op.call.func}({args})"
+
+
+def lower_with_externs(s: Schedule, args: list[Tensor], make_kernel) -> ExternLowered:
+    """The calls and the kernel's loop nest (`make_kernel(args)`) of `s` over `args`."""
+    externs = _checked(s)
+    kernel_args = _kernel_args(s, args, externs)
+    return ExternLowered(externs, None if kernel_args is None else make_kernel(kernel_args))
+
+
+def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, make_kernel):
+    """The `ExternProgram` of `s` over `args`; `make_kernel(args)` builds the kernel of the
+    computed stages over the arguments it is given."""
+    externs = _checked(s)
+    if target != "cpu":
+        raise LoweringError(
+            f"extern stage '{externs[0].name}' calls {externs[0].call.func!r} on the host; "
+            f"build for target='cpu' (a {target} kernel cannot call it)"
+        )
+    for op in externs:
+        get_global_func(op.call.func)  # a missing function is an error now, not at the call
+    kernel_args = _kernel_args(s, args, externs)
+    arg_ops = [_op_of(a) for a in args]
+    if kernel_args is None:
+        return ExternProgram(arg_ops, externs, None, ())
+    return ExternProgram(arg_ops, externs, make_kernel(kernel_args), map(_op_of, kernel_args))
+
+
+def _checked(s: Schedule) -> list[ExternOp]:
+    externs = extern_ops(s)
+    for op in externs:
+        for t in op.inputs:
+            if not isinstance(t.op, PlaceholderOp):
+                raise LoweringError(
+                    f"extern stage '{op.name}' reads '{t.name}', which the kernel computes after "
+                    "the extern calls; build the stages before it separately and pass its "
+                    "result as an input"
+                )
+    return externs
+
+
+def _kernel_args(s: Schedule, args: list, externs: list[ExternOp]) -> list | None:
+    """The arguments of the kernel of the computed stages: those of `args` it reads or
+    writes, then the extern results it reads that `args` leaves out; None when nothing is
+    computed."""
+    computed = [op for op in post_order(s.output_ops) if isinstance(op, ComputeOp)]
+    if not computed:
+        return None
+    read = {t.op for op in computed for t in op.input_tensors} | set(computed)
+    kernel_args = [a for a in args if _op_of(a) in read]
+    listed = {_op_of(a) for a in kernel_args}
+    return kernel_args + [Tensor(op) for op in externs if op in read and op not in listed]
+
+
+def _op_of(a: object) -> Operation:
+    if isinstance(a, Read) and not a.indices:  # a scalar parameter
+        return a.tensor.op
+    return a.op if isinstance(a, Tensor) else a
+
+
+def _as_array(op: Operation, value: object) -> np.ndarray:
+    array = np.asarray(value)
+    if not op.shape and array.ndim == 0:
+        return array.astype(dt.to_numpy(op.dtype))
+    if array.dtype != dt.to_numpy(op.dtype):
+        raise TypeError(
+            f"'{op.name}' is {op.dtype} but its array is {array.dtype}: convert it with "
+            f".astype({dt.to_numpy(op.dtype).name!r})"
+        )
+    return array
