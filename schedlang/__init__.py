@@ -22,6 +22,7 @@ from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else
 from .ir.extern import call_packed, extern
+from .ir.intrinsics import call_intrin, call_pure_extern, register_intrin_lowering
 from .ir.math import (
     abs,
     ceil,
@@ -116,7 +117,9 @@ __all__ = [
     "Schedule",
     "Stage",
     "build",
+    "call_intrin",
     "call_packed",
+    "call_pure_extern",
     "create_schedule",
     "cuda_available",
     "load",
@@ -166,6 +169,7 @@ __all__ = [
     "reduce_axis",
     "reference",
     "register_func",
+    "register_intrin_lowering",
     "round",
     "rsqrt",
     "select",

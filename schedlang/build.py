@@ -104,11 +104,12 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     def make() -> CudaKernel:
         from .codegen.nvptx.compile import compile_cuda
         from .driver import lower_for_gpu
+        from .loopir.intrin_lowering import apply_lowering_rules
         from .runtime.cuda_kernel import CudaKernel
 
         # CUDA starts beside the lowering, which needs no GPU; a build on disk needs neither
         cuda_start.start()
-        lowered = lower_for_gpu(s, args, name)
+        lowered = apply_lowering_rules(lower_for_gpu(s, args, name), "cuda")
         compiled = compile_cuda(lowered, arch(), resolved.min_blocks)
         return CudaKernel(compiled.plan.func, compiled, shown())
 
@@ -117,9 +118,10 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
 def _build_cpu(s: Schedule, args: list[Tensor], name: str) -> Kernel:
     from .driver import lower
+    from .loopir.intrin_lowering import apply_lowering_rules
     from .runtime.kernel import Kernel
 
-    return Kernel.for_cpu(lower(s, args, name))
+    return Kernel.for_cpu(apply_lowering_rules(lower(s, args, name), "cpu"))
 
 
 def _refuse_tensor_cores(s: Schedule) -> None:

@@ -73,7 +73,10 @@ def _folder(s: Schedule, args: Sequence[Tensor], name: str) -> Path | None:
         text = canonical_text(s, args)
     except Uncacheable:
         return None
-    digest = hashlib.sha256(f"{FORMAT}\n{_toolchain()}\n{name}\n".encode())
+    from .ir.intrinsics import rules_fingerprint
+
+    rules = rules_fingerprint()  # the lowering rules registered in this process
+    digest = hashlib.sha256(f"{FORMAT}\n{_toolchain()}\n{name}\n{rules}\n".encode())
     digest.update(text.encode())
     return folder / "builds" / digest.hexdigest()
 

@@ -36,6 +36,7 @@ from .expr import (
 from .extern import ExternOp
 from .graph import post_order
 from .integers import as_int
+from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from .visit import walk
@@ -415,6 +416,13 @@ def _call(e: Call, ctx: _Context, args: list) -> np.ndarray:
     if e.name == "fma":
         wide = [a.astype(np.float64) for a in args]
         return (wide[0] * wide[1] + wide[2]).astype(out)
+    if e.name.startswith(EXTERN):
+        return np.asarray(reference_function(e.name[len(EXTERN) :])(*args)).astype(out)
+    if e.name.startswith(INTRIN):
+        raise AlgorithmError(
+            f"the intrinsic {e.name[len(INTRIN) :]!r} (call_intrin) has no reference: only the "
+            "lowering rule registered for a target says what it computes"
+        )
     return np.asarray(_MATH[e.name](*args)).astype(out, copy=False)
 
 

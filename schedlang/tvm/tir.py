@@ -1,9 +1,55 @@
-"""``tvm.tir``: the index arithmetic and expression helpers TE algorithms call."""
+"""``tvm.tir``: the index arithmetic and expression helpers TE algorithms call, and calls of
+functions and intrinsics by name as TE spells them (``"tir.exp"`` is schedlang's ``exp``)."""
 
 from __future__ import annotations
 
+import enum
+
+import schedlang as _sl
 from schedlang import all, any, call_packed, const, exp, if_then_else, log, sqrt  # noqa: F401
 from schedlang import if_then_else as Select  # noqa: F401, N812
+from schedlang.ir.expr import Call as _Call
+from schedlang.ir.intrinsics import plain_name
+
+
+class CallEffectKind(enum.IntEnum):
+    """TE's effect kinds of an intrinsic; schedlang's calls are all pure."""
+
+    ExprAnnotation = 0
+    Pure = 1
+    ReadState = 2
+    UpdateState = 3
+    Opaque = 4
+
+
+class Op:
+    """The op a call calls, by TE's name (``tir.exp``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class Call:
+    """A math call or intrinsic as TE's lowering rules see it: ``op.name`` (``"tir.exp"``),
+    ``dtype`` and ``args``; a rule returns an expression, or the call itself to keep it."""
+
+    def __init__(self, call: _Call) -> None:
+        self.call = call
+        self.op = Op("tir." + plain_name(call))
+        self.dtype = call.dtype
+        self.args = call.args
+
+
+def call_pure_extern(dtype: str, func_name: str, *args: object):
+    return _sl.call_pure_extern(dtype, func_name, *args)
+
+
+def call_intrin(dtype: str, func_name: str, *args: object):
+    return _sl.call_intrin(dtype, _schedlang_name(func_name), *args)
+
+
+def _schedlang_name(name: str) -> str:
+    return name[len("tir.") :] if name.startswith("tir.") else name
 
 
 def floordiv(a, b):

@@ -224,3 +224,39 @@ def test_cblas_products_are_extern_stages_over_numpys_blas():
     out = tvm.nd.array(np.full((3, 4, 2), np.nan, "float32"))
     tvm.build(te.create_schedule(c.op), [a, b, c], "llvm")(tvm.nd.array(x), tvm.nd.array(y), out)
     tvm.testing.assert_allclose(out.numpy(), x @ y, rtol=1e-5)
+
+
+def test_intrinsic_lowering_rules_as_te_registers_them(monkeypatch):
+    """``tvm.ir.register_intrin_lowering`` on TE's names (``tir.exp``): the rule gets a
+    ``tvm.tir.Call`` and returns ``call_pure_extern``; a custom ``call_intrin`` needs one."""
+    from schedlang.ir import intrinsics
+
+    monkeypatch.setattr(intrinsics, "_RULES", {})
+    seen = []
+
+    def keep(op):
+        assert isinstance(op, tvm.tir.Call)
+        seen.append((op.op.name, op.dtype))
+        return op
+
+    tvm.ir.register_op_attr("tir.halflog", "TCallEffectKind", tvm.tir.CallEffectKind.Pure)
+    tvm.ir.register_intrin_lowering("tir.exp", target="llvm", f=keep, level=99)
+    tvm.ir.register_intrin_lowering(
+        "tir.halflog",
+        target="llvm",
+        f=lambda op: tvm.tir.call_pure_extern("float32", "logf", op.args[0]) / 2,
+    )
+    n = te.var("n")
+    a = te.placeholder((n,), name="A")
+    b = te.compute(
+        a.shape, lambda i: te.exp(a[i]) + tvm.tir.call_intrin("float32", "tir.halflog", a[i])
+    )
+    f = tvm.build(te.create_schedule(b.op), [a, b], "llvm")
+    x = np.random.default_rng(5).uniform(0.5, 3, 29).astype("float32")
+    out = tvm.nd.array(np.full(29, np.nan, "float32"))
+    f(tvm.nd.array(x), out)
+    tvm.testing.assert_allclose(out.numpy(), np.exp(x) + np.log(x) / 2, rtol=1e-5)
+    assert seen == [("tir.exp", "float32")]  # kept: LLVM's exp
+    assert '@"logf"' in f.get_source()  # halflog's rule called the C library's logf
+    with pytest.raises(tvm.TVMError, match="'opencl': schedlang compiles for 'llvm'"):
+        tvm.build(te.create_schedule(b.op), [a, b], "opencl")

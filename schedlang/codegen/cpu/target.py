@@ -126,6 +126,14 @@ class CpuTarget(Target):
     def external_math(self, name: str, dtype: str) -> str:
         return name if dtype == "float64" else f"{name}f"
 
+    def named_math(self, symbol: str) -> str:
+        if symbol.startswith("__"):
+            raise LoweringError(
+                f"{symbol!r} is one of CUDA's fast math functions, which the CPU has not; call "
+                f"{symbol.lstrip('_')!r} from the C library on the cpu target"
+            )
+        return symbol
+
 
 def _malloc(module: ir.Module) -> ir.Function:
     return function(module, "malloc", PTR, [I64])

@@ -16,6 +16,7 @@ from llvmlite import ir
 
 from ...errors import InternalError
 from ...ir import dtype as dt
+from ...ir.intrinsics import EXTERN
 from .arith import splat_like
 from .intrinsics import call_overloaded, function, intrinsic
 from .types import F64, I1, I32, is_signed, lanes_of, round_half, vector_of
@@ -60,6 +61,8 @@ def call_math(
         result = b.fdiv(numerator, b.fadd(splat_like(1.0, x), e))
     elif name in _INTRINSICS or name in EXTERNAL:
         result = _function(b, target, name, args, dtype)
+    elif name.startswith(EXTERN):  # `call_pure_extern`: the target's function of that C name
+        result = _external(b, target.named_math(name[len(EXTERN) :]), args)
     else:
         raise InternalError(f"code generation does not know the math function '{name}'")
     return round_half(b, dtype, result)

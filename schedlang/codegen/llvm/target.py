@@ -117,6 +117,10 @@ class Target(ABC):
     def external_math(self, name: str, dtype: str) -> str:
         """The symbol of the scalar function computing `name` (``tanh``, ``erf``) in `dtype`."""
 
+    @abstractmethod
+    def named_math(self, symbol: str) -> str:
+        """The symbol to call for the math function of C name `symbol` (`call_pure_extern`)."""
+
     def buffer_align(self, buffer: Buffer) -> int:
         """Bytes to which every buffer like `buffer` is known to start aligned; accesses
         state their alignment from it (`alignment`). Only the element size is guaranteed unless

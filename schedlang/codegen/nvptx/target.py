@@ -229,6 +229,18 @@ class NvptxTarget(Target):
     def native_math(self, name: str) -> bool:
         return name in _NATIVE_MATH
 
+    def named_math(self, symbol: str) -> str:
+        """libdevice's function for a CUDA math name: ``expf`` is ``__nv_expf``, the fast
+        ``__expf`` is ``__nv_fast_expf``."""
+        if libdevice.find() is None:
+            raise LoweringError(
+                f"call_pure_extern({symbol!r}) on the cuda target calls NVIDIA's libdevice, which "
+                "was not found; install a CUDA toolkit or the nvidia-cuda-nvcc wheel (or set "
+                "SCHEDLANG_LIBDEVICE to the file)"
+            )
+        base = symbol.lstrip("_")
+        return f"__nv_fast_{base}" if symbol.startswith("__") else f"__nv_{base}"
+
     def external_math(self, name: str, dtype: str) -> str:
         if libdevice.find() is not None:
             return f"__nv_{name}" if dtype == "float64" else f"__nv_{name}f"
