@@ -145,6 +145,13 @@ class Schedule:
         """An independent schedule with the same records (axes held by the user stay valid)."""
         return replay(self.roots, self.records)
 
+    def normalize(self) -> Schedule:
+        """This schedule (TE's ``s.normalize()``): TE rebases loops whose range does not start
+        at 0 so that they do; schedlang lowers every loop from 0 already (an axis over
+        ``[1, n)`` runs ``range(0, n - 1)`` and its uses read ``k + 1``), so there is nothing
+        to rebase."""
+        return self
+
     @entry_point
     def undo(self, steps: int = 1) -> None:
         """Take back the last `steps` primitives: the schedule becomes the one their removal
