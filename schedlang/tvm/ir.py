@@ -7,18 +7,27 @@ from collections.abc import Callable
 
 import schedlang as _sl
 
+from ..errors import LoweringError
 from .target import as_target
-from .tir import Call, _schedlang_name
+from .tir import Call, CallEffectKind, _schedlang_name
 
-_ATTRS: dict[tuple[str, str], object] = {}
-_sl_targets = ["cpu", "cuda"]
+_EVERY_TARGET = ("cpu", "cuda")  # what TE's "default" target means here
 
 
 def register_op_attr(op_name: str, attr_key: str, value: object = None, level: int = 10):
-    """Record an attribute of an op, as TE does; schedlang reads none of them (its calls are all
-    pure), so registering is all there is to do."""
-    _ATTRS[(op_name, attr_key)] = value
-    return value
+    """TE's attributes of an op. schedlang knows one, ``TCallEffectKind``, and every call it
+    makes is pure (it may compute a call once for equal arguments, or not at all when unused):
+    declaring a call pure states what schedlang assumes; any other effect is refused."""
+    if attr_key != "TCallEffectKind":
+        raise LoweringError(
+            f"register_op_attr({op_name!r}, {attr_key!r}): schedlang reads no op attribute but "
+            "TCallEffectKind"
+        )
+    if value != CallEffectKind.Pure:
+        raise LoweringError(
+            f"register_op_attr({op_name!r}, 'TCallEffectKind', {value!r}): schedlang's calls are "
+            "all pure (no side effect, no state), so only CallEffectKind.Pure can be declared"
+        )
 
 
 def register_intrin_lowering(
@@ -26,7 +35,7 @@ def register_intrin_lowering(
 ):
     """Lower calls of `op_name` (``"tir.exp"``) for `target` (``"default"``: every target)
     with ``f(call)``, where `call` is a `tvm.tir.Call`; as a decorator without `f`."""
-    targets = _sl_targets if target == "default" else [as_target(target).schedlang.split()[0]]
+    targets = _EVERY_TARGET if target == "default" else [as_target(target).schedlang.split()[0]]
     name = _schedlang_name(op_name)
 
     def register(rule: Callable) -> Callable:

@@ -240,6 +240,8 @@ def test_intrinsic_lowering_rules_as_te_registers_them(monkeypatch):
         return op
 
     tvm.ir.register_op_attr("tir.halflog", "TCallEffectKind", tvm.tir.CallEffectKind.Pure)
+    with pytest.raises(tvm.TVMError, match="only CallEffectKind.Pure"):
+        tvm.ir.register_op_attr("tir.halflog", "TCallEffectKind", tvm.tir.CallEffectKind.Opaque)
     tvm.ir.register_intrin_lowering("tir.exp", target="llvm", f=keep, level=99)
     tvm.ir.register_intrin_lowering(
         "tir.halflog",
