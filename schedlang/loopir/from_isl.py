@@ -35,7 +35,9 @@ from ..schedule.axis import Axis
 from ..schedule.errors import AnnotationError, BindError, message
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
 from .nodes import Buffer, For, If, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
+from .unroll_limit import MAX_UNROLLED
 from .visit import walk_expr, walk_stmt
 
 _OPS = isl.ast_expr_op_type
@@ -295,7 +297,38 @@ class _Translator:
         if axis in stage.binds:
             tag = stage.binds[axis]
             return ("vthread", None) if tag == "vthread" else ("bound", tag)
+        if axis not in stage.annotations and axis in self._auto_unrolled(stage):
+            return "unrolled", None
         return stage.annotations.get(axis, "serial"), None
+
+    def _auto_unrolled(self, stage: Stage) -> set[Axis]:
+        """The loops `pragma(scope, "auto_unroll_max_step", steps)` unrolls: from the innermost
+        loop of the stage out to `scope`, each of constant extent and neither bound nor
+        annotated, while their extents multiply to at most `steps` (and to the unroll limit)."""
+        found: set[Axis] = set()
+        extents = self.extents.get(stage.name, {})
+        for scope, (steps, loc) in stage.auto_unroll.items():
+            if scope not in stage.leaves:
+                call = f'pragma({scope.name}, "auto_unroll_max_step", {steps})'
+                raise AnnotationError(
+                    message(
+                        stage.name,
+                        call,
+                        loc,
+                        f"'{scope.name}' was split or fused after the pragma; give it on one of "
+                        "the loops that replaced it",
+                    )
+                )
+            product = 1
+            for leaf in reversed(stage.leaves[stage.leaves.index(scope) :]):
+                extent = extents.get(leaf)
+                if extent is None or leaf in stage.binds or leaf in stage.annotations:
+                    break
+                product *= extent
+                if product > min(steps, MAX_UNROLLED):
+                    break
+                found.add(leaf)
+        return found
 
     def _strided(self, node, axis, var: Var, name: str, low, upper, step: int, kind: str):
         """A loop isl steps by `step` (a sparse domain): count iterations, scale the index.

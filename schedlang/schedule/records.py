@@ -50,6 +50,17 @@ class Annotate:
 
 
 @dataclass(frozen=True, slots=True)
+class AutoUnroll:
+    """``pragma(axis, "auto_unroll_max_step", max_step)``: the loops inside `axis` whose
+    constant extents multiply to at most `max_step` (innermost first) are unrolled."""
+
+    stage: str
+    axis: Axis
+    max_step: int
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Bind:
     stage: str
     axis: Axis
@@ -177,6 +188,7 @@ Record = (
     | Fuse
     | Reorder
     | Annotate
+    | AutoUnroll
     | Bind
     | ComputeAt
     | ComputeInline

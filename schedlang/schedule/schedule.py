@@ -260,6 +260,8 @@ def apply_record(s: Schedule, r: object) -> None:
         stage.reorder(*r.order)
     elif isinstance(r, rec.Annotate):
         getattr(stage, r.kind)(r.axis)
+    elif isinstance(r, rec.AutoUnroll):
+        stage.pragma(r.axis, "auto_unroll_max_step", r.max_step)
     elif isinstance(r, rec.Bind):
         stage.bind(r.axis, r.tag)
     elif isinstance(r, rec.ComputeAt):

@@ -59,6 +59,8 @@ class Stage:
         self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
         self.store_predicate: rec.StorePredicate | None = None
+        # pragma auto_unroll_max_step: the scope's loop -> (steps, where it was asked)
+        self.auto_unroll: dict[Axis, tuple[int, str]] = {}
         self._adopt(op)
 
     def _adopt(self, op: Operation) -> None:
@@ -349,6 +351,38 @@ class Stage:
     def unroll(self, axis: object) -> None:
         """Unroll the loop (its extent must be a constant when lowered)."""
         self._annotate(axis, "unroll")
+
+    @entry_point
+    def pragma(self, axis: object, name: str, value: object = None) -> None:
+        """TE's pragmas: ``"unroll"`` and ``"vectorize"`` are those primitives;
+        ``"auto_unroll_max_step"`` (an int) unrolls the loops inside `axis` whose constant
+        extents multiply to at most `value`, innermost first, up to the first that does not
+        fit; ``"unroll_explicit"`` is accepted with it (schedlang unrolls in its loop IR or has
+        LLVM do it, the same loops either way). Others are refused, saying why."""
+        loc = user_location()
+        call = f"pragma({getattr(axis, 'name', axis)}, {name!r})"
+        if name in ("unroll", "vectorize"):
+            self._annotate(axis, name)
+            return
+        self._require_compute(call, loc)
+        resolved = self._axis(axis, call, loc)
+        if name == "auto_unroll_max_step":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                self._fail(
+                    AnnotationError, call, loc, f"the step count must be an int >= 0, not {value!r}"
+                )
+            self.auto_unroll[resolved] = (value, loc)
+            self._record(rec.AutoUnroll(self.name, resolved, value, loc))
+            return
+        if name == "unroll_explicit":
+            if not isinstance(value, (bool, int)):
+                self._fail(AnnotationError, call, loc, f"the value is a bool, not {value!r}")
+            return
+        why = _PRAGMAS_REFUSED.get(name)
+        if why is None:
+            known = "unroll, vectorize, auto_unroll_max_step, unroll_explicit"
+            why = f"schedlang does not know this pragma (it knows {known})"
+        self._fail(AnnotationError, call, loc, why)
 
     @entry_point
     def vectorize(self, axis: object) -> None:
@@ -763,3 +797,21 @@ def check_scope(stage: str, call: str, loc: str, scope: object) -> None:
         raise ScopeError(
             message(stage, call, loc, f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
         )
+
+
+_IMPORTED_CODE = (
+    "it imports code of a C compiler (clang) into the kernel, for a tensor intrinsic you "
+    "declare (decl_tensor_intrin); schedlang has neither: tensorize with the intrinsics of "
+    "sl.intrin, or call the function from an extern stage (sl.extern)"
+)
+_PRAGMAS_REFUSED = {
+    "import_llvm": _IMPORTED_CODE,
+    "import_c": _IMPORTED_CODE,
+    "debug_skip_region": "schedlang computes every stage it is given; it skips no region",
+    "parallel_launch_point": "an option of TVM's CPU thread pool; schedlang's parallel loops "
+    "run on its own threads (s[T].parallel(axis))",
+    "parallel_stride_pattern": "an option of TVM's CPU thread pool; schedlang's parallel loops "
+    "run on its own threads (s[T].parallel(axis))",
+    "parallel_barrier_when_finish": "an option of TVM's CPU thread pool; schedlang's parallel "
+    "loops end together",
+}
