@@ -152,6 +152,10 @@ class Tensor:
         # Without this, Python would iterate through __getitem__ (A[0], A[1], ...) forever.
         raise TypeError(f"tensor '{self.name}' is not iterable: index it, e.g. {self.name}[i]")
 
+    def __call__(self, *indices: object) -> Expr:
+        """``A(i, j)``, TE's other spelling of ``A[i, j]``."""
+        return self.__getitem__(indices)
+
     @entry_point
     def __getitem__(self, indices: object) -> Expr:
         if not isinstance(indices, tuple):
@@ -218,8 +222,9 @@ def axis_dtype(*bounds: Expr) -> str:
     return "int64" if wide else "int32"
 
 
-def _extent(value: object, what: str) -> Expr:
-    """A shape entry or extent: a positive constant, or an expression of size variables."""
+def _extent(value: object, what: str, axes: bool = False) -> Expr:
+    """A shape entry or extent: a positive constant, or an expression of size variables (and,
+    with `axes`, of a compute's axes: a reduction whose range depends on the element)."""
     e = as_expr(value)
     if not dt.is_int(e.dtype):
         raise AlgorithmError(f"{what} is '{e}' of dtype {e.dtype}; sizes must be integers")
@@ -228,7 +233,7 @@ def _extent(value: object, what: str) -> Expr:
             raise AlgorithmError(f"{what} is {e.value}; extents must be positive")
         return const(e.value)  # int32, or int64 past int32's range
     for node in walk(e):
-        if isinstance(node, Var) and node.kind != "size":
+        if isinstance(node, Var) and node.kind != "size" and not (axes and node.kind == "axis"):
             raise AlgorithmError(
                 f"{what} is '{e}', which uses the loop variable '{node.name}': "
                 "extents may only use constants and sl.var sizes"
@@ -252,7 +257,9 @@ def placeholder(shape: object, dtype: object = "float32", name: str = "placehold
 
 @entry_point
 def reduce_axis(dom: object, name: str = "rv") -> IterVar:
-    """A reduction axis over ``[lo, hi)`` (``dom = (lo, hi)``) or ``[0, dom)``."""
+    """A reduction axis over ``[lo, hi)`` (``dom = (lo, hi)``) or ``[0, dom)``. The bounds may
+    use the axes of the compute that reduces over it: ``reduce_axis((0, i + 1))`` sums a
+    triangle, and its loops run exactly the triangle's points."""
     if isinstance(dom, (tuple, list)):
         if len(dom) != 2:
             raise AlgorithmError(f"reduce_axis '{name}': give (lo, hi) or hi, not {dom!r}")
@@ -266,10 +273,11 @@ def reduce_axis(dom: object, name: str = "rv") -> IterVar:
             extent = const(hi.value - lo.value)
         else:
             extent = hi if _is_zero(lo) else hi - lo
-        rng = Range(_start(lo, name), _extent(extent, f"the extent of reduce_axis '{name}'"))
+        what = f"the extent of reduce_axis '{name}'"
+        rng = Range(_start(lo, name), _extent(extent, what, axes=True))
         kind = axis_dtype(rng.min, rng.extent, hi)
     else:
-        rng = Range(const(0), _extent(dom, f"the extent of reduce_axis '{name}'"))
+        rng = Range(const(0), _extent(dom, f"the extent of reduce_axis '{name}'", axes=True))
         kind = axis_dtype(rng.extent)
     return IterVar(Var(name, kind, "reduce"), rng, "reduce")
 
@@ -319,9 +327,109 @@ def compute(
             f"compute '{name}' returned {len(result)} values: one compute defines one tensor; "
             "write one compute per output"
         )
-    body = as_expr(result)
+    body = _bounded_ranges(as_expr(result), axis, name)
     reduce_axes = _check_body(body, axis, name)
     return Tensor(ComputeOp(name, tag, axis, reduce_axes, body))
+
+
+def _bounded_ranges(body: Expr, axis: Sequence[IterVar], name: str) -> Expr:
+    """`body` with each reduce axis whose range depends on the element (``reduce_axis((0, i +
+    1))``: a triangle) replaced by one over the range's bounding interval and a `where` that
+    keeps, for each element, its own range: isl then runs exactly the triangle's points."""
+    if not isinstance(body, Reduce):
+        return body
+    ranges = {iv.var: (const(0, iv.var.dtype), iv.dom.extent - 1) for iv in axis}
+    axes, conds = [], []
+    for iv in body.axis:
+        lo, end = iv.dom.min, iv.dom.min + iv.dom.extent
+        used = [n for e in (lo, end) for n in walk(e) if isinstance(n, Var) and n.kind == "axis"]
+        if not used:
+            axes.append(iv)
+            continue
+        for v in used:
+            if v not in ranges:
+                raise AlgorithmError(
+                    f"in compute '{name}': the range of reduce_axis '{iv.name}' uses '{v.name}', "
+                    "an axis of another compute; use this compute's own index arguments"
+                )
+        first, _ = _interval(lo, ranges, iv.name)
+        _, last = _interval(end - 1, ranges, iv.name)
+        axes.append(IterVar(iv.var, Range(_tidy(first), _tidy(last - first + 1)), "reduce"))
+        conds += [c for e, c in ((lo, iv.var >= lo), (end, iv.var < end)) if _uses_axes(e)]
+    if not conds:
+        return body
+    where = body.where
+    for c in conds:
+        where = c if where is None else where & c
+    return Reduce(body.combiner, body.source, tuple(axes), where, body.dtype)
+
+
+def _uses_axes(e: Expr) -> bool:
+    return any(isinstance(n, Var) and n.kind == "axis" for n in walk(e))
+
+
+def _tidy(e: Expr) -> Expr:
+    """`e` with its sums of constant multiples of sizes collected (``0 + (n - 1 + 1) - 0``
+    is ``n``); other expressions as they are."""
+    terms = _linear(e)
+    if terms is None:
+        return e
+    out: Expr | None = None
+    for v, k in terms.items():
+        if v is None or k == 0:
+            continue
+        term = v if k == 1 else k * v
+        out = term if out is None else out + term
+    c = terms.get(None, 0)
+    if out is None:
+        return const(c, e.dtype)
+    return out + c if c > 0 else out - (-c) if c < 0 else out
+
+
+def _linear(e: Expr) -> dict[Var | None, int] | None:
+    if isinstance(e, Const):
+        return {None: int(e.value)}
+    if isinstance(e, Var):
+        return {e: 1}
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        a, b = _linear(e.a), _linear(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "+" else -1
+        for v, k in b.items():
+            a[v] = a.get(v, 0) + sign * k
+        return a
+    if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
+        b = _linear(e.b)
+        return None if b is None else {v: int(e.a.value) * k for v, k in b.items()}
+    return None
+
+
+def _interval(e: Expr, ranges: dict[Var, tuple[Expr, Expr]], axis: str) -> tuple[Expr, Expr]:
+    """The least and greatest values of integer `e` over the box `ranges` (inclusive bounds of
+    the compute's axes), as expressions of the sizes."""
+    if isinstance(e, Const) or (isinstance(e, Var) and e.kind == "size"):
+        return e, e
+    if isinstance(e, Var) and e in ranges:
+        return ranges[e]
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        (a_lo, a_hi), (b_lo, b_hi) = _interval(e.a, ranges, axis), _interval(e.b, ranges, axis)
+        return (a_lo + b_lo, a_hi + b_hi) if e.op == "+" else (a_lo - b_hi, a_hi - b_lo)
+    if isinstance(e, Binary) and e.op == "*" and (isinstance(e.a, Const) or isinstance(e.b, Const)):
+        k, x = (e.a, e.b) if isinstance(e.a, Const) else (e.b, e.a)
+        lo, hi = _interval(x, ranges, axis)
+        return (k * lo, k * hi) if k.value >= 0 else (k * hi, k * lo)
+    if isinstance(e, Binary) and e.op == "//" and isinstance(e.b, Const) and e.b.value > 0:
+        lo, hi = _interval(e.a, ranges, axis)
+        return lo // e.b, hi // e.b
+    if isinstance(e, Binary) and e.op in ("min", "max"):
+        (a_lo, a_hi), (b_lo, b_hi) = _interval(e.a, ranges, axis), _interval(e.b, ranges, axis)
+        pick = Binary(e.op, a_lo, b_lo, e.dtype), Binary(e.op, a_hi, b_hi, e.dtype)
+        return pick
+    raise AlgorithmError(
+        f"the range of reduce_axis '{axis}' uses '{e}', which schedlang cannot bound over the "
+        "compute's axes (sums, constant multiples, // by constants, min and max)"
+    )
 
 
 def _check_body(body: Expr, axis: Sequence[IterVar], name: str) -> tuple[IterVar, ...]:

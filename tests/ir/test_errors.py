@@ -182,11 +182,16 @@ def test_axis_of_another_compute(tensors):
         sl.compute((n,), lambda j: A[B.op.axis[0], 0] + A[j, 1], name="C")
 
 
-def test_extent_with_a_loop_variable(tensors):
+def test_extent_with_another_computes_axis(tensors):
+    """A reduce axis may range over an expression of its own compute's axes (a triangle), not
+    of another compute's."""
     A, _, _, n = tensors
     B = sl.compute((n,), lambda i: A[i, 0], name="B")
+    k = sl.reduce_axis(B.op.axis[0] + 1, name="k")
+    with pytest.raises(AlgorithmError, match="reduce_axis 'k' uses 'i', an axis of another"):
+        sl.compute((n,), lambda j: sl.sum(A[j, k], axis=k), name="C")
     with pytest.raises(AlgorithmError, match="uses the loop variable 'i'"):
-        sl.reduce_axis(B.op.axis[0] + 1, name="k")
+        sl.placeholder((B.op.axis[0] + 1,), name="P")
 
 
 @pytest.mark.parametrize("fn", ["exp", "log", "sqrt", "tanh", "sigmoid", "erf", "sin", "rsqrt"])

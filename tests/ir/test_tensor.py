@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import schedlang as sl
@@ -111,3 +112,12 @@ def test_tensors_are_not_iterable():
         list(A)
     with pytest.raises(TypeError, match="not iterable"):
         _ = 3 in A
+
+
+def test_a_tensor_called_with_indices_reads_like_indexing():
+    a = sl.placeholder((3, 4), name="A")
+    called = sl.compute((3, 4), lambda i, j: a(i, j) * 2 + a(2 - i, j), name="B")
+    x = np.random.default_rng(1).uniform(-1, 1, (3, 4)).astype("float32")
+    np.testing.assert_allclose(sl.reference(called, {a: x}), x * 2 + x[::-1])
+    with pytest.raises(sl.AlgorithmError, match="indexed with 1 index"):
+        a(0)
