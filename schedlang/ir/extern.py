@@ -1,5 +1,5 @@
 """Stages computed by a function outside schedlang (TE's ``te.extern``): a library call, or
-Python registered with `schedlang.packed.register_func`.
+Python registered with `sl.register_func` (`ir.packed`).
 
 ``C = sl.extern(shape, [A, B], lambda ins, outs: sl.call_packed("name", ins[0], ins[1],
 outs[0], ...))`` makes a tensor whose values the named function writes, given whole arrays of

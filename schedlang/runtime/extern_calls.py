@@ -53,8 +53,7 @@ class ExternProgram:
         if len(arrays) != len(self.arg_ops):
             raise TypeError(f"expected {len(self.arg_ops)} arguments, got {len(arrays)}")
         given = {op: _as_array(op, a) for op, a in zip(self.arg_ops, arrays)}
-        inputs = [op for op in self.arg_ops if not isinstance(op, ExternOp)]
-        known = _bind_sizes(list(self.arg_ops), {op: given[op] for op in inputs}, sizes)
+        known = _bind_sizes(list(self.arg_ops), given, sizes)  # shapes checked here too
         values: dict[Operation, np.ndarray] = dict(given)
         for op in self.externs:
             out = values.get(op)

@@ -75,6 +75,18 @@ def test_a_registered_python_function_writes_the_output_in_place():
     assert seen == [(np.ndarray, np.ndarray, 3.0)]
 
 
+def test_arrays_of_the_wrong_shape_are_refused_before_any_call():
+    a, b, _, bias, d = _matmul_then_bias(5, 3, 4)
+    kernel = sl.build(sl.create_schedule(d.op), [a, b, d, bias])
+    with pytest.raises(ValueError, match="dimension 0 of 'D' must be 5, but its array has 4"):
+        kernel(_random(5, 3), _random(3, 4), np.zeros((4, 5), "float32"), 1.0)
+    a = sl.placeholder((6,), name="A")
+    c = sl.extern(a.shape, [a], lambda ins, outs: sl.call_packed("blas.matmul", ins[0], outs[0]))
+    kernel = sl.build(sl.create_schedule(c.op), [a, c])
+    with pytest.raises(ValueError, match="dimension 0 of 'extern' must be 6, but its array has 5"):
+        kernel(_random(6), np.zeros(5, "float32"))
+
+
 def test_an_extern_reads_another_extern():
     a = sl.placeholder((6, 6), name="A")
     call = lambda ins, outs: sl.call_packed("blas.matmul", ins[0], ins[0], outs[0])  # noqa: E731
