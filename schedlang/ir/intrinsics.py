@@ -120,15 +120,26 @@ def plain_name(call: Call) -> str:
 
 def rules_fingerprint() -> str:
     """What the registered rules are, for the keys of builds kept on disk: each rule's name,
-    target, level and code (a rule changed between two processes must not reuse a build)."""
+    target, level and code, with what its closure holds (a rule changed between two
+    processes must not reuse a build)."""
     digest = hashlib.sha256()
     for (name, target), rules in sorted(_RULES.items()):
         for level, rule in rules:
-            code = getattr(rule, "__code__", None)
-            body = b"" if code is None else code.co_code + repr(code.co_consts).encode()
-            digest.update(f"{name} {target} {level} {getattr(rule, '__qualname__', rule)}".encode())
-            digest.update(body)
+            digest.update(f"{name} {target} {level} ".encode())
+            _code_digest(rule, digest, depth=3)
     return digest.hexdigest() if _RULES else ""
+
+
+def _code_digest(f: object, digest, depth: int) -> None:
+    """Feed `digest` with `f`'s code and constants and, `depth` functions deep, its closure."""
+    code = getattr(f, "__code__", None)
+    if code is None or depth == 0:
+        digest.update(repr(f).encode())
+        return
+    digest.update(getattr(f, "__qualname__", "").encode() + code.co_code)
+    digest.update(repr(code.co_consts).encode())
+    for cell in getattr(f, "__closure__", None) or ():
+        _code_digest(cell.cell_contents, digest, depth - 1)
 
 
 def reference_name(symbol: str) -> str:

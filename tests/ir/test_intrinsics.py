@@ -118,3 +118,13 @@ def test_registered_rules_are_part_of_a_builds_key():
     assert before == "" and after != before
     sl.register_intrin_lowering("exp", "cpu", lambda c: c.args[0], level=11)
     assert intrinsics.rules_fingerprint() != after
+
+    def scaled(factor):
+        return lambda c: c.args[0] * factor
+
+    prints = []
+    for factor in (2.0, 3.0):  # the same code, told apart by what its closure holds
+        intrinsics._RULES.clear()
+        sl.register_intrin_lowering("exp", "cpu", scaled(factor))
+        prints.append(intrinsics.rules_fingerprint())
+    assert prints[0] != prints[1]
