@@ -6,7 +6,17 @@ from __future__ import annotations
 import enum
 
 import schedlang as _sl
-from schedlang import all, any, call_packed, const, exp, if_then_else, log, sqrt  # noqa: F401
+from schedlang import (  # noqa: F401 - re-exported under TE's names
+    all,
+    any,
+    call_packed,
+    call_pure_extern,
+    const,
+    exp,
+    if_then_else,
+    log,
+    sqrt,
+)
 from schedlang import if_then_else as Select  # noqa: F401, N812
 from schedlang.ir.expr import Call as _Call
 from schedlang.ir.intrinsics import plain_name
@@ -38,10 +48,6 @@ class Call:
         self.op = Op("tir." + plain_name(call))
         self.dtype = call.dtype
         self.args = call.args
-
-
-def call_pure_extern(dtype: str, func_name: str, *args: object):
-    return _sl.call_pure_extern(dtype, func_name, *args)
 
 
 def call_intrin(dtype: str, func_name: str, *args: object):
