@@ -150,12 +150,22 @@ def stencil(data, sizes: Sizes) -> Case:
 
 
 def reduction(data, sizes: Sizes) -> Case:
-    """A sum, max or min over rows or over columns, sometimes followed by an elementwise
-    stage that reads it."""
+    """A sum, max or min over rows or over columns, or over a range of each row that depends
+    on the row (a triangle, a band), sometimes followed by an elementwise stage that reads it."""
     rows, cols = sizes.extent(), sizes.extent()
     a = sl.placeholder((rows, cols), name="A")
     reducer = data.draw(st.sampled_from([sl.sum, sl.max, sl.min]))
-    if data.draw(st.booleans()):
+    shape = data.draw(st.sampled_from(["rows", "columns", "triangle", "band"]), label="shape")
+    if shape in ("triangle", "band"):
+
+        def partial(i):
+            lo = 0 if shape == "triangle" else sl.min(i, cols - 1)
+            k = sl.reduce_axis((lo, sl.min(i + (1 if shape == "triangle" else 3), cols)), name="k")
+            return reducer(a[i, k], axis=k)
+
+        r = sl.compute((rows,), partial, name="R")
+        family = f"row_{shape}"
+    elif shape == "rows":
         k = sl.reduce_axis((0, cols), name="k")
         r = sl.compute((rows,), lambda i: reducer(a[i, k], axis=k), name="R")
         family = "row_reduction"
