@@ -804,14 +804,15 @@ _IMPORTED_CODE = (
     "declare (decl_tensor_intrin); schedlang has neither: tensorize with the intrinsics of "
     "sl.intrin, or call the function from an extern stage (sl.extern)"
 )
+_THREAD_POOL = (
+    "an option of TVM's CPU thread pool; schedlang's parallel loops run on its own threads "
+    "(s[T].parallel(axis)) and end together"
+)
 _PRAGMAS_REFUSED = {
     "import_llvm": _IMPORTED_CODE,
     "import_c": _IMPORTED_CODE,
     "debug_skip_region": "schedlang computes every stage it is given; it skips no region",
-    "parallel_launch_point": "an option of TVM's CPU thread pool; schedlang's parallel loops "
-    "run on its own threads (s[T].parallel(axis))",
-    "parallel_stride_pattern": "an option of TVM's CPU thread pool; schedlang's parallel loops "
-    "run on its own threads (s[T].parallel(axis))",
-    "parallel_barrier_when_finish": "an option of TVM's CPU thread pool; schedlang's parallel "
-    "loops end together",
+    "parallel_launch_point": _THREAD_POOL,
+    "parallel_stride_pattern": _THREAD_POOL,
+    "parallel_barrier_when_finish": _THREAD_POOL,
 }
