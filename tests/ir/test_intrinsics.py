@@ -128,3 +128,21 @@ def test_registered_rules_are_part_of_a_builds_key():
         sl.register_intrin_lowering("exp", "cpu", scaled(factor))
         prints.append(intrinsics.rules_fingerprint())
     assert prints[0] != prints[1]
+
+
+def test_named_functions_in_the_gpu_simulator_and_in_vector_loops():
+    def f(v):
+        return sl.call_pure_extern("float32", "__expf", v) + sl.call_pure_extern(
+            "float32", "log1pf", v
+        )
+
+    a, b, kernel = _elementwise(f, "cuda")
+    x, y = RNG.uniform(0.1, 2.0, 100).astype("float32"), np.full(100, np.nan, "float32")
+    kernel.simulate(x, y)
+    np.testing.assert_allclose(y, np.exp(x) + np.log1p(x), rtol=1e-6)
+    bare = sl.compute(a.shape, lambda i: sl.call_pure_extern("float32", "log1pf", a[i]), name="L")
+    s = sl.create_schedule(bare.op)
+    _, lanes = s[bare].split(bare.op.axis[0], factor=8)
+    s[bare].vectorize(lanes)
+    x, y = _run(sl.build(s, [a, bare]))
+    np.testing.assert_allclose(y, np.log1p(x), rtol=1e-6)

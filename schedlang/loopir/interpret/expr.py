@@ -21,6 +21,7 @@ from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.evaluate import _MATH
 from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
+from ...ir.intrinsics import EXTERN, reference_function
 from ...ir.printer import expr_str
 from ..nodes import FRAGMENT_SCOPES, Buffer, For, Let, Load, LoweredFunc
 from ..nonneg import nonnegative
@@ -41,9 +42,12 @@ def _call_helper(name: str, dtype: str) -> Callable:
             return (wide[0] * wide[1] + wide[2]).astype(out)[()]
 
         return fma
-    if name not in _MATH:
+    if name.startswith(EXTERN):  # call_pure_extern: the function its C name stands for
+        fn = reference_function(name[len(EXTERN) :])
+    elif name in _MATH:
+        fn = _MATH[name]
+    else:
         raise InternalError(f"the interpreter does not know the math function '{name}'")
-    fn = _MATH[name]
 
     def call(*args):
         converted = [np.asarray(a).astype(work, copy=False) for a in args]
@@ -158,7 +162,9 @@ class ExprCompiler:
                 return f"{self.constant(dt.float_to_int, 'float_to_int')}({inner}, {e.dtype!r})"
             return f"{inner}.astype({self.np_dtype(e.dtype)})"
         if isinstance(e, Call):
-            helper = self.constant(_call_helper(e.name, e.dtype), f"call_{e.name}_{e.dtype}")
+            helper = self.constant(
+                _call_helper(e.name, e.dtype), "call_" + re.sub(r"\W", "_", e.name) + f"_{e.dtype}"
+            )
             return f"{helper}({', '.join(self.expr(a, mask) for a in e.args)})"
         raise InternalError(f"the interpreter cannot evaluate {type(e).__name__} '{expr_str(e)}'")
 
