@@ -7,6 +7,7 @@ it: ``C[i, j] = sum(A[i, k] * B[k, j], k in [0, K))``.
 from __future__ import annotations
 
 from .expr import Binary, Call, Cast, Compare, Const, Expr, Read, Reduce, Select, Unary, Var
+from .intrinsics import EXTERN, INTRIN
 from .tensor import ComputeOp, IterVar, Tensor
 
 _BINARY_PRECEDENCE = {
@@ -76,7 +77,11 @@ def expr_str(e: Expr) -> str:
     if isinstance(e, Cast):
         return f"{e.dtype}({expr_str(e.value)})"
     if isinstance(e, Call):
-        return f"{e.name}({', '.join(expr_str(a) for a in e.args)})"
+        args = ", ".join(expr_str(a) for a in e.args)
+        for kind, call in ((EXTERN, "call_pure_extern"), (INTRIN, "call_intrin")):
+            if e.name.startswith(kind):  # a function or intrinsic by name: say so
+                return f'{call}("{e.name[len(kind) :]}", {args})'
+        return f"{e.name}({args})"
     if isinstance(e, Read):
         return f"{e.tensor.name}[{', '.join(expr_str(i) for i in e.indices)}]"
     if isinstance(e, Reduce):
