@@ -32,16 +32,22 @@ from .visit import stmt_children, walk_expr, walk_stmt, with_children
 def unswitch_products(stmt: Stmt) -> Stmt:
     """`stmt` with each serial loop versioned on the conditions of the guards around its
     warpgroup products that do not change in the loop, outermost loops first."""
+    if not any(is_wgmma(s) for s in walk_stmt(stmt)):
+        return stmt  # most kernels: nothing to look for
+    return _unswitched(stmt)
+
+
+def _unswitched(stmt: Stmt) -> Stmt:
     if isinstance(stmt, For) and stmt.kind == "serial":
         cond = _invariant_guard(stmt)
         if cond is not None:
             key = expr_str(cond)
             holds, fails = _decided(stmt, key, True), _decided(stmt, key, False)
-            return If(cond, unswitch_products(holds), unswitch_products(fails or seq()))
+            return If(cond, _unswitched(holds), _unswitched(fails or seq()))
     kids = stmt_children(stmt)
     if not kids:
         return stmt
-    return with_children(stmt, tuple(unswitch_products(k) for k in kids))
+    return with_children(stmt, tuple(_unswitched(k) for k in kids))
 
 
 def _invariant_guard(loop: For) -> Expr | None:
