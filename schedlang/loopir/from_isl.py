@@ -200,6 +200,7 @@ class _Translator:
         self.param_vars = param_vars
         self.buffers = buffers
         self.iterators: dict[str, Var] = {}
+        self.auto_unrolled: dict[str, set[Axis]] = {}  # per stage, `_auto_unrolled`
         self.used_names: set[str] = set()
         self.active: set[int] = set()  # schedule dimensions of the loops around the node
         # id of a statement -> the root slot of its stage and the blockIdx tags it is bound to
@@ -297,8 +298,11 @@ class _Translator:
         if axis in stage.binds:
             tag = stage.binds[axis]
             return ("vthread", None) if tag == "vthread" else ("bound", tag)
-        if axis not in stage.annotations and axis in self._auto_unrolled(stage):
-            return "unrolled", None
+        if axis not in stage.annotations:
+            if stage.name not in self.auto_unrolled:
+                self.auto_unrolled[stage.name] = self._auto_unrolled(stage)
+            if axis in self.auto_unrolled[stage.name]:
+                return "unrolled", None
         return stage.annotations.get(axis, "serial"), None
 
     def _auto_unrolled(self, stage: Stage) -> set[Axis]:

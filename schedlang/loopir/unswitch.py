@@ -54,17 +54,13 @@ def _invariant_guard(loop: For) -> Expr | None:
     """The condition of the first guard in `loop` that holds warpgroup products and reads
     neither memory nor a variable set in the loop."""
     inside: set[Var] = {loop.var}
-    for s in walk_stmt(loop.body):
+    for s in walk_stmt(loop.body):  # parents first: a guard's loops are in `inside` by then
         if isinstance(s, (For, Let)):
             inside.add(s.var)
-    for s in walk_stmt(loop.body):
-        if not (isinstance(s, If) and s.otherwise is None):
-            continue
-        if not any(is_wgmma(n) for n in walk_stmt(s.then)):
-            continue
-        reads = list(walk_expr(s.cond))
-        if not any(isinstance(e, Load) or (isinstance(e, Var) and e in inside) for e in reads):
-            return s.cond
+        elif isinstance(s, If) and s.otherwise is None and any(map(is_wgmma, walk_stmt(s.then))):
+            reads = list(walk_expr(s.cond))
+            if not any(isinstance(e, Load) or (isinstance(e, Var) and e in inside) for e in reads):
+                return s.cond
     return None
 
 

@@ -58,13 +58,13 @@ def box_copy_mismatch(
             for var, lo, n in nest
         ]
 
-    def bounded(loop: tuple[Var, Expr, Expr]) -> bool:  # a loop isl cannot bound says nothing
+    known = []  # the loops around whose bounds isl can read; the others say nothing
+    for loop in context:
         try:
-            return bool(ranges([loop]))
+            known += ranges([loop])
         except NonAffine:
-            return False
-
-    around = " and ".join(ranges([c for c in context if bounded(c)])) or "true"
+            pass
+    around = " and ".join(known) or "true"
     bounds = [around, *ranges(loops), *(f"({cond_text(g, names)})" for g in guards)]
     domain = " and ".join(bounds)
     head = f"[{', '.join(params)}] -> "

@@ -10,8 +10,6 @@ call; build that part separately and pass its result). Results the caller does n
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,15 +19,15 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes, _size_value
 from ..ir.expr import Read
 from ..ir.extern import ExternBuffer, ExternOp
-from ..ir.graph import post_order
 from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..schedule.schedule import Schedule
+from .wall_time import median_seconds
 
 
 def extern_ops(s: Schedule) -> list[ExternOp]:
-    """The schedule's extern stages, each after those it reads."""
-    return [op for op in post_order(s.output_ops) if isinstance(op, ExternOp)]
+    """The schedule's extern stages, each after those it reads (stages are in that order)."""
+    return [stage.op for stage in s.stages if isinstance(stage.op, ExternOp)]
 
 
 class ExternProgram:
@@ -66,14 +64,7 @@ class ExternProgram:
 
     def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """The median seconds of a call (the extern calls and the kernel), after `warmup`."""
-        for _ in range(warmup):
-            self(*arrays, **sizes)
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            self(*arrays, **sizes)
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
+        return median_seconds(lambda: self(*arrays, **sizes), repeat, warmup)
 
     @property
     def llvm_ir(self) -> str:
@@ -162,7 +153,7 @@ def _kernel_args(s: Schedule, args: list, externs: list[ExternOp]) -> list | Non
     """The arguments of the kernel of the computed stages: those of `args` it reads or
     writes, then the extern results it reads that `args` leaves out; None when nothing is
     computed."""
-    computed = [op for op in post_order(s.output_ops) if isinstance(op, ComputeOp)]
+    computed = [stage.op for stage in s.stages if isinstance(stage.op, ComputeOp)]
     if not computed:
         return None
     read = {t.op for op in computed for t in op.input_tensors} | set(computed)

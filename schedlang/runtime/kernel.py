@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import statistics
-import time
 
 import numpy as np
 
@@ -20,6 +18,7 @@ from .outputs import OutputPlan
 from .parallel import parallel_for_address, take_error
 from .scalars import ScalarArguments
 from .size_limits import SizeLimits
+from .wall_time import median_seconds
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -89,18 +88,11 @@ class Kernel:
     @entry_point(also=(TypeError, ValueError))
     def time(self, *arrays: np.ndarray, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls, after `warmup` untimed ones."""
-        if repeat < 1 or warmup < 0:
+        if repeat < 1 or warmup < 0:  # before the arguments are checked, as always
             raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
         arrays = self._scalars.arrays(arrays)
         call = check_arguments(self.lowered, self._written, arrays, sizes, self._limits)
-        for _ in range(warmup):
-            self._run(call)
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            self._run(call)
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
+        return median_seconds(lambda: self._run(call), repeat, warmup)
 
     def _run(self, call) -> None:
         status = self._entry(call.buffers, call.sizes)

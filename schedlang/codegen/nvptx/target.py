@@ -189,11 +189,11 @@ class NvptxTarget(Target):
 
     def before_branch(self, em: StmtEmitter, branch: If) -> None:
         if self._products:
-            self._order.before_branch(em, branch)
+            self._order.drain(em)
 
     def end_of_arm(self, em: StmtEmitter) -> None:
         if self._products:
-            self._order.end_of_arm(em)
+            self._order.drain(em)
 
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         emit_allreduce(em, stmt, self.kernel.block)

@@ -183,18 +183,12 @@ class WgmmaOrder:
             self.wait(em)
             self.last_was_product = False
 
-    def before_branch(self, em: StmtEmitter, branch: If) -> None:
-        """No product is in flight across a branch, nor across the merge after it (`end_of_arm`):
-        ptxas cannot prove our branches uniform over a warpgroup (a store guarded by the edge
-        of the matrix, a warpgroup without rows in an edge block), and where a product may be in
+    def drain(self, em: StmtEmitter) -> None:
+        """Wait for every product, before a branch and at the end of each of its arms: ptxas
+        cannot prove our branches uniform over a warpgroup (a store guarded by the edge of the
+        matrix, a warpgroup without rows in an edge block), and where a product may be in
         flight on one path and not on another, it waits for every product of the kernel before
         issuing the next ("wgmma serialized")."""
-        if self.pending:
-            self.wait(em)
-            self.last_was_product = False
-
-    def end_of_arm(self, em: StmtEmitter) -> None:
-        """Products issued in an arm of a branch are waited for before the paths merge."""
         if self.pending:
             self.wait(em)
             self.last_was_product = False
