@@ -48,6 +48,7 @@ from .ir.math import (
 )
 from .ir.packed import get_global_func, register_func
 from .ir.reduce import Reducer, comm_reducer, max, min, prod, sum
+from .ir.scan import scan
 from .ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from .platform_info import cuda_available
 from .runtime.device_array import DeviceArray, array, empty
@@ -172,6 +173,7 @@ __all__ = [
     "register_intrin_lowering",
     "round",
     "rsqrt",
+    "scan",
     "select",
     "sigmoid",
     "sin",

@@ -32,6 +32,7 @@ from .poly.bounds import check_bounds
 from .poly.legality import check_legality
 from .poly.local_reads import check_local_reads
 from .poly.placement import Placement
+from .poly.scans import aliases, find_scans, first_step
 from .poly.space import Params
 from .poly.statements import build_statements, inline_bodies
 from .poly.stored import check_storable
@@ -72,9 +73,11 @@ def lower_for_gpu(s: Schedule, args: list[Tensor], name: str = "main") -> Lowere
 
 
 def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc:
-    params = Params([stage.op for stage in s.stages])
+    params = Params([op for stage in s.stages for op in stage.ops])
+    scans = find_scans(s)
+    params.aliases = aliases(scans)
     bodies = inline_bodies(s)
-    statements = build_statements(s, bodies, params)
+    statements = build_statements(s, bodies, params, first_step(scans))
     _dump("statements", lambda: "\n".join(f"{t.name} {t.role}: {t.domain}" for t in statements))
     check_bounds(statements, params)
     arg_ops = _arg_ops(s, args)
@@ -87,7 +90,7 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     restrict_to_tiles(placement, plans)
     buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
     sizes = tuple(params.vars.values())
-    index = index_dtype([stage.op for stage in s.stages], sizes, buffers.values())
+    index = index_dtype([op for stage in s.stages for op in stage.ops], sizes, buffers.values())
     body, reductions = generate(
         s,
         placement.all(),
@@ -127,7 +130,7 @@ def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
         op = a.op if isinstance(a, Tensor) else a
         if not isinstance(op, Operation) or op not in s._by_op:
             raise LoweringError(f"argument {a!r} is not a tensor of this schedule")
-        op = s._by_op[op].op
+        op = s._by_op[op].ops[getattr(op, "value_index", 0)]  # its current op
         if op in arg_ops:
             raise LoweringError(
                 f"'{op.name}' is listed twice in args (positions {arg_ops.index(op)} and "
@@ -140,11 +143,15 @@ def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
 def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params: Params):
     buffers: dict[Operation, Buffer] = {}
     for op in arg_ops:
+        if op in params.aliases:
+            raise LoweringError(
+                f"'{op.name}' is part of a scan (its rows are the scan's); list the scan's "
+                "tensor in args instead"
+            )
         buffers[op] = Buffer(op.name, tuple(op.shape), op.dtype, "global")
     local = []
-    for stage in s.stages:
-        op = stage.op
-        if op in buffers:
+    for stage, op in [(each, op) for each in s.stages for op in each.ops]:
+        if op in buffers or op in params.aliases:
             continue
         if isinstance(op, PlaceholderOp):
             if _is_read(op, placement) and not op.shape:
@@ -171,7 +178,7 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
             leads = tuple(const(n, "int32") for n in storage.leads)
             shape = leads + tuple(box)
         buffer = Buffer(
-            stage.name,
+            stage.name if len(stage.ops) == 1 else op.name,
             shape,
             op.dtype,
             placement.scope(stage),
@@ -180,12 +187,22 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
         if stage.swizzle_bytes:
             buffer = replace(buffer, swizzle=_swizzle(s, stage, buffer))
         buffers[op] = buffer
-        local.append(buffer)
+        if op is not stage.ops[0] and local and local[-1][0] is buffers.get(stage.ops[0]):
+            local[-1] += (buffer,)  # the outputs of one stage are allocated together
+        else:
+            local.append((buffer,))
+    for op, scan_op in params.aliases.items():
+        buffers[op] = buffers[scan_op]  # a scan's rows are written and read in place
     return buffers, [buffers[op] for op in arg_ops], local
 
 
 def _store_predicates(s: Schedule, buffers: dict) -> dict[Buffer, rec.StorePredicate]:
-    return {buffers[t.op]: t.store_predicate for t in s.stages if t.store_predicate is not None}
+    return {
+        buffers[op]: t.store_predicate
+        for t in s.stages
+        if t.store_predicate is not None
+        for op in t.ops
+    }
 
 
 def _doubled(s: Schedule, buffers: dict) -> list[Buffer]:

@@ -38,6 +38,7 @@ from .graph import post_order
 from .integers import as_int
 from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
+from .scan import ScanOp, body_ops
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from .visit import walk
 
@@ -158,16 +159,23 @@ def reference(
     if precision not in (None, "float64"):
         raise ValueError(f"precision must be None or 'float64', not {precision!r}")
     ops = post_order([t.op for t in outs])
-    arrays = _input_arrays(ops, inputs)
+    stepped = {each for op in ops if isinstance(op, ScanOp) for each in _scan_ops(op)}
+    states = {op.state.op for op in stepped}
+    arrays = _input_arrays([op for op in ops if op not in states], inputs)
     ctx = _Context(_bind_sizes(ops, arrays, sizes or {}), {}, precision)
     for op, array in arrays.items():
         ctx.values[op] = array.astype(ctx.np_dtype(op.dtype), copy=False)
+    in_scans = {op for scan_op in stepped for op in _body(_scan_ops(scan_op))}
     with np.errstate(all="ignore"):
         for op in ops:
+            if op in in_scans or op in ctx.values:
+                continue
             if isinstance(op, ComputeOp):
                 ctx.values[op] = _compute(op, ctx)
             elif isinstance(op, ExternOp):
                 ctx.values[op] = _extern(op, ctx)
+            elif isinstance(op, ScanOp):
+                _scan(_scan_ops(op), ctx)
     results = [ctx.values[t.op] for t in outs]
     return results[0] if single else results
 
@@ -331,6 +339,43 @@ def _extern(op: ExternOp, ctx: _Context) -> np.ndarray:
     return out
 
 
+def _scan_ops(op: ScanOp) -> tuple[ScanOp, ...]:
+    return (op,) if op.outputs is None else op.outputs.ops
+
+
+def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:
+    """The states of one scan, step by step: each step evaluates the row of every body op at
+    that step, reading the states' earlier rows (an element read before it is computed, or
+    outside the steps, reads NaN or the dtype's lowest value)."""
+    body = _body(scan_ops)
+    for op in [*scan_ops, *body]:
+        shape = tuple(_size_value(e, ctx.sizes) for e in op.shape)
+        ctx.values[op] = np.full(shape, _unset(ctx.np_dtype(op.dtype)), ctx.np_dtype(op.dtype))
+    for op in scan_ops:
+        first = ctx.values[op.init.op]
+        ctx.values[op][: len(first)] = first
+        ctx.values[op.state.op] = ctx.values[op]  # the update reads the result's rows so far
+    rows = _size_value(scan_ops[0].init.shape[0], ctx.sizes)
+    steps = _size_value(scan_ops[0].shape[0], ctx.sizes)
+    for t in range(rows, steps):
+        for op in body:
+            shape = ctx.values[op].shape
+            starts = [_size_value(iv.dom.min, ctx.sizes) for iv in op.reduce_axis]
+            red = tuple(_size_value(iv.dom.extent, ctx.sizes) for iv in op.reduce_axis)
+            row = _compute_chunk(op, ctx, t, t + 1, shape, starts, red)
+            ctx.values[op][t : t + 1] = np.broadcast_to(row, (1,) + shape[1:])
+        for op in scan_ops:
+            ctx.values[op][t] = ctx.values[op.update.op][t]
+
+
+def _body(scan_ops: tuple[ScanOp, ...]) -> list[Operation]:
+    return body_ops([op.update.op for op in scan_ops], {op.state.op for op in scan_ops})
+
+
+def _unset(dtype: np.dtype):
+    return np.nan if dtype.kind in "fc" else (np.iinfo(dtype).min if dtype.kind in "iu" else 0)
+
+
 def _compute(op: ComputeOp, ctx: _Context) -> np.ndarray:
     shape = tuple(_size_value(e, ctx.sizes) for e in op.shape)
     fast = _einsum(op, ctx, shape)
@@ -465,6 +510,8 @@ def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
         inner = cond if mask is None else mask & cond
     else:
         cond, inner = None, mask
+    if e.parts:
+        return _reduce_tuple(e, ctx, inner, cond)
     source = np.broadcast_to(_eval(e.source, ctx, inner), grid.shape)
     identity = np.array(e.combiner.identity.value, dtype=ctx.np_dtype(e.dtype))
     if cond is not None:
@@ -477,6 +524,35 @@ def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
         extra = {"dtype": source.dtype} if builtin in ("+", "*") else {}
         return REDUCTIONS[builtin](source, axis=red_dims, initial=identity, **extra)
     return fold_pairwise(step, source, red_dims, identity)
+
+
+def _reduce_tuple(e: Reduce, ctx: _Context, inner, cond) -> np.ndarray:
+    """Component `e.value_index` of a reduction over tuples: all components are folded
+    together, one term at a time in the order of the reduce axes (as the unscheduled loop
+    nest does; an argmax then keeps the first of equal values, as numpy's does)."""
+    grid = ctx.grid
+    data = grid.shape[: len(grid.shape) - len(e.axis)]
+    sources = []
+    for op, part in zip(ctx.op.outputs.ops, e.parts):
+        kind = ctx.np_dtype(part.dtype)
+        term = np.broadcast_to(_eval(op.body.source, ctx, inner), grid.shape).astype(kind)
+        if cond is not None:
+            term = np.where(cond, term, np.array(part.identity.value, dtype=kind))
+        sources.append(term.reshape(data + (-1,)))
+    acc = [np.full(data, p.identity.value, dtype=ctx.np_dtype(p.dtype)) for p in e.parts]
+    saved = ctx.env
+    try:
+        for r in range(sources[0].shape[-1]):
+            ctx.env = dict(saved)
+            for p, a, src in zip(e.parts, acc, sources):
+                ctx.env[p.lhs], ctx.env[p.rhs] = a, src[..., r]
+            acc = [
+                np.broadcast_to(_eval(p.result, ctx, None), data).astype(a.dtype)
+                for p, a in zip(e.parts, acc)
+            ]
+    finally:
+        ctx.env = saved
+    return acc[e.value_index]
 
 
 def combine(comb: CommReducer, values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -506,7 +582,7 @@ def _step(comb: CommReducer, ctx: _Context) -> Step:
 def _einsum(op: ComputeOp, ctx: _Context, shape: tuple[int, ...]) -> np.ndarray | None:
     """Sums of products of plainly indexed reads (matmul and kin) through `np.einsum`."""
     body = op.body
-    if not isinstance(body, Reduce) or body.where is not None:
+    if not isinstance(body, Reduce) or body.where is not None or body.parts:
         return None
     if builtin_op(body.combiner) != "+" or not dt.is_float(body.dtype):
         return None

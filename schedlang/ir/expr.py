@@ -312,13 +312,21 @@ class CommReducer:
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Reduce(Expr):
-    """A reduction; only ever the whole body of a compute."""
+    """A reduction; only ever the whole body of a compute.
+
+    A reduction over tuples (TE's argmax) is one Reduce per component, each the body of one
+    output of a multi-output compute: `parts` holds every component's combiner (whose result
+    may read the other components' partial values) and `value_index` says which is this one's
+    (`combiner` is ``parts[value_index]``). The components are combined together, never one
+    after another."""
 
     combiner: CommReducer
     source: Expr
     axis: tuple[IterVar, ...]
     where: Expr | None
     dtype: str
+    parts: tuple[CommReducer, ...] = ()
+    value_index: int = 0
 
 
 _PY_COMPARE = {

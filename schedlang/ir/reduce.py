@@ -10,9 +10,8 @@ from .expr import Expr, Reduce, Var, _operands, as_expr, binary, cast, const
 from .tensor import IterVar
 
 _TUPLES = (
-    "{}: reductions over tuples (TE's argmax-style reducers) are not supported; reduce one "
-    "value per reduction, e.g. argmax as a max and then a min over the indices that reach it "
-    "(notebooks/05_argmax.ipynb)"
+    "{}: a reducer over tuples is applied to a tuple of values, "
+    "e.g. argmax((idx[i, k], val[i, k]), axis=k), in a compute that returns its components"
 )
 
 
@@ -44,7 +43,9 @@ class Reducer:
         lhs, rhs = Var("x", dtype, "combiner"), Var("y", dtype, "combiner")
         combined = self.fcombine(lhs, rhs)
         if isinstance(combined, (tuple, list)):
-            raise AlgorithmError(_TUPLES.format(f"the combiner of '{self.name}' returns a tuple"))
+            raise AlgorithmError(
+                _TUPLES.format(f"the combiner of '{self.name}' returns a tuple for one value")
+            )
         result = cast(as_expr(combined, like=dtype), dtype)
         identity = const(_identity_value(self.fidentity(dtype)), dtype)
         return CommReducer(self.name, lhs, rhs, result, identity)
@@ -58,8 +59,6 @@ class Reducer:
                 )
             a, b = _operands(expr, axis)
             return _combine(self, a, b, dt.promote(a.dtype, b.dtype))
-        if isinstance(expr, (tuple, list)):
-            raise AlgorithmError(_TUPLES.format(f"sl.{self.name} is given {len(expr)} values"))
         if axis is None:
             raise AlgorithmError(
                 f"sl.{self.name}(expr) needs axis=: the reduce axis (or a list of them) "
@@ -80,12 +79,6 @@ class Reducer:
                 )
         if len({id(ax) for ax in axes}) != len(axes):
             raise AlgorithmError(f"sl.{self.name}: the same reduce axis is listed twice")
-        source = as_expr(expr)
-        if source.dtype == "bool" and self.name in ("sum", "prod"):
-            raise AlgorithmError(
-                f"sl.{self.name} over bools in '{source}': cast to a number first, "
-                "e.g. (cond).astype('int32')"
-            )
         cond = None
         if where is not None:
             cond = as_expr(where)
@@ -94,7 +87,45 @@ class Reducer:
                     f"where= of sl.{self.name} must be a condition (bool), got {cond.dtype} "
                     f"in '{cond}'"
                 )
+        if isinstance(expr, (tuple, list)):
+            return self._over_tuple([as_expr(e) for e in expr], axes, cond)
+        source = as_expr(expr)
+        if source.dtype == "bool" and self.name in ("sum", "prod"):
+            raise AlgorithmError(
+                f"sl.{self.name} over bools in '{source}': cast to a number first, "
+                "e.g. (cond).astype('int32')"
+            )
         return Reduce(self.combiner(source.dtype), source, axes, cond, source.dtype)
+
+    def _over_tuple(self, sources: list[Expr], axes: tuple, cond: Expr | None) -> tuple:
+        """One Reduce per component of a reduction over tuples, combined together: each
+        component's combiner sees the partial values of all components."""
+        from .expr import CommReducer
+
+        dtypes = [e.dtype for e in sources]
+        lhs = tuple(Var(f"x{k}", t, "combiner") for k, t in enumerate(dtypes))
+        rhs = tuple(Var(f"y{k}", t, "combiner") for k, t in enumerate(dtypes))
+        results = self.fcombine(lhs, rhs)
+        identities = self.fidentity(*dtypes)
+        for what, got in (("combiner", results), ("identity", identities)):
+            if not isinstance(got, (tuple, list)) or len(got) != len(sources):
+                raise AlgorithmError(
+                    f"sl.{self.name} is applied to {len(sources)} values, so its {what} must "
+                    f"return {len(sources)} values, one per component; it returned {got!r}"
+                )
+        parts = tuple(
+            CommReducer(
+                self.name,
+                lhs[k],
+                rhs[k],
+                cast(as_expr(results[k], like=t), t),
+                const(_identity_value(identities[k]), t),
+            )
+            for k, t in enumerate(dtypes)
+        )
+        return tuple(
+            Reduce(parts[k], e, axes, cond, e.dtype, parts, k) for k, e in enumerate(sources)
+        )
 
 
 def _combine(reducer: Reducer, a: Expr, b: Expr, common: str) -> Expr:
@@ -125,7 +156,18 @@ def comm_reducer(
 ) -> Reducer:
     """A user reducer: `fcombine(x, y)` must be commutative and associative, and
     `fidentity(dtype)` its identity (``fcombine(identity, y) == y``). Each combination is
-    computed in the dtype of the reduced expression (see docs/concepts.md on accumulation)."""
+    computed in the dtype of the reduced expression (see docs/concepts.md on accumulation).
+
+    Over tuples (argmax), `x` and `y` are tuples, `fcombine` returns one value per component
+    and `fidentity(*dtypes)` one identity per component; applied to a tuple of values, the
+    reducer gives one reduction per component, the body of a compute that returns them all::
+
+        argmax = sl.comm_reducer(
+            lambda x, y: (sl.if_then_else(x[1] >= y[1], x[0], y[0]), sl.max(x[1], y[1])),
+            lambda t0, t1: (sl.const(-1, t0), sl.min_value(t1)),
+        )
+        index, value = sl.compute((m,), lambda i: argmax((k.var, A[i, k]), axis=k))
+    """
     return Reducer(fcombine, fidentity, name)
 
 

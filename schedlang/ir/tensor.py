@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import AlgorithmError, entry_point, user_location
 from . import dtype as dt
@@ -93,6 +93,19 @@ class PlaceholderOp(Operation):
     dtype: str
 
 
+class Outputs:
+    """The outputs of one multi-output compute (TE's ``B0, B1 = te.compute(..., lambda i:
+    (a, b))``): one op per output, sharing their axes, computed in the same loops by one
+    stage. `ops` are the ops as created; a schedule may rewire them into new ops that keep
+    this object, which is how it finds them together."""
+
+    __slots__ = ("name", "ops")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ops: tuple[ComputeOp, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ComputeOp(Operation):
     name: str
@@ -100,6 +113,20 @@ class ComputeOp(Operation):
     axis: tuple[IterVar, ...]
     reduce_axis: tuple[IterVar, ...]
     body: Expr
+    outputs: Outputs | None = None  # set for one output of a multi-output compute
+    value_index: int = 0  # which output of `outputs` this op is
+
+    def output(self, index: int = 0) -> Tensor:
+        if self.outputs is None:
+            return Operation.output(self, index)
+        ops = self.outputs.ops
+        if not 0 <= index < len(ops):
+            raise AlgorithmError(f"compute '{self.outputs.name}' has {len(ops)} outputs")
+        return Tensor(ops[index], index)
+
+    @property
+    def num_outputs(self) -> int:
+        return 1 if self.outputs is None else len(self.outputs.ops)
 
     @property
     def shape(self) -> tuple[Expr, ...]:  # type: ignore[override]
@@ -309,7 +336,10 @@ def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
 def compute(
     shape: object, fcompute: Callable[..., object], name: str = "compute", tag: str = ""
 ) -> Tensor:
-    """A tensor defined elementwise by ``fcompute(*indices)``; the axes take its argument names."""
+    """A tensor defined elementwise by ``fcompute(*indices)``; the axes take its argument names.
+
+    A function returning a tuple defines one tensor per value, computed together in the same
+    loops (a list of tensors; TE's multi-output compute)."""
     if not callable(fcompute):
         raise TypeError(
             f"compute '{name}': fcompute must be a function of the indices "
@@ -323,13 +353,44 @@ def compute(
     )
     result = fcompute(*axis)
     if isinstance(result, (tuple, list)):
-        raise AlgorithmError(
-            f"compute '{name}' returned {len(result)} values: one compute defines one tensor; "
-            "write one compute per output"
-        )
+        return _multi_output(list(result), axis, name, tag)
     body = _bounded_ranges(as_expr(result), axis, name)
     reduce_axes = _check_body(body, axis, name)
     return Tensor(ComputeOp(name, tag, axis, reduce_axes, body))
+
+
+def _multi_output(values: list, axis: tuple[IterVar, ...], name: str, tag: str):
+    """The tensors of a compute whose function returns a tuple (TE's multi-output compute):
+    either elementwise values, or the components of one reduction over tuples, in order."""
+    if not values:
+        raise AlgorithmError(f"compute '{name}' returned an empty tuple; return its values")
+    bodies = [as_expr(v) for v in values]
+    reductions = [b for b in bodies if isinstance(b, Reduce)]
+    if reductions:
+        first = reductions[0]
+        parts = first.parts or (first.combiner,)
+        whole = len(reductions) == len(bodies) == len(parts) and all(
+            b.parts is first.parts and b.value_index == k for k, b in enumerate(bodies)
+        )
+        if not whole or not first.parts:
+            raise AlgorithmError(
+                f"compute '{name}' returns {len(bodies)} values, {len(reductions)} of them "
+                "reductions: a multi-output compute returns either elementwise values or "
+                "all the components of one reduction over tuples, in order (e.g. "
+                "argmax((idx[i, k], val[i, k]), axis=k))"
+            )
+        bounded = _bounded_ranges(first, axis, name)
+        bodies = [
+            replace(b, axis=bounded.axis, where=bounded.where) if b is not first else bounded
+            for b in bodies
+        ]
+    reduce_axes = [_check_body(b, axis, name) for b in bodies]
+    outputs = Outputs(name)
+    outputs.ops = tuple(
+        ComputeOp(f"{name}.v{k}", tag, axis, reduce_axes[k], body, outputs, k)
+        for k, body in enumerate(bodies)
+    )
+    return [Tensor(op, k) for k, op in enumerate(outputs.ops)]
 
 
 def _bounded_ranges(body: Expr, axis: Sequence[IterVar], name: str) -> Expr:
@@ -361,7 +422,7 @@ def _bounded_ranges(body: Expr, axis: Sequence[IterVar], name: str) -> Expr:
     where = body.where
     for c in conds:
         where = c if where is None else where & c
-    return Reduce(body.combiner, body.source, tuple(axes), where, body.dtype)
+    return replace(body, axis=tuple(axes), where=where)
 
 
 def _uses_axes(e: Expr) -> bool:

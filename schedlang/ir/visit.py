@@ -54,7 +54,7 @@ def rebuild(e: Expr, new_children: tuple[Expr, ...]) -> Expr:
         return Read(e.tensor, tuple(new_children), e.dtype)
     if isinstance(e, Reduce):
         where = new_children[1] if len(new_children) > 1 else None
-        return Reduce(e.combiner, new_children[0], e.axis, where, e.dtype)
+        return Reduce(e.combiner, new_children[0], e.axis, where, e.dtype, e.parts, e.value_index)
     return e
 
 

@@ -71,8 +71,9 @@ def _above_kernel(loop: For) -> bool:
     )
 
 
-def insert_allocations(stmt: Stmt, buffers: list[Buffer]) -> Stmt:
-    """Wrap the smallest subtree holding every use of each buffer in an `Allocate`.
+def insert_allocations(stmt: Stmt, groups: list[tuple[Buffer, ...]]) -> Stmt:
+    """Wrap the smallest subtree holding every use of each group of buffers in `Allocate`s
+    (a group: the outputs of one multi-output stage, which are computed together).
 
     Expects the buffers' producers and consumers to be siblings under the loop the producer is
     computed at (as placement guarantees); an allocation inside a loop is private to each
@@ -81,24 +82,30 @@ def insert_allocations(stmt: Stmt, buffers: list[Buffer]) -> Stmt:
     inside a loop of the block's code, so one buffer is refilled across iterations (as on
     hardware), and never around a grid, which gets fresh shared memory.
     """
-    for buffer in buffers:
-        stmt = _place(stmt, buffer)
+    for group in groups:
+        stmt = _place(stmt, group)
     return stmt
 
 
-def _place(stmt: Stmt, buffer: Buffer) -> Stmt:
-    if buffer.scope == "shared" and isinstance(stmt, For) and not _above_kernel(stmt):
-        return Allocate(buffer, stmt)
+def _place(stmt: Stmt, group: tuple[Buffer, ...]) -> Stmt:
+    if group[0].scope == "shared" and isinstance(stmt, For) and not _above_kernel(stmt):
+        return _allocated(group, stmt)
     if isinstance(stmt, For):
         return For(
-            stmt.var, stmt.min, stmt.extent, stmt.kind, _place(stmt.body, buffer), stmt.thread
+            stmt.var, stmt.min, stmt.extent, stmt.kind, _place(stmt.body, group), stmt.thread
         )
     if isinstance(stmt, Seq):
-        users = [k for k, s in enumerate(stmt.stmts) if _uses(s, buffer)]
+        users = [k for k, s in enumerate(stmt.stmts) if any(_uses(s, b) for b in group)]
         if len(users) == 1:
             k = users[0]
-            inner = _place(stmt.stmts[k], buffer)
+            inner = _place(stmt.stmts[k], group)
             return Seq(stmt.stmts[:k] + (inner,) + stmt.stmts[k + 1 :])
-    if isinstance(stmt, Allocate) and _uses(stmt.body, buffer):
-        return Allocate(stmt.buffer, _place(stmt.body, buffer))
-    return Allocate(buffer, stmt)
+    if isinstance(stmt, Allocate) and any(_uses(stmt.body, b) for b in group):
+        return Allocate(stmt.buffer, _place(stmt.body, group))
+    return _allocated(group, stmt)
+
+
+def _allocated(group: tuple[Buffer, ...], body: Stmt) -> Stmt:
+    for buffer in reversed(group):
+        body = Allocate(buffer, body)
+    return body

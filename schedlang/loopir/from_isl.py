@@ -36,7 +36,7 @@ from ..schedule.errors import AnnotationError, BindError, message
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
-from .nodes import Buffer, For, If, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
+from .nodes import Buffer, For, If, Let, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
 from .unroll_limit import MAX_UNROLLED
 from .visit import walk_expr, walk_stmt
 
@@ -434,11 +434,14 @@ class _Translator:
         def lower(value: Expr) -> Expr:
             return transform(substitute(value, roots), to_load)
 
-        buffer = self.buffers[st.stage.op]
+        buffer = self.buffers[st.op]
         index = tuple(self.expr(x) for x in leaf.store)
         plan = self.plans.get(st.stage.name)
         if plan is not None:
             stmt = self._matrix(plan, st.role, buffer, index, lower(st.value))
+        elif len(st.writes) > 1:
+            stmt = self._tuple_update(st, index, lower)
+            stmt = If(lower(st.where), stmt) if st.where is not None else stmt
         elif st.role == "update":
             comb = st.stage.op.body.combiner
             old = Load(buffer, index, buffer.dtype)
@@ -461,6 +464,21 @@ class _Translator:
             )
         }
         self.block_tags[id(stmt)] = (leaf.placed.template[0], tags)
+        return stmt
+
+    def _tuple_update(self, st, index: tuple, lower) -> Stmt:
+        """One step of a reduction over tuples: every component's new value is computed from
+        all the old ones before any is stored."""
+        parts = [self.buffers[op] for op in st.writes]
+        combiners = st.stage.op.body.parts
+        mapping = {}
+        for comb, buffer, source in zip(combiners, parts, st.sources):
+            mapping[comb.lhs] = Load(buffer, index, buffer.dtype)
+            mapping[comb.rhs] = lower(source)
+        news = [Var(self._unique(f"{b.name}.new"), b.dtype, "let") for b in parts]
+        stmt: Stmt = seq(*(Store(b, index, v) for b, v in zip(parts, news)))
+        for comb, v in reversed(list(zip(combiners, news))):
+            stmt = Let(v, substitute(comb.result, mapping), stmt)
         return stmt
 
     def keep_block_loops(self, stmt: Stmt) -> Stmt:
@@ -545,7 +563,7 @@ class _Translator:
             var = Var(self._unique(entry[1].name), self.itype, "loop")
             loop = self._bound(entry[1], var, self.const(0), value, stmt)  # checks the extent
             stmt = replace(loop, body=If(Compare("==", var, value), stmt))
-        scope = self.buffers[leaf.placed.stmt.stage.op].scope
+        scope = self.buffers[leaf.placed.stmt.op].scope
         if scope == "local" or scope in FRAGMENT_SCOPES:
             return stmt  # every thread keeps its own copy: each computes it (as in TE)
         for tag, extent in sorted(leaf.placed.kernel_threads.items()):

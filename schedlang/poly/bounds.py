@@ -59,7 +59,7 @@ def _message(st: Statement, acc, point: isl.Point, params: Params) -> str:
     shape = ", ".join(str(e) for e in acc.op.shape)
     at = ", ".join(values + sizes)
     return (
-        f"compute '{st.stage.op.name}' reads '{acc.read}' out of bounds: at {at} it reads "
+        f"compute '{st.op.name}' reads '{acc.read}' out of bounds: at {at} it reads "
         f"{acc.op.name}[{element}], outside its shape ({shape}); guard the read with "
         "sl.if_then_else or shrink the compute's domain"
     )

@@ -23,6 +23,7 @@ from ..schedule import records as rec
 from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
 from .placement import Placed, Placement
+from .scans import check_steps, find_scans, step_order
 from .space import Params
 
 _CONCURRENT = ("parallel", "vectorized")
@@ -34,25 +35,34 @@ def check_legality(schedule: Schedule, placement: Placement, params: Params) -> 
     if not placed:
         return set()
     order = {stage.name: k for k, stage in enumerate(schedule.stages)}
+    scans = find_scans(schedule)
+    steps = step_order(scans, order)
     width = max(len(p.stmt.root_vars) for p in placed)
     reads = writes = original = None
     for p in placed:
         role = 1 if p.stmt.role == "update" else 0
         n = len(p.stmt.root_vars)
         xs = [f"x{k}" for k in range(n)]
-        outs = [str(order[p.stmt.stage.name]), str(role)] + xs + ["0"] * (width - n)
+        # The algorithm's order: stage after stage, except that a scan's body runs step
+        # after step (`poly.scans`), at the scan's place.
+        name = p.stmt.stage.name
+        at = [str(steps[name]), xs[0]] if name in steps else [str(order[name]), "0"]
+        outs = at + [str(order[name]), str(role)] + xs + ["0"] * (width - n)
         seq = isl.Map(f"{{ {p.stmt.name}[{', '.join(xs)}] -> [{', '.join(outs)}] }}")
         seq = isl.UnionMap.from_map(seq.intersect_domain(p.domain))
         original = seq if original is None else original.union(seq)
         for acc in p.stmt.reads:
             r = isl.UnionMap.from_map(p.to_root.apply_range(acc.relation))
             reads = r if reads is None else reads.union(r)
-        w = isl.UnionMap.from_map(p.to_root.apply_range(p.stmt.write))
-        writes = w if writes is None else writes.union(w)
+        for write in [p.stmt.write, *p.stmt.other_writes]:
+            w = isl.UnionMap.from_map(p.to_root.apply_range(write))
+            writes = w if writes is None else writes.union(w)
     if reads is None:
         return set()
     info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
     flow = info.set_schedule_map(original).compute_flow()
+    if scans:
+        check_steps(flow.get_may_no_source(), scans, params.tensor)
     deps = flow.get_must_dependence().intersect_params(params.context)
     by_name = {p.stmt.name: p for p in placed}
     cross_thread: set = set()
@@ -210,10 +220,23 @@ def _describe_backwards(schedule, dep, src, dst, violating) -> str:
     first, second = _instances(dep, src, dst, violating)
     last = schedule.records[-1] if schedule.records else None
     stage = getattr(last, "stage", src.stmt.stage.name)
+    fix = "restore the order of the dependent loops"
+    names = (src.stmt.stage.name, dst.stmt.stage.name)
+    scan = next((sc for sc in find_scans(schedule) if all(_in_body(sc, n) for n in names)), None)
+    if scan is not None and names[0] != names[1]:
+        fix = (
+            f"both run steps of the scan '{scan.stage.name}', and each stage at the root runs "
+            "all of its steps in its own loop: compute the one at a loop of the other (inside "
+            "its step loop); updates that read each other's states cannot be split that way "
+            "and are not supported"
+        )
     return message(
         stage,
         "schedule",
         getattr(last, "loc", ""),
-        f"{second} needs the value {first} produces, but the schedule runs it first; "
-        "restore the order of the dependent loops",
+        f"{second} needs the value {first} produces, but the schedule runs it first; {fix}",
     )
+
+
+def _in_body(scan, name: str) -> bool:
+    return any(member.name == name for member in scan.body)

@@ -36,7 +36,7 @@ def check_local_reads(schedule: Schedule, placement: Placement, params: Params) 
         write = isl.Map.from_pw_multi_aff(src.store_index).intersect_domain(src.domain)
         for dst in everything:
             for acc in dst.stmt.reads:
-                if acc.op is src.stmt.stage.op:
+                if acc.op in src.stmt.writes:
                     _check_read(schedule, placement, params, src, write, threads, dst, acc)
 
 

@@ -293,9 +293,11 @@ class Placement:
             prefix = pc.loops.project_out(isl.dim_type.out, keep, n_loops - keep)
             prefix_maps[id(pc)] = prefix
             for acc in pc.stmt.reads:
-                if acc.op is not producer.op:
+                if acc.op not in producer.ops:
                     continue
                 image = prefix.reverse().apply_range(pc.to_root.apply_range(acc.relation))
+                # The outputs of a multi-output stage share one box: name them as one.
+                image = image.set_tuple_name(isl.dim_type.out, self.params.tensor(producer.op))
                 footprint = image if footprint is None else footprint.union(image)
         needed = footprint
         if relaxed:
@@ -319,19 +321,19 @@ class Placement:
             shift = lead_map.flat_range_product(shift)
         on_loops = (tuple(prefix_axes), isl.PwMultiAff.from_map(shift))
         for pc in readers if not whole else ():
-            pc.offsets[producer.op] = isl.PwMultiAff.from_map(
-                prefix_maps[id(pc)].apply_range(shift)
-            )
-            pc.offsets_on_loops[producer.op] = on_loops
+            offset = isl.PwMultiAff.from_map(prefix_maps[id(pc)].apply_range(shift))
+            for op in producer.ops:
+                pc.offsets[op] = offset
+                pc.offsets_on_loops[op] = on_loops
         extents = [
             bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx())) for d in range(nd)
         ]
         attach_dim = len(base.template[: self._dim_position(base.template, axis) + 1]) - 1
         box_constant = [self._constant(e) for e in extents]
         leads = [self._lead_extent(producer, prefix_axes[d]) for d in expanded]
-        self.storage[producer.op] = Storage(
-            producer.op, [self._param_bound(e) for e in extents], box_constant, leads
-        )
+        bounds = [self._param_bound(e) for e in extents]
+        for op in producer.ops:
+            self.storage[op] = Storage(op, bounds, box_constant, leads)
         roots = dict(zip(producer.root_axes, box_constant))
         roots.update({a: producer.extents[a] for a in producer.root_axes[nd:]})
         extents = self.extents[producer.name] = leaf_extents(producer, roots)
@@ -546,7 +548,7 @@ class Placement:
         readers = []
         for name, statements in self.by_stage.items():
             for st in statements:
-                if name == producer.name or not any(acc.op is producer.op for acc in st.reads):
+                if name == producer.name or not any(acc.op in producer.ops for acc in st.reads):
                     continue
                 placed = [p for p in self.placed.get(name, []) if p.stmt is st]
                 if not placed or placed[0].template[: len(path)] != path:

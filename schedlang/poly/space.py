@@ -20,6 +20,8 @@ class Params:
         self.names: dict[Var, str] = {}
         self.vars: dict[str, Var] = {}
         self.tensor_names: dict[Operation, str] = {}
+        # Ops whose elements are another op's (a scan's init, update and state are its rows).
+        self.aliases: dict[Operation, Operation] = {}
         values: list = []  # bodies: a size used there only may take any value
         for op in ops:
             exprs = list(op.shape)
@@ -54,4 +56,4 @@ class Params:
         return candidate
 
     def tensor(self, op: Operation) -> str:
-        return self.tensor_names[op]
+        return self.tensor_names[self.aliases.get(op, op)]

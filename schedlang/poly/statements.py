@@ -15,7 +15,7 @@ import islpy as isl
 
 from ..errors import AlgorithmError
 from ..ir.expr import Expr, Read, Reduce, Select, Var
-from ..ir.tensor import ComputeOp, Operation
+from ..ir.tensor import ComputeOp, Operation, Tensor
 from ..ir.visit import children, substitute, transform
 from ..schedule import records as rec
 from ..schedule.schedule import Schedule
@@ -45,16 +45,26 @@ class Statement:
     value: Expr  # compute: the body; init: the identity; update: the reduction source
     where: Expr | None = None  # update only
     reads: list[Access] = field(default_factory=list)
-    write: isl.Map | None = None  # root space -> the stage's tensor
+    write: isl.Map | None = None  # root space -> the tensors it writes
+    # The tensors it writes: one, except the update of a reduction over tuples, which
+    # combines every output of its stage at once.
+    writes: tuple[Operation, ...] = ()
+    other_writes: list[isl.Map] = field(default_factory=list)  # the writes of writes[1:]
+    sources: tuple[Expr, ...] = ()  # an update over tuples: each component's source
+
+    @property
+    def op(self) -> Operation:
+        """The (first) tensor the statement writes."""
+        return self.writes[0]
 
 
 def inline_bodies(schedule: Schedule) -> dict[Operation, Expr]:
-    """Each stage's body with inlined stages substituted (transitively)."""
+    """Each op's body with inlined stages substituted (transitively)."""
     bodies: dict[Operation, Expr] = {}
     for stage in schedule.stages:
-        if not isinstance(stage.op, ComputeOp):
-            continue
-        bodies[stage.op] = _inline(stage.op.body, bodies, schedule)
+        for op in stage.ops:
+            if isinstance(op, ComputeOp):
+                bodies[op] = _inline(op.body, bodies, schedule)
     return bodies
 
 
@@ -66,76 +76,125 @@ def _inline(body: Expr, bodies: dict[Operation, Expr], schedule: Schedule) -> Ex
         if not isinstance(producer.attach, rec.ComputeInline):
             return None
         mapping = {iv.var: index for iv, index in zip(producer.op.axis, node.indices)}
-        return substitute(bodies[producer.op], mapping)
+        return substitute(bodies[node.tensor.op], mapping)
 
     return transform(body, replace)
 
 
 def build_statements(
-    schedule: Schedule, bodies: dict[Operation, Expr], params: Params
+    schedule: Schedule,
+    bodies: dict[Operation, Expr],
+    params: Params,
+    first_step: dict[str, Expr] | None = None,
 ) -> list[Statement]:
-    """The statements of every scheduled (non-inlined) compute stage, in stage order."""
+    """The statements of every scheduled (non-inlined) compute stage, in stage order. A stage
+    in `first_step` (a scan's body) runs the steps of its first axis from that step on."""
     statements: list[Statement] = []
     for k, stage in enumerate(schedule.stages):
         op = stage.op
         if not isinstance(op, ComputeOp) or isinstance(stage.attach, rec.ComputeInline):
             continue
-        body = bodies[op]
-        space = f"R{k}"
-        data = tuple(iv.var for iv in op.axis)
-        names = dict(params.names)
-        names.update({v: f"d{n}" for n, v in enumerate(data)})
-        data_dom = _domain(space, [(names[iv.var], iv.dom.extent) for iv in op.axis], params)
-        if isinstance(body, Reduce):
-            red = tuple(iv.var for iv in op.reduce_axis)
-            full = dict(names)
-            bounds = [(names[iv.var], iv.dom.extent) for iv in op.axis]
-            for n, iv in enumerate(op.reduce_axis):
-                full[iv.var] = f"(r{n} + {_param_aff(iv.dom.min, params)})"
-                bounds.append((f"r{n}", iv.dom.extent))
-            full_dom = _domain(space, bounds, params)
-            # An affine where= shrinks the loops themselves (a prefix sum runs n(n+1)/2
-            # updates, not n^2 guarded ones). It stays a guard too: a cross-thread reduction
-            # runs its bound loop over the whole block, and LLVM drops the guards it can prove.
-            if body.where is not None:
-                full_dom = _restrict(full_dom, body.where, full, params)
-            init_dom = data_dom.set_tuple_name(f"{space}I")
-            init = Statement(
-                f"S{len(statements)}",
-                stage,
-                "init",
-                data,
-                f"{space}I",
-                init_dom,
-                body.combiner.identity,
-            )
-            init.write = _write(init, names, params)
-            statements.append(init)
-            update = Statement(
-                f"S{len(statements)}",
-                stage,
-                "update",
-                data + red,
-                space,
-                full_dom,
-                body.source,
-                body.where,
-            )
-            update.write = _write(update, full, params)
-            own = Read(stage_tensor(stage), tuple(data), op.dtype)
-            update.reads = [Access(own, op, update.write)]
-            update.reads += _accesses(body.source, update.domain, full, params)
-            statements.append(update)
+        start = len(statements)
+        if isinstance(op.body, Reduce):
+            _reduction(statements, stage, f"R{k}", bodies, params)
         else:
-            stmt = Statement(f"S{len(statements)}", stage, "compute", data, space, data_dom, body)
-            stmt.write = _write(stmt, names, params)
-            stmt.reads = _accesses(body, data_dom, names, params)
-            statements.append(stmt)
+            for each in stage.ops:
+                _elementwise(statements, stage, each, f"R{k}", bodies[each], params)
+        if first_step and stage.name in first_step:
+            for st in statements[start:]:
+                _from_step(st, first_step[stage.name], params)
     return statements
 
 
-def stage_tensor(stage: Stage):
-    return stage.op.output(0)
+def _from_step(st: Statement, step: Expr, params: Params) -> None:
+    """Restrict `st` to the steps from `step` on (its first root dimension)."""
+    dims = _set_dims(st.domain)
+    first = dims.split(", ")[0]
+    space = st.domain.get_tuple_name()
+    keep = isl.Set(f"{params.prefix} {{ {space}[{dims}] : {first} >= {_param_aff(step, params)} }}")
+    st.domain = st.domain.intersect(keep)
+    st.write = st.write.intersect_domain(st.domain)
+    st.other_writes = [w.intersect_domain(st.domain) for w in st.other_writes]
+    for acc in st.reads:
+        acc.relation = acc.relation.intersect_domain(st.domain)
+
+
+def _elementwise(
+    statements: list[Statement],
+    stage: Stage,
+    op: ComputeOp,
+    space: str,
+    body: Expr,
+    params: Params,
+) -> None:
+    """The statement computing `op`, one of the stage's outputs, elementwise."""
+    data = tuple(iv.var for iv in op.axis)
+    names = dict(params.names)
+    names.update({v: f"d{n}" for n, v in enumerate(data)})
+    data_dom = _domain(space, [(names[iv.var], iv.dom.extent) for iv in op.axis], params)
+    stmt = Statement(f"S{len(statements)}", stage, "compute", data, space, data_dom, body)
+    stmt.writes = (op,)
+    stmt.write = _write(stmt, names, params)
+    stmt.reads = _accesses(body, data_dom, names, params)
+    statements.append(stmt)
+
+
+def _reduction(
+    statements: list[Statement],
+    stage: Stage,
+    space: str,
+    bodies: dict[Operation, Expr],
+    params: Params,
+) -> None:
+    """A reduction's statements: an init per output, and one update that combines them all
+    (the components of a reduction over tuples are combined together)."""
+    op = stage.op
+    body = bodies[op]
+    data = tuple(iv.var for iv in op.axis)
+    red = tuple(iv.var for iv in op.reduce_axis)
+    names = dict(params.names)
+    names.update({v: f"d{n}" for n, v in enumerate(data)})
+    data_dom = _domain(space, [(names[iv.var], iv.dom.extent) for iv in op.axis], params)
+    full = dict(names)
+    bounds = [(names[iv.var], iv.dom.extent) for iv in op.axis]
+    for n, iv in enumerate(op.reduce_axis):
+        full[iv.var] = f"(r{n} + {_param_aff(iv.dom.min, params)})"
+        bounds.append((f"r{n}", iv.dom.extent))
+    full_dom = _domain(space, bounds, params)
+    # An affine where= shrinks the loops themselves (a prefix sum runs n(n+1)/2 updates, not
+    # n^2 guarded ones). It stays a guard too: a cross-thread reduction runs its bound loop
+    # over the whole block, and LLVM drops the guards it can prove.
+    if body.where is not None:
+        full_dom = _restrict(full_dom, body.where, full, params)
+    init_dom = data_dom.set_tuple_name(f"{space}I")
+    for each in stage.ops:
+        identity = bodies[each].combiner.identity
+        init = Statement(
+            f"S{len(statements)}", stage, "init", data, f"{space}I", init_dom, identity
+        )
+        init.writes = (each,)
+        init.write = _write(init, names, params)
+        statements.append(init)
+    update = Statement(
+        f"S{len(statements)}",
+        stage,
+        "update",
+        data + red,
+        space,
+        full_dom,
+        body.source,
+        body.where,
+    )
+    update.writes = stage.ops
+    update.sources = tuple(bodies[each].source for each in stage.ops)
+    update.write = _write(update, full, params)
+    update.other_writes = [_write(update, full, params, each) for each in stage.ops[1:]]
+    for each, write in zip(stage.ops, [update.write, *update.other_writes]):
+        own = Read(Tensor(each), tuple(data), each.dtype)
+        update.reads.append(Access(own, each, write))
+    for each in stage.ops:
+        update.reads += _accesses(bodies[each].source, update.domain, full, params)
+    statements.append(update)
 
 
 def _param_aff(e: Expr, params: Params) -> str:
@@ -150,10 +209,14 @@ def _domain(space: str, bounds: list[tuple[str, Expr]], params: Params) -> isl.S
     )
 
 
-def _write(stmt: Statement, names: dict[Var, str], params: Params) -> isl.Map:
+def _write(
+    stmt: Statement, names: dict[Var, str], params: Params, op: Operation | None = None
+) -> isl.Map:
+    """root space -> the elements of `op` (the statement's first tensor by default)."""
+    op = op or stmt.op
     dims = ", ".join(_dim_names(stmt))
-    target = ", ".join(names[iv.var] for iv in stmt.stage.op.axis)
-    tensor = params.tensor(stmt.stage.op)
+    target = ", ".join(names[iv.var] for iv in op.axis)
+    tensor = params.tensor(op)
     text = f"{params.prefix} {{ {stmt.root_space}[{dims}] -> {tensor}[{target}] }}"
     return isl.Map(text).intersect_domain(stmt.domain)
 

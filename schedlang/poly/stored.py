@@ -30,9 +30,16 @@ _ADVICE = "compute it at root (compute_root()), or leave it out of args"
 def check_storable(s: Schedule, stored: frozenset[Operation]) -> None:
     """Refuse intermediate stages in `stored` whose values cannot be left in an argument."""
     for stage in s.stages:
-        if stage.op not in stored or stage.op in s.output_ops:
+        listed = [op for op in stage.ops if op in stored]
+        if not listed or stage.op in s.output_ops:
             continue
         name = stage.name
+        if len(listed) != len(stage.ops):
+            missing = ", ".join(op.name for op in stage.ops if op not in stored)
+            raise LoweringError(
+                f"args list some outputs of the intermediate stage '{name}' but not {missing}: "
+                "its outputs are computed together, so list all of them in args or none"
+            )
         if isinstance(stage.attach, rec.ComputeInline):
             raise LoweringError(
                 message(

@@ -2,8 +2,10 @@
 
 A call is prepared once and then run: `prepare_launch` evaluates each kernel's grid from the
 sizes, checks it against the device, allocates the plan's temporary global buffers and builds
-the one parameter list (buffers, temporaries, sizes, and the tensor maps of bulk copies made
-for these arrays: `tensor_maps`) that every kernel takes; `Launch.run` then
+the one parameter list (buffers, temporaries, sizes, host loop variables, and the tensor maps
+of bulk copies made for these arrays: `tensor_maps`) that every kernel takes; a host loop (a
+scan's steps, `nvptx.plan.HostLoop`) launches its kernels once per value, its variable set
+before each launch (the driver copies the parameters when a kernel is queued); `Launch.run` then
 only calls ``cuLaunchKernel`` for each kernel, so that `Kernel.time` can measure the kernels
 alone and run them again without host work in between. The kernels of one call run one after
 another on their stream. A kernel whose grid is empty (a size of zero) is skipped. A kernel
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..codegen.nvptx.plan import DevicePlan, KernelPlan
+from ..codegen.nvptx.plan import DevicePlan, HostLoop, KernelPlan
 from ..codegen.nvptx.shared_layout import STATIC_SHARED_LIMIT
 from ..errors import LaunchError
 from ..ir.evaluate import _size_value
@@ -48,7 +50,10 @@ class LaunchConfig:
 
 def grid_of(kernel: KernelPlan, plan: DevicePlan, sizes: Sequence[int]) -> tuple[int, int, int]:
     """`kernel`'s grid for the size values `sizes` (in `plan.func.sizes` order)."""
-    bound = dict(zip(plan.func.sizes, sizes))
+    return _grid(kernel, dict(zip(plan.func.sizes, sizes)))
+
+
+def _grid(kernel: KernelPlan, bound: dict) -> tuple[int, int, int]:
     x, y, z = (int(_size_value(e, bound)) for e in kernel.grid)
     return x, y, z
 
@@ -98,6 +103,7 @@ class _Step:
     block: tuple[int, int, int]
     shared_bytes: int
     what: str
+    sets: tuple[tuple[ctypes.c_int64, int], ...] = ()  # host loop variables' values for it
 
 
 class Launch:
@@ -117,6 +123,8 @@ class Launch:
         """Queue every kernel on `stream` (nothing else: no allocation, no argument building)."""
         cuda = cuda_driver.driver()
         for step in self._steps:
+            for slot, value in step.sets:  # the driver copies the parameters at each launch
+                slot.value = value
             launched = cuda.cuLaunchKernel(
                 step.function, *step.grid, *step.block, step.shared_bytes, stream, self._params, 0
             )
@@ -132,18 +140,32 @@ def prepare_launch(
     device: Device,
 ) -> Launch:
     """Everything the kernels of `plan` need for one call, checked and allocated."""
-    steps = []
-    for kernel, function in zip(plan.kernels, functions):
-        grid = grid_of(kernel, plan, sizes)
-        check_grid(f"{name}/{kernel.name}", grid, device)
-        if min(grid) <= 0:
-            continue
-        what = f"launching kernel '{name}/{kernel.name}' (grid {grid}, block {kernel.block})"
-        steps.append(_Step(function, grid, kernel.block, kernel.dynamic_shared_bytes, what))
+    slots = {v: ctypes.c_int64(0) for v in plan.loop_vars}
+    steps: list[_Step] = []
+
+    def launches(program, bound: dict, sets: tuple) -> None:
+        for item in program:
+            if isinstance(item, HostLoop):  # the host runs it: one launch per value
+                first = int(_size_value(item.min, bound))
+                for value in range(first, first + int(_size_value(item.extent, bound))):
+                    inner = {**bound, item.var: value}
+                    launches(item.body, inner, (*sets, (slots[item.var], value)))
+                continue
+            kernel, function = plan.kernels[item], functions[item]
+            grid = _grid(kernel, bound)
+            check_grid(f"{name}/{kernel.name}", grid, device)
+            if min(grid) <= 0:
+                continue
+            what = f"launching kernel '{name}/{kernel.name}' (grid {grid}, block {kernel.block})"
+            shared = kernel.dynamic_shared_bytes
+            steps.append(_Step(function, grid, kernel.block, shared, what, sets))
+
+    launches(plan.program or range(len(plan.kernels)), dict(zip(plan.func.sizes, sizes)), ())
     temps = [DeviceArray((_temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
     values: list = [ctypes.c_void_p(p) for p in pointers]
     values += [ctypes.c_void_p(t.ptr) for t in temps]
     values += [ctypes.c_int64(n) for n in sizes]
+    values += list(slots.values())
     if plan.tensor_maps:  # after the sizes, by value (`codegen.nvptx.module`)
         values += encode(plan, [*pointers, *(t.ptr for t in temps)], sizes)
     return Launch(steps, values, temps)

@@ -74,7 +74,8 @@ class UsualCall:
 
     @classmethod
     def make(cls, name, plan, functions, spec, limits, device) -> UsualCall | None:
-        if spec is None or plan.temps or plan.tensor_maps:  # maps are made per call's arrays
+        if spec is None or plan.temps or plan.tensor_maps or plan.loop_vars:
+            # maps are made per call's arrays; host loops set their variables per launch
             return None
         return cls(name, plan, functions, spec, limits, device)
 

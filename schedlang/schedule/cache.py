@@ -8,6 +8,7 @@ readers keep their axes, and cache_write moves the reduce axes to the cache stag
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..ir.expr import Read, Reduce, Var, const
@@ -28,26 +29,27 @@ def _fail(cls: type, stage: str, call: str, loc: str, what: str) -> None:
 
 def cache_read(s: Schedule, tensor: object, scope: str, readers: object, loc: str) -> Tensor:
     source = s[tensor]
+    # The tensor's current op: one output of a multi-output stage is cached on its own.
+    read = source.ops[getattr(getattr(tensor, "op", None), "value_index", 0)]
+    label = source.name if len(source.ops) == 1 else read.name
     names = ", ".join(getattr(r, "name", str(r)) for r in _listed(readers))
-    call = f"cache_read({source.name}, {scope!r}, [{names}])"
+    call = f"cache_read({label}, {scope!r}, [{names}])"
     check_scope(source.name, call, loc, scope)
-    reader_stages = [_reader(s, source, r, call, loc) for r in _listed(readers)]
+    reader_stages = [_reader(s, source, read, label, r, call, loc) for r in _listed(readers)]
     if not reader_stages:
         _fail(ScopeError, source.name, call, loc, "give at least one reader stage")
     axes = tuple(
         IterVar(Var(f"ax{k}", "int32", "axis"), Range(const(0), ext), "data")
-        for k, ext in enumerate(source.op.shape)
+        for k, ext in enumerate(read.shape)
     )
-    body = Read(Tensor(source.op), tuple(iv.var for iv in axes), source.op.dtype)
-    cache_op = ComputeOp(s.unique_name(f"{source.name}.{scope}"), "", axes, (), body)
+    body = Read(Tensor(read), tuple(iv.var for iv in axes), read.dtype)
+    cache_op = ComputeOp(s.unique_name(f"{label}.{scope}"), "", axes, (), body)
     cache = s.add_stage(cache_op, after=source)
     cache.scope = scope
     for reader in reader_stages:
-        op = reader.op
-        new = ComputeOp(
-            op.name, op.tag, op.axis, op.reduce_axis, reads_of(source.op, op.body, cache_op)
-        )
-        s.replace_op(reader, new, keep_loops=True)
+        for op in reader.ops:
+            if read in [t.op for t in op.input_tensors]:
+                s._swap(reader, op, replace(op, body=reads_of(read, op.body, cache_op)))
     names_of = tuple(r.name for r in reader_stages)
     s.records.append(rec.CacheRead(source.name, scope, names_of, cache.name, loc))
     return Tensor(cache_op)
@@ -59,17 +61,19 @@ def _listed(readers: object) -> list:
     return list(readers) if isinstance(readers, (list, tuple)) else [readers]
 
 
-def _reader(s: Schedule, source: Stage, reader: object, call: str, loc: str) -> Stage:
+def _reader(
+    s: Schedule, source: Stage, read: ComputeOp, label: str, reader: object, call: str, loc: str
+) -> Stage:
     stage = s[reader]
-    if not isinstance(stage.op, ComputeOp) or source.op not in [
-        t.op for t in stage.op.input_tensors
-    ]:
+    if not any(
+        isinstance(op, ComputeOp) and read in [t.op for t in op.input_tensors] for op in stage.ops
+    ):
         _fail(
             ScopeError,
             source.name,
             call,
             loc,
-            f"'{stage.name}' does not read '{source.name}'; readers are the stages whose reads "
+            f"'{stage.name}' does not read '{label}'; readers are the stages whose reads "
             "go through the cache",
         )
     return stage
@@ -83,6 +87,8 @@ def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor:
     if not isinstance(op, ComputeOp):
         what = f"'{stage.name}' is an input: it is not written"
         _fail(PlacementError, stage.name, call, loc, what)
+    stage._one_output(ScopeError, call, loc)
+    stage._keep_in_scan(call, loc, ScopeError)
     if stage.scheduled:
         _fail(
             ScopeError,

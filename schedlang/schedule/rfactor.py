@@ -35,6 +35,8 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
     op = stage.op
     if not isinstance(op, ComputeOp) or not isinstance(op.body, Reduce):
         fail(f"'{stage.name}' is not a reduction")
+    stage._one_output(RFactorError, call, loc)
+    stage._keep_in_scan(call, loc, RFactorError)
     chosen = stage._axis(axis, call, loc)
     if chosen.kind != "reduce":
         fail(f"'{chosen.name}' is a data axis; rfactor factors a reduce loop")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..errors import InternalError, ScheduleError, entry_point, user_location
 from ..ir.extern import ExternOp
-from ..ir.graph import post_order
+from ..ir.graph import post_order, together
+from ..ir.scan import ScanOp
 from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
 from .axis import Axis, ThreadAxis
@@ -19,20 +21,27 @@ class Schedule:
 
     def __init__(self, outputs: Iterable[Operation]) -> None:
         self.roots: tuple[Operation, ...] = tuple(outputs)  # as created: what replay starts from
-        self.output_ops: tuple[Operation, ...] = self.roots  # the current ops of the outputs
+        # The current ops of the outputs; every output of a multi-output compute is one.
+        self.output_ops: tuple[Operation, ...] = tuple(
+            dict.fromkeys(op for root in self.roots for op in together(root))
+        )
         self.records: list[object] = []
         self.stages: list[Stage] = []
         self._by_op: dict[Operation, Stage] = {}
         self._by_name: dict[str, Stage] = {}
         for op in post_order(self.output_ops):
-            name = op.name
-            suffix = 1
+            group = together(op)
+            if op is not group[0]:  # computed by the stage of the first output
+                continue
+            base = op.outputs.name if len(group) > 1 else op.name
+            name, suffix = base, 1
             while name in self._by_name:
-                name = f"{op.name}_{suffix}"
+                name = f"{base}_{suffix}"
                 suffix += 1
             stage = Stage(self, op, name)
+            stage.ops = group
             self.stages.append(stage)
-            self._by_op[op] = stage
+            self._by_op.update(dict.fromkeys(group, stage))
             self._by_name[name] = stage
 
     @entry_point
@@ -113,19 +122,22 @@ class Schedule:
         """Give `stage` the op `op` (the old op keeps finding the stage). With `keep_loops` the
         op has the same axes, so the stage's loops stay; otherwise they start afresh."""
         old = stage.op
-        if keep_loops:
-            stage.op = op
-        else:
+        if not keep_loops:
             stage._adopt(op)
+        self._swap(stage, old, op)
+
+    def _swap(self, stage: Stage, old: Operation, op: Operation) -> None:
+        """`op` takes the place of `old`, one of the ops of `stage`, and the ops reading
+        `old` are rewired to read `op` (which gives them new ops in turn)."""
+        stage.ops = tuple(op if o is old else o for o in stage.ops)
+        stage.op = stage.ops[0]
         self._by_op[op] = stage
         self.output_ops = tuple(op if o is old else o for o in self.output_ops)
         for consumer in self.stages:
-            body = getattr(consumer.op, "body", None)
-            if body is None or old not in [t.op for t in consumer.op.input_tensors]:
-                continue
-            c = consumer.op
-            rewired = ComputeOp(c.name, c.tag, c.axis, c.reduce_axis, reads_of(old, body, op))
-            self.replace_op(consumer, rewired, keep_loops=True)
+            for c in consumer.ops:
+                body = getattr(c, "body", None)
+                if body is not None and old in [t.op for t in c.input_tensors]:
+                    self._swap(consumer, c, replace(c, body=reads_of(old, body, op)))
 
     def _owner_of_itervar(self, iv: IterVar) -> str | None:
         for stage in self.stages:
@@ -171,7 +183,7 @@ class Schedule:
                 held[stage.name].schedule = self
         self.__dict__.update(kept.__dict__)
         self.stages = [held.get(stage.name, stage) for stage in kept.stages]
-        self._by_op = {stage.op: stage for stage in self.stages}
+        self._by_op = {op: stage for stage in self.stages for op in stage.ops}
         self._by_name = {stage.name: stage for stage in self.stages}
         for stage in self.stages:
             stage.schedule = self
@@ -224,7 +236,7 @@ def create_schedule(outputs: object) -> Schedule:
         ops.append(op)
     if not ops:
         raise ScheduleError("create_schedule: no outputs given; pass the tensors to compute")
-    if not any(isinstance(op, (ComputeOp, ExternOp)) for op in ops):
+    if not any(isinstance(op, (ComputeOp, ExternOp, ScanOp)) for op in ops):
         names = ", ".join(f"'{op.name}'" for op in ops)
         raise ScheduleError(
             f"create_schedule: every output ({names}) is a placeholder, so the schedule would "

@@ -8,6 +8,7 @@ from ..errors import entry_point, user_location
 from ..ir.expr import Const, Var, as_expr
 from ..ir.extern import ExternOp
 from ..ir.integers import as_int
+from ..ir.scan import ScanOp
 from ..ir.tensor import ComputeOp, IterVar, Operation
 from ..ir.visit import walk
 from . import records as rec
@@ -67,6 +68,9 @@ class Stage:
         """Make `op` this stage's op, with fresh loops. cache_write and rfactor give a stage a
         new op; the IterVars the user holds keep naming the same loops where the op keeps them."""
         self.op = op
+        # Every op the stage computes: `op` first, then the other outputs of a multi-output
+        # compute, which share its axes and loops.
+        self.ops: tuple[Operation, ...] = (op,)
         roots: list[tuple[IterVar, Axis]] = []
         if isinstance(op, ComputeOp):
             taken: set[str] = set()
@@ -147,6 +151,12 @@ class Stage:
         return axis
 
     def _require_compute(self, call: str, loc: str) -> None:
+        if isinstance(self.op, ScanOp):
+            what = (
+                f"'{self.name}' is a scan: it has no loops of its own, its rows are computed by "
+                "the stages of its init and update; schedule those"
+            )
+            self._fail(PlacementError, call, loc, what)
         if isinstance(self.op, ExternOp):
             what = (
                 f"'{self.name}' is an extern stage (computed whole by {self.op.call.func!r}, "
@@ -159,6 +169,41 @@ class Stage:
                 call,
                 loc,
                 f"'{self.name}' is a placeholder (an input): it has no loops to schedule",
+            )
+
+    def _keep_in_scan(self, call: str, loc: str, cls: type = PlacementError) -> None:
+        """Refuse a primitive that would give storage of its own to a stage whose values are
+        rows of a scan (its init or update), which it writes in place."""
+        for stage in self.schedule.stages:
+            if not isinstance(stage.op, ScanOp):
+                continue
+            for op in stage.ops:
+                if self.schedule._by_op.get(op.init.op) is self:
+                    role = "init"
+                elif self.schedule._by_op.get(op.update.op) is self:
+                    role = "update"
+                else:
+                    continue
+                self._fail(
+                    cls,
+                    call,
+                    loc,
+                    f"'{self.name}' is the {role} of the scan '{stage.name}' and writes its rows "
+                    f"in place; {call.split('(')[0]} would give it storage of its own. Schedule "
+                    "its loops (split, reorder, bind, ...), and place the stages it reads",
+                )
+
+    def _one_output(self, cls: type, call: str, loc: str) -> None:
+        """Refuse a primitive that makes or replaces one op on a multi-output stage."""
+        if len(self.ops) > 1:
+            names = ", ".join(op.name for op in self.ops)
+            primitive = call.split("(")[0]
+            self._fail(
+                cls,
+                call,
+                loc,
+                f"'{self.name}' computes {len(self.ops)} outputs together ({names}); "
+                f"{primitive} applies to a stage with one output",
             )
 
     def _record(self, record: object) -> None:
@@ -433,6 +478,15 @@ class Stage:
                         f"'{other.name}' is already bound to {tag}; two loops of one stage "
                         "cannot share a hardware index (fuse them first)",
                     )
+        if resolved.kind == "reduce" and len(self.ops) > 1:
+            self._fail(
+                BindError,
+                call,
+                loc,
+                f"'{resolved.name}' reduces over tuples ({len(self.ops)} outputs together); a "
+                "cross-thread reduction combines one value per thread: bind the data axes, "
+                "and keep the reduce loops serial",
+            )
         if resolved.kind == "reduce" and tag.startswith("blockIdx"):
             self._fail(
                 BindError,
@@ -463,6 +517,7 @@ class Stage:
         loc = user_location()
         call = f"tensorize({getattr(axis, 'name', axis)}, {intrin!r})"
         self._require_compute(call, loc)
+        self._one_output(TensorizeError, call, loc)
         resolved = self._axis(axis, call, loc)
         if not isinstance(intrin, TensorIntrin):
             self._fail(
@@ -501,6 +556,7 @@ class Stage:
         loc = user_location()
         call = f"compute_at(s[{getattr(parent, 'name', parent)}], {getattr(axis, 'name', axis)})"
         self._require_compute(call, loc)
+        self._keep_in_scan(call, loc)
         if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
             self._fail(
                 PlacementError, call, loc, "the first argument must be a stage of this schedule"
@@ -518,7 +574,7 @@ class Stage:
             )
         if isinstance(parent.attach, rec.ComputeInline):
             self._fail(PlacementError, call, loc, f"'{parent.name}' is inlined: it has no loops")
-        if not _depends_on(parent.op, self.op):
+        if not _depends_on(parent, self):
             self._fail(
                 PlacementError,
                 call,
@@ -542,6 +598,7 @@ class Stage:
         loc = user_location()
         call = "compute_inline()"
         self._require_compute(call, loc)
+        self._keep_in_scan(call, loc)
         if self.op.reduce_axis:
             self._fail(
                 PlacementError,
@@ -580,6 +637,7 @@ class Stage:
         loc = user_location()
         call = f"set_scope({scope!r})"
         self._require_compute(call, loc)
+        self._keep_in_scan(call, loc)
         check_scope(self.name, call, loc, scope)
         if self.op in self.schedule.output_ops:
             self._fail(
@@ -600,6 +658,7 @@ class Stage:
         loc = user_location()
         call = "double_buffer()"
         self._require_compute(call, loc)
+        self._keep_in_scan(call, loc)
         if self.op in self.schedule.output_ops:
             self._fail(ScopeError, call, loc, f"'{self.name}' is an output: it is not staged")
         if self.pipeline_stages is not None:
@@ -659,6 +718,7 @@ class Stage:
         loc = user_location()
         call = f"pipeline(stages={stages!r}{', tma=True' if tma else ''})"
         self._require_compute(call, loc)
+        self._keep_in_scan(call, loc)
         count = as_int(stages)
         if count is None or count < 2:
             self._fail(FactorError, call, loc, f"stages must be an integer >= 2, got {stages!r}")
@@ -685,6 +745,7 @@ class Stage:
         loc = user_location()
         call = f"storage_align({getattr(axis, 'name', axis)}, {factor}, {offset})"
         self._require_compute(call, loc)
+        self._keep_in_scan(call, loc)
         resolved = self._by_itervar.get(axis) if isinstance(axis, IterVar) else axis
         if resolved not in self.root_axes:
             self._fail(
@@ -764,6 +825,7 @@ class Stage:
         loc = user_location()
         call = f"swizzle({bytes!r})"
         self._require_compute(call, loc)
+        self._keep_in_scan(call, loc)
         if as_int(bytes) not in (32, 64, 128):
             self._fail(FactorError, call, loc, f"bytes must be 32, 64 or 128, got {bytes!r}")
         if self.op in self.schedule.output_ops:
@@ -778,13 +840,13 @@ class Stage:
         self._record(rec.Swizzle(self.name, self.swizzle_bytes, loc))
 
 
-def _depends_on(consumer: Operation, producer: Operation) -> bool:
+def _depends_on(consumer: Stage, producer: Stage) -> bool:
     """Does `consumer` read `producer`, directly or through other computes?"""
-    pending, seen = [consumer], set()
+    pending, seen = list(consumer.ops), set()
     while pending:
         op = pending.pop()
         for tensor in op.input_tensors:
-            if tensor.op is producer:
+            if tensor.op in producer.ops:
                 return True
             if id(tensor.op) not in seen:
                 seen.add(id(tensor.op))

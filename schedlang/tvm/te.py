@@ -29,6 +29,7 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     reduce_axis,
     round,
     rsqrt,
+    scan,
     sigmoid,
     sin,
     sqrt,

@@ -104,3 +104,33 @@ def test_a_grid_too_large_is_refused_before_anything_runs(monkeypatch):
     with pytest.raises(sl.LaunchError, match="has 100 blocks along blockIdx.x, but H100 allows"):
         kernel.time(*arrays, repeat=1)
     assert "cuLaunchKernel" not in fake.names()
+
+
+def test_a_host_loop_launches_its_kernel_once_a_step_with_the_step_set(monkeypatch):
+    """A scan's steps: the kernel of the update runs once per step, each launch reading the
+    step from the parameter list, which the driver copies at each launch."""
+    fake = FakeDriver(parameters=4)  # X, the scan, m, n and then t: the first four read
+    install(monkeypatch, fake)
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    update = sl.compute((m, n), lambda t, i: state[t - 1, i] + x[t, i], name="update")
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    for stage in (init, update):
+        outer, inner = s[stage].split(stage.op.axis[1], factor=32)
+        s[stage].bind(outer, sl.thread_axis("blockIdx.x"))
+        s[stage].bind(inner, sl.thread_axis("threadIdx.x"))
+    kernel = sl.build(s, [x, result], target="cuda")
+    fake.parameters = 5
+    data = np.ones((6, 40), np.float32)
+    kernel(data, np.empty_like(data))
+    launches = [c for c in fake.calls if c.name == "cuLaunchKernel"]
+    assert [c.args[0] for c in launches] == ["function main_kernel0"] + [
+        "function main_kernel1"
+    ] * 5
+    assert all(c.args[1] == (2, 1, 1) for c in launches)  # 40 columns, 32 a block
+    assert [values[2:] for values in fake.launched] == [(6, 40, 0)] + [
+        (6, 40, t) for t in range(1, 6)
+    ]

@@ -10,7 +10,7 @@ import pytest
 import schedlang as sl
 from schedlang.codegen.nvptx import compile as nvptx_compile
 from schedlang.codegen.nvptx import libdevice
-from schedlang.codegen.nvptx.plan import plan_kernels
+from schedlang.codegen.nvptx.plan import HostLoop, plan_kernels
 from schedlang.codegen.nvptx.shared_layout import lay_out_shared
 from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
@@ -118,14 +118,30 @@ def test_a_parallel_loop_is_an_error():
         sl.build(s, [a, b], target="cuda")
 
 
-def test_a_block_loop_inside_a_serial_loop_is_an_error():
+def test_a_block_loop_inside_a_serial_loop_of_a_kernel_is_an_error():
+    a = sl.placeholder((4, 8, 64), name="A")
+    b = sl.compute((4, 8, 64), lambda h, i, j: a[h, i, j] + 1.0, name="B")
+    s = sl.create_schedule(b)
+    jo, ji = s[b].split(b.op.axis[2], factor=32)
+    bind(s, b, (b.op.axis[0], "blockIdx.y"), (jo, "blockIdx.x"), (ji, "threadIdx.x"))
+    with pytest.raises(sl.LoweringError, match="j.outer is bound to blockIdx.x but runs inside"):
+        sl.build(s, [a, b], target="cuda")
+
+
+def test_a_serial_loop_around_block_loops_is_run_by_the_host():
     a = sl.placeholder((8, 64), name="A")
     b = sl.compute((8, 64), lambda i, j: a[i, j] + 1.0, name="B")
     s = sl.create_schedule(b)
     jo, ji = s[b].split(b.op.axis[1], factor=32)
     bind(s, b, (jo, "blockIdx.x"), (ji, "threadIdx.x"))
-    with pytest.raises(sl.LoweringError, match="j.outer is bound to blockIdx.x but runs inside"):
-        sl.build(s, [a, b], target="cuda")
+    kernel = sl.build(s, [a, b], target="cuda")
+    (loop,) = kernel._compiled.plan.program
+    assert isinstance(loop, HostLoop) and loop.var.name == "i" and loop.body == (0,)
+    assert kernel._compiled.plan.loop_vars == (loop.var,)
+    x = np.random.default_rng(2).uniform(-1, 1, (8, 64)).astype("float32")
+    out = np.full((8, 64), np.nan, "float32")
+    kernel.simulate(x, out)
+    np.testing.assert_array_equal(out, x + 1)
 
 
 def test_a_global_buffer_inside_a_kernel_is_an_error():

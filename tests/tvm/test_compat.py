@@ -262,3 +262,33 @@ def test_intrinsic_lowering_rules_as_te_registers_them(monkeypatch):
     assert '@"logf"' in f.get_source()  # halflog's rule called the C library's logf
     with pytest.raises(tvm.TVMError, match="'opencl': schedlang compiles for 'llvm'"):
         tvm.build(te.create_schedule(b.op), [a, b], "opencl")
+
+
+def test_a_multi_output_compute_and_an_argmax_over_pairs_in_te_spelling():
+    m, n = te.var("m"), te.var("n")
+    idx = te.placeholder((m, n), name="idx", dtype="int32")
+    val = te.placeholder((m, n), name="val", dtype="float32")
+
+    def fcombine(x, y):
+        better = x[1] >= y[1]
+        return tvm.tir.Select(better, x[0], y[0]), tvm.tir.Select(better, x[1], y[1])
+
+    def fidentity(t0, t1):
+        return tvm.tir.const(-1, t0), te.min_value(t1)
+
+    argmax = te.comm_reducer(fcombine, fidentity, name="argmax")
+    k = te.reduce_axis((0, n), "k")
+    best, value = te.compute((m,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    assert best.op.output(1) == value and value.value_index == 1
+    s = te.create_schedule(best.op)
+    s[best].parallel(best.op.axis[0])
+    f = tvm.build(s, [idx, val, best, value], "llvm")
+    dev = tvm.cpu(0)
+    rng = np.random.default_rng(3)
+    v = rng.integers(-4, 5, (13, 21)).astype("float32")  # ties: the first column wins
+    i = np.tile(np.arange(21, dtype="int32"), (13, 1))
+    out_i = tvm.nd.array(np.full(13, -9, "int32"), dev)
+    out_v = tvm.nd.array(np.full(13, np.nan, "float32"), dev)
+    f(tvm.nd.array(i, dev), tvm.nd.array(v, dev), out_i, out_v)
+    np.testing.assert_array_equal(out_i.numpy(), np.argmax(v, axis=1))
+    np.testing.assert_array_equal(out_v.numpy(), v.max(axis=1))

@@ -1,9 +1,9 @@
 """The LLVM module of a `DevicePlan`: one kernel function per planned kernel.
 
 Every kernel takes the same parameters, the global buffers of the plan (the function's
-parameters, then the temporaries) as ``ptr addrspace(1)``, then every symbolic size as ``i64``,
-then the tensor maps of its bulk copies (`bulk_copy`), so the launcher passes one argument list
-to all of them. The pointers are declared ``noalias``
+parameters, then the temporaries) as ``ptr addrspace(1)``, then every symbolic size and host
+loop variable as ``i64``, then the tensor maps of its bulk copies (`bulk_copy`), so the
+launcher passes one argument list to all of them. The pointers are declared ``noalias``
 (the runtime checks that outputs overlap nothing) and ``align 16`` (the runtime refuses buffers
 that start elsewhere). Kept in address space 1 rather than cast to generic pointers, they carry that
 alignment to every access: LLVM proves a contiguous access of 4 floats at an offset that is a
@@ -42,7 +42,7 @@ def build_module(plan: DevicePlan, arch: str, data_layout: str, min_blocks: int 
 def _kernel(
     module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str, min_blocks: int
 ) -> None:
-    buffers, sizes, maps = plan.buffers, plan.func.sizes, plan.tensor_maps
+    buffers, sizes, maps = plan.buffers, plan.sizes, plan.tensor_maps
     nbuffers = len(buffers)
     map_t = ir.PointerType(ir.ArrayType(ir.IntType(8), MAP_BYTES))
     params = [GLOBAL_PTR] * nbuffers + [I64] * len(sizes) + [map_t] * len(maps)

@@ -32,6 +32,7 @@ from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
 from ...loopir.bulk_pipeline import split_roles
 from ...loopir.fragments import lane_size
+from ...loopir.host_loops import host_loop
 from ...loopir.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
@@ -113,6 +114,18 @@ class KernelPlan:
 
 
 @dataclass(frozen=True, eq=False)
+class HostLoop:
+    """A serial loop around kernels (a scan's steps, whose every step needs the one before
+    finished on the whole grid): the host runs it, launching the kernels of `body` once per
+    value of `var`, which they take as a parameter after the sizes."""
+
+    var: Var
+    min: Expr
+    extent: Expr
+    body: tuple[int | HostLoop, ...]  # kernel indices and loops, in launch order
+
+
+@dataclass(frozen=True, eq=False)
 class DevicePlan:
     """The kernels of `func` in launch order and the temporaries they share."""
 
@@ -120,30 +133,57 @@ class DevicePlan:
     temps: tuple[Buffer, ...]
     kernels: tuple[KernelPlan, ...]
     tensor_maps: tuple[TensorMap, ...] = ()  # the kernels' map parameters, after the sizes
+    program: tuple[int | HostLoop, ...] = ()  # the launches, where host loops order them
+    loop_vars: tuple[Var, ...] = ()  # the host loops' variables, in parameter order
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:
         """The global buffers every kernel takes, in parameter order (then the sizes)."""
         return (*self.func.params, *self.temps)
 
+    @property
+    def sizes(self) -> tuple[Var, ...]:
+        """The integer parameters every kernel takes: the sizes, then the host loops'
+        variables."""
+        return (*self.func.sizes, *self.loop_vars)
+
 
 def plan_kernels(func: LoweredFunc) -> DevicePlan:
     """The kernels of `func`; a `LoweringError` for what cannot run on a GPU."""
     _check_statements(func)
     temps: list[Buffer] = []
-    parts: list[Stmt] = []
+    parts: list[Stmt | tuple[For, list]] = []
     _peel(func.body, temps, (), parts)
-    if not any(_has_tags(s, BLOCK_TAGS) for s in parts):
+    if not any(isinstance(s, tuple) or _has_tags(s, BLOCK_TAGS) for s in parts):
         parts = [_seq(parts)] if parts else []
-    bodies = []
+    bodies: list[Stmt] = []
+    loops: list[Var] = []
+    program = _program(func, parts, bodies, loops)
+    base = re.sub(r"\W", "_", func.name)
+    loop_vars = tuple(loops)
+    kernels = tuple(
+        _kernel(func, f"{base}_kernel{k}", body, loop_vars) for k, body in enumerate(bodies)
+    )
+    maps = tensor_maps((*func.params, *temps), [k.body for k in kernels])
+    return DevicePlan(func, tuple(temps), kernels, maps, program, loop_vars)
+
+
+def _program(func: LoweredFunc, parts: list, bodies: list[Stmt], loops: list[Var]) -> tuple:
+    """The launch order of `parts`: kernel indices (their bodies appended to `bodies`) and
+    host loops (their variables to `loops`)."""
+    program: list[int | HostLoop] = []
     for part in parts:
+        if isinstance(part, tuple):
+            loop, inner = part
+            loops.append(loop.var)
+            body = _program(func, inner, bodies, loops)
+            program.append(HostLoop(loop.var, loop.min, loop.extent, body))
+            continue
         if not _has_tags(part, BLOCK_TAGS + THREAD_TAGS):
             raise _unbound(func, part)
+        program.append(len(bodies))
         bodies.append(part)
-    base = re.sub(r"\W", "_", func.name)
-    kernels = tuple(_kernel(func, f"{base}_kernel{k}", body) for k, body in enumerate(bodies))
-    maps = tensor_maps((*func.params, *temps), [k.body for k in kernels])
-    return DevicePlan(func, tuple(temps), kernels, maps)
+    return tuple(program)
 
 
 def _check_statements(func: LoweredFunc) -> None:
@@ -155,8 +195,9 @@ def _check_statements(func: LoweredFunc) -> None:
             )
 
 
-def _peel(s: Stmt, temps: list[Buffer], lets: tuple[Let, ...], parts: list[Stmt]) -> None:
-    """Top-level statements (global allocations become temps, lets are copied into each)."""
+def _peel(s: Stmt, temps: list[Buffer], lets: tuple[Let, ...], parts: list) -> None:
+    """Top-level statements (global allocations become temps, lets are copied into each); a
+    serial loop around block loops becomes ``(loop, its parts)``, a loop the host runs."""
     if isinstance(s, Seq):
         for child in s.stmts:
             _peel(child, temps, lets, parts)
@@ -165,6 +206,10 @@ def _peel(s: Stmt, temps: list[Buffer], lets: tuple[Let, ...], parts: list[Stmt]
         _peel(s.body, temps, lets, parts)
     elif isinstance(s, Let):
         _peel(s.body, temps, (*lets, s), parts)
+    elif host_loop(s):
+        inner: list = []
+        _peel(s.body, temps, lets, inner)
+        parts.append((s, inner))
     else:
         for let in reversed(lets):
             s = Let(let.var, let.value, s)
@@ -213,7 +258,7 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
         stack.extend(stmt_children(s))
 
 
-def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
+def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]) -> KernelPlan:
     _on_chip_in_blocks(func, body)
     # the kernel's alone: `func` stays as the interpreter runs it
     body = unswitch_products(split_roles(body))
@@ -222,7 +267,7 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt) -> KernelPlan:
     _check_accumulator_registers(func, body, block)
     guarded = guard_uniform_stores(body, block)
     # The grid's loops are those of the final body: the code generator finds them by identity.
-    grid, grid_loops = _grid(func, guarded)
+    grid, grid_loops = _grid(func, guarded, loop_vars)
     shared = _shared_layout(func, name, guarded, block)
     return KernelPlan(name, guarded, grid, block, grid_loops, shared)
 
@@ -320,10 +365,12 @@ def _warpgroup(s: MatrixOp) -> bool:
     return any(t.buffer.scope == "wgmma.accumulator" for t in (s.dst, *s.srcs))
 
 
-def _grid(func: LoweredFunc, body: Stmt) -> tuple[tuple[Expr, Expr, Expr], frozenset[int]]:
+def _grid(
+    func: LoweredFunc, body: Stmt, loop_vars: tuple[Var, ...]
+) -> tuple[tuple[Expr, Expr, Expr], frozenset[int]]:
     found: dict[str, tuple[For, Expr]] = {}
     _block_loops(func, body, {}, None, found)
-    sizes = set(func.sizes)
+    sizes = set(func.sizes) | set(loop_vars)
     extents = []
     for tag in BLOCK_TAGS:
         if tag not in found:

@@ -22,6 +22,7 @@ from ...errors import InternalError
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
 from ..fragments import lane_size, tile_offset
+from ..host_loops import host_loop
 from ..nodes import (
     FRAGMENT_SCOPES,
     LOOP_KINDS,
@@ -396,8 +397,8 @@ def _innermost_block_loop(s: For) -> bool:
 def _kernels(body: Stmt) -> set[int]:
     """The ids of the statements that the GPU target launches as kernels of their own, each
     with its own block shape: the top-level statements (through sequences, global
-    allocations and lets), where some of them have loops bound to blockIdx; without any, the
-    whole function is one block."""
+    allocations, lets and host loops), where some of them have loops bound to blockIdx;
+    without any, the whole function is one block."""
     parts: list[Stmt] = []
     pending = [body]
     while pending:
@@ -405,6 +406,8 @@ def _kernels(body: Stmt) -> set[int]:
         if isinstance(s, Seq):
             pending.extend(reversed(s.stmts))
         elif isinstance(s, Allocate) and s.buffer.scope == "global" or isinstance(s, Let):
+            pending.append(s.body)
+        elif host_loop(s):  # the host runs it, launching the kernels in it
             pending.append(s.body)
         else:
             parts.append(s)

@@ -1,0 +1,148 @@
+"""Recurrences over a leading time axis (TE's ``te.scan``): the values at step t come from the
+values at earlier steps.
+
+``S = sl.scan(init, update, state)`` makes a tensor of `state`'s shape whose first
+``init.shape[0]`` rows are `init` and whose row t after them is ``update[t, ...]``, where
+`update` reads `state` (a placeholder standing for `S` itself) at earlier steps:
+``update = sl.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i])`` is a cumulative sum.
+Several states step together: give lists, and get one tensor per state.
+
+`S` has no loops of its own: its rows are written in place by the stages of `init` and
+`update` (and the stages between the state and the update, the scan's *body*), which are
+scheduled as any stages are. The polyhedral layer checks that the schedule computes each step
+after the steps it reads (`poly.scans`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import AlgorithmError, entry_point
+from .expr import Expr
+from .graph import post_order
+from .printer import expr_str
+from .tensor import ComputeOp, Operation, Outputs, PlaceholderOp, Tensor
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScanOp(Operation):
+    """The tensor of one state of a scan (see the module)."""
+
+    name: str
+    shape: tuple[Expr, ...]
+    dtype: str
+    init: Tensor
+    update: Tensor
+    state: Tensor  # the placeholder that stands for this tensor in the update
+    outputs: Outputs | None = None  # the scan's other states, stepped together
+    value_index: int = 0
+
+    @property
+    def input_tensors(self) -> tuple[Tensor, ...]:
+        return (self.init, self.update)
+
+    def output(self, index: int = 0) -> Tensor:
+        if self.outputs is None:
+            return Operation.output(self, index)
+        return Tensor(self.outputs.ops[index], index)
+
+    @property
+    def num_outputs(self) -> int:
+        return 1 if self.outputs is None else len(self.outputs.ops)
+
+
+def _listed(value: object) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _same(a: Expr, b: Expr) -> bool:
+    return a is b or expr_str(a) == expr_str(b)
+
+
+@entry_point
+def scan(
+    init: object, update: object, state: object, inputs: object = None, name: str = "scan"
+) -> Tensor | list[Tensor]:
+    """The recurrence whose first rows are `init` and whose later rows are `update`, which
+    reads `state` (a placeholder for the result) at earlier steps. Lists of each give one
+    tensor per state, stepped together. `inputs` (the tensors the update reads besides the
+    states) is accepted for TE's sake and checked to be tensors."""
+    inits, updates, states = _listed(init), _listed(update), _listed(state)
+    if not (len(inits) == len(updates) == len(states)) or not inits:
+        raise AlgorithmError(
+            f"scan '{name}': give one init, one update and one state per state "
+            f"(got {len(inits)}, {len(updates)} and {len(states)})"
+        )
+    for t in [*inits, *updates, *states, *_listed(inputs or [])]:
+        if not isinstance(t, Tensor):
+            raise AlgorithmError(f"scan '{name}': {t!r} is not a tensor")
+    state_ops = [s.op for s in states]
+    for k, (i, u, s) in enumerate(zip(inits, updates, states)):
+        _check_state(name, k, i, u, s, state_ops)
+    if not all(_same(i.shape[0], inits[0].shape[0]) for i in inits):
+        raise AlgorithmError(f"scan '{name}': every init has the same number of rows")
+    outputs = Outputs(name) if len(states) > 1 else None
+    ops = tuple(
+        ScanOp(
+            name if outputs is None else f"{name}.v{k}",
+            tuple(s.shape),
+            s.dtype,
+            i,
+            u,
+            s,
+            outputs,
+            k,
+        )
+        for k, (i, u, s) in enumerate(zip(inits, updates, states))
+    )
+    if outputs is None:
+        return Tensor(ops[0])
+    outputs.ops = ops
+    return [Tensor(op, k) for k, op in enumerate(ops)]
+
+
+def _check_state(name: str, k: int, init: Tensor, update: Tensor, state: Tensor, states) -> None:
+    what = f"scan '{name}', state {k} ('{state.name}')"
+    if type(state.op) is not PlaceholderOp:
+        raise AlgorithmError(
+            f"{what}: the state must be a placeholder (sl.placeholder of the result's shape), "
+            f"not '{state.name}'"
+        )
+    if not isinstance(update.op, ComputeOp):
+        raise AlgorithmError(f"{what}: the update '{update.name}' must be a compute")
+    if len(update.shape) != len(state.shape) or not all(
+        _same(a, b) for a, b in zip(update.shape, state.shape)
+    ):
+        raise AlgorithmError(
+            f"{what}: the update '{update.name}' has shape {_shape_str(update)} and the state "
+            f"{_shape_str(state)}; they must be the same"
+        )
+    if len(init.shape) != len(state.shape) or not all(
+        _same(a, b) for a, b in zip(init.shape[1:], state.shape[1:])
+    ):
+        raise AlgorithmError(
+            f"{what}: the init '{init.name}' has shape {_shape_str(init)}; it must be the "
+            f"state's {_shape_str(state)} but for its first dimension (the steps it gives)"
+        )
+    if not (init.dtype == update.dtype == state.dtype):
+        raise AlgorithmError(
+            f"{what}: the init, update and state must have one dtype (got {init.dtype}, "
+            f"{update.dtype} and {state.dtype})"
+        )
+    if any(op in states for op in post_order([init.op])):
+        raise AlgorithmError(f"{what}: the init '{init.name}' reads a state; only updates do")
+
+
+def _shape_str(t: Tensor) -> str:
+    return "(" + ", ".join(expr_str(e) for e in t.shape) + ")"
+
+
+def body_ops(updates: list[Operation], states: set[Operation]) -> list[Operation]:
+    """The ops a scan computes step by step, in evaluation order: the `updates` and the ops
+    they read that read one of the `states` (directly or not)."""
+    order = post_order(updates)
+    reads_state: set[Operation] = set()
+    for op in order:
+        if any(t.op in states or t.op in reads_state for t in op.input_tensors):
+            reads_state.add(op)
+    return [op for op in order if op in reads_state or op in updates]

@@ -1,0 +1,271 @@
+"""Scans (recurrences over a leading time axis): written in place by their init and update
+stages, scheduled as stages are, their steps held to the algorithm's order by isl, checked
+against numpy on random data with NaN-poisoned outputs, on the CPU, in the GPU simulator (the
+steps launched by the host) and on a GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from schedlang.codegen.nvptx.plan import HostLoop
+from schedlang.errors import AlgorithmError, LoweringError, ScheduleError
+
+RNG = np.random.default_rng(29)
+
+
+def _cumsum():
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    update = sl.compute((m, n), lambda t, i: state[t - 1, i] + x[t, i], name="update")
+    return x, init, update, state, sl.scan(init, update, state, inputs=[x])
+
+
+def _floats(*shape):
+    return RNG.uniform(0.5, 2, shape).astype("float32")
+
+
+def _poisoned(*shape):
+    return np.full(shape, np.nan, "float32")
+
+
+def _bind_columns(s, stage, factor=32):
+    outer, inner = s[stage].split(stage.op.axis[1], factor=factor)
+    s[stage].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[stage].bind(inner, sl.thread_axis("threadIdx.x"))
+
+
+def test_a_cumulative_sum_steps_through_time_in_place():
+    x, init, update, state, result = _cumsum()
+    s = sl.create_schedule(result)
+    text = str(sl.lower(s, [x, result]))
+    assert "for t in range(1, m):" in text and "scan[t, i_1] = scan[t - 1, i_1]" in text
+    kernel = sl.build(s, [x, result])
+    for steps, width in ((1, 3), (10, 7), (33, 1)):
+        data, out = _floats(steps, width), _poisoned(steps, width)
+        kernel(data, out)
+        np.testing.assert_allclose(out, np.cumsum(data, axis=0), rtol=1e-5)
+        np.testing.assert_allclose(sl.reference(result, {x: data}), out, rtol=1e-5)
+
+
+def test_a_body_stage_computed_inside_the_update():
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    doubled = sl.compute((m, n), lambda t, i: state[t - 1, i] * 2, name="doubled")
+    update = sl.compute((m, n), lambda t, i: doubled[t, i] + x[t, i], name="update")
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    outer, inner = s[update].split(update.op.axis[1], factor=8)
+    s[doubled].compute_at(s[update], outer)
+    kernel = sl.build(s, [x, result])
+    data, out = _floats(9, 21), _poisoned(9, 21)
+    kernel(data, out)
+    want = np.empty_like(data)
+    want[0] = data[0]
+    for t in range(1, 9):
+        want[t] = want[t - 1] * 2 + data[t]
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+    np.testing.assert_allclose(sl.reference(result, {x: data}), want, rtol=1e-5)
+    left = sl.create_schedule(result)  # the body stage at the root: all its steps first
+    with pytest.raises(ScheduleError, match="compute the one at a loop of the other"):
+        sl.lower(left, [x, result])
+
+
+def test_two_steps_of_init_and_a_recurrence_of_order_two():
+    """Fibonacci-like rows: S[t] = S[t - 1] + S[t - 2], the first two rows given."""
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((2, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((2, n), lambda t, i: x[t, i], name="init")
+    update = sl.compute((m, n), lambda t, i: state[t - 1, i] + state[t - 2, i], name="update")
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    s[update].parallel(s[update].op.axis[1])  # the columns are independent
+    data, out = _floats(2, 5), _poisoned(8, 5)
+    sl.build(s, [x, result])(data, out)
+    want = np.concatenate([data, np.empty((6, 5), "float32")])
+    for t in range(2, 8):
+        want[t] = want[t - 1] + want[t - 2]
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+def test_a_recurrent_layer_with_a_reduction_in_its_body():
+    """h[t] = tanh(h[t - 1] @ W + X[t]): the product is a body stage, one row per step."""
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    w = sl.placeholder((n, n), name="W")
+    state = sl.placeholder((m, n), name="h")
+    k = sl.reduce_axis((0, n), name="k")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    product = sl.compute((m, n), lambda t, i: sl.sum(state[t - 1, k] * w[k, i], axis=k), name="mv")
+    update = sl.compute((m, n), lambda t, i: sl.tanh(product[t, i] + x[t, i]), name="update")
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    s[product].compute_at(s[update], update.op.axis[0])
+    data = RNG.uniform(-1, 1, (7, 6)).astype("float32")
+    weights = RNG.uniform(-0.4, 0.4, (6, 6)).astype("float32")
+    out = _poisoned(7, 6)
+    sl.build(s, [x, w, result])(data, weights, out)
+    want = data.copy()
+    for t in range(1, 7):
+        want[t] = np.tanh(want[t - 1] @ weights + data[t])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sl.reference(result, {x: data, w: weights}), want, atol=1e-6)
+
+
+def test_two_states_stepped_together():
+    m, n, width = sl.var("m"), sl.var("n"), sl.var("l")
+    x = sl.placeholder((m, n), name="X")
+    first = sl.placeholder((m, n), name="first")
+    second = sl.placeholder((m, width), name="second")
+    init1 = sl.compute((1, n), lambda _, i: x[0, i], name="init1")
+    init2 = sl.compute((1, width), lambda _, i: sl.const(0.0), name="init2")
+    update1 = sl.compute((m, n), lambda t, i: first[t - 1, i] + x[t, i], name="update1")
+    update2 = sl.compute((m, width), lambda t, i: second[t - 1, i] + first[t - 1, 0], name="u2")
+    a, b = sl.scan([init1, init2], [update1, update2], [first, second])
+    assert (a.value_index, b.value_index) == (0, 1) and a.op.output(1) == b
+    s = sl.create_schedule(a)
+    data, out_a, out_b = _floats(6, 5), _poisoned(6, 5), _poisoned(6, 3)
+    sl.build(s, [x, a, b])(data, out_a, out_b)
+    sums = np.cumsum(data, axis=0)
+    np.testing.assert_allclose(out_a, sums, rtol=1e-5)
+    carried = np.concatenate([[0.0], np.cumsum(sums[:-1, 0])])
+    np.testing.assert_allclose(out_b, np.repeat(carried[:, None], 3, axis=1), rtol=1e-5)
+    want = sl.reference([a, b], {x: data}, sizes={width: 3})
+    np.testing.assert_allclose(out_b, want[1], rtol=1e-5)
+
+
+def test_the_steps_run_by_the_host_around_the_kernels_in_the_simulator():
+    x, init, update, state, result = _cumsum()
+    s = sl.create_schedule(result)
+    _bind_columns(s, init)
+    _bind_columns(s, update)
+    kernel = sl.build(s, [x, result], target="cuda")
+    plan = kernel._compiled.plan
+    loops = [item for item in plan.program if isinstance(item, HostLoop)]
+    assert len(plan.kernels) == 2 and len(loops) == 1 and loops[0].var.name == "t"
+    data, out = _floats(11, 45), _poisoned(11, 45)
+    kernel.simulate(data, out)
+    np.testing.assert_allclose(out, np.cumsum(data, axis=0), rtol=1e-5)
+
+
+def test_the_host_stepped_kernels_assemble():
+    from tests.cuda.ptxas import assemble
+
+    x, init, update, state, result = _cumsum()
+    s = sl.create_schedule(result)
+    _bind_columns(s, init)
+    _bind_columns(s, update)
+    assemble(sl.build(s, [x, result], target="cuda").ptx)
+
+
+@pytest.mark.gpu
+def test_a_cumulative_sum_on_the_gpu():
+    x, init, update, state, result = _cumsum()
+    s = sl.create_schedule(result)
+    _bind_columns(s, init, 64)
+    _bind_columns(s, update, 64)
+    kernel = sl.build(s, [x, result], target="cuda")
+    data, out = _floats(37, 1000), _poisoned(37, 1000)
+    kernel(data, out)
+    np.testing.assert_allclose(out, np.cumsum(data, axis=0), rtol=1e-5)
+
+
+# -- what is refused, and how it is said ------------------------------------------------
+
+
+def test_reading_the_step_being_computed_is_an_error():
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="h")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    update = sl.compute((m, n), lambda t, i: state[t, i] + x[t, i], name="update")
+    result = sl.scan(init, update, state)
+    with pytest.raises(AlgorithmError, match=r"a step reads h\[1, 0\], which no earlier step"):
+        sl.lower(sl.create_schedule(result), [x, result])
+
+
+def test_updates_reading_each_others_states_are_refused():
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    h1, h2 = sl.placeholder((m, n), name="h1"), sl.placeholder((m, n), name="h2")
+    i1 = sl.compute((1, n), lambda _, i: x[0, i], name="i1")
+    i2 = sl.compute((1, n), lambda _, i: x[0, i] * 2, name="i2")
+    u1 = sl.compute((m, n), lambda t, i: h2[t - 1, i] + x[t, i], name="u1")
+    u2 = sl.compute((m, n), lambda t, i: h1[t - 1, i] * 0.5, name="u2")
+    a, b = sl.scan([i1, i2], [u1, u2], [h1, h2])
+    with pytest.raises(ScheduleError, match="read each other's states cannot be split"):
+        sl.lower(sl.create_schedule(a), [x, a, b])
+
+
+@pytest.mark.parametrize(
+    "primitive, match",
+    [
+        ("compute_at", "is the update of the scan 'scan' and writes its rows in place"),
+        ("set_scope", "is the update of the scan 'scan'"),
+        ("cache_write", "is the update of the scan 'scan'"),
+        ("scan_split", "'scan' is a scan: it has no loops of its own"),
+    ],
+)
+def test_primitives_that_would_move_the_rows_are_refused(primitive, match):
+    x, init, update, state, result = _cumsum()
+    m, n = x.shape
+    after = sl.compute((m, n), lambda t, i: result[t, i] * 2, name="after")
+    s = sl.create_schedule(after)
+    with pytest.raises(ScheduleError, match=match):
+        if primitive == "compute_at":
+            s[update].compute_at(s[after], after.op.axis[0])
+        elif primitive == "set_scope":
+            s[update].set_scope("shared")
+        elif primitive == "cache_write":
+            s.cache_write(update, "local")
+        else:
+            s[result].split(None, factor=2)
+
+
+def test_a_scan_read_by_a_later_stage():
+    x, init, update, state, result = _cumsum()
+    m, n = x.shape
+    after = sl.compute((m, n), lambda t, i: result[t, i] * 2, name="after")
+    s = sl.create_schedule(after)
+    data, out = _floats(5, 4), _poisoned(5, 4)
+    sl.build(s, [x, after])(data, out)
+    np.testing.assert_allclose(out, np.cumsum(data, axis=0) * 2, rtol=1e-5)
+
+
+def test_the_parts_of_a_scan_are_not_arguments():
+    x, init, update, state, result = _cumsum()
+    s = sl.create_schedule(result)
+    with pytest.raises(LoweringError, match="'update' is part of a scan"):
+        sl.lower(s, [x, update, result])
+
+
+@pytest.mark.parametrize("case", ["shape", "state", "init_reads_state", "dtype"])
+def test_malformed_scans_are_refused_when_written(case):
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    update = sl.compute((m, n), lambda t, i: state[t - 1, i] + x[t, i], name="update")
+    with pytest.raises(AlgorithmError) as error:
+        if case == "shape":
+            sl.scan(init, sl.compute((m, n + 1), lambda t, i: x[t, 0], name="wide"), state)
+        elif case == "state":
+            sl.scan(init, update, update)
+        elif case == "init_reads_state":
+            sl.scan(sl.compute((1, n), lambda _, i: state[0, i], name="bad"), update, state)
+        else:
+            ints = sl.compute((1, n), lambda _, i: x[0, i].astype("int32"), name="ints")
+            sl.scan(ints, update, state)
+    expected = {
+        "shape": "has shape (m, n + 1) and the state (m, n); they must be the same",
+        "state": "the state must be a placeholder",
+        "init_reads_state": "the init 'bad' reads a state",
+        "dtype": "must have one dtype",
+    }[case]
+    assert expected in str(error.value)
