@@ -55,6 +55,7 @@ from .runtime.device_array import DeviceArray, array, empty
 from .schedule import intrin as intrin
 from .schedule.schedule import Schedule, create_schedule, thread_axis
 from .schedule.stage import Stage
+from .schedule.user_intrin import call_extern, decl_buffer, decl_tensor_intrin
 
 select = if_then_else
 
@@ -63,13 +64,16 @@ __version__ = "0.1.0"
 
 @_entry_point
 def lower(s: Schedule, args: list, name: str = "main"):
-    """The loop nest of schedule `s` over the buffers of `args`; print it to read it."""
+    """The loop nest of schedule `s` over the buffers of `args`; print it to read it.
+
+    A tensor-core fragment stage that is not tensorized yet prints as plain loops, as TE
+    prints it before ``tensorize``; a build refuses it."""
     from .driver import lower as _lower
     from .runtime.extern_calls import extern_ops, lower_with_externs
 
     if extern_ops(s):
-        return lower_with_externs(s, args, lambda kargs: _lower(s, kargs, name))
-    return _lower(s, args, name)
+        return lower_with_externs(s, args, lambda kargs: _lower(s, kargs, name, draft=True))
+    return _lower(s, args, name, draft=True)
 
 
 @_entry_point
@@ -118,6 +122,7 @@ __all__ = [
     "Schedule",
     "Stage",
     "build",
+    "call_extern",
     "call_intrin",
     "call_packed",
     "call_pure_extern",
@@ -143,6 +148,8 @@ __all__ = [
     "compute",
     "const",
     "cos",
+    "decl_buffer",
+    "decl_tensor_intrin",
     "empty",
     "erf",
     "evaluate",

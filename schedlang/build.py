@@ -90,6 +90,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     from .codegen.nvptx.arch import check_arch
     from .runtime import cuda_start
 
+    _refuse_c_functions(s)
     if resolved.arch is not None:
         check_arch(resolved.arch)
 
@@ -135,7 +136,7 @@ def _refuse_tensor_cores(s: Schedule) -> None:
         if isinstance(r, rec.Pipeline) and r.tma:
             call = f"pipeline(stages={r.stages}, tma=True)"
             raise LoweringError(message(r.stage, call, r.loc, BULK_COPIES_NEED_CUDA))
-        if isinstance(r, rec.Tensorize):
+        if isinstance(r, rec.Tensorize) and r.intrin.kind != "user":
             raise LoweringError(
                 message(
                     r.stage,
@@ -143,6 +144,25 @@ def _refuse_tensor_cores(s: Schedule) -> None:
                     r.loc,
                     "tensor-core instructions run on a CUDA GPU, the cpu target has none: build "
                     "with target='cuda' (kernel.simulate runs it on the CPU)",
+                )
+            )
+
+
+def _refuse_c_functions(s: Schedule) -> None:
+    """A declared intrinsic calls a C function, which runs on the CPU: named at its
+    tensorize on the GPU target."""
+    from .schedule import records as rec
+    from .schedule.errors import message
+
+    for r in s.records:
+        if isinstance(r, rec.Tensorize) and r.intrin.kind == "user":
+            raise LoweringError(
+                message(
+                    r.stage,
+                    f"tensorize({r.axis.name}, {r.intrin!r})",
+                    r.loc,
+                    "a declared intrinsic calls C functions, which run on the CPU: build with "
+                    "target='cpu' (the GPU's tensor instructions are sl.intrin's)",
                 )
             )
 

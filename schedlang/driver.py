@@ -50,11 +50,13 @@ def _dump(name: str, value: object) -> None:
         print(f"== {name} ==\n{shown}\n")
 
 
-def lower(s: Schedule, args: list[Tensor], name: str = "main") -> LoweredFunc:
-    """The loop nest of schedule `s`, as a function of the buffers of `args` (in order)."""
+def lower(s: Schedule, args: list[Tensor], name: str = "main", draft: bool = False) -> LoweredFunc:
+    """The loop nest of schedule `s`, as a function of the buffers of `args` (in order). A
+    `draft` is for reading only: a fragment stage not yet tensorized shows as plain loops (as
+    TE prints it before ``tensorize``), which no build accepts."""
     with paused():
         try:
-            return _lower(s, list(args), name)
+            return _lower(s, list(args), name, draft=draft)
         except ScheduleError as error:
             s.taken_back(error)
             raise
@@ -72,7 +74,9 @@ def lower_for_gpu(s: Schedule, args: list[Tensor], name: str = "main") -> Lowere
             raise
 
 
-def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc:
+def _lower(
+    s: Schedule, args: list[Tensor], name: str, keep=None, draft: bool = False
+) -> LoweredFunc:
     params = Params([op for stage in s.stages for op in stage.ops])
     scans = find_scans(s)
     params.aliases = aliases(scans)
@@ -86,7 +90,7 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     _dump("schedule", lambda: "\n".join(f"{p.stmt.name}: {p.sched}" for p in placement.all()))
     cross_thread = check_legality(s, placement, params)
     check_local_reads(s, placement, params)
-    plans = plan_tensorize(s, placement, params)
+    plans = plan_tensorize(s, placement, params, draft)
     restrict_to_tiles(placement, plans)
     buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
     sizes = tuple(params.vars.values())
@@ -117,7 +121,8 @@ def _lower(s: Schedule, args: list[Tensor], name: str, keep=None) -> LoweredFunc
     body = unroll_loops(body, folded, keep)  # simplified, sharing `folded`
     body = simplify_divisions(body)
     _dump("simplified", body)
-    return LoweredFunc(name, tuple(params_bufs), sizes, body, index)
+    imports = tuple(code for stage in s.stages for code in stage.imports)
+    return LoweredFunc(name, tuple(params_bufs), sizes, body, index, imports)
 
 
 def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:

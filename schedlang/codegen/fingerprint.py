@@ -17,6 +17,7 @@ from ..loopir.nodes import (
     AsyncWait,
     Buffer,
     BulkCopy,
+    CallExtern,
     For,
     Let,
     LoweredFunc,
@@ -81,6 +82,8 @@ def _stmt_token(s: Stmt, buffer, ident) -> str:
         token += f":var{ident(s.var)}:{s.var.dtype}"
     if isinstance(s, (Store, Allocate)):
         token += f":{buffer(s.buffer)}"
+    if isinstance(s, CallExtern):  # its arguments are among `stmt_exprs`
+        token += f":{s.name}:{s.modes}"
     if isinstance(s, MatrixOp):  # its bases and value are among `stmt_exprs`
         for t in (s.dst, *s.srcs):
             token += f":{s.op}:{buffer(t.buffer)}:{tuple(t.dims)}:{tuple(t.shape)}"

@@ -8,6 +8,7 @@ from .nodes import (
     AsyncCopy,
     Buffer,
     BulkCopy,
+    CallExtern,
     For,
     If,
     Let,
@@ -55,6 +56,8 @@ def _uses(stmt: Stmt, buffer: Buffer) -> bool:
         exprs = (*stmt.dst_index, *stmt.src_index, stmt.barrier_index)
     elif isinstance(stmt, MBarrier):
         return buffer is stmt.barrier
+    elif isinstance(stmt, CallExtern):
+        exprs = stmt.args
     else:
         return False
     return any(_expr_uses(e, buffer) for e in exprs)

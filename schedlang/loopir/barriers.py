@@ -50,6 +50,7 @@ from .nodes import (
     Barrier,
     Buffer,
     BulkCopy,
+    CallExtern,
     For,
     If,
     Let,
@@ -169,7 +170,8 @@ class _Inserter:
             write = self.access(s, s.dst, s.dst_index, True, ctx)
             accesses = reads if write is None else {**reads, write.key: write}
             return s, _Summary(accesses, accesses, False)
-        if isinstance(s, (AsyncCommit, AsyncWait, BulkCopy, MBarrier)):
+        if isinstance(s, (AsyncCommit, AsyncWait, BulkCopy, MBarrier, CallExtern)):
+            # a C call runs on the CPU only, which has no threads to synchronise
             # bulk copies are ordered by their memory barriers (`bulk_pipeline`), not by these
             return s, _NOTHING
         if isinstance(s, Seq):

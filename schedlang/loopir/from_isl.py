@@ -28,6 +28,7 @@ from ..ir.expr import (
 )
 from ..ir.tensor import Operation
 from ..ir.visit import substitute, transform
+from ..poly.loops import deferred_splits
 from ..poly.placement import Placed
 from ..poly.tensorize import TensorPlan, TileOf
 from ..schedule import records as rec
@@ -36,6 +37,7 @@ from ..schedule.errors import AnnotationError, BindError, message
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from .intrin_calls import intrinsic_calls
 from .nodes import Buffer, For, If, Let, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
 from .unroll_limit import MAX_UNROLLED
 from .visit import walk_expr, walk_stmt
@@ -201,6 +203,7 @@ class _Translator:
         self.buffers = buffers
         self.iterators: dict[str, Var] = {}
         self.auto_unrolled: dict[str, set[Axis]] = {}  # per stage, `_auto_unrolled`
+        self.deferred: dict[str, dict] = {}  # per stage, its deferred splits (`_deferred`)
         self.used_names: set[str] = set()
         self.active: set[int] = set()  # schedule dimensions of the loops around the node
         # id of a statement -> the root slot of its stage and the blockIdx tags it is bound to
@@ -245,7 +248,9 @@ class _Translator:
         name = node.for_get_iterator().get_id().get_name()
         dim = int(name[1:])
         axis = self._axis_at(node, dim)
-        var = Var(self._unique(axis.name if axis is not None else name), self.itype, "loop")
+        split = self._deferred(axis)  # then the loop runs over the split's parent's values
+        label = name if axis is None else split.parent.name if split else axis.name
+        var = Var(self._unique(label), self.itype, "loop")
         self.iterators[name] = var
         low = self.expr(node.for_get_init())
         upper = self._upper(node.for_get_cond(), name)
@@ -260,6 +265,8 @@ class _Translator:
         body = self.node(node.for_get_body())
         self.active.discard(dim)
         extent = _fold(Binary("-", upper, low, self.itype))
+        if split is not None:
+            return self._strip_mined(split, var, low, upper, extent, body, kind, thread)
         if kind == "bound":
             return self._bound(axis, var, low, _fold(upper), body)
         full_vthread = kind == "vthread" and self.extents[axis.stage].get(axis) is not None
@@ -271,6 +278,31 @@ class _Translator:
                 guard = Binary("and", Compare(">=", var, low), guard, "bool")
             return For(var, self.const(0), self._full(axis, kind, 1), kind, If(guard, body), thread)
         return For(var, low, extent, kind, body, thread)
+
+    def _deferred(self, axis: Axis | None) -> rec.Split | None:
+        """The nparts-split of a symbolic extent whose outer loop `axis` is (`poly.loops`)."""
+        if axis is None:
+            return None
+        if axis.stage not in self.deferred:
+            stage = self.schedule[axis.stage]
+            self.deferred[axis.stage] = deferred_splits(stage, self.extents[stage.name])
+        return self.deferred[axis.stage].get(axis)
+
+    def _strip_mined(self, split, var, low, upper, extent, body, kind, thread) -> Stmt:
+        """isl's loop over the parent's values (`var`) as `split`'s two loops: ``nparts``
+        parts of ``ceil(extent / nparts)`` values each, in order, the tail guarded."""
+        parts = self.const(split.nparts)
+        rounded = Binary("+", extent, self.const(split.nparts - 1), self.itype)
+        each = _fold(Binary("//", rounded, parts, self.itype))
+        outer = Var(self._unique(split.outer.name), self.itype, "loop")
+        inner = Var(self._unique(split.inner.name), self.itype, "loop")
+        start = Binary("+", low, Binary("*", outer, each, self.itype), self.itype)
+        value = Binary("+", start, inner, self.itype)
+        guarded = Let(var, value, If(Compare("<", var, upper), body))
+        loop = For(inner, self.const(0), each, "serial", guarded, None)
+        if kind == "bound":
+            return self._bound(split.outer, outer, self.const(0), parts, loop)
+        return For(outer, self.const(0), parts, kind, loop, thread)
 
     def _full(self, axis: Axis, kind: str, step: int) -> Const:
         """The constant trip count that an unrolled or vectorized loop with a tail runs (its
@@ -437,7 +469,15 @@ class _Translator:
         buffer = self.buffers[st.op]
         index = tuple(self.expr(x) for x in leaf.store)
         plan = self.plans.get(st.stage.name)
-        if plan is not None:
+        if plan is not None and plan.call is not None:  # a declared intrinsic's calls
+            n_data = len(st.stage.op.axis)
+            firsts = [
+                Compare("==", roots[v], _as(iv.dom.min, v.dtype))
+                for v, iv in zip(st.root_vars[n_data:], st.stage.op.reduce_axis)
+            ]
+            store = Load(buffer, index, buffer.dtype)
+            stmt = intrinsic_calls(plan, st.role, lower(st.value), store, firsts)
+        elif plan is not None:
             stmt = self._matrix(plan, st.role, buffer, index, lower(st.value))
         elif len(st.writes) > 1:
             stmt = self._tuple_update(st, index, lower)

@@ -254,6 +254,25 @@ class MBarrier(Stmt):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class CallExtern(Stmt):
+    """A call of the C function `name` (a declared intrinsic's, `schedule.user_intrin`) on
+    the CPU: each argument is an integer expression, or, where `modes` says so, a `Load`
+    whose element's address is passed (the first element of a tile the function reads or
+    writes, as `modes` says)."""
+
+    name: str
+    args: tuple[Expr, ...]
+    modes: tuple[str | None, ...]  # per argument: its access ("r", "w", "rw") or None (a value)
+
+    def writes(self, buffer: Buffer) -> bool:
+        """Whether the function writes `buffer` through one of the addresses it is given."""
+        return any(
+            mode is not None and "w" in mode and arg.buffer is buffer
+            for arg, mode in zip(self.args, self.modes)
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Seq(Stmt):
     stmts: tuple[Stmt, ...]
 
@@ -273,13 +292,15 @@ class LoweredFunc:
     """A lowered schedule: `params` are the argument buffers in call order, `sizes` the
     symbolic sizes read off them, `body` the loop nest, `index_dtype` the type its loop
     variables and index arithmetic are declared in (`index_type`), whose range a call's sizes
-    must fit."""
+    must fit; `imports` is LLVM IR defining the C functions its calls call (`CallExtern`),
+    linked into the CPU kernel."""
 
     name: str
     params: tuple[Buffer, ...]
     sizes: tuple[Var, ...]
     body: Stmt
     index_dtype: str = "int32"
+    imports: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         from .printer import func_str

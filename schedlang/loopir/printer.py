@@ -26,6 +26,7 @@ from .nodes import (
     Barrier,
     Buffer,
     BulkCopy,
+    CallExtern,
     For,
     If,
     Let,
@@ -82,6 +83,12 @@ def stmt_head(stmt: Stmt) -> str:
         return "barrier()"
     if isinstance(stmt, MatrixOp):
         return matrix_op_str(stmt)
+    if isinstance(stmt, CallExtern):
+        args = ", ".join(
+            f"&{expr_str(a)}" if mode is not None else expr_str(a)
+            for a, mode in zip(stmt.args, stmt.modes)
+        )
+        return f"{stmt.name}({args})"
     if isinstance(stmt, AsyncCopy):
         dst = ", ".join(expr_str(i) for i in stmt.dst_index)
         src = ", ".join(expr_str(i) for i in stmt.src_index)

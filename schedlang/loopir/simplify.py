@@ -22,6 +22,7 @@ from .nodes import (
     Allocate,
     AsyncCopy,
     BulkCopy,
+    CallExtern,
     For,
     If,
     Let,
@@ -94,7 +95,7 @@ class _Simplifier:
                 new = self.stmt(child)
                 flat.extend(new.stmts if isinstance(new, Seq) else (new,))
             return flat[0] if len(flat) == 1 else Seq(tuple(flat))
-        if isinstance(s, (MatrixOp, AsyncCopy, BulkCopy, MBarrier)):
+        if isinstance(s, (MatrixOp, AsyncCopy, BulkCopy, MBarrier, CallExtern)):
             return rebuild_stmt(s, self.expr, self.stmt)
         return s
 

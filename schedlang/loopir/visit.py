@@ -19,6 +19,7 @@ from .nodes import (
     AsyncWait,
     Barrier,
     BulkCopy,
+    CallExtern,
     For,
     If,
     Let,
@@ -184,6 +185,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
     if isinstance(s, MatrixOp):
         value = () if s.value is None else (s.value,)
         return (*(i for t in (s.dst, *s.srcs) for i in t.base), *value)
+    if isinstance(s, CallExtern):
+        return s.args
     if isinstance(s, AsyncCopy):
         when = () if s.when is None else (s.when,)
         return (*s.dst_index, *s.src_index, *when)
@@ -254,6 +257,9 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         if all(a is b for a, b in zip(stmts, s.stmts)):
             return s
         return Seq(stmts)
+    if isinstance(s, CallExtern):
+        args = tuple(ex(a) for a in s.args)
+        return s if all(a is b for a, b in zip(args, s.args)) else CallExtern(s.name, args, s.modes)
     if isinstance(s, MatrixOp):
         tiles = tuple(_tile(t, ex) for t in (s.dst, *s.srcs))
         value = None if s.value is None else ex(s.value)

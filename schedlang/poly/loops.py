@@ -3,6 +3,14 @@
 Splits and fuses become exact affine relations (``parent = factor * outer + inner`` with
 ``0 <= inner < factor``; ``fused = outer * extent(inner) + inner``); reorders permute. isl keeps the
 map exact for every size, so tails need no special care here.
+
+A split into `nparts` parts of a loop whose extent is symbolic is not affine: its inner loop
+runs ``ceil(n / nparts)`` times, and ``parent = outer * ceil(n / nparts) + inner`` multiplies a
+loop variable by a size. Such a split is *deferred*: isl sees the parent's values on the outer
+loop's dimension and 0 on the inner's, and `loopir.from_isl` strip-mines that one loop into the
+two (`deferred_splits`), the parent's values in order, the tail guarded. Its two loops then stay
+together: nothing is split, fused, bound, annotated or computed at the inner one, nor placed
+between them, and nothing is computed at the outer one.
 """
 
 from __future__ import annotations
@@ -55,17 +63,75 @@ def loop_map(
     current = [a for a in stage.root_axes if not (data_only and a.kind == "reduce")]
     xs = _names("x", len(current))
     result = isl.Map(f"{{ {root_space}[{', '.join(xs)}] -> [{', '.join(xs)}] }}")
+    deferred = deferred_splits(stage, extents)
     for relation in stage.relations:
         axes = (relation.parent,) if isinstance(relation, rec.Split) else relation.axes
         if data_only and axes[0].kind == "reduce":
             continue
-        step, current = _step(relation, current, extents)
+        if any(relation is r for r in deferred.values()):
+            step, current = _deferred(relation, current)
+        else:
+            step, current = _step(relation, current, extents)
         result = result.apply_range(step)
     leaves = [a for a in stage.leaves if not (data_only and a.kind == "reduce")]
     order = [current.index(a) for a in leaves]
     xs = _names("x", len(current))
     permute = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[k] for k in order)}] }}")
     return result.apply_range(permute), leaves
+
+
+def deferred_splits(stage: Stage, extents: dict[Axis, int | None]) -> dict[Axis, rec.Split]:
+    """The stage's nparts-splits of symbolic extents (see the module), by outer loop, each
+    checked to keep its loops together."""
+    found = {
+        r.outer: r
+        for r in stage.relations
+        if isinstance(r, rec.Split) and r.factor is None and extents.get(r.inner) is None
+    }
+    for r in found.values():
+        call = f"split({r.parent.name}, nparts={r.nparts})"
+
+        def refuse(what: str, r=r, call=call) -> None:
+            raise FactorError(
+                message(
+                    r.stage,
+                    call,
+                    r.loc,
+                    f"'{r.parent.name}' has a symbolic extent here, so the inner loop runs "
+                    f"ceil(extent / {r.nparts}) times, which isl cannot state: its two loops "
+                    f"are kept together by the code generator, and {what}",
+                )
+            )
+
+        used = [x for x in stage.relations if x is not r and _uses(x, (r.outer, r.inner))]
+        if used:
+            refuse("they cannot be split or fused further; split by factor= instead")
+        leaves = stage.leaves
+        if r.inner in stage.binds or r.inner in stage.annotations:
+            refuse(f"the inner loop '{r.inner.name}' cannot be bound or annotated")
+        if leaves.index(r.inner) != leaves.index(r.outer) + 1:
+            refuse("nothing can be placed between them (reorder)")
+        for other in stage.schedule.stages:
+            attach = other.attach
+            if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
+                if attach.axis in (r.outer, r.inner):
+                    refuse(f"'{other.name}' cannot be computed at one of them")
+    return found
+
+
+def _uses(relation, axes: tuple[Axis, ...]) -> bool:
+    if isinstance(relation, rec.Split):
+        return relation.parent in axes
+    return any(a in axes for a in relation.axes)
+
+
+def _deferred(relation: rec.Split, current: list[Axis]) -> tuple[isl.Map, list[Axis]]:
+    """The parent's values on the outer loop's dimension, 0 on the inner's."""
+    xs = _names("x", len(current))
+    q = current.index(relation.parent)
+    outs = xs[:q] + [xs[q], "0"] + xs[q + 1 :]
+    text = f"{{ [{', '.join(xs)}] -> [{', '.join(outs)}] }}"
+    return isl.Map(text), current[:q] + [relation.outer, relation.inner] + current[q + 1 :]
 
 
 def _step(relation, current: list[Axis], extents: dict) -> tuple[isl.Map, list[Axis]]:

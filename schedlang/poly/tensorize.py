@@ -35,6 +35,7 @@ from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .placement import Placed, Placement
 from .space import Params
+from .user_tensorize import UserCall, plan_user
 
 OPERANDS = ("float16", "bfloat16")
 ACCUMULATORS = ("float32", "float16")
@@ -62,6 +63,7 @@ class TensorPlan:
     srcs: tuple[TileOf, ...]
     clipped: bool = False  # a store cut by the edge of its tensor: only what lies inside
     warpgroup: bool = False  # run by a warpgroup (threadIdx.y's 4 warps) rather than a warp
+    call: UserCall | None = None  # a declared intrinsic's calls (`user_tensorize`)
 
     @property
     def collective(self) -> tuple[str, ...]:
@@ -70,14 +72,15 @@ class TensorPlan:
 
 
 def plan_tensorize(
-    schedule: Schedule, placement: Placement, params: Params
+    schedule: Schedule, placement: Placement, params: Params, draft: bool = False
 ) -> dict[str, TensorPlan]:
     """The plan of every tensorized stage, each checked; fragments used untensorized are
-    refused too."""
-    _check_fragment_users(schedule, placement)
+    refused too, except in a `draft` (a loop nest to read, never built)."""
+    if not draft:
+        _check_fragment_users(schedule, placement)
     stages = [s for s in schedule.stages if s.tensorized is not None and s.name in placement.placed]
     # the mma's loops decide its operands' tiles: its mismatches are named first
-    stages.sort(key=lambda s: ("mma", "store", "load").index(s.tensorized.intrin.kind))
+    stages.sort(key=lambda s: ("mma", "store", "load", "user").index(s.tensorized.intrin.kind))
     checkers = [_Checker(schedule, placement, params, stage) for stage in stages]
     plans = {c.stage.name: c.plan() for c in checkers}
     for c in checkers:  # what the kernel as a whole must give the tensorized stages
@@ -91,6 +94,9 @@ def restrict_to_tiles(placement: Placement, plans: dict[str, TensorPlan]) -> Non
     one whose tile loops are all 0 (its indices are the tile's base)."""
     for name, plan in plans.items():
         for p in placement.placed[name]:
+            if plan.ops.get(p.stmt.role) is None:  # nothing to run (a body computes it all)
+                p.sched = p.sched.intersect_domain(isl.Set.empty(p.sched.domain().get_space()))
+                continue
             p.sched = p.sched.intersect_domain(_origins(p, plan))
 
 
@@ -150,6 +156,8 @@ class _Checker:
                     f"the loop '{axis.name}' has {shown}, the intrinsic needs {need}; "
                     f"split it by {need}"
                 )
+        if kind == "user":
+            return plan_user(self, inner, roots)
         if kind == "mma":
             return self._mma(inner, roots)
         if kind == "load":
@@ -208,6 +216,8 @@ class _Checker:
         return axis
 
     def check_threads(self) -> None:
+        if self.intrin.kind == "user":  # a function on the CPU: no warp runs it
+            return
         for p in self.placement.placed[self.stage.name]:
             lanes = p.kernel_threads.get("threadIdx.x")
             if lanes != 32:
@@ -237,6 +247,11 @@ class _Checker:
             cut |= self._cut(p, plan.inner)
         if not cut:
             return plan
+        if plan.call is not None:
+            raise self.fail(
+                "the edge of the domain cuts a tile, and the function computes whole tiles; "
+                "make the sizes multiples of the tile"
+            )
         if plan.ops.get("compute") == "load":
             self._inside(plan.srcs[0], _origins(p, plan), p, plan)
             return plan

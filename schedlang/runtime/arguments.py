@@ -27,7 +27,7 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes
 from ..ir.expr import Var
 from ..ir.integers import as_int
-from ..loopir.nodes import LoweredFunc, MatrixOp, Store
+from ..loopir.nodes import CallExtern, LoweredFunc, MatrixOp, Store
 from ..loopir.visit import walk_stmt
 from .device_array import DeviceArray
 from .dlpack_abi import HOST_DEVICES, device_name
@@ -39,7 +39,8 @@ def written_params(func: LoweredFunc) -> tuple[bool, ...]:
     """Per parameter, whether the kernel stores to it (an output)."""
     stored = {id(s.buffer) for s in walk_stmt(func.body) if isinstance(s, Store)}
     stored |= {id(s.dst.buffer) for s in walk_stmt(func.body) if isinstance(s, MatrixOp)}
-    return tuple(id(b) in stored for b in func.params)
+    calls = [s for s in walk_stmt(func.body) if isinstance(s, CallExtern)]
+    return tuple(id(b) in stored or any(c.writes(b) for c in calls) for b in func.params)
 
 
 @dataclass(frozen=True)

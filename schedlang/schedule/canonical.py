@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ir.expr import Var
-from ..ir.tensor import Operation, Tensor
+from ..ir.tensor import Operation, Outputs, Tensor
 from .schedule import Schedule
 
 _SKIPPED = frozenset({"loc"})
@@ -66,6 +66,11 @@ class _Writer:
                 if field.name not in _SKIPPED:
                     out(f"{field.name}=")
                     self.write(getattr(value, field.name))
+            out(")")
+        elif isinstance(value, Outputs):  # its ops refer back to it: numbered when met
+            out("Outputs(")
+            self.write(value.name)
+            self.write(value.ops)
             out(")")
         elif isinstance(value, np.generic):
             out(f"{value.dtype}:{value.item()!r};")

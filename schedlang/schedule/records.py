@@ -61,6 +61,17 @@ class AutoUnroll:
 
 
 @dataclass(frozen=True, slots=True)
+class ImportLlvm:
+    """``pragma(axis, "import_llvm", code)``: LLVM IR linked into the CPU kernel, defining the
+    C functions of the stage's declared intrinsic (`user_intrin`)."""
+
+    stage: str
+    axis: Axis
+    code: str
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Bind:
     stage: str
     axis: Axis
@@ -189,6 +200,7 @@ Record = (
     | Reorder
     | Annotate
     | AutoUnroll
+    | ImportLlvm
     | Bind
     | ComputeAt
     | ComputeInline

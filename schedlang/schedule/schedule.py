@@ -274,6 +274,8 @@ def apply_record(s: Schedule, r: object) -> None:
         getattr(stage, r.kind)(r.axis)
     elif isinstance(r, rec.AutoUnroll):
         stage.pragma(r.axis, "auto_unroll_max_step", r.max_step)
+    elif isinstance(r, rec.ImportLlvm):
+        stage.pragma(r.axis, "import_llvm", r.code)
     elif isinstance(r, rec.Bind):
         stage.bind(r.axis, r.tag)
     elif isinstance(r, rec.ComputeAt):

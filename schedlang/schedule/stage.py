@@ -25,6 +25,7 @@ from .errors import (
     message,
 )
 from .intrin import FRAGMENT_SCOPES, TensorIntrin
+from .user_intrin import UserIntrin
 
 if TYPE_CHECKING:
     from .schedule import Schedule
@@ -62,6 +63,7 @@ class Stage:
         self.store_predicate: rec.StorePredicate | None = None
         # pragma auto_unroll_max_step: the scope's loop -> (steps, where it was asked)
         self.auto_unroll: dict[Axis, tuple[int, str]] = {}
+        self.imports: list[str] = []  # pragma import_llvm: LLVM IR linked into the kernel
         self._adopt(op)
 
     def _adopt(self, op: Operation) -> None:
@@ -403,7 +405,9 @@ class Stage:
         ``"auto_unroll_max_step"`` (an int) unrolls the loops inside `axis` whose constant
         extents multiply to at most `value`, innermost first, up to the first that does not
         fit; ``"unroll_explicit"`` is accepted with it (schedlang unrolls in its loop IR or has
-        LLVM do it, the same loops either way). Others are refused, saying why."""
+        LLVM do it, the same loops either way); ``"import_llvm"`` (LLVM IR text) links the C
+        functions of a declared intrinsic into the CPU kernel. Others are refused, saying
+        why."""
         loc = user_location()
         call = f"pragma({getattr(axis, 'name', axis)}, {name!r})"
         if name in ("unroll", "vectorize"):
@@ -422,6 +426,13 @@ class Stage:
         if name == "unroll_explicit":
             if not isinstance(value, (bool, int)):
                 self._fail(AnnotationError, call, loc, f"the value is a bool, not {value!r}")
+            return
+        if name == "import_llvm":  # parsed and linked by the CPU build
+            if not isinstance(value, str):
+                what = f"import_llvm takes LLVM IR as text, not {type(value).__name__}"
+                self._fail(AnnotationError, call, loc, what)
+            self.imports.append(value)
+            self._record(rec.ImportLlvm(self.name, resolved, value, loc))
             return
         why = _PRAGMAS_REFUSED.get(name)
         if why is None:
@@ -501,7 +512,10 @@ class Stage:
     @entry_point
     def tensorize(self, axis: object, intrin: object) -> None:
         """Run the loops from `axis` inwards as the tensor-core instruction `intrin` (one of
-        `schedlang.intrin`'s). Lowering proves that those loops compute what `intrin` does.
+        `schedlang.intrin`'s), or as the calls of an intrinsic declared with
+        `sl.decl_tensor_intrin` (on the CPU). Lowering proves that those loops compute what
+        `intrin` does. A stage has one tensorized region: tensorizing it again (after more
+        splits, say) replaces the earlier one, as in TE.
 
         Before (an accumulator stage ``CF``, its 16 x 16 x 16 tile innermost)::
 
@@ -519,20 +533,13 @@ class Stage:
         self._require_compute(call, loc)
         self._one_output(TensorizeError, call, loc)
         resolved = self._axis(axis, call, loc)
-        if not isinstance(intrin, TensorIntrin):
+        if not isinstance(intrin, (TensorIntrin, UserIntrin)):
             self._fail(
                 TensorizeError,
                 call,
                 loc,
                 f"{intrin!r} is not a tensor intrinsic; use one of sl.intrin.load_matrix, "
-                "mma_sync or store_matrix",
-            )
-        if self.tensorized is not None:
-            self._fail(
-                TensorizeError,
-                call,
-                loc,
-                f"'{self.name}' is already tensorized at '{self.tensorized.axis.name}'",
+                "mma_sync or store_matrix, or declare one with sl.decl_tensor_intrin",
             )
         inner = self.leaves[self.leaves.index(resolved) :]
         for leaf in inner:
@@ -862,16 +869,14 @@ def check_scope(stage: str, call: str, loc: str, scope: object) -> None:
 
 
 _IMPORTED_CODE = (
-    "it imports code of a C compiler (clang) into the kernel, for a tensor intrinsic you "
-    "declare (decl_tensor_intrin); schedlang has neither: tensorize with the intrinsics of "
-    "sl.intrin, or call the function from an extern stage (sl.extern)"
+    "it compiles C code for the kernel, which needs a C compiler; compile the functions to "
+    'LLVM IR yourself (clang -S -emit-llvm) and pass that with pragma(axis, "import_llvm", ir)'
 )
 _THREAD_POOL = (
     "an option of TVM's CPU thread pool; schedlang's parallel loops run on its own threads "
     "(s[T].parallel(axis)) and end together"
 )
 _PRAGMAS_REFUSED = {
-    "import_llvm": _IMPORTED_CODE,
     "import_c": _IMPORTED_CODE,
     "debug_skip_region": "schedlang computes every stage it is given; it skips no region",
     "parallel_launch_point": _THREAD_POOL,

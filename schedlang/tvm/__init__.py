@@ -11,7 +11,7 @@ does not yet is refused with a `TVMError` that says so, never approximated.
 from __future__ import annotations
 
 from ..errors import SchedlangError as TVMError
-from . import contrib, ir, nd, runtime, target, te, tir
+from . import contrib, ir, nd, runtime, target, te, tir, topi, transform
 from .driver import build, lower
 from .packed import get_global_func, register_func
 from .runtime import Device, Module, NDArray, cl, cpu, cuda, device, gpu, opencl, rocm
@@ -39,4 +39,6 @@ __all__ = [
     "target",
     "te",
     "tir",
+    "topi",
+    "transform",
 ]

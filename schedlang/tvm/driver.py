@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import build as build_kernel
 from .. import lower as lower_schedule
+from ..schedule.records import ComputeInline
 from .runtime import Module
 from .target import as_target
 
@@ -18,7 +19,8 @@ def lower(
     """The loop nest of schedule `inputs` over `args`, printable (``simple_mode`` is how
     schedlang always prints it)."""
     _no_binds(binds)
-    return lower_schedule(inputs, list(args or []), name)
+    kept, _ = _kernel_args(inputs, list(args or []))
+    return lower_schedule(inputs, kept, name)
 
 
 def build(
@@ -33,8 +35,26 @@ def build(
     `Target`); the host of a CUDA target is always the CPU schedlang runs on."""
     _no_binds(binds)
     chosen = as_target(target)
-    kernel = build_kernel(inputs, list(args or []), target=chosen.schedlang, name=name)
-    return Module(kernel, name)
+    kept, skipped = _kernel_args(inputs, list(args or []))
+    kernel = build_kernel(inputs, kept, target=chosen.schedlang, name=name)
+    return Module(kernel, name, skipped)
+
+
+def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...]]:
+    """TE's arguments as schedlang's kernel takes them. TE lets an inlined tensor be listed:
+    its buffer is passed and nothing writes it. schedlang refuses such an argument in its own
+    API (the caller would expect its values); here it is left out of the kernel, and the
+    module drops the array passed at its position (`skipped`), leaving it as it was."""
+    kept, skipped = [], []
+    by_op = getattr(s, "_by_op", {})
+    for k, a in enumerate(args):
+        stage = by_op.get(getattr(a, "op", None))
+        inlined = stage is not None and isinstance(stage.attach, ComputeInline)
+        if inlined and a.op not in s.output_ops:
+            skipped.append(k)
+        else:
+            kept.append(a)
+    return kept, tuple(skipped)
 
 
 def _no_binds(binds: object) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import load as load_kernel
-from ..errors import LaunchError
+from ..errors import LaunchError, LoweringError
 from ..platform_info import cuda_available
 from ..runtime.device_array import DeviceArray
 
@@ -31,6 +31,16 @@ class Device:
         if self.device_type == 1:
             return True
         return self.device_type == 2 and self.device_id == 0 and cuda_available()
+
+    @property
+    def compute_version(self) -> str | None:
+        """A CUDA device's compute capability (``"9.0"``); None where there is no such GPU."""
+        if self.device_type != 2 or not self.exist:
+            return None
+        from ..runtime import cuda_driver
+
+        digits = cuda_driver.device().arch[len("sm_") :]
+        return f"{digits[:-1]}.{digits[-1]}"
 
     def sync(self) -> None:
         """Kernels on the device are done (schedlang's calls wait for their own)."""
@@ -148,15 +158,19 @@ class BenchmarkResult:
 class Module:
     """A built function as TE's module: called with its arguments, timed, saved, inspected."""
 
-    def __init__(self, kernel: object, name: str) -> None:
+    def __init__(self, kernel: object, name: str, skipped: tuple[int, ...] = ()) -> None:
         self.kernel = kernel
         self.entry_name = name
+        self.skipped = skipped  # positions of inlined tensors listed in TE's args (`driver`)
         self.cuda = getattr(kernel, "target", "cpu").startswith("cuda")
         self.type_key = "cuda" if self.cuda else "llvm"
         self.imported_modules = [DeviceModule(kernel.ptx)] if self.cuda else []
 
     def __call__(self, *args: object) -> None:
-        self.kernel(*(unwrap(a) for a in args))
+        self.kernel(*self._arrays(args))
+
+    def _arrays(self, args: tuple) -> list:
+        return [unwrap(a) for k, a in enumerate(args) if k not in self.skipped]
 
     def __getitem__(self, name: str) -> Module:
         return self.get_function(name)
@@ -180,7 +194,7 @@ class Module:
         function = self.get_function(func_name)
 
         def evaluate(*args: object) -> BenchmarkResult:
-            arrays = [unwrap(a) for a in args]
+            arrays = function._arrays(args)
             times = [function.kernel.time(*arrays, repeat=number) for _ in range(repeat)]
             return BenchmarkResult(tuple(times))
 
@@ -194,11 +208,20 @@ class Module:
 
     def save(self, path: str, fmt: str = "") -> None:
         """Write the module to `path` (schedlang's saved-kernel format, whatever the suffix)."""
+        self._savable()
         self.kernel.export(path)
 
     def export_library(self, path: str, fcompile: object = None, **_) -> None:
         """Write the module where `tvm.runtime.load_module` reads it; no C compiler needed."""
+        self._savable()
         self.kernel.export(path)
+
+    def _savable(self) -> None:
+        if self.skipped:
+            raise LoweringError(
+                "this module was built with an inlined tensor in its arguments, which a saved "
+                "module would not know to skip; build it without that argument to save it"
+            )
 
     def import_module(self, module: object) -> None:
         """Accepted for TE's save-and-load steps: a schedlang module holds its device code."""

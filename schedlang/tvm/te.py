@@ -38,6 +38,7 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
 )
 
 from ..errors import AlgorithmError, ScheduleError
+from .tensor_intrin import decl_tensor_intrin  # noqa: F401
 
 power = pow
 

@@ -21,6 +21,9 @@ from schedlang import if_then_else as Select  # noqa: F401, N812
 from schedlang.ir.expr import Call as _Call
 from schedlang.ir.intrinsics import plain_name
 
+from . import ir_builder  # noqa: F401 - tvm.tir.ir_builder.create()
+from .tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
+
 
 class CallEffectKind(enum.IntEnum):
     """TE's effect kinds of an intrinsic; schedlang's calls are all pure."""
@@ -51,7 +54,17 @@ class Call:
 
 
 def call_intrin(dtype: str, func_name: str, *args: object):
-    return _sl.call_intrin(dtype, _schedlang_name(func_name), *args)
+    """A call of an intrinsic by name; TE's warp-matrix builtins (``tir.tvm_mma_sync``...)
+    are recorded for the body of a `te.decl_tensor_intrin`."""
+    name = _schedlang_name(func_name)
+    if name in BUILTINS:
+        return BuiltinCall(name, args)
+    return _sl.call_intrin(dtype, name, *args)
+
+
+def call_extern(dtype: str, func_name: str, *args: object):
+    """A call of an external C function, in the body of a `te.decl_tensor_intrin`."""
+    return _sl.call_extern(dtype, func_name, *args)
 
 
 def _schedlang_name(name: str) -> str:

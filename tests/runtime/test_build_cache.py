@@ -195,3 +195,18 @@ def test_threads_building_one_schedule_at_once_all_get_working_kernels(cache):
     for kernel in kernels:
         _check(kernel)
     assert len(list((cache / "builds").rglob("*.pkl"))) == 1
+
+
+def test_computes_with_several_outputs_have_a_canonical_text():
+    """A multi-output compute's ops refer to each other through their group: written once,
+    numbered after, and two such algorithms that differ in one output are told apart."""
+
+    def pair(second):
+        n = sl.var("n")
+        a = sl.placeholder((n,), name="A")
+        p, q = sl.compute((n,), lambda i: (a[i] + 1, second(a[i])), name="P")
+        return canonical_text(sl.create_schedule(p), [a, p, q])
+
+    same = pair(lambda x: x * 2)
+    assert same == pair(lambda x: x * 2) and "Outputs(" in same
+    assert same != pair(lambda x: x * 3)

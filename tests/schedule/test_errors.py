@@ -82,9 +82,10 @@ def test_split_both_factor_and_nparts():
         s[c].split(c.op.axis[0], factor=2, nparts=2)
 
 
-def test_split_nparts_on_symbolic_extent():
+def test_split_nparts_on_symbolic_extent_keeps_its_loops_together():
     a, _, c, s = chain()
-    s[c].split(c.op.axis[0], nparts=2)
+    outer, inner = s[c].split(c.op.axis[0], nparts=2)
+    s[c].unroll(inner)
     with pytest.raises(
         FactorError, match=r"split\(i, nparts=2\) at test_errors.py:\d+: 'i' has a sym"
     ):

@@ -81,8 +81,10 @@ def test_unroll_and_vectorize_pragmas_are_the_primitives():
 def test_pragmas_schedlang_has_not_are_refused_with_the_reason():
     s, tensors, ko = _blocked_matmul()
     c = tensors[2]
-    with pytest.raises(AnnotationError, match="C compiler .clang.*sl.extern"):
-        s[c].pragma(ko, "import_llvm", "define void @f() { ret void }")
+    with pytest.raises(AnnotationError, match="needs a C compiler; compile the functions to"):
+        s[c].pragma(ko, "import_c", "int f(void) { return 0; }")
+    with pytest.raises(AnnotationError, match="import_llvm takes LLVM IR as text, not bytes"):
+        s[c].pragma(ko, "import_llvm", b"define void @f() { ret void }")
     with pytest.raises(AnnotationError, match="skips no region"):
         s[c].pragma(ko, "debug_skip_region")
     with pytest.raises(AnnotationError, match="does not know this pragma .*auto_unroll_max_step"):

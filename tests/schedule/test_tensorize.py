@@ -145,13 +145,17 @@ def test_the_lane_index_cannot_be_bound_in_a_tensorized_stage():
         sl.lower(s, args)
 
 
-def test_a_fragment_must_be_tensorized():
+def test_a_fragment_must_be_tensorized_to_build_but_prints_before():
+    """As TE prints a schedule before tensorize, lower shows the fragment's copy as loops;
+    a build refuses it."""
     a, b, c = example.gemm(16, 16, 16)
     s = sl.create_schedule(c.op)
     s.cache_read(a, "wmma.matrix_a", [c])
+    text = str(sl.lower(s, [a, b, c]))
+    assert "allocate A.wmma.matrix_a: float16[16, 16] in wmma.matrix_a" in text
     match = r"'A.wmma.matrix_a': its scope .* is a tensor-core fragment"
     with pytest.raises(TensorizeError, match=match):
-        sl.lower(s, [a, b, c])
+        sl.build(s, [a, b, c], target="cuda")
 
 
 def test_a_fragment_read_element_by_element_is_refused():
@@ -161,7 +165,7 @@ def test_a_fragment_read_element_by_element_is_refused():
     s[af].tensorize(s[af].op.axis[0], sl.intrin.load_matrix("wmma.matrix_a"))
     match = r"'C': it reads the fragment 'A.wmma.matrix_a' element by"
     with pytest.raises(TensorizeError, match=match):
-        sl.lower(s, [a, b, c])
+        sl.build(s, [a, b, c], target="cuda")
 
 
 def test_primitive_checks_at_the_call():

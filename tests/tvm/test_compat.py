@@ -292,3 +292,181 @@ def test_a_multi_output_compute_and_an_argmax_over_pairs_in_te_spelling():
     f(tvm.nd.array(i, dev), tvm.nd.array(v, dev), out_i, out_v)
     np.testing.assert_array_equal(out_i.numpy(), np.argmax(v, axis=1))
     np.testing.assert_array_equal(out_v.numpy(), v.max(axis=1))
+
+
+def _wmma_load(scope, n=16):
+    a = te.placeholder((16, n), name="A", dtype="float16")
+    buffer_a = tvm.tir.decl_buffer(a.shape, a.dtype, scope="shared", offset_factor=256)
+    c = te.compute((16, n), lambda i, j: a[i, j], name="C")
+    buffer_c = tvm.tir.decl_buffer(c.shape, c.dtype, scope=scope, offset_factor=256)
+
+    def body(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        src, dst = ins[0], outs[0]
+        ib.emit(
+            tvm.tir.call_intrin(
+                "handle", "tir.tvm_load_matrix_sync", dst.data, 16, n, 16,
+                dst.elem_offset // 256, src.access_ptr("r"), n, "row_major",
+            )
+        )  # fmt: skip
+        return ib.get()
+
+    return te.decl_tensor_intrin(c.op, body, binds={a: buffer_a, c: buffer_c})
+
+
+def _wmma_gemm(depth=16):
+    a = te.placeholder((16, depth), name="A", dtype="float16")
+    b = te.placeholder((depth, 16), name="B", dtype="float16")
+    k = te.reduce_axis((0, depth), name="k")
+    c = te.compute(
+        (16, 16),
+        lambda i, j: te.sum(a[i, k].astype("float") * b[k, j].astype("float"), axis=k),
+        name="C",
+    )
+    scopes = {a: "wmma.matrix_a", b: "wmma.matrix_b", c: "wmma.accumulator"}
+    binds = {t: tvm.tir.decl_buffer(t.shape, t.dtype, scope=v) for t, v in scopes.items()}
+
+    def body(ins, outs):
+        fa, fb = ins
+        (fc,) = outs
+
+        def update():
+            ib = tvm.tir.ir_builder.create()
+            ib.emit(
+                tvm.tir.call_intrin(
+                    "handle", "tir.tvm_mma_sync", fc.data, 0, fa.data, 0, fb.data, 0, fc.data, 0
+                )
+            )
+            return ib.get()
+
+        reset = tvm.tir.ir_builder.create()
+        reset.emit(
+            tvm.tir.call_intrin("handle", "tir.tvm_fill_fragment", fc.data, 16, 16, 16, 0, 0.0)
+        )
+        return update(), reset.get(), update()
+
+    return te.decl_tensor_intrin(c.op, body, binds=binds)
+
+
+def _wmma_store():
+    a = te.placeholder((16, 16), name="A", dtype="float32")
+    c = te.compute((16, 16), lambda i, j: a[i, j], name="C")
+    binds = {a: tvm.tir.decl_buffer(a.shape, a.dtype, scope="wmma.accumulator")}
+
+    def body(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        ib.emit(
+            tvm.tir.call_intrin(
+                "handle", "tir.tvm_store_matrix_sync", ins[0].data, 16, 16, 16, 0,
+                outs[0].access_ptr("w"), 16, "row_major",
+            )
+        )  # fmt: skip
+        return ib.get()
+
+    return te.decl_tensor_intrin(c.op, body, binds=binds)
+
+
+def test_te_declared_warp_matrix_intrinsics_are_the_shipped_ones():
+    """TE declares each tensor-core operation as a compute whose body calls a warp-matrix
+    builtin; the layer reads which one and gives schedlang's, which tensorize proves."""
+    import schedlang as sl
+
+    assert _wmma_load("wmma.matrix_a") == sl.intrin.load_matrix("wmma.matrix_a")
+    assert _wmma_load("wmma.matrix_b") == sl.intrin.load_matrix("wmma.matrix_b")
+    assert _wmma_load("wmma.matrix_b", n=8) == sl.intrin.load_matrix("wmma.matrix_b", n=8)
+    assert _wmma_gemm() == sl.intrin.mma_sync()
+    assert _wmma_store() == sl.intrin.store_matrix()
+    with pytest.raises(tvm.TVMError, match="tvm_mma_sync reduces over 16, but the compute"):
+        _wmma_gemm(depth=8)
+
+
+def test_an_intrinsic_calling_c_functions_in_te_spelling():
+    """TE's gemv intrinsic: an ir_builder body calling a C function through call_extern, with
+    the function's LLVM IR imported by pragma; the output is poisoned, the body computes it
+    whole."""
+    import shutil
+    from pathlib import Path
+
+    from schedlang.tvm.contrib import clang
+    from schedlang.tvm.topi.utils import get_const_tuple
+
+    ir = (Path(__file__).parents[1] / "schedule" / "data" / "gemv.ll").read_text()
+    n, m, l = 8, 32, 16  # noqa: E741
+    a = te.placeholder((n, l), name="A")
+    b = te.placeholder((m, l), name="B")
+    k = te.reduce_axis((0, l), name="k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, k] * b[j, k], axis=k), name="C")
+    va = te.placeholder((l,), name="a")
+    vb = te.placeholder((16, l), name="b")
+    kk = te.reduce_axis((0, l), name="k")
+    vc = te.compute((16,), lambda i: te.sum(va[kk] * vb[i, kk], axis=kk), name="c")
+    binds = {
+        va: tvm.tir.decl_buffer(va.shape, va.dtype, name="A", offset_factor=1, strides=[1]),
+        vb: tvm.tir.decl_buffer(vb.shape, vb.dtype, name="B", strides=[te.var("s1"), 1]),
+        vc: tvm.tir.decl_buffer(vc.shape, vc.dtype, name="C", offset_factor=1, strides=[1]),
+    }
+
+    def body(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        aa, bb = ins
+        ib.emit(
+            tvm.tir.call_extern(
+                "int32", "gemv_set", outs[0].access_ptr("w"), aa.access_ptr("r"),
+                bb.access_ptr("r"), 16, l, bb.strides[0],
+            )
+        )  # fmt: skip
+        return ib.get()
+
+    gemv = te.decl_tensor_intrin(vc.op, body, binds=binds)
+    s = te.create_schedule(c.op)
+    x, y = c.op.axis
+    yo, yi = s[c].split(y, factor=16)
+    s[c].reorder(x, yo, yi, s[c].op.reduce_axis[0])
+    s[c].tensorize(yi, gemv)
+    s[c].pragma(x, "import_llvm", ir)
+    f = tvm.build(s, [a, b, c], target="llvm")
+    rng = np.random.default_rng(8)
+    x_np = rng.uniform(size=get_const_tuple(a.shape)).astype("float32")
+    y_np = rng.uniform(size=get_const_tuple(b.shape)).astype("float32")
+    out = tvm.nd.array(np.full((n, m), np.nan, "float32"), tvm.cpu(0))
+    f(tvm.nd.array(x_np, tvm.cpu(0)), tvm.nd.array(y_np, tvm.cpu(0)), out)
+    tvm.testing.assert_allclose(out.numpy(), x_np @ y_np.T, rtol=1e-5)
+    if shutil.which("clang") is None:
+        with pytest.raises(tvm.TVMError, match="create_llvm needs a C compiler, 'clang'"):
+            clang.create_llvm("int f(void) { return 0; }")
+
+
+def test_pass_context_options_and_the_tensor_core_query():
+    from schedlang.tvm.contrib import nvcc
+
+    with tvm.transform.PassContext(config={"tir.UnrollLoop": {"auto_max_step": 16}}) as ctx:
+        assert ctx.config["tir.UnrollLoop"] == {"auto_max_step": 16}
+    with pytest.raises(tvm.TVMError, match="'tir.disable_vectorize' has no counterpart"):
+        tvm.transform.PassContext(config={"tir.disable_vectorize": True})
+    assert nvcc.have_tensorcore("9.0") and nvcc.have_tensorcore("8.6")
+    assert not nvcc.have_tensorcore("7.5") and not nvcc.have_tensorcore(None)
+    assert tvm.cpu(0).compute_version is None
+    if not tvm.cuda(0).exist:
+        assert tvm.cuda(0).compute_version is None
+
+
+def test_an_inlined_tensor_listed_in_te_args_is_passed_and_left_alone():
+    """TE lets a tensor that is inlined be listed in args: its buffer is passed and nothing
+    writes it. The module takes the array at its place and leaves it as it was."""
+    m = te.var("m")
+    a = te.placeholder((m,), name="A")
+    b = te.compute((m,), lambda i: a[i] + 1, name="B")
+    c = te.compute((m,), lambda i: b[i] * 2, name="C")
+    s = te.create_schedule(c.op)
+    s[b].compute_inline()
+    assert "def main(A: float32[m], C: float32[m])" in str(tvm.lower(s, [a, b, c]))
+    f = tvm.build(s, [a, b, c], "llvm")
+    x = np.arange(5, dtype="float32")
+    untouched = np.full(5, -3.0, "float32")
+    out = tvm.nd.array(np.full(5, np.nan, "float32"))
+    kept = tvm.nd.array(untouched)
+    f(tvm.nd.array(x), kept, out)
+    np.testing.assert_array_equal(out.numpy(), (x + 1) * 2)
+    np.testing.assert_array_equal(kept.numpy(), untouched)
+    with pytest.raises(tvm.TVMError, match="inlined tensor in its arguments"):
+        f.export_library("unused.so")

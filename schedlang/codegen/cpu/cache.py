@@ -19,7 +19,8 @@ from pathlib import Path
 
 from llvmlite import __version__ as llvmlite_version
 
-from ...loopir.nodes import LoweredFunc
+from ...loopir.nodes import CallExtern, LoweredFunc
+from ...loopir.visit import walk_stmt
 from .. import disk_cache
 from ..fingerprint import fingerprint
 from ..llvm.text import module_text
@@ -53,16 +54,24 @@ class CompiledCpu:
 def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:
     """`func` compiled for the host; `imports` are the runtime's symbols (name -> address)."""
     target = cpu_jit.host().target
-    key = fingerprint(func, target.key)
+    key = fingerprint(func, target.key + "".join(func.imports))
     hit = _memory.get(key)
     if hit is not None:
         return hit
     text = module_text(build_module(func, target, target.triple))
+    if func.imports:  # the C functions of declared intrinsics, linked in as IR
+        text = cpu_jit.linked_text(text, func.imports)
+    cpu_jit.check_defined(text, _called(func))
     obj = disk_cache.load_or_make(_disk_path(key), lambda: cpu_jit.object_code(text))
     linked, address = cpu_jit.link(obj, entry_symbol(func), imports, text)
     compiled = CompiledCpu(func, key, address, linked, text, obj)
     _memory[key] = compiled
     return compiled
+
+
+def _called(func: LoweredFunc) -> set[str]:
+    """The C functions the declared intrinsics of `func` call."""
+    return {s.name for s in walk_stmt(func.body) if isinstance(s, CallExtern)}
 
 
 def clear_memory_cache() -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from ...errors import InternalError
+from ...errors import InternalError, LoweringError
 from ..llvm.passes import run_passes
 from .target import CpuTarget
 
@@ -88,6 +88,59 @@ def optimized(text: str) -> llvm.ModuleRef:
     builder = llvm.create_pass_builder(machine, options)
     run_passes(builder.getModulePassManager(), module, builder)
     return module
+
+
+def linked_text(text: str, imports: tuple[str, ...]) -> str:
+    """The module `text` with the modules `imports` (LLVM IR text) linked into it; a function
+    that several define is the first one's (as TE links only what is still needed)."""
+    with _lock:
+        host()
+        module = llvm.parse_assembly(text)
+        for code in imports:
+            try:
+                other = llvm.parse_assembly(code)
+                other.verify()
+            except RuntimeError as error:
+                raise LoweringError(
+                    f"the LLVM IR given with pragma 'import_llvm' does not parse: "
+                    f"{str(error).strip()}"
+                ) from None
+            other.triple, other.data_layout = module.triple, module.data_layout
+            for function in other.functions:  # defined by an earlier import: that one holds
+                if not function.is_declaration and _defined(module, function.name):
+                    function.linkage = "linkonce_odr"
+            try:
+                module.link_in(other)
+            except RuntimeError as error:
+                raise LoweringError(
+                    f"the LLVM IR given with pragma 'import_llvm' does not link into the "
+                    f"kernel: {str(error).strip()}"
+                ) from None
+        return str(module)
+
+
+def check_defined(text: str, names: set[str]) -> None:
+    """Each of the C functions `names` is defined in the module `text` or loaded in the
+    process, else a LoweringError naming it (before the linker's own message)."""
+    if not names:
+        return
+    with _lock:
+        host()
+        module = llvm.parse_assembly(text)
+        for name in sorted(names):
+            if not _defined(module, name) and not llvm.address_of_symbol(name):
+                raise LoweringError(
+                    f"the C function '{name}' of a declared intrinsic is defined nowhere: give "
+                    'its LLVM IR with pragma(axis, "import_llvm", ir), or load a library that '
+                    "has it"
+                )
+
+
+def _defined(module: llvm.ModuleRef, name: str) -> bool:
+    try:
+        return not module.get_function(name).is_declaration
+    except NameError:
+        return False
 
 
 def object_code(text: str) -> bytes:

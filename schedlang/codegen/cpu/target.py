@@ -24,6 +24,7 @@ from ...loopir.nodes import (
     AsyncCopy,
     Buffer,
     BulkCopy,
+    CallExtern,
     For,
     MatrixOp,
     MBarrier,
@@ -107,6 +108,22 @@ class CpuTarget(Target):
 
     def matrix_op(self, em: StmtEmitter, stmt: MatrixOp) -> None:
         raise LoweringError(TENSOR_CORES_NEED_CUDA)
+
+    def call_extern(self, em: StmtEmitter, stmt: CallExtern) -> None:
+        """A C call: tile addresses as pointers, integers as C ints (the value returned, an
+        int by TE's convention, is dropped)."""
+        values = []
+        for arg, mode in zip(stmt.args, stmt.modes):
+            if mode is not None:
+                values.append(em.element(arg.buffer, arg.indices))
+            else:
+                values.append(em.value(arg))
+        module = em.b.module
+        function = module.globals.get(stmt.name)
+        if function is None:
+            kinds = ir.FunctionType(ir.IntType(32), [v.type for v in values])
+            function = ir.Function(module, kinds, stmt.name)
+        em.b.call(function, values)
 
     def async_copy(self, em: StmtEmitter, stmt: AsyncCopy) -> None:
         emit_synchronous_copy(em, stmt)

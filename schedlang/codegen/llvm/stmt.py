@@ -22,6 +22,7 @@ from ...loopir.nodes import (
     AsyncWait,
     Barrier,
     BulkCopy,
+    CallExtern,
     For,
     If,
     Let,
@@ -79,6 +80,8 @@ class StmtEmitter(ExprEmitter):
             self.target.thread_allreduce(self, s)
         elif isinstance(s, MatrixOp):
             self.target.matrix_op(self, s)
+        elif isinstance(s, CallExtern):
+            self.target.call_extern(self, s)
         elif isinstance(s, AsyncCopy):
             self.target.async_copy(self, s)
         elif isinstance(s, BulkCopy):

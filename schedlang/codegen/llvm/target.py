@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from ...errors import LoweringError
 from ...ir import dtype as dt
 from .arith import float_to_int
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         AsyncCopy,
         Buffer,
         BulkCopy,
+        CallExtern,
         For,
         If,
         MatrixOp,
@@ -71,6 +73,13 @@ class Target(ABC):
     @abstractmethod
     def matrix_op(self, em: StmtEmitter, stmt: MatrixOp) -> None:
         """Emit the warp-collective tensor-core operation `stmt` (see its docstring)."""
+
+    def call_extern(self, em: StmtEmitter, stmt: CallExtern) -> None:
+        """Call a declared intrinsic's C function (`CallExtern`); only the CPU has them."""
+        raise LoweringError(
+            f"'{stmt.name}' is a C function of a declared intrinsic, which runs on the CPU; "
+            "build with target='cpu'"
+        )
 
     @abstractmethod
     def async_copy(self, em: StmtEmitter, stmt: AsyncCopy) -> None:

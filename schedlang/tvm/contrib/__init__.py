@@ -1,6 +1,6 @@
-"""``tvm.contrib``: the helpers TE programs use around building (`utils`, `cc`), and the BLAS
-behind numpy as extern stages (`cblas`)."""
+"""``tvm.contrib``: the helpers TE programs use around building (`utils`, `cc`, `nvcc`,
+`clang`), and the BLAS behind numpy as extern stages (`cblas`)."""
 
-from . import cblas, cc, utils
+from . import cblas, cc, clang, nvcc, utils
 
-__all__ = ["cblas", "cc", "utils"]
+__all__ = ["cblas", "cc", "clang", "nvcc", "utils"]

@@ -1,0 +1,97 @@
+"""split(nparts=) of a loop whose extent is symbolic: the inner loop runs ceil(n / nparts)
+times, which isl cannot state, so the code generator strip-mines the parent's loop (the
+parent's values in order, the tail guarded); checked against numpy with NaN-poisoned outputs
+for sizes around and below the part count, and each use that would pull the two loops apart is
+refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from schedlang.schedule.errors import FactorError
+
+RNG = np.random.default_rng(13)
+
+
+def _double():
+    m = sl.var("m")
+    a = sl.placeholder((m,), name="A")
+    return a, sl.compute((m,), lambda i: a[i] * 2 + 1, name="B")
+
+
+def _check(kernel, sizes=(1, 3, 31, 32, 33, 100), simulate=False):
+    for n in sizes:
+        x = RNG.uniform(-1, 1, n).astype("float32")
+        out = np.full(n, np.nan, "float32")
+        (kernel.simulate if simulate else kernel)(x, out)
+        np.testing.assert_array_equal(out, x * 2 + 1)
+
+
+def test_the_parent_loop_is_strip_mined():
+    a, b = _double()
+    s = sl.create_schedule(b)
+    outer, inner = s[b].split(b.op.axis[0], nparts=32)
+    text = str(sl.lower(s, [a, b]))
+    assert "for i.outer in range(0, 32):" in text
+    assert "for i.inner in range(0, (m + 31) // 32):" in text
+    assert "let i = i.outer * ((m + 31) // 32) + i.inner" in text and "if i < m:" in text
+    _check(sl.build(s, [a, b]))
+
+
+def test_the_outer_loop_in_parallel_and_on_gpu_blocks():
+    a, b = _double()
+    s = sl.create_schedule(b)
+    outer, inner = s[b].split(b.op.axis[0], nparts=4)
+    s[b].parallel(outer)
+    _check(sl.build(s, [a, b]))
+    s = sl.create_schedule(b)
+    outer, inner = s[b].split(b.op.axis[0], nparts=4)
+    s[b].bind(outer, sl.thread_axis("blockIdx.x"))
+    _check(sl.build(s, [a, b], target="cuda"), sizes=(1, 5, 13), simulate=True)
+
+
+def test_a_producer_computed_inside_the_parts():
+    m = sl.var("m")
+    a = sl.placeholder((m, 8), name="A")
+    p = sl.compute((m, 8), lambda i, j: a[i, j] * 2, name="P")
+    c = sl.compute((m, 8), lambda i, j: p[i, j] + 1, name="C")
+    s = sl.create_schedule(c)
+    outer, inner = s[c].split(c.op.axis[0], nparts=3)
+    s[p].compute_at(s[c], c.op.axis[1])
+    kernel = sl.build(s, [a, c])
+    for n in (1, 7, 20):
+        x = RNG.uniform(-1, 1, (n, 8)).astype("float32")
+        out = np.full((n, 8), np.nan, "float32")
+        kernel(x, out)
+        np.testing.assert_array_equal(out, x * 2 + 1)
+
+
+@pytest.mark.parametrize(
+    "use, match",
+    [
+        ("split", "cannot be split or fused further"),
+        ("vectorize", "the inner loop 'i.inner' cannot be bound or annotated"),
+        ("reorder", "nothing can be placed between them"),
+        ("compute_at", "'P' cannot be computed at one of them"),
+    ],
+)
+def test_uses_that_pull_the_loops_apart_are_refused(use, match):
+    m = sl.var("m")
+    a = sl.placeholder((m, 8), name="A")
+    p = sl.compute((m, 8), lambda i, j: a[i, j] * 2, name="P")
+    c = sl.compute((m, 8), lambda i, j: p[i, j] + 1, name="C")
+    s = sl.create_schedule(c)
+    i, j = c.op.axis
+    outer, inner = s[c].split(i, nparts=4)
+    if use == "split":
+        s[c].split(inner, factor=2)
+    elif use == "vectorize":
+        s[c].vectorize(inner)
+    elif use == "reorder":
+        s[c].reorder(outer, j, inner)
+    else:
+        s[p].compute_at(s[c], inner)
+    with pytest.raises(FactorError, match=match):
+        sl.lower(s, [a, c])
