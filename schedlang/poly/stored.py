@@ -37,8 +37,8 @@ def check_storable(s: Schedule, stored: frozenset[Operation]) -> None:
         if len(listed) != len(stage.ops):
             missing = ", ".join(op.name for op in stage.ops if op not in stored)
             raise LoweringError(
-                f"args list some outputs of the intermediate stage '{name}' but not {missing}: "
-                "its outputs are computed together, so list all of them in args or none"
+                f"args list some outputs of the intermediate stage '{name}' but not {missing}; "
+                "its outputs are computed together: list all of them in args, or none"
             )
         if isinstance(stage.attach, rec.ComputeInline):
             raise LoweringError(

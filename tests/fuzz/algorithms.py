@@ -234,6 +234,45 @@ def casts(data, sizes: Sizes) -> Case:
     return Case("casts", [a], [out])
 
 
+def tuple_outputs(data, sizes: Sizes) -> Case:
+    """A compute with two outputs, either both outputs of the kernel or both read by a last
+    stage (so that the pair is placed, inlined or cached as one stage)."""
+    shape = tuple(sizes.extent() for _ in range(data.draw(st.integers(1, 2))))
+    a = sl.placeholder(shape, name="A")
+    p, q = sl.compute(
+        shape, lambda *i: (a[i] * 2.0 - 1.0, sl.sqrt(sl.abs(a[i])) + a[i]), name="P"
+    )
+    if data.draw(st.booleans()):
+        return Case("tuple_outputs", [a], [p, q])
+    c = sl.compute(shape, lambda *i: p[i] * q[i], name="C")
+    return Case("tuple_outputs", [a], [c])
+
+
+def _argmax_reducer():
+    """(index, value) pairs: the larger value, and on equal values the smaller index, so that
+    any order of combining gives one answer."""
+
+    def combine(x, y):
+        keep = sl.any(x[1] > y[1], sl.all(x[1] == y[1], x[0] < y[0]))
+        return sl.if_then_else(keep, x[0], y[0]), sl.if_then_else(keep, x[1], y[1])
+
+    return sl.comm_reducer(
+        combine, lambda t0, t1: (sl.max_value(t0), sl.min_value(t1)), name="argmax"
+    )
+
+
+def argmax(data, sizes: Sizes) -> Case:
+    """A reduction over (index, value) pairs along rows: the column of each row's largest
+    value (as a float, the fuzzer's arrays being float32) and the value."""
+    rows, cols = sizes.extent(), sizes.extent()
+    a = sl.placeholder((rows, cols), name="A")
+    k = sl.reduce_axis((0, cols), name="k")
+    index, value = sl.compute(
+        (rows,), lambda i: _argmax_reducer()((k.var.astype("float32"), a[i, k]), axis=k), name="T"
+    )
+    return Case("argmax", [a], [index, value])
+
+
 FAMILIES = {
     "elementwise": elementwise,
     "matmul": matmul,
@@ -243,6 +282,8 @@ FAMILIES = {
     "softmax": softmax,
     "transpose": transpose,
     "casts": casts,
+    "tuple_outputs": tuple_outputs,
+    "argmax": argmax,
 }
 
 

@@ -252,5 +252,5 @@ def test_an_intermediate_listed_in_part_is_refused():
     m, n = a.shape
     c = sl.compute((m, n), lambda i, j: p[i, j] + q[i, j], name="C")
     s = sl.create_schedule(c)
-    with pytest.raises(LoweringError, match="list all of them in args or none"):
+    with pytest.raises(LoweringError, match="list all of them in args, or none"):
         sl.lower(s, [a, b, p, c])
