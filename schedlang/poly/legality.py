@@ -22,6 +22,7 @@ from ..errors import InternalError
 from ..schedule import records as rec
 from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
+from .loops import deferred_fuses
 from .placement import Placed, Placement
 from .scans import check_steps, find_scans, step_order
 from .space import Params
@@ -110,6 +111,12 @@ def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
         return None
     axis = entry[1]
     stage = schedule[axis.stage]
+    for group in deferred_fuses(stage, stage.extents):  # a root loop of a deferred fuse
+        if axis in group.components:
+            parallel = [a for a in group.leaves if stage.annotations.get(a) == "parallel"]
+            if parallel:
+                return "parallel", schedule.record_for(rec.Annotate, parallel[0])
+            return None
     if axis in stage.binds:
         return stage.binds[axis], schedule.record_for(rec.Bind, axis)
     kind = stage.annotations.get(axis)

@@ -11,9 +11,18 @@ loop's dimension and 0 on the inner's, and `loopir.from_isl` strip-mines that on
 two (`deferred_splits`), the parent's values in order, the tail guarded. Its two loops then stay
 together: nothing is split, fused, bound, annotated or computed at the inner one, nor placed
 between them, and nothing is computed at the outer one.
+
+A fuse of root loops below whose first one an extent is symbolic (``fused = i * m + j``) is
+deferred likewise (`deferred_fuses`): isl keeps the root loops (`isl_leaves` lists them where
+the stage's leaves have the fused loop, or the two loops of its split by a factor), and
+`loopir.from_isl` turns their nest into the fused loop, each root index recovered by division
+and modulo. Such a stage is computed at the root, its fused loops serial or parallel, and
+nothing is computed at them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import islpy as isl
 
@@ -64,16 +73,17 @@ def loop_map(
     xs = _names("x", len(current))
     result = isl.Map(f"{{ {root_space}[{', '.join(xs)}] -> [{', '.join(xs)}] }}")
     deferred = deferred_splits(stage, extents)
+    kept = {id(r) for g in deferred_fuses(stage, extents) for r in (g.fuse, g.split) if r}
     for relation in stage.relations:
         axes = (relation.parent,) if isinstance(relation, rec.Split) else relation.axes
-        if data_only and axes[0].kind == "reduce":
+        if (data_only and axes[0].kind == "reduce") or id(relation) in kept:
             continue
         if any(relation is r for r in deferred.values()):
             step, current = _deferred(relation, current)
         else:
             step, current = _step(relation, current, extents)
         result = result.apply_range(step)
-    leaves = [a for a in stage.leaves if not (data_only and a.kind == "reduce")]
+    leaves = [a for a in isl_leaves(stage, extents) if not (data_only and a.kind == "reduce")]
     order = [current.index(a) for a in leaves]
     xs = _names("x", len(current))
     permute = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[k] for k in order)}] }}")
@@ -117,6 +127,82 @@ def deferred_splits(stage: Stage, extents: dict[Axis, int | None]) -> dict[Axis,
                 if attach.axis in (r.outer, r.inner):
                     refuse(f"'{other.name}' cannot be computed at one of them")
     return found
+
+
+@dataclass(frozen=True)
+class FusedGroup:
+    """A deferred fuse (see the module): the root loops it fuses, and the loops made of it."""
+
+    fuse: rec.Fuse
+    components: tuple[Axis, ...]
+    split: rec.Split | None  # the fused loop split by a factor, if it is
+    leaves: tuple[Axis, ...]  # the fused loop, or the two of its split
+
+
+def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedGroup]:
+    """The stage's fuses of symbolic extents (see the module), each checked."""
+    found = []
+    for r in stage.relations:
+        if not isinstance(r, rec.Fuse) or all(extents.get(a) is not None for a in r.axes[1:]):
+            continue
+        call = f"fuse({', '.join(a.name for a in r.axes)})"
+
+        def refuse(what: str, r=r, call=call) -> None:
+            symbolic = next(a for a in r.axes[1:] if extents.get(a) is None)
+            raise FactorError(
+                message(
+                    r.stage,
+                    call,
+                    r.loc,
+                    f"'{symbolic.name}' has a symbolic extent here, so the fused index "
+                    f"multiplies by it, which isl cannot state: the code generator fuses the "
+                    f"loops itself, and {what}",
+                )
+            )
+
+        roots = list(stage.root_axes)
+        if not all(a in roots and a.kind == "data" for a in r.axes):
+            refuse("they must be loops of the stage's own axes (fuse before splitting)")
+        spots = [roots.index(a) for a in r.axes]
+        if spots != list(range(spots[0], spots[0] + len(spots))):
+            refuse("they must be adjacent axes, in their order")
+        later = [x for x in stage.relations if x is not r and _uses(x, (r.fused,))]
+        split = later[0] if len(later) == 1 and isinstance(later[0], rec.Split) else None
+        if later and (split is None or split.factor is None):
+            refuse("the fused loop can only be split by a factor, once")
+        made = (r.fused,) if split is None else (split.outer, split.inner)
+        if split is not None and any(_uses(x, made) for x in stage.relations):
+            refuse("the loops of its split cannot be split or fused further")
+        leaves = stage.leaves
+        if leaves[leaves.index(made[0]) : leaves.index(made[0]) + len(made)] != list(made):
+            refuse("nothing can be placed between its loops (reorder)")
+        for axis in made:
+            how = stage.binds.get(axis) or stage.annotations.get(axis)
+            if how not in (None, "parallel"):
+                refuse(f"'{axis.name}' can be serial or parallel, not {how}")
+        if isinstance(stage.attach, rec.ComputeAt) or stage.tensorized is not None:
+            refuse("the stage must be computed at the root and not tensorized")
+        for other in stage.schedule.stages:
+            attach = other.attach
+            if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
+                if attach.axis in made:
+                    refuse(f"'{other.name}' cannot be computed at its loops")
+        found.append(FusedGroup(r, tuple(r.axes), split, made))
+    return found
+
+
+def isl_leaves(stage: Stage, extents: dict[Axis, int | None]) -> list[Axis]:
+    """The loops isl schedules for `stage`, in order: its leaves, with the root loops of each
+    deferred fuse where the loops made of it are."""
+    groups = {g.leaves[0]: g for g in deferred_fuses(stage, extents)}
+    hidden = {a for g in groups.values() for a in g.leaves}
+    out: list[Axis] = []
+    for a in stage.leaves:
+        if a in groups:
+            out += groups[a].components
+        elif a not in hidden:
+            out.append(a)
+    return out
 
 
 def _uses(relation, axes: tuple[Axis, ...]) -> bool:

@@ -26,7 +26,7 @@ from ..schedule.errors import BindError, PlacementError, message
 from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
 from .box_fill import box_clamps, box_domain
-from .loops import leaf_extents, loop_map
+from .loops import isl_leaves, leaf_extents, loop_map
 from .space import Params
 from .statements import Statement
 from .stored import check_stored_at
@@ -188,18 +188,23 @@ class Placement:
         """Index of the first reduce leaf (where init and update part), or None."""
         if not isinstance(stage.op, ComputeOp) or not stage.op.reduce_axis:
             return None
-        return next(t for t, a in enumerate(stage.leaves) if a.kind == "reduce")
+        return next(t for t, a in enumerate(self._loops(stage)) if a.kind == "reduce")
+
+    def _loops(self, stage: Stage) -> list[Axis]:
+        """The loops isl schedules for `stage` (its leaves, but for deferred fuses)."""
+        return isl_leaves(stage, self.extents.get(stage.name, stage.extents))
 
     def _betas(self, stage: Stage, q: int) -> list[int]:
         """betas[0] = q; betas[t + 1] = slots taken by stages computed at leaf t."""
         at = self.children.get(stage.name, {})
-        return [q] + [sum(self._width(c) for c in at.get(a, [])) for a in stage.leaves]
+        return [q] + [sum(self._width(c) for c in at.get(a, [])) for a in self._loops(stage)]
 
     def _templates(self, stage: Stage, pre: list, q: int) -> dict[str, list]:
         betas = self._betas(stage, q)
         p0 = self._split_level(stage)
+        loops = self._loops(stage)
         full = list(pre) + [("beta", betas[0])]
-        for t, a in enumerate(stage.leaves):
+        for t, a in enumerate(loops):
             full += [("dim", a), ("beta", betas[t + 1])]
         if p0 is None:
             return {"compute": full}
@@ -207,7 +212,7 @@ class Placement:
         update = list(full)
         update[cut] = ("beta", full[cut][1] + 1)
         init = full[: cut + 1]
-        for a in stage.leaves[p0:]:
+        for a in loops[p0:]:
             if a.kind == "data":
                 init += [("dim", a), ("beta", 0)]
         return {"init": init, "update": update}

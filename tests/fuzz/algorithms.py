@@ -239,9 +239,7 @@ def tuple_outputs(data, sizes: Sizes) -> Case:
     stage (so that the pair is placed, inlined or cached as one stage)."""
     shape = tuple(sizes.extent() for _ in range(data.draw(st.integers(1, 2))))
     a = sl.placeholder(shape, name="A")
-    p, q = sl.compute(
-        shape, lambda *i: (a[i] * 2.0 - 1.0, sl.sqrt(sl.abs(a[i])) + a[i]), name="P"
-    )
+    p, q = sl.compute(shape, lambda *i: (a[i] * 2.0 - 1.0, sl.sqrt(sl.abs(a[i])) + a[i]), name="P")
     if data.draw(st.booleans()):
         return Case("tuple_outputs", [a], [p, q])
     c = sl.compute(shape, lambda *i: p[i] * q[i], name="C")
