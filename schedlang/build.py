@@ -136,7 +136,8 @@ def _refuse_tensor_cores(s: Schedule) -> None:
         if isinstance(r, rec.Pipeline) and r.tma:
             call = f"pipeline(stages={r.stages}, tma=True)"
             raise LoweringError(message(r.stage, call, r.loc, BULK_COPIES_NEED_CUDA))
-        if isinstance(r, rec.Tensorize) and r.intrin.kind != "user":
+    for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
+        if r is not None and r.intrin.kind != "user":
             raise LoweringError(
                 message(
                     r.stage,
@@ -151,11 +152,10 @@ def _refuse_tensor_cores(s: Schedule) -> None:
 def _refuse_c_functions(s: Schedule) -> None:
     """A declared intrinsic calls a C function, which runs on the CPU: named at its
     tensorize on the GPU target."""
-    from .schedule import records as rec
     from .schedule.errors import message
 
-    for r in s.records:
-        if isinstance(r, rec.Tensorize) and r.intrin.kind == "user":
+    for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
+        if r is not None and r.intrin.kind == "user":
             raise LoweringError(
                 message(
                     r.stage,

@@ -34,7 +34,7 @@ from .expr import (
     Var,
 )
 from .extern import ExternOp
-from .graph import post_order
+from .graph import post_order, together
 from .integers import as_int
 from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
@@ -159,13 +159,13 @@ def reference(
     if precision not in (None, "float64"):
         raise ValueError(f"precision must be None or 'float64', not {precision!r}")
     ops = post_order([t.op for t in outs])
-    stepped = {each for op in ops if isinstance(op, ScanOp) for each in _scan_ops(op)}
+    stepped = {each for op in ops if isinstance(op, ScanOp) for each in together(op)}
     states = {op.state.op for op in stepped}
     arrays = _input_arrays([op for op in ops if op not in states], inputs)
     ctx = _Context(_bind_sizes(ops, arrays, sizes or {}), {}, precision)
     for op, array in arrays.items():
         ctx.values[op] = array.astype(ctx.np_dtype(op.dtype), copy=False)
-    in_scans = {op for scan_op in stepped for op in _body(_scan_ops(scan_op))}
+    in_scans = {op for scan_op in stepped for op in _body(together(scan_op))}
     with np.errstate(all="ignore"):
         for op in ops:
             if op in in_scans or op in ctx.values:
@@ -175,7 +175,7 @@ def reference(
             elif isinstance(op, ExternOp):
                 ctx.values[op] = _extern(op, ctx)
             elif isinstance(op, ScanOp):
-                _scan(_scan_ops(op), ctx)
+                _scan(together(op), ctx)
     results = [ctx.values[t.op] for t in outs]
     return results[0] if single else results
 
@@ -337,10 +337,6 @@ def _extern(op: ExternOp, ctx: _Context) -> np.ndarray:
     out = np.zeros(shape, ctx.np_dtype(op.dtype))
     call_extern(op, ctx.values, out)
     return out
-
-
-def _scan_ops(op: ScanOp) -> tuple[ScanOp, ...]:
-    return (op,) if op.outputs is None else op.outputs.ops
 
 
 def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:

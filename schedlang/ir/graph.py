@@ -31,7 +31,8 @@ def post_order(roots: Iterable[Operation]) -> list[Operation]:
                 order.extend(group)
                 continue
             stack.append((op, True))
-            inputs = [t for member in group for t in member.input_tensors]
+            ordered = getattr(op, "group_inputs", None)  # a scan orders its states' steps
+            inputs = ordered() if ordered else [t for m in group for t in m.input_tensors]
             for tensor in reversed(inputs):
                 if tensor.op not in done:
                     stack.append((tensor.op, False))

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
-from .expr import Expr, Reduce, Var, _operands, as_expr, binary, cast, const
+from .expr import CommReducer, Expr, Reduce, Var, _operands, as_expr, binary, cast, const
 from .tensor import IterVar
 
 _TUPLES = (
@@ -38,8 +38,6 @@ class Reducer:
         return f"<reducer {self.name}>"
 
     def combiner(self, dtype: str):
-        from .expr import CommReducer
-
         lhs, rhs = Var("x", dtype, "combiner"), Var("y", dtype, "combiner")
         combined = self.fcombine(lhs, rhs)
         if isinstance(combined, (tuple, list)):
@@ -100,8 +98,6 @@ class Reducer:
     def _over_tuple(self, sources: list[Expr], axes: tuple, cond: Expr | None) -> tuple:
         """One Reduce per component of a reduction over tuples, combined together: each
         component's combiner sees the partial values of all components."""
-        from .expr import CommReducer
-
         dtypes = [e.dtype for e in sources]
         lhs = tuple(Var(f"x{k}", t, "combiner") for k, t in enumerate(dtypes))
         rhs = tuple(Var(f"y{k}", t, "combiner") for k, t in enumerate(dtypes))

@@ -46,9 +46,26 @@ class ScanOp(Operation):
             return Operation.output(self, index)
         return Tensor(self.outputs.ops[index], index)
 
-    @property
-    def num_outputs(self) -> int:
-        return 1 if self.outputs is None else len(self.outputs.ops)
+    def group_inputs(self) -> list[Tensor]:
+        """The inputs of all the scan's states in the order their stages must run: every
+        init, then the updates, an update whose steps read another's state after that one
+        (`graph.post_order` asks)."""
+        group = (self,) if self.outputs is None else self.outputs.ops
+        states = {op.state.op: op for op in group}
+        ordered: list[ScanOp] = []
+        pending = list(group)
+        while pending:  # updates reading each other's states keep their given order
+            ready = [
+                op
+                for op in pending
+                if not any(
+                    states[s] in pending and states[s] is not op for s in _states_read(op, states)
+                )
+            ]
+            chosen = ready[0] if ready else pending[0]
+            ordered.append(chosen)
+            pending.remove(chosen)
+        return [op.init for op in group] + [op.update for op in ordered]
 
 
 def _listed(value: object) -> list:
@@ -103,6 +120,11 @@ def scan(
 
 def _check_state(name: str, k: int, init: Tensor, update: Tensor, state: Tensor, states) -> None:
     what = f"scan '{name}', state {k} ('{state.name}')"
+    if not isinstance(init.op, ComputeOp):
+        raise AlgorithmError(
+            f"{what}: the init '{init.name}' must be a compute (sl.compute of the first rows, "
+            "e.g. lambda _, i: X[0, i]), which writes the result's first rows"
+        )
     if type(state.op) is not PlaceholderOp:
         raise AlgorithmError(
             f"{what}: the state must be a placeholder (sl.placeholder of the result's shape), "
@@ -131,6 +153,11 @@ def _check_state(name: str, k: int, init: Tensor, update: Tensor, state: Tensor,
         )
     if any(op in states for op in post_order([init.op])):
         raise AlgorithmError(f"{what}: the init '{init.name}' reads a state; only updates do")
+
+
+def _states_read(op: ScanOp, states: dict[Operation, ScanOp]) -> set[Operation]:
+    """The states `op`'s update reads, directly or through the stages it reads."""
+    return {o for o in post_order([op.update.op]) if o in states}
 
 
 def _shape_str(t: Tensor) -> str:

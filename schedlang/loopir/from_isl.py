@@ -33,10 +33,11 @@ from ..poly.placement import Placed
 from ..poly.tensorize import TensorPlan, TileOf
 from ..schedule import records as rec
 from ..schedule.axis import Axis
-from ..schedule.errors import AnnotationError, BindError, FactorError, message
+from ..schedule.errors import AnnotationError, BindError, message
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from .deferred_loops import fused_loops, strip_mined
 from .intrin_calls import intrinsic_calls
 from .nodes import Buffer, For, If, Let, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
 from .unroll_limit import MAX_UNROLLED
@@ -206,6 +207,7 @@ class _Translator:
         self.deferred: dict[str, dict] = {}  # per stage, its deferred splits (`_deferred`)
         self.fused_groups: dict[str, dict] = {}  # per stage, its deferred fuses (`_fused`)
         self.var_axis: dict[Var, Axis | None] = {}  # each loop variable's axis
+        self.fusing: set[int] = set()  # the deferred fuses whose nests are being made
         self.used_names: set[str] = set()
         self.active: set[int] = set()  # schedule dimensions of the loops around the node
         # id of a statement -> the root slot of its stage and the blockIdx tags it is bound to
@@ -254,6 +256,11 @@ class _Translator:
         label = name if axis is None else split.parent.name if split else axis.name
         var = Var(self._unique(label), self.itype, "loop")
         self.var_axis[var] = axis
+        group = self._fused(axis)  # the outermost loop isl made of a deferred fuse's
+        if group is not None and id(group) in self.fusing:
+            group = None
+        if group is not None:
+            self.fusing.add(id(group))
         self.iterators[name] = var
         low = self.expr(node.for_get_init())
         upper = self._upper(node.for_get_cond(), name)
@@ -269,10 +276,10 @@ class _Translator:
         self.active.discard(dim)
         extent = _fold(Binary("-", upper, low, self.itype))
         if split is not None:
-            return self._strip_mined(split, var, low, upper, extent, body, kind, thread)
-        group = self._fused(axis)
+            return strip_mined(self, split, var, low, upper, extent, body, kind, thread)
         if group is not None:
-            return self._fused_loops(group, For(var, low, extent, kind, body, thread))
+            self.fusing.discard(id(group))
+            return fused_loops(self, group, For(var, low, extent, kind, body, thread))
         if kind == "bound":
             return self._bound(axis, var, low, _fold(upper), body)
         full_vthread = kind == "vthread" and self.extents[axis.stage].get(axis) is not None
@@ -295,95 +302,14 @@ class _Translator:
         return self.deferred[axis.stage].get(axis)
 
     def _fused(self, axis: Axis | None):
-        """The deferred fuse whose first root loop `axis` is (`poly.loops`), or None."""
+        """The deferred fuse `axis` is a root loop of (`poly.loops`), or None."""
         if axis is None:
             return None
         if axis.stage not in self.fused_groups:
             stage = self.schedule[axis.stage]
             groups = deferred_fuses(stage, self.extents[stage.name])
-            self.fused_groups[axis.stage] = {g.components[0]: g for g in groups}
+            self.fused_groups[axis.stage] = {a: g for g in groups for a in g.components}
         return self.fused_groups[axis.stage].get(axis)
-
-    def _fused_loops(self, group, nest: For) -> Stmt:
-        """isl's nest of the fused root loops as the fused loop (or its split by a factor):
-        each root index is the fused index's quotient and remainder by the extents inside."""
-        loops, body = [], nest
-        for component in group.components:
-            inner = [loop.var for loop in loops]
-            if not (
-                isinstance(body, For)
-                and self.var_axis.get(body.var) is component
-                and not any(v in inner for n in (body.min, body.extent) for v in _vars_of(n))
-            ):
-                return self._unfused(group, nest)
-            loops.append(body)
-            body = body.body
-        total = loops[0].extent
-        for loop in loops[1:]:
-            total = _fold(Binary("*", total, loop.extent, self.itype))
-        stage = self.schedule[group.fuse.stage]
-        kinds = [stage.annotations.get(a, "serial") for a in group.leaves]
-        made = [Var(self._unique(a.name), self.itype, "loop") for a in group.leaves]
-        if group.split is None:
-            fused = made[0]
-        else:
-            factor = self.const(group.split.factor)
-            fused = Binary("+", Binary("*", made[0], factor, self.itype), made[1], self.itype)
-            fused_var = Var(self._unique(group.fuse.fused.name), self.itype, "loop")
-        rest = fused if group.split is None else fused_var
-        inner_extent = None
-        for loop in reversed(loops):
-            value = rest if inner_extent is None else Binary("//", rest, inner_extent, self.itype)
-            if loop is not loops[0]:
-                value = Binary("%", value, loop.extent, self.itype)
-            body = Let(loop.var, Binary("+", loop.min, value, self.itype), body)
-            inner_extent = (
-                loop.extent
-                if inner_extent is None
-                else Binary("*", inner_extent, loop.extent, self.itype)
-            )
-        if group.split is None:
-            return For(made[0], self.const(0), total, kinds[0], body, None)
-        body = Let(fused_var, fused, If(Compare("<", fused_var, total), body))
-        rounded = Binary("+", total, self.const(group.split.factor - 1), self.itype)
-        outer_extent = _fold(Binary("//", rounded, factor, self.itype))
-        inner = For(made[1], self.const(0), factor, kinds[1], body, None)
-        return For(made[0], self.const(0), outer_extent, kinds[0], inner, None)
-
-    def _unfused(self, group, nest: For) -> Stmt:
-        """The root loops as isl made them, where it did not nest them alone (the stage's
-        statements apart, a guard between): right as long as the fused loops are serial."""
-        stage = self.schedule[group.fuse.stage]
-        parallel = [a for a in group.leaves if a in stage.annotations]
-        if parallel:
-            call = f"fuse({', '.join(a.name for a in group.components)})"
-            raise FactorError(
-                message(
-                    stage.name,
-                    call,
-                    group.fuse.loc,
-                    f"the loops fused here are not one perfect nest in this schedule, so "
-                    f"'{parallel[0].name}' cannot run in parallel; fuse loops of constant "
-                    "extents, or leave it serial",
-                )
-            )
-        return nest
-
-    def _strip_mined(self, split, var, low, upper, extent, body, kind, thread) -> Stmt:
-        """isl's loop over the parent's values (`var`) as `split`'s two loops: ``nparts``
-        parts of ``ceil(extent / nparts)`` values each, in order, the tail guarded."""
-        parts = self.const(split.nparts)
-        rounded = Binary("+", extent, self.const(split.nparts - 1), self.itype)
-        each = _fold(Binary("//", rounded, parts, self.itype))
-        outer = Var(self._unique(split.outer.name), self.itype, "loop")
-        inner = Var(self._unique(split.inner.name), self.itype, "loop")
-        start = Binary("+", low, Binary("*", outer, each, self.itype), self.itype)
-        value = Binary("+", start, inner, self.itype)
-        guarded = Let(var, value, If(Compare("<", var, upper), body))
-        loop = For(inner, self.const(0), each, "serial", guarded, None)
-        if kind == "bound":
-            return self._bound(split.outer, outer, self.const(0), parts, loop)
-        return For(outer, self.const(0), parts, kind, loop, thread)
 
     def _full(self, axis: Axis, kind: str, step: int) -> Const:
         """The constant trip count that an unrolled or vectorized loop with a tail runs (its
@@ -770,7 +696,3 @@ def _clamped(index: Expr, extent: int, g: int, dtype: str) -> Expr:
         lane = Binary("%", index, Const(g, dtype), dtype)
         last = Binary("+", Const(extent - g, dtype), lane, dtype)
     return Binary("min", index, last, dtype)
-
-
-def _vars_of(e: Expr) -> list[Var]:
-    return [n for n in walk_expr(e) if isinstance(n, Var)]

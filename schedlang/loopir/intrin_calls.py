@@ -11,15 +11,22 @@ body and later the update), the reset at the reduction's init.
 
 from __future__ import annotations
 
-from ..errors import ScheduleError
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from ..ir.expr import Binary, Cast, Const, Expr, Var, logical
 from ..ir.printer import expr_str
 from ..ir.visit import children, substitute
 from ..schedule.user_intrin import ExternCall, Pointer, UserIntrin
 from .nodes import Buffer, CallExtern, If, Load, Stmt, seq
 
+if TYPE_CHECKING:
+    from ..poly.tensorize import TensorPlan
 
-def intrinsic_calls(plan, role: str, value: Expr, store: Load, firsts: list[Expr]) -> Stmt:
+
+def intrinsic_calls(
+    plan: TensorPlan, role: str, value: Expr, store: Load, firsts: list[Expr]
+) -> Stmt:
     """The calls for one tile: `value` is the statement's lowered value (its loads at the
     tile's first element), `store` the element it stores to, `firsts` the conditions that
     this is the reduction's first step (each reduce index at its first value)."""
@@ -32,17 +39,23 @@ def intrinsic_calls(plan, role: str, value: Expr, store: Load, firsts: list[Expr
     if role != "init":  # a reset touches the output only
         for (theirs, dims), load in zip(call.reads, _loads(value)):
             slot = next(j for j, t in enumerate(ins) if t.op is theirs)
-            where.setdefault(slot, (load, dims))
+            seen = where.setdefault(slot, (load, dims))[0]
+            if [expr_str(i) for i in seen.indices] != [expr_str(i) for i in load.indices]:
+                raise call.fail(
+                    f"'{theirs.name}' is read twice, as {expr_str(seen)} and "
+                    f"{expr_str(load)}, two tiles for the one buffer the function gets; declare "
+                    "one input per tile"
+                )
     where[len(ins)] = (store, call.dst_dims)
     ops = [*[t.op for t in ins], declared]
     bound = {ops.index(op): buffer for op, buffer in intrin.buffers.items()}
     strides: dict[Var, Expr] = {}
     for slot, (load, dims) in where.items():
-        _strides(bound[slot], load.buffer, dims, strides, intrin)
+        _strides(bound[slot], load.buffer, dims, strides, call.fail)
     pointers = {id(bound[slot]): load for slot, (load, _) in where.items()}
 
     def made(calls: tuple[ExternCall, ...]) -> Stmt:
-        return seq(*(_extern(c, pointers, strides, intrin) for c in calls))
+        return seq(*(_extern(c, pointers, strides, call.fail) for c in calls))
 
     if kind == "body":
         return made(intrin.body)
@@ -63,7 +76,7 @@ def _loads(e: Expr):
         yield from _loads(child)
 
 
-def _strides(decl, buffer: Buffer, dims, strides: dict, intrin: UserIntrin) -> None:
+def _strides(decl, buffer: Buffer, dims, strides: dict, fail: Callable) -> None:
     actual = _buffer_strides(buffer)
     for d, stride in enumerate(decl.strides):
         dim = dims[d] if d < len(dims) else -1
@@ -71,10 +84,16 @@ def _strides(decl, buffer: Buffer, dims, strides: dict, intrin: UserIntrin) -> N
             continue
         have = actual[dim]
         if isinstance(stride, Var):
+            if stride in strides and expr_str(strides[stride]) != expr_str(have):
+                raise fail(
+                    f"the stride '{stride.name}' is {expr_str(strides[stride])} "
+                    f"in one buffer and {expr_str(have)} in '{decl.name}'; give each buffer a "
+                    "stride variable of its own"
+                )
             strides[stride] = have
         elif not (isinstance(have, Const) and have.value == stride):
-            raise ScheduleError(
-                f"{intrin.name}: the buffer '{decl.name}' has stride {stride} along its "
+            raise fail(
+                f"the buffer '{decl.name}' has stride {stride} along its "
                 f"dimension {d}, but '{buffer.name}' has stride {expr_str(have)} there; declare "
                 "the stride as a variable (sl.var) to take the tensor's"
             )
@@ -95,21 +114,21 @@ def _buffer_strides(buffer: Buffer) -> list[Expr]:
     return out[::-1]
 
 
-def _extern(c: ExternCall, pointers: dict, strides: dict, intrin: UserIntrin) -> CallExtern:
+def _extern(c: ExternCall, pointers: dict, strides: dict, fail: Callable) -> CallExtern:
     args, modes = [], []
     for a in c.args:
         if isinstance(a, Pointer):
             load = pointers.get(id(a.buffer))
             if load is None:
-                raise ScheduleError(f"{intrin.name}: '{a.buffer.name}' is not a buffer of it")
+                raise fail(f"'{a.buffer.name}' passed to {c.name} is not a buffer of the intrinsic")
             args.append(load)
             modes.append(a.mode)
             continue
         value = substitute(a, strides)
         free = [n for n in _vars(value)]
         if free:
-            raise ScheduleError(
-                f"{intrin.name}: the argument '{a}' of {c.name} uses '{free[0].name}', which is "
+            raise fail(
+                f"the argument '{a}' of {c.name} uses '{free[0].name}', which is "
                 "no stride of the intrinsic's buffers"
             )
         args.append(value if value.dtype == "int32" else Cast(value, "int32"))

@@ -24,7 +24,7 @@ from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
 from .loops import deferred_fuses
 from .placement import Placed, Placement
-from .scans import check_steps, find_scans, step_order
+from .scans import check_steps, current, find_scans, step_order
 from .space import Params
 
 _CONCURRENT = ("parallel", "vectorized")
@@ -231,11 +231,18 @@ def _describe_backwards(schedule, dep, src, dst, violating) -> str:
     names = (src.stmt.stage.name, dst.stmt.stage.name)
     scan = next((sc for sc in find_scans(schedule) if all(_in_body(sc, n) for n in names)), None)
     if scan is not None and names[0] != names[1]:
+        updates = {w for w, op in scan.writes.items() if w is current(schedule, op.update)}
+        both = all(schedule[n].op in updates for n in names)
         fix = (
             f"both run steps of the scan '{scan.stage.name}', and each stage at the root runs "
-            "all of its steps in its own loop: compute the one at a loop of the other (inside "
-            "its step loop); updates that read each other's states cannot be split that way "
-            "and are not supported"
+            "all of its steps in its own loop: "
+            + (
+                "updates that read each other's states need one loop over the steps for both: "
+                "write them as one compute with several outputs (a tuple), which steps them "
+                "together"
+                if both
+                else "compute the one at a loop of the other (inside its step loop)"
+            )
         )
     return message(
         stage,

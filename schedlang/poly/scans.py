@@ -43,15 +43,21 @@ def find_scans(schedule: Schedule) -> list[Scan]:
         writes: dict[Operation, ScanOp] = {}
         for op in ops:
             for part in (op.init, op.update):
-                writes[schedule[part.op].op] = op
+                writes[current(schedule, part)] = op
             writes[op.state.op] = op
-        updates = tuple(schedule[op.update.op].op for op in ops)
+        updates = tuple(current(schedule, op.update) for op in ops)
         body_set = set(body_ops(list(updates), {op.state.op for op in ops}))
         body = [s for s in schedule.stages if any(o in body_set for o in s.ops)]
         for member in body:
             _check_step_axis(stage, member)
         found.append(Scan(stage, ops, writes, body, ops[0].init.shape[0]))
     return found
+
+
+def current(schedule: Schedule, tensor) -> Operation:
+    """The schedule's op of `tensor` now (a cache_read rewires ops), one output of its stage."""
+    stage = schedule[tensor.op]
+    return stage.ops[getattr(tensor.op, "value_index", 0)]
 
 
 def _check_step_axis(scan: Stage, member: Stage) -> None:

@@ -14,12 +14,17 @@ cuts is refused: the function computes whole tiles.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Read, Reduce, Select, Unary, Var
 from ..ir.tensor import Operation
 from ..ir.visit import children
 from ..schedule.axis import Axis
+
+if TYPE_CHECKING:
+    from .tensorize import TensorPlan, _Checker
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,11 @@ class UserCall:
     # dimension each of its buffer's dimensions lies along, -1 where it does not move)
     reads: tuple[tuple[Operation, tuple[int, ...]], ...]
     dst_dims: tuple[int, ...]
+    fail: Callable[[str], Exception]  # a TensorizeError naming the tensorize, for the calls
 
 
-def plan_user(checker, inner: tuple[Axis, ...], roots: list[Axis]):
-    from .tensorize import TensorPlan, TileOf
+def plan_user(checker: _Checker, inner: tuple[Axis, ...], roots: list[Axis]) -> TensorPlan:
+    from .tensorize import TensorPlan, TileOf  # noqa: F811 - that module imports this one
 
     intrin, stage = checker.intrin, checker.stage
     op, declared = stage.op, intrin.op
@@ -102,7 +108,7 @@ def plan_user(checker, inner: tuple[Axis, ...], roots: list[Axis]):
         TileOf(read.tensor.op, dims, tuple(shapes[a] for a in _read_axes(theirs, axes)))
         for (_, dims), (read, theirs) in zip(reads, pairs)
     )
-    call = UserCall(intrin, tuple(reads), dst_dims)
+    call = UserCall(intrin, tuple(reads), dst_dims, checker.fail)
     dst = TileOf(op, dst_dims, intrin.shape[:n_data])
     return TensorPlan(stage.name, inner, ops, dst, srcs, call=call)
 

@@ -17,7 +17,8 @@ from ..ir.visit import substitute
 from . import records as rec
 from .errors import PlacementError, ScopeError, message
 from .rewire import reads_of
-from .stage import Stage, check_scope
+from .stage import Stage
+from .stage_guards import check_scope
 
 if TYPE_CHECKING:
     from .schedule import Schedule

@@ -24,7 +24,9 @@ from .errors import (
     TensorizeError,
     message,
 )
-from .intrin import FRAGMENT_SCOPES, TensorIntrin
+from .intrin import TensorIntrin
+from .pragma import apply_pragma
+from .stage_guards import check_scope, depends_on, keep_in_scan, one_output
 from .user_intrin import UserIntrin
 
 if TYPE_CHECKING:
@@ -39,7 +41,6 @@ HARDWARE_TAGS = (
     "threadIdx.z",
     "vthread",
 )
-SCOPES = ("global", "shared", "local", *FRAGMENT_SCOPES)
 
 
 def _ceildiv(a: int, b: int) -> int:
@@ -174,39 +175,10 @@ class Stage:
             )
 
     def _keep_in_scan(self, call: str, loc: str, cls: type = PlacementError) -> None:
-        """Refuse a primitive that would give storage of its own to a stage whose values are
-        rows of a scan (its init or update), which it writes in place."""
-        for stage in self.schedule.stages:
-            if not isinstance(stage.op, ScanOp):
-                continue
-            for op in stage.ops:
-                if self.schedule._by_op.get(op.init.op) is self:
-                    role = "init"
-                elif self.schedule._by_op.get(op.update.op) is self:
-                    role = "update"
-                else:
-                    continue
-                self._fail(
-                    cls,
-                    call,
-                    loc,
-                    f"'{self.name}' is the {role} of the scan '{stage.name}' and writes its rows "
-                    f"in place; {call.split('(')[0]} would give it storage of its own. Schedule "
-                    "its loops (split, reorder, bind, ...), and place the stages it reads",
-                )
+        keep_in_scan(self, call, loc, cls)
 
     def _one_output(self, cls: type, call: str, loc: str) -> None:
-        """Refuse a primitive that makes or replaces one op on a multi-output stage."""
-        if len(self.ops) > 1:
-            names = ", ".join(op.name for op in self.ops)
-            primitive = call.split("(")[0]
-            self._fail(
-                cls,
-                call,
-                loc,
-                f"'{self.name}' computes {len(self.ops)} outputs together ({names}); "
-                f"{primitive} applies to a stage with one output",
-            )
+        one_output(self, cls, call, loc)
 
     def _record(self, record: object) -> None:
         self.schedule.records.append(record)
@@ -408,37 +380,7 @@ class Stage:
         LLVM do it, the same loops either way); ``"import_llvm"`` (LLVM IR text) links the C
         functions of a declared intrinsic into the CPU kernel. Others are refused, saying
         why."""
-        loc = user_location()
-        call = f"pragma({getattr(axis, 'name', axis)}, {name!r})"
-        if name in ("unroll", "vectorize"):
-            self._annotate(axis, name)
-            return
-        self._require_compute(call, loc)
-        resolved = self._axis(axis, call, loc)
-        if name == "auto_unroll_max_step":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                self._fail(
-                    AnnotationError, call, loc, f"the step count must be an int >= 0, not {value!r}"
-                )
-            self.auto_unroll[resolved] = (value, loc)
-            self._record(rec.AutoUnroll(self.name, resolved, value, loc))
-            return
-        if name == "unroll_explicit":
-            if not isinstance(value, (bool, int)):
-                self._fail(AnnotationError, call, loc, f"the value is a bool, not {value!r}")
-            return
-        if name == "import_llvm":  # parsed and linked by the CPU build
-            if not isinstance(value, str):
-                what = f"import_llvm takes LLVM IR as text, not {type(value).__name__}"
-                self._fail(AnnotationError, call, loc, what)
-            self.imports.append(value)
-            self._record(rec.ImportLlvm(self.name, resolved, value, loc))
-            return
-        why = _PRAGMAS_REFUSED.get(name)
-        if why is None:
-            known = "unroll, vectorize, auto_unroll_max_step, unroll_explicit"
-            why = f"schedlang does not know this pragma (it knows {known})"
-        self._fail(AnnotationError, call, loc, why)
+        apply_pragma(self, axis, name, value, user_location())
 
     @entry_point
     def vectorize(self, axis: object) -> None:
@@ -581,7 +523,7 @@ class Stage:
             )
         if isinstance(parent.attach, rec.ComputeInline):
             self._fail(PlacementError, call, loc, f"'{parent.name}' is inlined: it has no loops")
-        if not _depends_on(parent, self):
+        if not depends_on(parent, self):
             self._fail(
                 PlacementError,
                 call,
@@ -845,41 +787,3 @@ class Stage:
             )
         self.swizzle_bytes = as_int(bytes)
         self._record(rec.Swizzle(self.name, self.swizzle_bytes, loc))
-
-
-def _depends_on(consumer: Stage, producer: Stage) -> bool:
-    """Does `consumer` read `producer`, directly or through other computes?"""
-    pending, seen = list(consumer.ops), set()
-    while pending:
-        op = pending.pop()
-        for tensor in op.input_tensors:
-            if tensor.op in producer.ops:
-                return True
-            if id(tensor.op) not in seen:
-                seen.add(id(tensor.op))
-                pending.append(tensor.op)
-    return False
-
-
-def check_scope(stage: str, call: str, loc: str, scope: object) -> None:
-    if scope not in SCOPES:
-        raise ScopeError(
-            message(stage, call, loc, f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
-        )
-
-
-_IMPORTED_CODE = (
-    "it compiles C code for the kernel, which needs a C compiler; compile the functions to "
-    'LLVM IR yourself (clang -S -emit-llvm) and pass that with pragma(axis, "import_llvm", ir)'
-)
-_THREAD_POOL = (
-    "an option of TVM's CPU thread pool; schedlang's parallel loops run on its own threads "
-    "(s[T].parallel(axis)) and end together"
-)
-_PRAGMAS_REFUSED = {
-    "import_c": _IMPORTED_CODE,
-    "debug_skip_region": "schedlang computes every stage it is given; it skips no region",
-    "parallel_launch_point": _THREAD_POOL,
-    "parallel_stride_pattern": _THREAD_POOL,
-    "parallel_barrier_when_finish": _THREAD_POOL,
-}

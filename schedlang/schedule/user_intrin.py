@@ -142,9 +142,10 @@ def decl_tensor_intrin(
     op: object, fcompute: Callable, name: str = "", binds: dict | None = None
 ) -> UserIntrin:
     """An intrinsic computing `op` (a compute of constant shape) by the calls that
-    ``fcompute(ins, outs)`` returns: one call or a list (the body), or ``(body, reset,
-    update)`` for reductions split around the tile. `binds` maps the compute's tensors to
-    `decl_buffer` layouts (compact row-major where not given)."""
+    ``fcompute(ins, outs)`` returns: one call or a list of calls (the body), or the tuple
+    ``(body, reset, update)`` (each a call, a list, or None) for reductions split around the
+    tile. `binds` maps the compute's tensors to `decl_buffer` layouts (compact row-major
+    where not given)."""
     op = op.op if isinstance(op, Tensor) else op
     if not isinstance(op, ComputeOp) or op.outputs is not None:
         raise ScheduleError(
@@ -168,7 +169,12 @@ def decl_tensor_intrin(
                 f"{buffers[t.op].shape}, the tensor {tuple(t.shape)}"
             )
     produced = fcompute([buffers[t.op] for t in tensors[:-1]], [buffers[op]])
-    parts = produced if isinstance(produced, tuple) and len(produced) == 3 else (produced,)
+    if isinstance(produced, tuple) and len(produced) != 3:
+        raise ScheduleError(
+            f"decl_tensor_intrin '{op.name}': a tuple is (body, reset, update); several calls "
+            "of one body are a list"
+        )
+    parts = produced if isinstance(produced, tuple) else (produced,)
     calls = [_calls(p, op.name) for p in parts]
     body, reset, update = (calls + [(), ()])[:3]
     if len(parts) == 3 and not isinstance(op.body, Reduce):

@@ -37,6 +37,7 @@ class Target:
         self.host = None if host is None else Target(host)
         arch = [w for w in words[1:] if w.startswith("-arch=")]
         self.schedlang = "cpu" if self.kind.name == "llvm" else " ".join(["cuda", *arch])
+        self.arch = arch[-1][len("-arch=") :] if arch else None  # "sm_90", as TE's
 
     def __str__(self) -> str:
         return self.text

@@ -105,8 +105,8 @@ def decl_tensor_intrin(
     fcompute: Callable,
     name: str = "tensor_intrin",
     binds: dict | None = None,
-    scalar_params=None,
-    default_buffer_params=None,
+    scalar_params=None,  # TE's: no scalar parameters here
+    default_buffer_params=None,  # TE's: the layouts come from `binds`
 ) -> TensorIntrin | UserIntrin:
     """The shipped intrinsic that TE's declaration `op` + `fcompute` describes, or, for a body
     calling C functions (``call_extern``), schedlang's declared intrinsic (see module)."""
@@ -176,11 +176,6 @@ def _bound(binds: dict, tensor: Tensor) -> DeclBuffer:
         if isinstance(key, Tensor) and key.op is tensor.op:
             return buffer
     return DeclBuffer(tensor.shape, tensor.dtype, tensor.name, "global", None)
-
-
-def _is_body_tuple(produced: tuple) -> bool:
-    """(body, reset, update) rather than the calls of one body."""
-    return len(produced) == 3 and not any(isinstance(p, BuiltinCall) for p in produced)
 
 
 def _calls(body: object) -> list[BuiltinCall | ExternCall]:

@@ -146,6 +146,22 @@ def test_the_inner_loops_of_a_reduction_fused():
     np.testing.assert_allclose(out, x.sum(axis=2), rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(1, None), (None, 1, None), (None, None, 1)])
+def test_a_fused_axis_of_extent_1_keeps_the_loop_parallel(shape):
+    """isl makes no loop for an axis of one value: the fuse is made of the loops it makes."""
+    sizes = [sl.var(f"s{k}") if d is None else d for k, d in enumerate(shape)]
+    a = sl.placeholder(tuple(sizes), name="A")
+    b = sl.compute(tuple(sizes), lambda *i: a[i] + 1, name="B")
+    s = sl.create_schedule(b)
+    s[b].parallel(s[b].fuse(*b.op.axis))
+    assert "# parallel" in str(sl.lower(s, [a, b]))
+    concrete = tuple(5 if d is None else d for d in shape)
+    x = RNG.uniform(-1, 1, concrete).astype("float32")
+    out = np.full(concrete, np.nan, "float32")
+    sl.build(s, [a, b])(x, out)
+    np.testing.assert_array_equal(out, x + 1)
+
+
 @pytest.mark.parametrize(
     "use, match",
     [

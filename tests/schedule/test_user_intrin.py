@@ -204,6 +204,76 @@ def test_reduce_loops_outside_need_an_update():
         sl.lower(s, [a, b, c])
 
 
+def test_a_tuple_is_body_reset_and_update_and_a_list_one_body():
+    l = 32  # noqa: E741
+    a = sl.placeholder((l,), name="a")
+    b = sl.placeholder((16, l), name="b")
+    k = sl.reduce_axis((0, l), name="k")
+    c = sl.compute((16,), lambda i: sl.sum(a[k] * b[i, k], axis=k), name="c")
+    call = sl.call_extern("int32", "gemv_set")
+    listed = sl.decl_tensor_intrin(c.op, lambda ins, outs: [call, call, call])
+    assert len(listed.body) == 3 and not listed.reset
+    split = sl.decl_tensor_intrin(c.op, lambda ins, outs: (call, None, [call, call]))
+    assert len(split.body) == 1 and not split.reset and len(split.update) == 2
+    with pytest.raises(sl.ScheduleError, match="a tuple is \\(body, reset, update\\)"):
+        sl.decl_tensor_intrin(c.op, lambda ins, outs: (call, call))
+
+
+def test_two_tiles_of_one_tensor_for_one_buffer_are_refused():
+    x = sl.placeholder((16, 8), name="X")
+    k = sl.reduce_axis((0, 8), name="k")
+    c = sl.compute((16, 16), lambda i, j: sl.sum(x[i, k] * x[j, k], axis=k), name="C")
+    a = sl.placeholder((4, 8), name="a")
+    kk = sl.reduce_axis((0, 8), name="k")
+    t = sl.compute((4, 4), lambda i, j: sl.sum(a[i, kk] * a[j, kk], axis=kk), name="t")
+    intrin = sl.decl_tensor_intrin(
+        t.op,
+        lambda ins, outs: sl.call_extern(
+            "int32", "syrk", outs[0].access_ptr("w"), ins[0].access_ptr("r")
+        ),
+    )
+    s = sl.create_schedule(c)
+    i, j = c.op.axis
+    io, ii = s[c].split(i, factor=4)
+    jo, ji = s[c].split(j, factor=4)
+    s[c].reorder(io, jo, ii, ji, k)
+    s[c].tensorize(ii, intrin)
+    with pytest.raises(TensorizeError, match="'a' is read twice, as X\\[4 \\* i.outer, 0\\]"):
+        sl.lower(s, [x, c])
+
+
+def test_a_stride_variable_two_buffers_give_different_strides_is_refused():
+    x = sl.placeholder((16, 8), name="X")
+    y = sl.placeholder((16, 24), name="Y")
+    z = sl.compute((16, 8), lambda i, j: x[i, j] + y[i, j], name="Z")
+    a, b = sl.placeholder((4, 8), name="a"), sl.placeholder((4, 8), name="b")
+    c = sl.compute((4, 8), lambda i, j: a[i, j] + b[i, j], name="c")
+    stride = sl.var("s")
+    binds = {t: sl.decl_buffer(t.shape, t.dtype, strides=[stride, 1]) for t in (a, b)}
+    intrin = sl.decl_tensor_intrin(
+        c.op,
+        lambda ins, outs: sl.call_extern("int32", "add", outs[0].access_ptr("w"), stride),
+        binds=binds,
+    )
+    s = sl.create_schedule(z)
+    io, ii = s[z].split(z.op.axis[0], factor=4)
+    s[z].tensorize(ii, intrin)
+    with pytest.raises(
+        TensorizeError,
+        match="tensorize\\(i.inner, intrin c\\) at .*: the stride .s. is 8 in one buffer and 24",
+    ):
+        sl.lower(s, [x, y, z])
+
+
+def test_tensorizing_again_replaces_the_earlier_tensorize():
+    s, args = _tensorized(factor=16)
+    c = args[2]
+    s[c].tensorize(s[c].leaves[2], sl.intrin.mma_sync())  # a tensor-core tile, then
+    s[c].tensorize(s[c].leaves[2], _gemv(16, L))  # the CPU's function instead
+    (x, y), out = _run(s, args, [(N, L), (M, L), (N, M)])
+    np.testing.assert_allclose(out, x @ y.T, rtol=1e-5, atol=1e-5)
+
+
 def test_functions_defined_nowhere_or_in_bad_ir_are_named():
     s, args = _tensorized(imports=False)
     with pytest.raises(LoweringError, match="the C function 'gemv_set' .* is defined nowhere"):

@@ -444,7 +444,11 @@ def test_pass_context_options_and_the_tensor_core_query():
     with pytest.raises(tvm.TVMError, match="'tir.disable_vectorize' has no counterpart"):
         tvm.transform.PassContext(config={"tir.disable_vectorize": True})
     assert nvcc.have_tensorcore("9.0") and nvcc.have_tensorcore("8.6")
-    assert not nvcc.have_tensorcore("7.5") and not nvcc.have_tensorcore(None)
+    assert not nvcc.have_tensorcore("7.5")
+    assert nvcc.have_tensorcore(target="cuda -arch=sm_90")
+    assert not nvcc.have_tensorcore(target=tvm.target.Target("cuda -arch=sm_75"))
+    gpu = tvm.cuda(0)
+    assert nvcc.have_tensorcore() == (gpu.exist and float(gpu.compute_version) >= 8)
     assert tvm.cpu(0).compute_version is None
     if not tvm.cuda(0).exist:
         assert tvm.cuda(0).compute_version is None

@@ -1,0 +1,96 @@
+"""The loops isl cannot state, made by the code generator from those it can (`poly.loops`):
+`strip_mined` cuts isl's loop over a split's parent into ``nparts`` parts of
+``ceil(extent / nparts)``, and `fused_loops` turns isl's nest of a fuse's root loops into the
+fused loop (or its split by a factor), each root index recovered by division and modulo.
+Both keep the parent's values in order and guard the tail, so the legality isl proved on the
+loops it scheduled holds for the loops made here.
+"""
+
+from __future__ import annotations
+
+from ..ir.expr import Binary, Compare, Expr, Var
+from ..schedule.errors import FactorError, message
+from .nodes import For, If, Let, Stmt
+from .visit import walk_expr, walk_stmt
+
+
+def strip_mined(gen, split, var: Var, low, upper, extent, body: Stmt, kind, thread) -> Stmt:
+    """isl's loop over the parent's values (`var`) as `split`'s two loops."""
+    parts = gen.const(split.nparts)
+    rounded = Binary("+", extent, gen.const(split.nparts - 1), gen.itype)
+    each = Binary("//", rounded, parts, gen.itype)
+    outer = Var(gen._unique(split.outer.name), gen.itype, "loop")
+    inner = Var(gen._unique(split.inner.name), gen.itype, "loop")
+    start = Binary("+", low, Binary("*", outer, each, gen.itype), gen.itype)
+    guarded = Let(var, Binary("+", start, inner, gen.itype), If(Compare("<", var, upper), body))
+    loop = For(inner, gen.const(0), each, "serial", guarded, None)
+    if kind == "bound":
+        return gen._bound(split.outer, outer, gen.const(0), parts, loop)
+    return For(outer, gen.const(0), parts, kind, loop, thread)
+
+
+def fused_loops(gen, group, nest: For) -> Stmt:
+    """isl's nest of `group`'s root loops (from `nest`, the outermost isl made: it makes no
+    loop for a root loop of one value) as the fused loop."""
+    loops, body = [], nest
+    for component in group.components[group.components.index(gen.var_axis[nest.var]) :]:
+        inner = [loop.var for loop in loops]
+        here = isinstance(body, For) and gen.var_axis.get(body.var) is component
+        if here and not any(v in inner for n in (body.min, body.extent) for v in _vars(n)):
+            loops.append(body)
+            body = body.body
+        elif any(
+            isinstance(n, For) and gen.var_axis.get(n.var) is component for n in walk_stmt(body)
+        ):
+            return _unfused(gen, group, nest)  # not one perfect, rectangular nest
+    itype = gen.itype
+    total = loops[0].extent
+    for loop in loops[1:]:
+        total = Binary("*", total, loop.extent, itype)
+    stage = gen.schedule[group.fuse.stage]
+    kinds = [stage.annotations.get(a, "serial") for a in group.leaves]
+    made = [Var(gen._unique(a.name), itype, "loop") for a in group.leaves]
+    index = made[0]
+    if group.split is not None:
+        index = Var(gen._unique(group.fuse.fused.name), itype, "loop")
+    inside: Expr | None = None  # the product of the extents of the loops inside
+    for loop in reversed(loops):
+        value = index if inside is None else Binary("//", index, inside, itype)
+        if loop is not loops[0]:
+            value = Binary("%", value, loop.extent, itype)
+        body = Let(loop.var, Binary("+", loop.min, value, itype), body)
+        inside = loop.extent if inside is None else Binary("*", inside, loop.extent, itype)
+    if group.split is None:
+        return For(made[0], gen.const(0), total, kinds[0], body, None)
+    factor = gen.const(group.split.factor)
+    start = Binary("+", Binary("*", made[0], factor, itype), made[1], itype)
+    body = Let(index, start, If(Compare("<", index, total), body))
+    rounded = Binary("+", total, gen.const(group.split.factor - 1), itype)
+    inner_loop = For(made[1], gen.const(0), factor, kinds[1], body, None)
+    return For(
+        made[0], gen.const(0), (Binary("//", rounded, factor, itype)), kinds[0], inner_loop, None
+    )
+
+
+def _unfused(gen, group, nest: For) -> Stmt:
+    """The root loops as isl made them, where it did not nest them alone (the stage's
+    statements apart, a guard between): right as long as the fused loops are serial."""
+    stage = gen.schedule[group.fuse.stage]
+    parallel = [a for a in group.leaves if a in stage.annotations]
+    if parallel:
+        call = f"fuse({', '.join(a.name for a in group.components)})"
+        raise FactorError(
+            message(
+                stage.name,
+                call,
+                group.fuse.loc,
+                f"the loops fused here are not one perfect nest in this schedule, so "
+                f"'{parallel[0].name}' cannot run in parallel; fuse loops of constant "
+                "extents, or leave it serial",
+            )
+        )
+    return nest
+
+
+def _vars(e: Expr) -> list[Var]:
+    return [n for n in walk_expr(e) if isinstance(n, Var)]
