@@ -570,9 +570,12 @@ class Placement:
         return largest_value(extent, self.params.context)
 
     def _param_bound(self, extent: isl.PwAff) -> isl.PwAff:
-        """The largest value of `extent` over the prefix, as a function of the sizes."""
+        """The largest value of `extent` over the prefix, as a function of the sizes; 0 for
+        sizes where the prefix is empty (a scan's steps when the init gives them all)."""
         values = isl.Map.from_pw_aff(extent).range()
-        return values.intersect_params(self.params.context).lexmax().dim_max(0)
+        bound = values.intersect_params(self.params.context).lexmax().dim_max(0)
+        zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(bound.get_domain_space()))
+        return bound.union_max(zero)
 
     def _pad(self) -> None:
         """Give every statement a schedule of one width. Loops bound to threadIdx.* move to the

@@ -23,17 +23,25 @@ from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.errors import PlacementError, ScopeError, message
 from ..schedule.schedule import Schedule
+from .scans import find_scans
 
 _ADVICE = "compute it at root (compute_root()), or leave it out of args"
 
 
 def check_storable(s: Schedule, stored: frozenset[Operation]) -> None:
     """Refuse intermediate stages in `stored` whose values cannot be left in an argument."""
+    stepped = {member.name: scan for scan in find_scans(s) for member in scan.body}
     for stage in s.stages:
         listed = [op for op in stage.ops if op in stored]
         if not listed or stage.op in s.output_ops:
             continue
         name = stage.name
+        if name in stepped:
+            raise LoweringError(
+                f"'{name}' is in args, but it is computed step by step in the scan "
+                f"'{stepped[name].stage.name}', from the step after the init's rows: its first "
+                "rows are never computed; leave it out of args"
+            )
         if len(listed) != len(stage.ops):
             missing = ", ".join(op.name for op in stage.ops if op not in stored)
             raise LoweringError(

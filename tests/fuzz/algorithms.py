@@ -271,6 +271,23 @@ def argmax(data, sizes: Sizes) -> Case:
     return Case("argmax", [a], [index, value])
 
 
+def scan(data, sizes: Sizes) -> Case:
+    """A recurrence over the rows (S[t] = S[t - 1] * 0.5 + X[t]), its step computed directly
+    or through a body stage that reads the state."""
+    steps, width = sizes.extent(), sizes.extent()
+    x = sl.placeholder((steps, width), name="X")
+    state = sl.placeholder((steps, width), name="state")
+    init = sl.compute((1, width), lambda _, i: x[0, i], name="init")
+    if data.draw(st.booleans()):
+        update = sl.compute(
+            (steps, width), lambda t, i: state[t - 1, i] * 0.5 + x[t, i], name="update"
+        )
+    else:
+        half = sl.compute((steps, width), lambda t, i: state[t - 1, i] * 0.5, name="half")
+        update = sl.compute((steps, width), lambda t, i: half[t, i] + x[t, i], name="update")
+    return Case("scan", [x], [sl.scan(init, update, state)])
+
+
 FAMILIES = {
     "elementwise": elementwise,
     "matmul": matmul,
@@ -282,6 +299,7 @@ FAMILIES = {
     "casts": casts,
     "tuple_outputs": tuple_outputs,
     "argmax": argmax,
+    "scan": scan,
 }
 
 

@@ -276,7 +276,9 @@ def test_a_scan_read_by_a_later_stage():
 def test_the_parts_of_a_scan_are_not_arguments():
     x, init, update, state, result = _cumsum()
     s = sl.create_schedule(result)
-    with pytest.raises(LoweringError, match="'update' is part of a scan"):
+    with pytest.raises(LoweringError, match="'init' is part of a scan"):
+        sl.lower(s, [x, init, result])
+    with pytest.raises(LoweringError, match="'update' is in args, but it is computed step by"):
         sl.lower(s, [x, update, result])
 
 
