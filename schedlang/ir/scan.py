@@ -41,11 +41,6 @@ class ScanOp(Operation):
     def input_tensors(self) -> tuple[Tensor, ...]:
         return (self.init, self.update)
 
-    def output(self, index: int = 0) -> Tensor:
-        if self.outputs is None:
-            return Operation.output(self, index)
-        return Tensor(self.outputs.ops[index], index)
-
     def group_inputs(self) -> list[Tensor]:
         """The inputs of all the scan's states in the order their stages must run: every
         init, then the updates, an update whose steps read another's state after that one

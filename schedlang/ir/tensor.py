@@ -77,9 +77,20 @@ class Operation:
     dtype: str
 
     def output(self, index: int = 0) -> Tensor:
-        if index != 0:
-            raise AlgorithmError(f"op '{self.name}' has one output, not {index + 1}")
-        return Tensor(self)
+        """Output `index`: of the op's group where it is one of several computed together."""
+        group = getattr(self, "outputs", None)
+        if group is None:
+            if index != 0:
+                raise AlgorithmError(f"op '{self.name}' has one output, not {index + 1}")
+            return Tensor(self)
+        if not 0 <= index < len(group.ops):
+            raise AlgorithmError(f"'{group.name}' has {len(group.ops)} outputs")
+        return Tensor(group.ops[index], index)
+
+    @property
+    def num_outputs(self) -> int:
+        group = getattr(self, "outputs", None)
+        return 1 if group is None else len(group.ops)
 
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:
@@ -115,18 +126,6 @@ class ComputeOp(Operation):
     body: Expr
     outputs: Outputs | None = None  # set for one output of a multi-output compute
     value_index: int = 0  # which output of `outputs` this op is
-
-    def output(self, index: int = 0) -> Tensor:
-        if self.outputs is None:
-            return Operation.output(self, index)
-        ops = self.outputs.ops
-        if not 0 <= index < len(ops):
-            raise AlgorithmError(f"compute '{self.outputs.name}' has {len(ops)} outputs")
-        return Tensor(ops[index], index)
-
-    @property
-    def num_outputs(self) -> int:
-        return 1 if self.outputs is None else len(self.outputs.ops)
 
     @property
     def shape(self) -> tuple[Expr, ...]:  # type: ignore[override]

@@ -19,6 +19,7 @@ from ..ir.printer import expr_str
 from ..ir.visit import children, substitute
 from ..schedule.user_intrin import ExternCall, Pointer, UserIntrin
 from .nodes import Buffer, CallExtern, If, Load, Stmt, seq
+from .visit import walk_expr
 
 if TYPE_CHECKING:
     from ..poly.tensorize import TensorPlan
@@ -125,7 +126,7 @@ def _extern(c: ExternCall, pointers: dict, strides: dict, fail: Callable) -> Cal
             modes.append(a.mode)
             continue
         value = substitute(a, strides)
-        free = [n for n in _vars(value)]
+        free = [n for n in walk_expr(value) if isinstance(n, Var)]
         if free:
             raise fail(
                 f"the argument '{a}' of {c.name} uses '{free[0].name}', which is "
@@ -134,10 +135,3 @@ def _extern(c: ExternCall, pointers: dict, strides: dict, fail: Callable) -> Cal
         args.append(value if value.dtype == "int32" else Cast(value, "int32"))
         modes.append(None)
     return CallExtern(c.name, tuple(args), tuple(modes))
-
-
-def _vars(e: Expr):
-    if isinstance(e, Var):
-        yield e
-    for child in children(e):
-        yield from _vars(child)

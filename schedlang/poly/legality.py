@@ -24,19 +24,20 @@ from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
 from .loops import deferred_fuses
 from .placement import Placed, Placement
-from .scans import check_steps, current, find_scans, step_order
+from .scans import Scan, check_steps, current, find_scans, step_order
 from .space import Params
 
 _CONCURRENT = ("parallel", "vectorized")
 
 
-def check_legality(schedule: Schedule, placement: Placement, params: Params) -> set:
+def check_legality(
+    schedule: Schedule, placement: Placement, params: Params, scans: list[Scan]
+) -> set:
     """Raise `LegalityError` for an illegal schedule; return the cross-thread reduction axes."""
     placed = [p for p in placement.all() if p.prefix_len == 0]
     if not placed:
         return set()
     order = {stage.name: k for k, stage in enumerate(schedule.stages)}
-    scans = find_scans(schedule)
     steps = step_order(scans, order)
     width = max(len(p.stmt.root_vars) for p in placed)
     reads = writes = original = None
@@ -111,7 +112,8 @@ def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
         return None
     axis = entry[1]
     stage = schedule[axis.stage]
-    for group in deferred_fuses(stage, stage.extents):  # a root loop of a deferred fuse
+    fuses = any(isinstance(r, rec.Fuse) for r in stage.relations)  # most stages have none
+    for group in deferred_fuses(stage, stage.extents) if fuses else ():  # a fuse's root loop
         if axis in group.components:
             parallel = [a for a in group.leaves if stage.annotations.get(a) == "parallel"]
             if parallel:

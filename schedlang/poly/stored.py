@@ -23,14 +23,14 @@ from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.errors import PlacementError, ScopeError, message
 from ..schedule.schedule import Schedule
-from .scans import find_scans
+from .scans import Scan
 
 _ADVICE = "compute it at root (compute_root()), or leave it out of args"
 
 
-def check_storable(s: Schedule, stored: frozenset[Operation]) -> None:
+def check_storable(s: Schedule, stored: frozenset[Operation], scans: list[Scan]) -> None:
     """Refuse intermediate stages in `stored` whose values cannot be left in an argument."""
-    stepped = {member.name: scan for scan in find_scans(s) for member in scan.body}
+    stepped = {member.name: scan for scan in scans for member in scan.body}
     for stage in s.stages:
         listed = [op for op in stage.ops if op in stored]
         if not listed or stage.op in s.output_ops:
