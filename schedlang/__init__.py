@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from . import tune as tune
 from .build import build  # binds `build` to the function, not the module of that name
 from .display.compare import compare
 from .display.pictures import plot_footprint, plot_roofline, plot_tiles

@@ -17,18 +17,18 @@ import numpy as np
 
 from ..errors import AlgorithmError, LoweringError, SchedlangError, ScheduleError
 from ..htmlkit import badge, escape, page, table
-from ..ir import dtype as dt
-from ..ir.evaluate import _bind_sizes, reference
-from ..ir.expr import Var
+from ..ir.evaluate import reference
 from ..ir.tensor import Operation, PlaceholderOp, Tensor
 from ..schedule.schedule import Schedule
 from .ceilings import Ceilings
-from .sizes import bind_sizes, shape_of
+from .check_data import (
+    TOLERANCE,
+    call_arrays,
+    hidden_sizes,
+    relative_error,
+    check_inputs,
+)
 from .work import count_flops
-
-# Relative tolerance per dtype, also scaled to the largest reference value as an absolute one:
-# a schedule may reorder a reduction, which changes rounding but not much more.
-_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ def compare(
     outputs = [op for op in arg_ops if not isinstance(op, PlaceholderOp)]
     if not outputs:
         raise ValueError("compare: args has no output tensor (only placeholders)")
-    arrays, bound = _inputs(placeholders, arg_ops, inputs, sizes, seed)
+    arrays, bound = check_inputs(placeholders, arg_ops, inputs, sizes, seed)
     resolved = resolve_target(target)
     runs = []
     for name, s in built.items():
@@ -225,8 +225,8 @@ def compare(
         except (ScheduleError, LoweringError, AlgorithmError) as failure:
             runs.append((name, failure, None, float("nan")))
             continue
-        call = _arguments(arg_ops, arrays, bound)
-        named = _hidden_sizes(kernel.lowered, bound)
+        call = call_arrays(arg_ops, arrays, bound)
+        named = hidden_sizes(kernel.lowered, bound)
         kernel(*call, **named)
         outs = [np.array(call[arg_ops.index(op)]) for op in outputs]  # before timing reruns it
         seconds = kernel.time(*call, repeat=repeat, warmup=warmup, **named)
@@ -239,8 +239,8 @@ def compare(
         if isinstance(made, SchedlangError):
             rows.append(Measured(name, None, False, float("nan"), seconds, made))
             continue
-        errors = [_error(got, want) for got, want in zip(outs, expected)]
-        verified = all(e <= _TOLERANCE.get(op.dtype, 0.0) for e, op in zip(errors, outputs))
+        errors = [relative_error(got, want) for got, want in zip(outs, expected)]
+        verified = all(e <= TOLERANCE.get(op.dtype, 0.0) for e, op in zip(errors, outputs))
         rows.append(Measured(name, made, verified, max(errors), seconds))
     if flops is None:
         flops = count_flops(outputs, bound)
@@ -291,71 +291,3 @@ def _op(arg: object) -> Operation:
     if isinstance(arg, Tensor):
         return arg.op
     raise TypeError(f"compare: args are tensors, not {type(arg).__name__}")
-
-
-def _inputs(placeholders, arg_ops, inputs, sizes, seed):
-    """Arrays for the placeholders and the value of every size."""
-    shapes = [op.shape for op in arg_ops]
-    if inputs is None:
-        bound = bind_sizes(shapes, sizes or {}, "compare")
-        rng = np.random.default_rng(seed)
-        arrays = {
-            Tensor(op): _random(shape_of(op.shape, bound), op.dtype, rng) for op in placeholders
-        }
-        return arrays, bound
-    given = bind_sizes(shapes, sizes or {}, "compare", complete=False)
-    by_op = {(t.op if isinstance(t, Tensor) else t): np.asarray(a) for t, a in inputs.items()}
-    missing = [op.name for op in placeholders if op not in by_op]
-    if missing:
-        raise ValueError(f"compare: inputs has no array for {', '.join(missing)}")
-    arrays = {op: by_op[op] for op in placeholders}
-    bound = _bind_sizes(arg_ops, arrays, given)
-    return {Tensor(op): a for op, a in arrays.items()}, bound
-
-
-def _random(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
-    """Values away from zero (so a missed update or a wrong operand shows), of either sign."""
-    np_dtype = dt.to_numpy(dtype)
-    if dt.is_float(dtype):
-        signs = rng.choice(np.array([-1.0, 1.0]), size=shape)
-        return (rng.uniform(0.5, 1.5, size=shape) * signs).astype(np_dtype)
-    if dtype == "bool":
-        return rng.random(shape) < 0.5
-    return rng.integers(1, 8, size=shape).astype(np_dtype)
-
-
-def _arguments(arg_ops, arrays, bound) -> list[np.ndarray]:
-    """The call's arrays: inputs as given, outputs freshly filled with NaN (or, for integers,
-    a value no correct kernel leaves behind by chance)."""
-    from ..runtime.arrays import aligned_copy, aligned_empty
-
-    by_op = {t.op: a for t, a in arrays.items()}
-    call = []
-    for op in arg_ops:
-        if op in by_op:
-            call.append(aligned_copy(by_op[op]))
-            continue
-        out = aligned_empty(shape_of(op.shape, bound), op.dtype)
-        out[...] = np.nan if dt.is_float(op.dtype) else np.array(-123456789).astype(out.dtype)
-        call.append(out)
-    return call
-
-
-def _hidden_sizes(func, bound: Mapping[Var, int]) -> dict[str, int]:
-    """The sizes no argument's shape shows, which a kernel takes by name."""
-    from .sizes import size_vars
-
-    shown = size_vars(b.shape for b in func.params)
-    return {v.name: n for v, n in bound.items() if v.name not in shown and v in func.sizes}
-
-
-def _error(got: np.ndarray, want: np.ndarray) -> float:
-    """The largest difference relative to the largest reference value (inf for NaN)."""
-    if got.dtype == np.bool_:
-        return float(np.count_nonzero(got != want))
-    got64, want64 = got.astype(np.float64), want.astype(np.float64)
-    difference = np.abs(got64 - want64)
-    if np.isnan(difference).any():
-        return float("inf")
-    scale = max(float(np.abs(want64).max(initial=0.0)), 1.0)
-    return float(difference.max(initial=0.0)) / scale

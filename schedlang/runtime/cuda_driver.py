@@ -24,6 +24,7 @@ from . import cubin_cache
 
 _lock = threading.Lock()
 _modules: weakref.WeakValueDictionary[str, Module] = weakref.WeakValueDictionary()
+_offered: dict[str, tuple[str, bytes]] = {}  # PTX digest -> (arch, cubin), see offer_cubin
 _device_lock = threading.Lock()
 _found: Device | None = None
 
@@ -161,9 +162,18 @@ def load_module(ptx: str, what: str) -> Module:
     return module
 
 
+def offer_cubin(ptx: str, arch: str, cubin: bytes) -> None:
+    """`cubin`, assembled from `ptx` for `arch` elsewhere (`codegen.nvptx.assemble`), to load
+    instead of having the driver compile `ptx`, if the device is of that architecture."""
+    with _lock:
+        _offered[hashlib.sha256(ptx.encode()).hexdigest()] = (arch, cubin)
+
+
 def _load(ptx: str, what: str) -> tuple:
     cuda = driver()
-    cubin = cubin_cache.cubin(cuda, check, ptx, device().arch, what)
+    arch, cubin = _offered.pop(hashlib.sha256(ptx.encode()).hexdigest(), (None, None))
+    if arch is None or arch.rstrip("af") != device().arch:
+        cubin = cubin_cache.cubin(cuda, check, ptx, device().arch, what)
     data = ptx.encode() + b"\0" if cubin is None else cubin
     image = np.frombuffer(data, np.uint8)
     return cuda.cuModuleLoadData(image.ctypes.data)

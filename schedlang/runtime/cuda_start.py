@@ -19,13 +19,21 @@ from . import cuda_driver
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 _empty: object = None  # the empty kernel's module, held for the process (it is tiny)
+_compile_only = False
+
+
+def compile_only() -> None:
+    """Never start CUDA in this process: it compiles kernels for another that runs them (a
+    tuner's compile processes), and a context of its own would only take GPU memory."""
+    global _compile_only
+    _compile_only = True
 
 
 def start() -> None:
-    """Start CUDA in the background, once per process."""
+    """Start CUDA in the background, once per process (never after `compile_only`)."""
     global _thread
     with _lock:
-        if _thread is None:
+        if _thread is None and not _compile_only:
             _thread = threading.Thread(target=_start, name="schedlang-cuda-start", daemon=True)
             _thread.start()
 

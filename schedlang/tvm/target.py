@@ -11,6 +11,9 @@ CPU_KINDS = ("llvm", "c")  # TE target names compiled for the CPU
 CUDA_KINDS = ("cuda", "nvptx")
 
 
+_entered: list[Target] = []  # the targets of the enclosing `with` blocks, innermost last
+
+
 @dataclass(frozen=True)
 class TargetKind:
     name: str
@@ -39,6 +42,23 @@ class Target:
         self.schedlang = "cpu" if self.kind.name == "llvm" else " ".join(["cuda", *arch])
         self.arch = arch[-1][len("-arch=") :] if arch else None  # "sm_90", as TE's
 
+    def __enter__(self) -> Target:
+        _entered.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _entered.remove(self)
+
+    @staticmethod
+    def current(allow_none: bool = True) -> Target | None:
+        """The target of the innermost ``with Target(...)``: what ``tvm.build`` compiles for
+        when it is given none."""
+        if _entered:
+            return _entered[-1]
+        if allow_none:
+            return None
+        raise LoweringError("no target is set: use `with tvm.target.Target(...)` or pass one")
+
     def __str__(self) -> str:
         return self.text
 
@@ -47,7 +67,7 @@ class Target:
 
 
 def as_target(target: object) -> Target:
-    """`target` as a `Target` (a string, a Target, or None for the CPU)."""
+    """`target` as a `Target` (a string, a Target, or None: the current one, else the CPU)."""
     if target is None:
-        return Target("llvm")
+        return Target.current() or Target("llvm")
     return target if isinstance(target, Target) else Target(target)

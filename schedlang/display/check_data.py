@@ -1,0 +1,90 @@
+"""The data a kernel is checked on: random inputs away from zero, outputs filled with NaN,
+and how far a result may be from the reference evaluator's.
+
+Shared by `sl.compare` and the tuner, which check every kernel they time the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..ir.evaluate import _bind_sizes
+from ..ir.expr import Var
+from ..ir.tensor import Tensor
+from .sizes import bind_sizes, shape_of
+
+# Relative tolerance per dtype, also scaled to the largest reference value as an absolute one:
+# a schedule may reorder a reduction, which changes rounding but not much more.
+TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+
+
+def check_inputs(placeholders, arg_ops, inputs, sizes, seed, caller: str = "compare"):
+    """Arrays for the placeholders and the value of every size; errors name `caller`."""
+    shapes = [op.shape for op in arg_ops]
+    if inputs is None:
+        bound = bind_sizes(shapes, sizes or {}, caller)
+        rng = np.random.default_rng(seed)
+        arrays = {
+            Tensor(op): random_array(shape_of(op.shape, bound), op.dtype, rng)
+            for op in placeholders
+        }
+        return arrays, bound
+    given = bind_sizes(shapes, sizes or {}, caller, complete=False)
+    by_op = {(t.op if isinstance(t, Tensor) else t): np.asarray(a) for t, a in inputs.items()}
+    missing = [op.name for op in placeholders if op not in by_op]
+    if missing:
+        raise ValueError(f"{caller}: inputs has no array for {', '.join(missing)}")
+    arrays = {op: by_op[op] for op in placeholders}
+    bound = _bind_sizes(arg_ops, arrays, given)
+    return {Tensor(op): a for op, a in arrays.items()}, bound
+
+
+def random_array(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
+    """Values away from zero (so a missed update or a wrong operand shows), of either sign."""
+    np_dtype = dt.to_numpy(dtype)
+    if dt.is_float(dtype):
+        signs = rng.choice(np.array([-1.0, 1.0]), size=shape)
+        return (rng.uniform(0.5, 1.5, size=shape) * signs).astype(np_dtype)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    return rng.integers(1, 8, size=shape).astype(np_dtype)
+
+
+def call_arrays(arg_ops, arrays, bound) -> list[np.ndarray]:
+    """The call's arrays: inputs as given, outputs freshly filled with NaN (or, for integers,
+    a value no correct kernel leaves behind by chance)."""
+    from ..runtime.arrays import aligned_copy, aligned_empty
+
+    by_op = {t.op: a for t, a in arrays.items()}
+    call = []
+    for op in arg_ops:
+        if op in by_op:
+            call.append(aligned_copy(by_op[op]))
+            continue
+        out = aligned_empty(shape_of(op.shape, bound), op.dtype)
+        out[...] = np.nan if dt.is_float(op.dtype) else np.array(-123456789).astype(out.dtype)
+        call.append(out)
+    return call
+
+
+def hidden_sizes(func, bound: Mapping[Var, int]) -> dict[str, int]:
+    """The sizes no argument's shape shows, which a kernel takes by name."""
+    from .sizes import size_vars
+
+    shown = size_vars(b.shape for b in func.params)
+    return {v.name: n for v, n in bound.items() if v.name not in shown and v in func.sizes}
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest difference relative to the largest reference value (inf for NaN)."""
+    if got.dtype == np.bool_:
+        return float(np.count_nonzero(got != want))
+    got64, want64 = got.astype(np.float64), want.astype(np.float64)
+    difference = np.abs(got64 - want64)
+    if np.isnan(difference).any():
+        return float("inf")
+    scale = max(float(np.abs(want64).max(initial=0.0)), 1.0)
+    return float(difference.max(initial=0.0)) / scale

@@ -1,0 +1,177 @@
+"""The tuning log: one JSON line per trial, and what is read back from it.
+
+A line holds everything needed to trust and replay a trial without the process that made it:
+the task's key (algorithm, template, space, target and device), the template's name and
+arguments, the knobs' values, the schedule as the Python that makes it, the status, the time,
+the device and the versions of what built it. Lines are appended and flushed one by one, so a
+run that is stopped keeps what it measured, and a line cut short by a crash is skipped on
+reading.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .knobs import TuneError
+
+STATUSES = ("ok", "illegal", "wrong", "failed")
+
+
+@dataclass(frozen=True)
+class Trial:
+    key: str
+    template: str
+    args: str  # the template's arguments as JSON ([args, kwargs]), or their repr
+    number: int
+    knobs: dict
+    status: str
+    seconds: float | None
+    error: str
+    build_s: float
+    text: str  # the schedule as the Python that makes it
+    device: str
+    target: str
+    versions: dict = field(default_factory=dict)
+    when: str = ""
+
+    def json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def schedule(self, *args: object, **kwargs: object) -> tuple:
+        """``(schedule, args)`` of this trial's knobs, made by its template again (found by
+        name in this process, or imported from its module); `args` replace the logged
+        arguments where those are not JSON."""
+        from .template import find
+
+        template = find(self.template)
+        if template is None:
+            raise TuneError(
+                f"template {self.template!r} is not defined in this process; define (or "
+                "import) it first, or replay the logged schedule text (trial.text)"
+            )
+        if not args and not kwargs:
+            try:
+                args, kwargs = json.loads(self.args)
+            except json.JSONDecodeError:
+                raise TuneError(
+                    f"the arguments of template {self.template!r} were logged as "
+                    f"{self.args} (not JSON); pass them: trial.schedule(*args)"
+                ) from None
+        return template(*args, **kwargs).instantiate(self.knobs)
+
+    def build(self, target: str | None = None):
+        """This trial's kernel, built for its target (or `target`)."""
+        from ..build import build
+
+        s, args = self.schedule()
+        return build(s, args, target=target or self.target)
+
+
+class Log:
+    """Trials, in the order they were made."""
+
+    def __init__(self, trials: Iterable[Trial] = (), path: str | Path | None = None) -> None:
+        self.trials = list(trials)
+        self.path = None if path is None else Path(path)
+
+    def __len__(self) -> int:
+        return len(self.trials)
+
+    def __iter__(self) -> Iterator[Trial]:
+        return iter(self.trials)
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(t.status == s for t in self.trials) for s in STATUSES}
+
+    def best(self, template: object = None) -> Trial:
+        """The fastest trial that ran and matched the reference (the first of equal ones), of
+        `template` (a name or a template) when given; of the latest task in the log."""
+        trials = self.trials
+        if template is not None:
+            name = template if isinstance(template, str) else template.name
+            trials = [t for t in trials if t.template == name]
+        if trials:
+            latest = trials[-1].key
+            trials = [t for t in trials if t.key == latest]
+        good = [t for t in trials if t.ok]
+        if not good:
+            counts = Log(trials).counts()
+            raise TuneError(
+                f"no trial ran correctly ({', '.join(f'{n} {s}' for s, n in counts.items())}); "
+                "nothing to choose"
+            )
+        return min(good, key=lambda t: t.seconds)
+
+    def top(self, count: int = 10) -> list[Trial]:
+        return sorted((t for t in self.trials if t.ok), key=lambda t: t.seconds)[:count]
+
+    def plot(self):
+        """Each trial's time and the best so far, in trial order (a matplotlib Figure)."""
+        from .plots import convergence
+
+        return convergence(self)
+
+    def heatmap(self, x: str, y: str):
+        """The best time at each pair of values of knobs `x` and `y` (a matplotlib Figure)."""
+        from .plots import heatmap
+
+        return heatmap(self, x, y)
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in self.counts().items())
+        lines = [f"{len(self)} trials: {counts}"]
+        for t in self.top(5):
+            lines.append(f"  {_ms(t.seconds):>10}  {_knobs(t.knobs)}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from ..htmlkit import escape, page, table
+
+        rows = [[_ms(t.seconds), escape(_knobs(t.knobs))] for t in self.top(10)]
+        counts = ", ".join(f"{n} {s}" for s, n in self.counts().items())
+        title = f"{len(self)} trials: {escape(counts)}; the fastest:"
+        return page(title, table(["time", "knobs"], rows, numeric=[True]))
+
+
+def load(path: str | Path) -> Log:
+    """The trials logged at `path` (JSON lines; an unreadable line, such as one cut short when
+    a run was killed, is skipped)."""
+    path = Path(path)
+    return Log(_read(path), path)
+
+
+def _read(path: Path) -> list[Trial]:
+    if not path.exists():
+        return []
+    trials = []
+    for line in path.read_text().splitlines():
+        try:
+            trials.append(Trial(**json.loads(line)))
+        except (json.JSONDecodeError, TypeError):
+            continue
+    return trials
+
+
+def append(path: Path | None, trial: Trial) -> None:
+    if path is None:
+        return
+    with path.open("a") as out:
+        out.write(trial.json() + "\n")
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    return f"{seconds * 1e3:.4g} ms"
+
+
+def _knobs(knobs: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in knobs.items())

@@ -1,0 +1,130 @@
+"""Where built configurations are measured: here, on this process's device, or on the workers
+of a Dask cluster, one per GPU.
+
+Both hand back a `concurrent.futures.Future` of ``(status, seconds, error, device)``, so the
+runner treats them alike. On a cluster each worker process keeps one `Bench` per task (its
+reference computed once, its inputs on its GPU) and measures one kernel at a time; its threads
+take turns (`bench._measuring`).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from concurrent.futures import Future
+
+from .bench import Bench
+from .building import Built
+
+
+def device_name(kind: str) -> str:
+    """What measures here: the GPU's name and architecture, or the host CPU."""
+    if kind == "cuda":
+        from ..platform_info import cuda_devices
+
+        gpu = cuda_devices()[0]
+        return f"{gpu.name} ({gpu.arch})"
+    from ..codegen.cpu import jit as cpu_jit
+    from ..platform_info import usable_cores
+
+    return f"{cpu_jit.host().target.cpu} CPU, {usable_cores()} cores"
+
+
+class Here:
+    """Measuring in this process; the reference is computed at the first kernel to check."""
+
+    def __init__(self, task, kind: str, seed: int, sizes, repeat: int) -> None:
+        self._make = functools.partial(Bench, task, kind, seed, sizes, repeat)
+        self._bench: Bench | None = None
+        self.device = device_name(kind)
+        self.workers = 1
+
+    def submit(self, built: Built) -> Future:
+        future: Future = Future()
+        if self._bench is None:
+            self._bench = self._make()
+        future.set_result((*self._bench.measure(built), self.device))
+        return future
+
+
+class OnCluster:
+    """Measuring on a Dask cluster's workers (`cluster`: a Client, a scheduler address, or
+    "local" for a cluster of this machine: one worker per GPU with dask-cuda, else per core)."""
+
+    def __init__(self, cluster, task, kind: str, seed: int, sizes, repeat: int) -> None:
+        import cloudpickle
+
+        self.client = connect(cluster, kind)
+        self._owned = not _is_client(cluster)
+        self._blob = cloudpickle.dumps(task)
+        self._settings = (kind, seed, sizes, repeat)
+        names = self.client.run(device_name, kind)
+        self.devices = sorted(set(names.values()))
+        self.workers = len(names)
+        if not names:
+            from .knobs import TuneError
+
+            raise TuneError("the Dask cluster has no workers to measure on")
+
+    def submit(self, built: Built) -> Future:
+        future: Future = Future()
+        remote = self.client.submit(_measure_remote, self._blob, self._settings, built, pure=False)
+
+        def settle(done) -> None:
+            try:
+                future.set_result(done.result())
+            except Exception as error:  # the worker died or the task was lost
+                future.set_result(("failed", None, f"measuring on the cluster: {error}", "?"))
+
+        remote.add_done_callback(settle)
+        return future
+
+    def close(self) -> None:
+        if self._owned:
+            cluster = getattr(self.client, "cluster", None)
+            self.client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def connect(cluster, kind: str):
+    """A Dask client: `cluster` itself, one connected to its address, or a new local cluster."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        from .knobs import TuneError
+
+        raise TuneError(
+            "measuring on a cluster needs Dask: pip install 'schedlang[distributed]'"
+        ) from None
+    if _is_client(cluster):
+        return cluster
+    if cluster != "local":
+        return Client(cluster)
+    if kind == "cuda":
+        from dask_cuda import LocalCUDACluster
+
+        return Client(LocalCUDACluster(threads_per_worker=1))
+    from ..platform_info import usable_cores
+
+    return Client(LocalCluster(n_workers=max(1, usable_cores() // 2), threads_per_worker=1))
+
+
+def _is_client(value) -> bool:
+    return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")
+
+
+_benches: dict[bytes, Bench] = {}
+_benches_lock = threading.Lock()
+
+
+def _measure_remote(blob: bytes, settings: tuple, built: Built) -> tuple:
+    """On a worker: `built` measured with the worker's bench for the task in `blob`."""
+    import cloudpickle
+
+    kind, seed, sizes, repeat = settings
+    with _benches_lock:
+        bench = _benches.get(blob)
+        if bench is None:
+            bench = _benches[blob] = Bench(cloudpickle.loads(blob), kind, seed, sizes, repeat)
+    return (*bench.measure(built), device_name(kind))

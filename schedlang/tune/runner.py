@@ -1,0 +1,233 @@
+"""`sl.tune.run`: a task's space searched, each configuration built, checked and timed.
+
+The loop: the search proposes configurations; compile processes build them in parallel
+(`pool`); each built kernel is measured, one at a time per device, here or on a Dask cluster
+(`measuring`); every outcome is a trial appended to the log and told to the search. On a GPU
+measuring overlaps the next compiles; on the CPU the compiles pause while kernels are timed, as
+they would share its cores.
+
+The log is also the cache. A run's trials carry a key made of the algorithm, the template (its
+name, source and arguments), the space, the target and the device. A run that finds trials of
+its key in the log starts from them: they are not measured again, the search is told of them,
+and a run asking for no more trials than the log holds measures nothing at all and answers
+from the log, the same answer each time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
+
+from ..errors import warn
+from .building import Built
+from .log import Log, Trial, append, load
+from .progress import Progress
+from .search import make_search
+
+
+def run(
+    task,
+    trials: int | None = None,
+    search: object = "optuna",
+    target: str = "auto",
+    log: str | Path | None = None,
+    cache: bool = True,
+    workers: int | None = None,
+    cluster: object = None,
+    repeat: int = 10,
+    seed: int = 0,
+    sizes=None,
+    timeout: float | None = None,
+    progress: bool = True,
+    callback=None,
+) -> Log:
+    """Search `task`'s space for its fastest schedule; the `Log` of its trials.
+
+    `trials`: how many configurations to try in all (counting those the log already holds;
+    default: the whole space up to 200). `search`: "optuna" (TPE), "grid", "random", or an
+    optuna sampler. `log`: the JSON-lines file of trials (default: one per task in
+    schedlang's cache folder; none where the cache is off). `cache=False` measures again what
+    the log holds. `workers`: compile processes (default: the usable cores). `cluster`:
+    measure on Dask ("local", a scheduler address, or a ``distributed.Client``); by default
+    here. `sizes`: values of symbolic sizes. `timeout`: seconds after which no new
+    configuration is started. `callback(trial)` hears each new trial.
+    """
+    from ..build import resolve_target
+    from ..platform_info import usable_cores
+
+    resolved = resolve_target(target)
+    space = task.space
+    budget = min(len(space), 200) if trials is None else min(int(trials), len(space))
+    measurer = _measurer(task, resolved.name, cluster, seed, sizes, repeat)
+    try:
+        build_target = _build_target(resolved, measurer)
+        device = measurer.device if hasattr(measurer, "device") else measurer.devices[0]
+        key = _key(task, build_target, device)
+        path = _log_path(log, key)
+        earlier = [t for t in load(path).trials if t.key == key] if path and cache else []
+        chooser = make_search(search, space, seed)
+        for t in earlier:
+            chooser.seen(t.number, t.seconds if t.ok else None)
+        done = Log(earlier, path)
+        left = budget - len({t.number for t in earlier})
+        if left <= 0 or chooser.exhausted:
+            return done
+        count = workers or max(1, usable_cores())
+        shown = Progress(left, progress, f"tuning {task.name}")
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        record = _Recorder(task, key, build_target, device, path, done, chooser, shown, callback)
+        try:
+            _loop(task, chooser, measurer, build_target, count, left, deadline, record)
+        finally:
+            shown.close()
+        return done
+    finally:
+        if hasattr(measurer, "close"):
+            measurer.close()
+
+
+def _loop(task, chooser, measurer, build_target, count, left, deadline, record) -> None:
+    from .pool import Workers
+
+    overlap = build_target.startswith("cuda") or hasattr(measurer, "client")
+    window = 2 * count if overlap else count
+    asked = 0
+    with Workers(task, build_target, count) as pool:
+        builds, measures = set(), set()
+        while True:
+            if overlap or not builds:
+                while asked < left and len(builds) < window and time.monotonic() < deadline:
+                    number = chooser.ask()
+                    if number is None:
+                        break
+                    builds.add(pool.submit(number))
+                    asked += 1
+            if not builds and not measures:
+                return
+            finished, _ = wait(builds | measures, return_when=FIRST_COMPLETED)
+            if not overlap and builds:
+                finished, _ = wait(builds)  # measure once every compile of the batch is done
+            for future in finished & builds:
+                builds.discard(future)
+                built = future.result()
+                if built.status != "built":
+                    record(built, built.status, None, built.error, None)
+                    continue
+                measured = measurer.submit(built)
+                measured.built = built
+                measures.add(measured)
+            for future in [f for f in measures if f.done()]:
+                measures.discard(future)
+                status, seconds, error, device = future.result()
+                record(future.built, status, seconds, error, device)
+
+
+class _Recorder:
+    """Each outcome as a trial: logged, told to the search, counted, and reported when it is
+    a finding (a wrong result, a failure)."""
+
+    def __init__(self, task, key, target, device, path, log, chooser, shown, callback) -> None:
+        self.task, self.key, self.target, self.path = task, key, target, path
+        self.device = device  # of trials not measured (refused before any code was made)
+        self.log, self.chooser, self.shown, self.callback = log, chooser, shown, callback
+        self.versions = _versions()
+
+    def __call__(self, built: Built, status, seconds, error, device) -> None:
+        space = self.task.space
+        trial = Trial(
+            key=self.key,
+            template=self.task.name,
+            args=self.task.arguments_json(),
+            number=built.number,
+            knobs=space.values(built.number),
+            status=status,
+            seconds=seconds,
+            error=error,
+            build_s=built.build_s,
+            text=built.text,
+            device=device or self.device,
+            target=self.target,
+            versions=self.versions,
+            when=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        )
+        self.log.trials.append(trial)
+        append(self.path, trial)
+        self.chooser.tell(built.number, seconds if status == "ok" else None)
+        self.shown.add(status, seconds)
+        if self.callback is not None:
+            self.callback(trial)
+        if status in ("wrong", "failed"):
+            warn(
+                f"tune {self.task.name}: configuration {trial.knobs} {status}: {error}\n"
+                f"its schedule:\n{built.text}"
+            )
+
+
+def _measurer(task, kind: str, cluster, seed, sizes, repeat):
+    from .measuring import Here, OnCluster
+
+    if cluster is None:
+        return Here(task, kind, seed, sizes, repeat)
+    return OnCluster(cluster, task, kind, seed, sizes, repeat)
+
+
+def _build_target(resolved, measurer) -> str:
+    """The target the compile processes build for: with the measuring GPU's architecture
+    spelled out (they never start CUDA to ask it)."""
+    if resolved.name == "cpu":
+        return "cpu"
+    arch = resolved.arch
+    if arch is None:
+        devices = getattr(measurer, "devices", None) or [measurer.device]
+        arch = devices[0].rsplit("(", 1)[-1].rstrip(")")
+    more = f" -min-blocks-per-sm={resolved.min_blocks}" if resolved.min_blocks else ""
+    return f"cuda -arch={arch}{more}"
+
+
+def _key(task, target: str, device: str) -> str:
+    parts = [
+        task.algorithm_text(),
+        task.name,
+        task.template.source_digest,
+        task.arguments_json(),
+        task.space.describe(),
+        target,
+        device,
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def _log_path(log, key: str) -> Path | None:
+    if log is not None:
+        path = Path(log)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+    from ..codegen import disk_cache
+
+    folder = disk_cache.directory()
+    if folder is None:
+        return None
+    path = folder / "tune" / f"{key}.jsonl"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def _versions() -> dict:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .. import __version__
+
+    found = {"schedlang": __version__, "python": platform.python_version()}
+    for package in ("numpy", "llvmlite", "islpy"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "?"
+    return found

@@ -1,0 +1,53 @@
+"""A compile process: ``python -m schedlang.tune.worker``, driven by `pool.Workers` over its
+standard input and output.
+
+It reads the task (cloudpickled, so a template written in a notebook or a script travels by
+value) and the target once, then configuration numbers, and answers each with a pickled
+`Built`. It never starts CUDA: the kernels run in the process that measures them.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import sys
+from typing import BinaryIO
+
+HEADER = struct.Struct("<Q")
+
+
+def send(stream: BinaryIO, value: object) -> None:
+    data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    stream.write(HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def receive(stream: BinaryIO) -> object:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
+        raise EOFError("the other end closed the pipe")
+    (size,) = HEADER.unpack(header)
+    return pickle.loads(stream.read(size))
+
+
+def main() -> None:
+    import cloudpickle
+
+    from ..runtime import cuda_start
+    from .building import build_one
+
+    cuda_start.compile_only()
+    requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a template that prints must not write into the answers
+    task_blob, target = receive(requests)
+    task = cloudpickle.loads(task_blob)
+    while True:
+        try:
+            number = receive(requests)
+        except EOFError:
+            return
+        send(answers, build_one(task, number, target))
+
+
+if __name__ == "__main__":
+    main()

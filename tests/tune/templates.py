@@ -1,0 +1,49 @@
+"""Templates the tuner tests search: small, with odd sizes, importable by compile processes."""
+
+from __future__ import annotations
+
+import os
+
+import schedlang as sl
+
+
+def matmul_algorithm(n: int, m: int, k: int, scale: float = 1.0):
+    a = sl.placeholder((n, k), name="A")
+    b = sl.placeholder((k, m), name="B")
+    r = sl.reduce_axis((0, k), name="k")
+    c = sl.compute((n, m), lambda i, j: sl.sum(a[i, r] * b[r, j] * scale, axis=r), name="C")
+    return a, b, c
+
+
+@sl.tune.template
+def matmul(cfg, n, m, k):
+    """Tiles, and which inner loop is innermost and vectorized (the k orders are illegal:
+    a vectorized reduction)."""
+    a, b, c = matmul_algorithm(n, m, k)
+    s = sl.create_schedule(c)
+    i, j = s[c].op.axis
+    io, ii = cfg.split("tile_i", s[c], i, candidates=[[-1, 4], [-1, 8]])
+    jo, ji = cfg.split("tile_j", s[c], j, candidates=[[-1, 8], [-1, 16]])
+    inner = cfg.order("inner", ["i", "j", "k"], candidates=[[0, 2, 1], [0, 1, 2]])
+    ko, ki = s[c].split(s[c].op.reduce_axis[0], factor=4)
+    loops = {"i": ii, "j": ji, "k": ki}
+    s[c].reorder(io, jo, ko, *(loops[name] for name in inner))
+    s[c].vectorize(loops[inner[-1]])
+    return s, [a, b, c]
+
+
+@sl.tune.template
+def faulty(cfg, n):
+    """A knob whose choices misbehave: 'wrong' schedules another algorithm (the kernel then
+    computes other values than the task's), 'raise' is a bug of the template, 'die' kills
+    the process building it."""
+    fault = cfg.choice("fault", ["none", "wrong", "raise", "die"])
+    cfg.choice("tile", [4, 8])
+    a, b, c = matmul_algorithm(n, n, n, scale=1.5 if fault == "wrong" else 1.0)
+    if fault == "raise":
+        raise ValueError("a bug in the template")
+    if fault == "die":
+        os._exit(3)
+    s = sl.create_schedule(c)
+    s[c].split(s[c].op.axis[1], factor=cfg["tile"].val)
+    return s, [a, b, c]

@@ -1,0 +1,180 @@
+"""`sl.tune.run` end to end on the CPU: compile processes, isl's refusals recorded, every
+kernel checked against the reference, the JSON-lines log, the best schedule given back, and
+the log answering a second run instead of measuring again."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from schedlang.tune import runner as runner_module
+from tests.tune import templates
+
+
+def _run(task, tmp_path, **options):
+    options.setdefault("search", "grid")
+    options.setdefault("workers", 2)
+    options.setdefault("repeat", 2)
+    options.setdefault("progress", False)
+    return sl.tune.run(task, target="cpu", log=tmp_path / "log.jsonl", **options)
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tune")
+    task = templates.matmul(13, 21, 19)
+    return task, _run(task, folder), folder / "log.jsonl"
+
+
+def test_every_configuration_gets_a_trial(tuned):
+    task, log, _ = tuned
+    assert len(task.space) == 8
+    assert sorted(t.number for t in log) == list(range(8))
+    counts = log.counts()
+    assert counts == {"ok": 4, "illegal": 4, "wrong": 0, "failed": 0}
+
+
+def test_illegal_points_are_refused_before_any_code_is_made(tuned):
+    _, log, _ = tuned
+    for trial in log:
+        if trial.knobs["inner"] == ["i", "j", "k"]:  # the reduction loop vectorized
+            assert trial.status == "illegal" and trial.seconds is None
+            assert "vectoriz" in trial.error
+        else:
+            assert trial.ok and trial.seconds > 0
+
+
+def test_the_log_holds_every_trial_as_a_json_line(tuned):
+    _, log, path = tuned
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(lines) == len(log)
+    first = next(line for line in lines if line["status"] == "ok")
+    for field in ("knobs", "text", "status", "seconds", "device", "versions", "key", "args"):
+        assert field in first
+    assert first["versions"]["schedlang"] == sl.__version__
+    assert "CPU" in first["device"]
+    assert first["text"].startswith("s = sl.create_schedule([C])")
+
+
+def test_the_best_comes_back_as_a_schedule_that_computes_the_product(tuned):
+    task, log, path = tuned
+    best = sl.tune.load(path).best()
+    assert best == log.best()
+    assert best.seconds == min(t.seconds for t in log if t.ok)
+    s, args = best.schedule()
+    kernel = sl.build(s, args)
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (13, 19)).astype(np.float32)
+    b = rng.uniform(-1, 1, (19, 21)).astype(np.float32)
+    c = np.full((13, 21), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_the_logged_text_replays_the_schedule(tuned):
+    task, log, _ = tuned
+    best = log.best()
+    s, (a, b, c) = best.schedule()
+    replay = {"sl": sl, "A": a, "B": b, "C": c}
+    exec(best.text, replay)
+    assert str(sl.lower(replay["s"], [a, b, c])) == str(sl.lower(s, [a, b, c]))
+
+
+def test_asking_again_answers_from_the_log(tuned, monkeypatch):
+    task, log, path = tuned
+
+    def no_compiles(*args, **kwargs):
+        raise AssertionError("a cached run started compile processes")
+
+    monkeypatch.setattr("schedlang.tune.pool.Workers", no_compiles)
+    again = _run(templates.matmul(13, 21, 19), path.parent)
+    assert [t.number for t in again] == [t.number for t in log]
+    assert again.best() == log.best()
+
+
+def test_a_run_asking_for_more_goes_on_from_the_log(tmp_path):
+    first = _run(templates.matmul(9, 17, 11), tmp_path, trials=3, search="random")
+    assert len(first) == 3
+    more = _run(templates.matmul(9, 17, 11), tmp_path, trials=6, search="random")
+    assert len(more) == 6
+    assert [t.number for t in more][:3] == [t.number for t in first]
+    assert len({t.number for t in more}) == 6
+    other = _run(templates.matmul(9, 17, 13), tmp_path, trials=2, search="random")
+    assert len(other) == 2  # other sizes: another algorithm, another key
+    assert other.trials[0].key != more.trials[0].key
+
+
+def test_wrong_results_and_failures_are_reported_loudly_and_never_win(tmp_path):
+    with pytest.warns(sl.SchedlangWarning) as said:
+        log = _run(templates.faulty(11), tmp_path)
+    by_fault = {}
+    for trial in log:
+        by_fault.setdefault(trial.knobs["fault"], set()).add(trial.status)
+    assert by_fault == {"none": {"ok"}, "wrong": {"wrong"}, "raise": {"failed"}, "die": {"failed"}}
+    messages = "\n".join(str(w.message) for w in said)
+    assert "'fault': 'wrong'" in messages and "output C is off by" in messages
+    assert "ValueError: a bug in the template" in messages
+    assert "the compile process died (exit code 3)" in messages
+    assert log.best().knobs["fault"] == "none"
+
+
+def test_a_timeout_of_zero_tries_nothing(tmp_path):
+    log = _run(templates.matmul(5, 7, 9), tmp_path, timeout=0)
+    assert len(log) == 0
+
+
+def test_the_progress_bar_counts_the_statuses(tmp_path, capsys):
+    _run(templates.matmul(5, 7, 9), tmp_path, trials=4, progress=True)
+    shown = capsys.readouterr().err
+    assert "4/4" in shown and "illegal=" in shown and "best=" in shown
+
+
+def test_without_a_log_nothing_is_written(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    log = sl.tune.run(
+        templates.matmul(5, 7, 9), target="cpu", trials=2, search="grid", workers=1,
+        progress=False, repeat=1,
+    )  # fmt: skip
+    assert len(log) == 2 and log.path is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plots_of_the_log(tuned):
+    _, log, _ = tuned
+    figure = log.plot()
+    assert figure.axes[0].get_xlabel() == "trial"
+    heat = log.heatmap("tile_j", "tile_i")
+    assert heat.axes[0].get_title() == "best time (ms) by tile_i and tile_j"
+    with pytest.raises(sl.tune.TuneError, match="heatmap: no knob 'tile_k'"):
+        log.heatmap("tile_k", "tile_i")
+    assert "trials: 4 ok, 4 illegal" in log._repr_html_()
+
+
+def test_a_template_that_returns_no_schedule_is_refused():
+    @sl.tune.template
+    def nothing(cfg):
+        cfg.choice("x", [1, 2])
+        return None
+
+    with pytest.raises(sl.tune.TuneError, match=r"returns \(schedule, args\)"):
+        nothing().space  # noqa: B018
+
+
+def test_a_template_without_knobs_is_refused():
+    @sl.tune.template
+    def fixed(cfg):
+        a, b, c = templates.matmul_algorithm(4, 4, 4)
+        return sl.create_schedule(c), [a, b, c]
+
+    with pytest.raises(sl.tune.TuneError, match="defines no knob: nothing to tune"):
+        sl.tune.run(fixed(), target="cpu")
+
+
+def test_the_cache_key_names_the_device_and_target(tuned):
+    task, log, _ = tuned
+    key = runner_module._key(task, "cpu", log.trials[0].device)
+    assert key == log.trials[0].key
+    assert runner_module._key(task, "cuda -arch=sm_90", "GPU") != key
