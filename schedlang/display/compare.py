@@ -24,9 +24,9 @@ from .ceilings import Ceilings
 from .check_data import (
     TOLERANCE,
     call_arrays,
+    check_inputs,
     hidden_sizes,
     relative_error,
-    check_inputs,
 )
 from .work import count_flops
 

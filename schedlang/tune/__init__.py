@@ -12,7 +12,7 @@ winner back, and ``.schedule()`` its schedule. AutoTVM's form of templates
 
 from __future__ import annotations
 
-from .knobs import TuneError
+from .knobs import Invalid, TuneError
 from .log import Log, Trial, load
 from .runner import run
 from .space import Config, Space
@@ -20,6 +20,7 @@ from .template import Task, Template, current, template
 
 __all__ = [
     "Config",
+    "Invalid",
     "Log",
     "Space",
     "Task",

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import ScheduleError
+from ..errors import SchedlangError, ScheduleError
 
 SPLIT_POLICIES = ("factors", "power2", "verbose", "candidate")
 ANNOTATIONS = {
@@ -32,6 +32,12 @@ ANNOTATIONS = {
 
 class TuneError(ScheduleError):
     """A template or a tuning run asked for something it cannot have; names the knob."""
+
+
+class Invalid(SchedlangError):
+    """Raised by a template for a configuration it knows is pointless or impossible (a tile
+    its threads cannot divide, too many registers): recorded as illegal, with its message,
+    and never built (AutoTVM's ``InstantiationError``)."""
 
 
 @dataclass(frozen=True)

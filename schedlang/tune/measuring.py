@@ -39,11 +39,11 @@ class Here:
         self.device = device_name(kind)
         self.workers = 1
 
-    def submit(self, built: Built) -> Future:
+    def submit(self, built: Built, best: float | None = None) -> Future:
         future: Future = Future()
         if self._bench is None:
             self._bench = self._make()
-        future.set_result((*self._bench.measure(built), self.device))
+        future.set_result((*self._bench.measure(built, best), self.device))
         return future
 
 
@@ -66,9 +66,11 @@ class OnCluster:
 
             raise TuneError("the Dask cluster has no workers to measure on")
 
-    def submit(self, built: Built) -> Future:
+    def submit(self, built: Built, best: float | None = None) -> Future:
         future: Future = Future()
-        remote = self.client.submit(_measure_remote, self._blob, self._settings, built, pure=False)
+        remote = self.client.submit(
+            _measure_remote, self._blob, self._settings, built, best, pure=False
+        )
 
         def settle(done) -> None:
             try:
@@ -118,7 +120,7 @@ _benches: dict[bytes, Bench] = {}
 _benches_lock = threading.Lock()
 
 
-def _measure_remote(blob: bytes, settings: tuple, built: Built) -> tuple:
+def _measure_remote(blob: bytes, settings: tuple, built: Built, best: float | None) -> tuple:
     """On a worker: `built` measured with the worker's bench for the task in `blob`."""
     import cloudpickle
 
@@ -127,4 +129,4 @@ def _measure_remote(blob: bytes, settings: tuple, built: Built) -> tuple:
         bench = _benches.get(blob)
         if bench is None:
             bench = _benches[blob] = Bench(cloudpickle.loads(blob), kind, seed, sizes, repeat)
-    return (*bench.measure(built), device_name(kind))
+    return (*bench.measure(built, best), device_name(kind))

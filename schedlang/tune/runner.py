@@ -46,21 +46,24 @@ def run(
 ) -> Log:
     """Search `task`'s space for its fastest schedule; the `Log` of its trials.
 
-    `trials`: how many configurations to try in all (counting those the log already holds;
-    default: the whole space up to 200). `search`: "optuna" (TPE), "grid", "random", or an
-    optuna sampler. `log`: the JSON-lines file of trials (default: one per task in
-    schedlang's cache folder; none where the cache is off). `cache=False` measures again what
-    the log holds. `workers`: compile processes (default: the usable cores). `cluster`:
-    measure on Dask ("local", a scheduler address, or a ``distributed.Client``); by default
-    here. `sizes`: values of symbolic sizes. `timeout`: seconds after which no new
-    configuration is started. `callback(trial)` hears each new trial.
+    `trials`: how many configurations to try in all, counting those the log already holds
+    (default: the whole space for a grid search, else up to 200). `search`: "optuna" (TPE),
+    "grid", "random", or an optuna sampler. `log`: the JSON-lines file of trials (default: one
+    per task in schedlang's cache folder; none where the cache is off). `cache=False` measures
+    again what the log holds. `workers`: compile processes (default: the usable cores).
+    `cluster`: measure on Dask ("local", a scheduler address, or a ``distributed.Client``);
+    by default here. `repeat`: timed runs per kernel. `sizes`: values of symbolic sizes.
+    `timeout`: seconds after which no new configuration is started. `callback(trial)` hears
+    each new trial.
     """
     from ..build import resolve_target
     from ..platform_info import usable_cores
 
     resolved = resolve_target(target)
     space = task.space
-    budget = min(len(space), 200) if trials is None else min(int(trials), len(space))
+    if trials is None:
+        trials = len(space) if search == "grid" else 200
+    budget = min(int(trials), len(space))
     measurer = _measurer(task, resolved.name, cluster, seed, sizes, repeat)
     try:
         build_target = _build_target(resolved, measurer)
@@ -79,6 +82,7 @@ def run(
         shown = Progress(left, progress, f"tuning {task.name}")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         record = _Recorder(task, key, build_target, device, path, done, chooser, shown, callback)
+        record.best = min((t.seconds for t in earlier if t.ok), default=None)
         try:
             _loop(task, chooser, measurer, build_target, count, left, deadline, record)
         finally:
@@ -116,7 +120,7 @@ def _loop(task, chooser, measurer, build_target, count, left, deadline, record) 
                 if built.status != "built":
                     record(built, built.status, None, built.error, None)
                     continue
-                measured = measurer.submit(built)
+                measured = measurer.submit(built, record.best)
                 measured.built = built
                 measures.add(measured)
             for future in [f for f in measures if f.done()]:
@@ -132,6 +136,7 @@ class _Recorder:
     def __init__(self, task, key, target, device, path, log, chooser, shown, callback) -> None:
         self.task, self.key, self.target, self.path = task, key, target, path
         self.device = device  # of trials not measured (refused before any code was made)
+        self.best: float | None = None
         self.log, self.chooser, self.shown, self.callback = log, chooser, shown, callback
         self.versions = _versions()
 
@@ -156,14 +161,14 @@ class _Recorder:
         self.log.trials.append(trial)
         append(self.path, trial)
         self.chooser.tell(built.number, seconds if status == "ok" else None)
+        if status == "ok" and (self.best is None or seconds < self.best):
+            self.best = seconds
         self.shown.add(status, seconds)
         if self.callback is not None:
             self.callback(trial)
         if status in ("wrong", "failed"):
-            warn(
-                f"tune {self.task.name}: configuration {trial.knobs} {status}: {error}\n"
-                f"its schedule:\n{built.text}"
-            )
+            shown = f"\nits schedule:\n{built.text}" if built.text else ""
+            warn(f"tune {self.task.name}: configuration {trial.knobs} {status}: {error}{shown}")
 
 
 def _measurer(task, kind: str, cluster, seed, sizes, repeat):

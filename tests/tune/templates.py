@@ -47,3 +47,17 @@ def faulty(cfg, n):
     s = sl.create_schedule(c)
     s[c].split(s[c].op.axis[1], factor=cfg["tile"].val)
     return s, [a, b, c]
+
+
+@sl.tune.template
+def gpu_scale(cfg, n):
+    """``B = 2 A`` on the GPU, threads per block a knob; 'wrong' scales by 3."""
+    threads = cfg.choice("threads", [32, 64, 128])
+    wrong = cfg.flag("wrong")
+    a = sl.placeholder((n,), name="A")
+    b = sl.compute((n,), lambda i: a[i] * (3.0 if wrong else 2.0), name="B")
+    s = sl.create_schedule(b)
+    bx, tx = s[b].split(s[b].op.axis[0], factor=threads)
+    s[b].bind(bx, sl.thread_axis("blockIdx.x"))
+    s[b].bind(tx, sl.thread_axis("threadIdx.x"))
+    return s, [a, b]

@@ -114,7 +114,9 @@ def test_reorder_and_annotate_entities_apply_to_a_stage():
     space = Space()
     Config(space).define_reorder("order", [i, j], policy="all")
     Config(space).define_annotate("ann", [i, j], policy="try_unroll")
-    cfg = Config(space, space.indices(space.number_of({"order": [1, 0], "ann": ["none", "unroll"]})))
+    cfg = Config(
+        space, space.indices(space.number_of({"order": [1, 0], "ann": ["none", "unroll"]}))
+    )
     cfg.define_reorder("order", [i, j], policy="all")
     cfg.define_annotate("ann", [i, j], policy="try_unroll")
     cfg["order"].apply(s, b, [i, j])

@@ -1,0 +1,61 @@
+"""Measuring on a Dask cluster: a local cluster of two CPU worker processes measures the
+configurations that this process compiles, each worker checking every kernel against its own
+reference, and the log is the same kind of log."""
+
+from __future__ import annotations
+
+import pytest
+
+import schedlang as sl
+from tests.tune import templates
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as connected:
+        yield connected
+    cluster.close()
+
+
+def test_a_local_cluster_measures_every_configuration(client, tmp_path):
+    task = templates.matmul(11, 19, 7)
+    log = sl.tune.run(
+        task, target="cpu", search="grid", cluster=client, workers=2, repeat=2,
+        log=tmp_path / "log.jsonl", progress=False,
+    )  # fmt: skip
+    assert sorted(t.number for t in log) == list(range(len(task.space)))
+    assert log.counts() == {"ok": 4, "illegal": 4, "wrong": 0, "failed": 0}
+    assert all("CPU" in t.device for t in log)
+    s, args = sl.tune.load(tmp_path / "log.jsonl").best().schedule()
+    assert sl.build(s, args) is not None
+    assert len(client.scheduler_info()["workers"]) == 2  # the client's cluster is left running
+
+
+def test_the_workers_find_wrong_kernels_too(client, tmp_path):
+    with pytest.warns(sl.SchedlangWarning, match="output C is off by"):
+        log = sl.tune.run(
+            templates.faulty(9), target="cpu", search="grid", cluster=client, workers=2,
+            repeat=1, log=tmp_path / "log.jsonl", progress=False,
+        )  # fmt: skip
+    statuses = {t.knobs["fault"]: t.status for t in log}
+    assert statuses == {"none": "ok", "wrong": "wrong", "raise": "failed", "die": "failed"}
+
+
+def test_a_cluster_without_dask_says_how_to_get_it(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_dask(name, *args, **kwargs):
+        if name == "distributed":
+            raise ImportError("no module named distributed")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+    with pytest.raises(sl.tune.TuneError, match=r"pip install 'schedlang\[distributed\]'"):
+        sl.tune.run(templates.matmul(5, 5, 5), target="cpu", cluster="local", progress=False)

@@ -1,0 +1,66 @@
+"""The tuning templates under examples/: their spaces, and points of each built for the GPU and
+run by the loop-IR interpreter at odd sizes against the reference (the GPU runs them in the
+GPU suite and in benchmarks/tune.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from examples import tune_conv2d, tune_gemm, tune_softmax
+from schedlang.display.check_data import random_array
+from schedlang.loopir.interpret import run
+
+
+def _check(task, values):
+    s, args = task.instantiate(values)
+    kernel = sl.build(s, args, target="cuda -arch=sm_90")
+    rng = np.random.default_rng(5)
+    inputs = {t: random_array(tuple(int(d) for d in t.shape), t.dtype, rng) for t in args[:-1]}
+    out = np.full(tuple(int(d) for d in args[-1].shape), np.nan, np.float32)
+    run(kernel.lowered, [*inputs.values(), out])
+    np.testing.assert_allclose(out, sl.reference(args[-1], inputs), rtol=2e-5, atol=2e-5)
+
+
+def test_the_gemm_template_has_the_hand_tuned_schedule_among_its_216_points():
+    task = tune_gemm.gemm(45, 37, 19)
+    assert len(task.space) == 216
+    hand = {"block": 128, "threads": 16, "vthreads": 2, "step": 8, "double_buffer": True}
+    s, args = task.instantiate(hand)
+    at, b, c = args
+    expected = sl.create_schedule(c.op)
+    from examples import gpu_gemm
+
+    gpu_gemm.schedule_into(expected, at, b, c)
+    assert str(s) == str(expected)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"block": 64, "threads": 8, "vthreads": 2, "step": 4, "double_buffer": True},
+        {"block": 64, "threads": 16, "vthreads": 4, "step": 16, "double_buffer": False},
+    ],
+)
+def test_gemm_template_points_compute_the_product(values):
+    _check(tune_gemm.gemm(45, 37, 19), values)
+
+
+def test_gemm_template_refuses_pointless_tiles_as_invalid():
+    task = tune_gemm.gemm(64, 64, 64)
+    with pytest.raises(sl.tune.Invalid, match="16x16 accumulators per thread"):
+        task.instantiate({"block": 128, "threads": 8, "vthreads": 1, "step": 8,
+                          "double_buffer": False})  # fmt: skip
+
+
+def test_conv_template_point_computes_the_convolution():
+    task = tune_conv2d.conv2d(5, 3, 7, 5)
+    assert len(task.space) == 96
+    _check(task, {"tile": 2, "num_thread": 4, "vthread": 2, "step": 4})
+
+
+def test_softmax_template_point_computes_the_softmax():
+    task = tune_softmax.softmax(3, 77)
+    assert len(task.space) == 30
+    _check(task, {"threads": 64, "lanes": 2, "stage_exp": True})
