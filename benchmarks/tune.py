@@ -4,7 +4,7 @@ Triton's autotune, and how its trials per second grow with a second GPU.
     python benchmarks/tune.py gemm [--size 4096]      # first run, fresh caches: wall-clock,
                                                       # best vs examples/gpu_gemm.py
     python benchmarks/tune.py triton [--configs 16]   # Triton's autotune, time per config
-    python benchmarks/tune.py gpus [--trials 96]      # Dask, one worker per GPU: 1 vs all
+    python benchmarks/tune.py gpus [--size 8192]      # Dask, one worker per GPU: 1 vs all
 
 Each part prints its figures; `gemm` re-times the best schedule found and the hand-tuned one in
 the same process, alternating, and prints their ratio.
@@ -42,7 +42,10 @@ def gemm(size: int, search: str, trials: int | None) -> None:
     wall = time.perf_counter() - start
     best = log.best()
     print(f"tuning {len(log)} points ({log.counts()}) took {wall:.1f} s wall-clock")
-    print(f"per trial: {wall / len(log) * 1e3:.0f} ms; best {best.knobs}")
+    measured = statistics.mean(t.measure_s for t in log if t.ok)
+    built = statistics.mean(t.build_s for t in log if t.ok)
+    print(f"per trial: {wall / len(log) * 1e3:.0f} ms; per kernel built {built * 1e3:.0f} ms "
+          f"(in parallel), measured {measured * 1e3:.0f} ms; best {best.knobs}")  # fmt: skip
     start = time.perf_counter()
     again = sl.tune.run(tune_gemm.gemm(size, size, size), target=tune_gemm.TARGET, search=search,
                         trials=trials)  # fmt: skip
@@ -114,9 +117,10 @@ def triton(size: int, configs: int) -> None:
           f"{wall / len(space) * 1e3:.0f} ms per config; best {matmul.best_config}")  # fmt: skip
 
 
-def gpus(size: int, trials: int) -> None:
+def gpus(size: int, trials: int | None, search: str) -> None:
     """Trials per second on one GPU and on all, each a Dask worker (dask-cuda), from fresh
-    caches each time; the clusters start before the clock does."""
+    caches each time; the clusters start before the clock does. Also the rate from the first
+    measured trial on, when every worker has its reference and the compile processes run."""
     import distributed
     from dask_cuda import LocalCUDACluster
 
@@ -125,7 +129,7 @@ def gpus(size: int, trials: int) -> None:
     from schedlang.platform_info import cuda_devices
 
     count = len(cuda_devices())
-    rates = {}
+    rates, steady = {}, {}
     for visible in sorted({1, count}):
         devices = ",".join(str(k) for k in range(visible))
         with LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1,
@@ -133,15 +137,28 @@ def gpus(size: int, trials: int) -> None:
                 distributed.Client(cluster) as client:  # fmt: skip
             _fresh_caches()
             task = tune_gemm.gemm(size, size, size)
+            arrived = []
+
+            def heard(trial, arrived=arrived) -> None:
+                if trial.ok:
+                    arrived.append(time.perf_counter())
+
             start = time.perf_counter()
-            log = sl.tune.run(task, target=tune_gemm.TARGET, search="random", trials=trials,
-                              cluster=client, progress=False)  # fmt: skip
+            log = sl.tune.run(task, target=tune_gemm.TARGET, search=search, trials=trials,
+                              cluster=client, progress=False, callback=heard)  # fmt: skip
             wall = time.perf_counter() - start
         rates[visible] = len(log) / wall
-        print(f"{visible} GPU(s): {len(log)} trials in {wall:.1f} s, {rates[visible]:.2f}/s, "
-              f"{log.counts()}, devices {sorted({t.device for t in log})}")  # fmt: skip
+        steady[visible] = (len(arrived) - 1) / (arrived[-1] - arrived[0])
+        measured = statistics.mean(t.measure_s for t in log if t.ok)
+        print(f"{visible} GPU(s): {len(log)} trials in {wall:.1f} s, {rates[visible]:.2f}/s; "
+              f"first measured after {arrived[0] - start:.1f} s, then {steady[visible]:.2f} "
+              f"measured/s ({measured * 1e3:.0f} ms each); {log.counts()}; "
+              f"{sorted({t.device for t in log if t.ok})}")  # fmt: skip
     if count > 1:
-        print(f"{count} GPUs / 1 GPU trials per second: {rates[count] / rates[1]:.2f}x")
+        print(
+            f"{count} GPUs / 1 GPU: trials per second {rates[count] / rates[1]:.2f}x, "
+            f"measured per second from the first {steady[count] / steady[1]:.2f}x"
+        )
 
 
 def main() -> None:
@@ -157,7 +174,7 @@ def main() -> None:
     elif args.part == "triton":
         triton(args.size, args.configs)
     else:
-        gpus(args.size, args.trials or 96)
+        gpus(args.size, args.trials, args.search)
 
 
 if __name__ == "__main__":

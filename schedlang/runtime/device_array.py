@@ -23,6 +23,18 @@ from .dlpack_abi import KDL_CPU, KDL_CUDA
 DEVICES = ("cuda", "cpu")
 
 
+def _poison(dtype: np.dtype) -> tuple[int, int]:
+    """The memset unit (bytes) and pattern of `DeviceArray.poison`: a NaN of each float dtype
+    (float64's is its upper word twice), alternating bits (large negatives) for integers."""
+    if dtype.itemsize == 1:
+        return 1, 0xAB
+    if dtype.itemsize == 2:
+        return 2, 0x7FC0 if dtype.name == "bfloat16" else (0x7E00 if dtype.kind == "f" else 0xAAAB)
+    if dtype.kind == "f":
+        return 4, 0x7FC00000 if dtype.itemsize == 4 else 0x7FF80000
+    return 4, 0xAAAAAAAB
+
+
 class DeviceArray:
     """A C-contiguous array in the memory of `device` (``"cuda"`` or ``"cpu"``), starting on a
     64-byte boundary on the CPU (the GPU driver aligns more)."""
@@ -74,6 +86,18 @@ class DeviceArray:
         elif self.nbytes:
             copied = cuda_driver.driver().cuMemcpyHtoD(self.ptr, source.ctypes.data, self.nbytes)
             cuda_driver.check(copied, "copying an array to the GPU")
+
+    def poison(self) -> None:
+        """Fill with a value no correct kernel leaves behind: NaN for floats, a bit pattern
+        far from what kernels compute for integers; on the GPU a memset, no copy."""
+        unit, pattern = _poison(self.dtype)
+        if self._host is not None:
+            self._host.reshape(-1).view(f"u{unit}")[...] = pattern
+        elif self.nbytes:
+            cuda = cuda_driver.driver()
+            fill = {1: cuda.cuMemsetD8, 2: cuda.cuMemsetD16, 4: cuda.cuMemsetD32}[unit]
+            done = fill(self.ptr, pattern, self.nbytes // unit)
+            cuda_driver.check(done, "filling an array on the GPU")
 
     def copy_to_host(self, target: np.ndarray) -> None:
         """Write the contents into the C-contiguous array `target`."""

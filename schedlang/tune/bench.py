@@ -10,15 +10,16 @@ reference value) before its median time counts. A wrong kernel is a finding: its
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
 
 from ..display.check_data import TOLERANCE, check_inputs, hidden_sizes
 from ..errors import InternalError, SchedlangError
-from ..ir import dtype as dt
 from ..ir.evaluate import reference
 from ..ir.tensor import PlaceholderOp, Tensor
+from ..runtime.device_array import DeviceArray, array
 from .building import Built
 
 # One kernel at a time per device: a process measures on its one device, and the threads of a
@@ -26,42 +27,51 @@ from .building import Built
 _measuring = threading.Lock()
 
 
-class Bench:
-    """The data `task`'s kernels are checked and timed on, for `device` ("cpu" or "cuda")."""
+def bench_data(task, seed: int = 0, sizes=None) -> tuple[list, list]:
+    """The inputs (random, away from zero) and the reference outputs of `task`'s algorithm,
+    in the order of its arguments: computed once, then handed to every `Bench` (each worker
+    of a cluster gets them rather than computing the reference again)."""
+    task.space  # noqa: B018 (runs the template once: its algorithm and arguments)
+    arg_ops = [a.op for a in task._first[1]]
+    placeholders = [op for op in arg_ops if isinstance(op, PlaceholderOp)]
+    outputs = [op for op in arg_ops if not isinstance(op, PlaceholderOp)]
+    arrays, bound = check_inputs(placeholders, arg_ops, None, sizes, seed, "tune")
+    expected = reference([Tensor(op) for op in outputs], arrays, sizes=bound)
+    by_op = {t.op: a for t, a in arrays.items()}
+    # C order, as the kernels write: a transposed reference makes every check a strided walk
+    # (a quarter of a second for a 4096x4096 result)
+    return [by_op[op] for op in placeholders], [np.ascontiguousarray(e) for e in expected]
 
-    def __init__(self, task, device: str, seed: int = 0, sizes=None, repeat: int = 10) -> None:
+
+class Bench:
+    """The data `task`'s kernels are checked and timed on, for `device` ("cpu" or "cuda"):
+    `data` from `bench_data`."""
+
+    def __init__(self, task, device: str, data: tuple, sizes=None, repeat: int = 10) -> None:
         task.space  # noqa: B018 (runs the template once: its algorithm and arguments)
-        _, args = task._first
         self.repeat = repeat
         self.device = device
-        self.arg_ops = [a.op for a in args]
+        self.best = math.inf  # the best time measured here
+        self.arg_ops = [a.op for a in task._first[1]]
         placeholders = [op for op in self.arg_ops if isinstance(op, PlaceholderOp)]
         self.outputs = [op for op in self.arg_ops if not isinstance(op, PlaceholderOp)]
-        arrays, self.bound = check_inputs(placeholders, self.arg_ops, None, sizes, seed, "tune")
-        expected = reference([Tensor(op) for op in self.outputs], arrays, sizes=self.bound)
-        # C order, as the kernels write: a transposed reference makes every check a strided
-        # walk (a quarter of a second for a 4096x4096 result)
-        self.expected = expected = [np.ascontiguousarray(e) for e in expected]
-        self.scratch = [np.empty(e.shape, np.result_type(e.dtype, np.float32)) for e in expected]
-        self.scales = [max(float(np.abs(e).max(initial=0.0)), 1.0) for e in expected]
-        self.poisoned = [_poisoned(e, op.dtype) for e, op in zip(expected, self.outputs)]
-        by_op = {t.op: a for t, a in arrays.items()}
-        self.inputs = {op: self._placed(by_op[op]) for op in placeholders}
+        inputs, self.expected = data
+        given = {Tensor(op): a for op, a in zip(placeholders, inputs)}
+        _, self.bound = check_inputs(placeholders, self.arg_ops, given, sizes, 0, "tune")
+        self.scratch = [
+            np.empty(e.shape, np.result_type(e.dtype, np.float32)) for e in self.expected
+        ]
+        self.scales = [max(float(np.abs(e).max(initial=0.0)), 1.0) for e in self.expected]
+        self.inputs = {op: array(a, device=device) for op, a in zip(placeholders, inputs)}
+        shapes = [(e.shape, op.dtype) for e, op in zip(self.expected, self.outputs)]
+        self.outs = [DeviceArray(shape, dtype, device) for shape, dtype in shapes]
+        self.hosts = [np.empty(o.shape, o.dtype) for o in self.outs]  # where results come back
 
-    def _placed(self, host: np.ndarray):
-        from ..runtime.arrays import aligned_copy
-
-        if self.device == "cuda":
-            from ..runtime.device_array import array
-
-            return array(host, device="cuda")
-        return aligned_copy(host)
-
-    def measure(self, built: Built, best: float | None = None) -> tuple[str, float | None, str]:
+    def measure(self, built: Built) -> tuple[str, float | None, str]:
         """``(status, seconds, error)`` of a built configuration: ``ok`` with its median time,
         ``wrong`` with how far it is off, or ``failed`` where it would not load or run. A
-        kernel whose first three runs take over twice `best` (the best time so far) is not
-        timed further: it cannot win, and its median of three says how far it is."""
+        kernel that cannot win is not timed on: one run over four times the best time this
+        bench has measured, or a median of three over twice, says how far it is."""
         from ..runtime.saved import revive
 
         try:
@@ -71,36 +81,33 @@ class Bench:
 
                 offer_cubin(kernel.ptx, kernel._compiled.arch, built.cubin)
             with _measuring:
-                return self._measure(kernel, best)
+                return self._measure(kernel)
         except InternalError as error:
             return "failed", None, f"{type(error).__name__}: {error}"
         except SchedlangError as error:  # it does not fit this device (too much shared memory)
             return "failed", None, f"{type(error).__name__}: {error}"
 
-    def _measure(self, kernel, best: float | None) -> tuple[str, float | None, str]:
-        outs = [self._placed(p) for p in self.poisoned]
+    def _measure(self, kernel) -> tuple[str, float | None, str]:
         by_op = dict(self.inputs)
-        by_op.update(zip(self.outputs, outs))
+        by_op.update(zip(self.outputs, self.outs))
         call = [by_op[op] for op in self.arg_ops]
+        for out in self.outs:
+            out.poison()
         named = hidden_sizes(kernel.lowered, self.bound)
         kernel(*call, **named)
-        checked = zip(self.outputs, outs, self.expected, self.scales, self.scratch)
-        for op, out, want, scale, scratch in checked:
-            got = out.numpy() if self.device == "cuda" else out
+        checked = zip(self.outputs, self.outs, self.hosts, self.expected, self.scales, self.scratch)
+        for op, out, got, want, scale, scratch in checked:
+            out.copy_to_host(got)
             error = _relative_error(got, want, scale, scratch)
             if not error <= TOLERANCE.get(op.dtype, 0.0):
                 return "wrong", None, f"output {op.name} is off by {error:.3g} of its largest value"
-        seconds = kernel.time(*call, repeat=min(3, self.repeat), **named)
-        if self.repeat > 3 and (best is None or seconds <= 2 * best):
-            seconds = kernel.time(*call, repeat=self.repeat, warmup=0, **named)
+        seconds = kernel.time(*call, repeat=1, warmup=0, **named)  # the check warmed it up
+        for repeat, slower in ((3, 4.0), (self.repeat, 2.0)):
+            if repeat <= 1 or seconds > slower * self.best:
+                break
+            seconds = kernel.time(*call, repeat=repeat, warmup=0, **named)
+        self.best = min(self.best, seconds)
         return "ok", seconds, ""
-
-
-def _poisoned(expected: np.ndarray, dtype: str) -> np.ndarray:
-    """An output's starting values: NaN, or for integers a value no kernel leaves by chance."""
-    out = np.empty_like(expected)
-    out[...] = np.nan if dt.is_float(dtype) else np.array(-123456789).astype(out.dtype)
-    return out
 
 
 def _relative_error(got: np.ndarray, want: np.ndarray, scale: float, scratch) -> float:

@@ -31,7 +31,8 @@ class Trial:
     status: str
     seconds: float | None
     error: str
-    build_s: float
+    build_s: float  # in a compile process: the template, isl, LLVM (and ptxas)
+    measure_s: float  # loading, checking against the reference and timing
     text: str  # the schedule as the Python that makes it
     device: str
     target: str

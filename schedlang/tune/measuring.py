@@ -1,7 +1,8 @@
 """Where built configurations are measured: here, on this process's device, or on the workers
 of a Dask cluster, one per GPU.
 
-Both hand back a `concurrent.futures.Future` of ``(status, seconds, error, device)``, so the
+Both hand back a `concurrent.futures.Future` of ``(status, seconds, error, measure_s,
+device)``, so the
 runner treats them alike. On a cluster each worker process keeps one `Bench` per task (its
 reference computed once, its inputs on its GPU) and measures one kernel at a time; its threads
 take turns (`bench._measuring`).
@@ -9,11 +10,11 @@ take turns (`bench._measuring`).
 
 from __future__ import annotations
 
-import functools
 import threading
+import time
 from concurrent.futures import Future
 
-from .bench import Bench
+from .bench import Bench, bench_data
 from .building import Built
 
 
@@ -34,16 +35,16 @@ class Here:
     """Measuring in this process; the reference is computed at the first kernel to check."""
 
     def __init__(self, task, kind: str, seed: int, sizes, repeat: int) -> None:
-        self._make = functools.partial(Bench, task, kind, seed, sizes, repeat)
+        self._make = lambda: Bench(task, kind, bench_data(task, seed, sizes), sizes, repeat)
         self._bench: Bench | None = None
         self.device = device_name(kind)
         self.workers = 1
 
-    def submit(self, built: Built, best: float | None = None) -> Future:
+    def submit(self, built: Built) -> Future:
         future: Future = Future()
         if self._bench is None:
             self._bench = self._make()
-        future.set_result((*self._bench.measure(built, best), self.device))
+        future.set_result((*_timed(self._bench, built), self.device))
         return future
 
 
@@ -57,7 +58,10 @@ class OnCluster:
         self.client = connect(cluster, kind)
         self._owned = not _is_client(cluster)
         self._blob = cloudpickle.dumps(task)
-        self._settings = (kind, seed, sizes, repeat)
+        self._settings = (kind, sizes, repeat)
+        # the reference, computed here once (with all of this machine's cores: Dask gives its
+        # workers' BLAS one thread) and sent to every worker
+        [self._data] = self.client.scatter([bench_data(task, seed, sizes)], broadcast=True)
         names = self.client.run(device_name, kind)
         self.devices = sorted(set(names.values()))
         self.workers = len(names)
@@ -66,17 +70,17 @@ class OnCluster:
 
             raise TuneError("the Dask cluster has no workers to measure on")
 
-    def submit(self, built: Built, best: float | None = None) -> Future:
+    def submit(self, built: Built) -> Future:
         future: Future = Future()
-        remote = self.client.submit(
-            _measure_remote, self._blob, self._settings, built, best, pure=False
-        )
+        arguments = (self._blob, self._settings, self._data, built)
+        remote = self.client.submit(_measure_remote, *arguments, pure=False)
 
         def settle(done) -> None:
             try:
                 future.set_result(done.result())
             except Exception as error:  # the worker died or the task was lost
-                future.set_result(("failed", None, f"measuring on the cluster: {error}", "?"))
+                failed = ("failed", None, f"measuring on the cluster: {error}", 0.0, "?")
+                future.set_result(failed)
 
         remote.add_done_callback(settle)
         return future
@@ -120,13 +124,20 @@ _benches: dict[bytes, Bench] = {}
 _benches_lock = threading.Lock()
 
 
-def _measure_remote(blob: bytes, settings: tuple, built: Built, best: float | None) -> tuple:
+def _measure_remote(blob: bytes, settings: tuple, data: tuple, built: Built) -> tuple:
     """On a worker: `built` measured with the worker's bench for the task in `blob`."""
     import cloudpickle
 
-    kind, seed, sizes, repeat = settings
+    kind, sizes, repeat = settings
     with _benches_lock:
         bench = _benches.get(blob)
         if bench is None:
-            bench = _benches[blob] = Bench(cloudpickle.loads(blob), kind, seed, sizes, repeat)
-    return (*bench.measure(built, best), device_name(kind))
+            bench = _benches[blob] = Bench(cloudpickle.loads(blob), kind, data, sizes, repeat)
+    return (*_timed(bench, built), device_name(kind))
+
+
+def _timed(bench: Bench, built: Built) -> tuple:
+    """`bench.measure`'s answer and the seconds it took (loading, checking and timing)."""
+    start = time.perf_counter()
+    answer = bench.measure(built)
+    return (*answer, time.perf_counter() - start)

@@ -82,7 +82,6 @@ def run(
         shown = Progress(left, progress, f"tuning {task.name}")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         record = _Recorder(task, key, build_target, device, path, done, chooser, shown, callback)
-        record.best = min((t.seconds for t in earlier if t.ok), default=None)
         try:
             _loop(task, chooser, measurer, build_target, count, left, deadline, record)
         finally:
@@ -118,15 +117,14 @@ def _loop(task, chooser, measurer, build_target, count, left, deadline, record) 
                 builds.discard(future)
                 built = future.result()
                 if built.status != "built":
-                    record(built, built.status, None, built.error, None)
+                    record(built, built.status, None, built.error, 0.0, None)
                     continue
-                measured = measurer.submit(built, record.best)
+                measured = measurer.submit(built)
                 measured.built = built
                 measures.add(measured)
             for future in [f for f in measures if f.done()]:
                 measures.discard(future)
-                status, seconds, error, device = future.result()
-                record(future.built, status, seconds, error, device)
+                record(future.built, *future.result())
 
 
 class _Recorder:
@@ -136,11 +134,10 @@ class _Recorder:
     def __init__(self, task, key, target, device, path, log, chooser, shown, callback) -> None:
         self.task, self.key, self.target, self.path = task, key, target, path
         self.device = device  # of trials not measured (refused before any code was made)
-        self.best: float | None = None
         self.log, self.chooser, self.shown, self.callback = log, chooser, shown, callback
         self.versions = _versions()
 
-    def __call__(self, built: Built, status, seconds, error, device) -> None:
+    def __call__(self, built: Built, status, seconds, error, measure_s, device) -> None:
         space = self.task.space
         trial = Trial(
             key=self.key,
@@ -152,6 +149,7 @@ class _Recorder:
             seconds=seconds,
             error=error,
             build_s=built.build_s,
+            measure_s=measure_s,
             text=built.text,
             device=device or self.device,
             target=self.target,
@@ -161,8 +159,6 @@ class _Recorder:
         self.log.trials.append(trial)
         append(self.path, trial)
         self.chooser.tell(built.number, seconds if status == "ok" else None)
-        if status == "ok" and (self.best is None or seconds < self.best):
-            self.best = seconds
         self.shown.add(status, seconds)
         if self.callback is not None:
             self.callback(trial)
