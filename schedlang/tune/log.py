@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..errors import entry_point
 from .knobs import TuneError
 
 STATUSES = ("ok", "illegal", "wrong", "failed")
@@ -46,6 +47,7 @@ class Trial:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @entry_point
     def schedule(self, *args: object, **kwargs: object) -> tuple:
         """``(schedule, args)`` of this trial's knobs, made by its template again (found by
         name in this process, or imported from its module); `args` replace the logged
@@ -68,6 +70,7 @@ class Trial:
                 ) from None
         return template(*args, **kwargs).instantiate(self.knobs)
 
+    @entry_point
     def build(self, target: str | None = None):
         """This trial's kernel, built for its target (or `target`)."""
         from ..build import build
@@ -92,6 +95,7 @@ class Log:
     def counts(self) -> dict[str, int]:
         return {s: sum(t.status == s for t in self.trials) for s in STATUSES}
 
+    @entry_point
     def best(self, template: object = None) -> Trial:
         """The fastest trial that ran and matched the reference (the first of equal ones), of
         `template` (a name or a template) when given; of the latest task in the log."""
@@ -114,12 +118,14 @@ class Log:
     def top(self, count: int = 10) -> list[Trial]:
         return sorted((t for t in self.trials if t.ok), key=lambda t: t.seconds)[:count]
 
+    @entry_point
     def plot(self):
         """Each trial's time and the best so far, in trial order (a matplotlib Figure)."""
         from .plots import convergence
 
         return convergence(self)
 
+    @entry_point
     def heatmap(self, x: str, y: str):
         """The best time at each pair of values of knobs `x` and `y` (a matplotlib Figure)."""
         from .plots import heatmap
@@ -142,6 +148,7 @@ class Log:
         return page(title, table(["time", "knobs"], rows, numeric=[True]))
 
 
+@entry_point
 def load(path: str | Path) -> Log:
     """The trials logged at `path` (JSON lines; an unreadable line, such as one cut short when
     a run was killed, is skipped)."""

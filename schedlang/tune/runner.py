@@ -21,13 +21,14 @@ import time
 from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
-from ..errors import warn
+from ..errors import entry_point, warn
 from .building import Built
 from .log import Log, Trial, append, load
 from .progress import Progress
 from .search import make_search
 
 
+@entry_point
 def run(
     task,
     trials: int | None = None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 
+from ..errors import entry_point
 from ..ir.expr import Const
 from ..ir.tensor import IterVar
 from .knobs import (
@@ -118,6 +119,7 @@ class Config:
                 "configuration (compute a knob's choices from the arguments, not other knobs)"
             )
 
+    @entry_point
     def __getitem__(self, name: str) -> object:
         knob = self.space.knobs.get(name)
         if knob is None or name not in self._defined:
@@ -134,11 +136,13 @@ class Config:
 
     # AutoTVM's form ---------------------------------------------------------------------
 
+    @entry_point
     def define_knob(self, name: str, candidate: Sequence) -> None:
         if not candidate:
             raise TuneError(f"knob {name!r} has no candidates")
         self._define(Choice(name, tuple(_frozen(c) for c in candidate)))
 
+    @entry_point
     def define_split(
         self,
         name: str,
@@ -156,11 +160,13 @@ class Config:
         choices = split_choices(name, extent, num_outputs, policy, max_factor, candidate, filter)
         self._define(Split(name, choices, extent, policy))
 
+    @entry_point
     def define_reorder(
         self, name: str, axes: Sequence, policy: str = "all", candidate=None, **_: object
     ) -> None:
         self._define(Order(name, order_choices(name, len(axes), policy, candidate)))
 
+    @entry_point
     def define_annotate(self, name: str, axes: Sequence, policy: str, **_: object) -> None:
         self._define(Annotate(name, annotate_choices(name, len(axes), policy)))
 
@@ -170,15 +176,18 @@ class Config:
 
     # schedlang's form -------------------------------------------------------------------
 
+    @entry_point
     def choice(self, name: str, values: Sequence) -> object:
         """One of `values`."""
         self.define_knob(name, values)
         return self[name].val
 
+    @entry_point
     def flag(self, name: str) -> bool:
         """False or True."""
         return self.choice(name, [False, True])
 
+    @entry_point
     def split(
         self,
         name: str,
@@ -200,6 +209,7 @@ class Config:
         assert isinstance(entity, SplitEntity)
         return entity.apply(None, stage, axis)
 
+    @entry_point
     def order(self, name: str, items: Sequence, candidates: Sequence | None = None) -> list:
         """`items` (axes, names, anything) in one of their orders: every permutation, or the
         `candidates` (each a list of positions into `items`)."""

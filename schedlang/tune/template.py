@@ -19,6 +19,7 @@ import sys
 import types
 from collections.abc import Callable, Mapping
 
+from ..errors import entry_point
 from .knobs import TuneError
 from .space import Config, Space
 
@@ -64,7 +65,8 @@ class Template:
         module = sys.modules.get(self.function.__module__)
         if self.function.__module__ != "__main__" and getattr(module, self.__name__, None) is self:
             return find, (self.name,)
-        return _revived, (self.function, self.name, self.takes_config, self.__code__.co_filename)
+        filename = self.function.__code__.co_filename
+        return _revived, (self.function, self.name, self.takes_config, filename)
 
     @functools.cached_property
     def source_digest(self) -> str:
@@ -129,6 +131,7 @@ class Task:
         return {"template": self.template, "args": self.args, "kwargs": self.kwargs}
 
     @functools.cached_property
+    @entry_point
     def space(self) -> Space:
         """The knobs, found by running the template once (each knob at its first choice)."""
         space = Space()
@@ -145,6 +148,7 @@ class Task:
     def config(self, number: int) -> Config:
         return Config(self.space, self.space.indices(number))
 
+    @entry_point
     def instantiate(self, config: int | Mapping[str, object]) -> tuple:
         """``(schedule, args)`` of one configuration: its number, or its knobs' values."""
         number = config if isinstance(config, int) else self.space.number_of(config)

@@ -24,6 +24,7 @@ PAGES = [
     "concepts.md",
     "coming-from-te.md",
     "coming-from-halide.md",
+    "tuning.md",
     *sorted(f"primitives/{p.name}" for p in (DOCS / "primitives").glob("*.md")),
 ]
 

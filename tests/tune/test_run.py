@@ -178,3 +178,21 @@ def test_the_cache_key_names_the_device_and_target(tuned):
     key = runner_module._key(task, "cpu", log.trials[0].device)
     assert key == log.trials[0].key
     assert runner_module._key(task, "cuda -arch=sm_90", "GPU") != key
+
+
+def test_a_template_defined_in_a_function_travels_by_value_and_keeps_its_file(tmp_path):
+    @sl.tune.template
+    def local(cfg, n):
+        a = sl.placeholder((n,), name="A")
+        b = sl.compute((n,), lambda i: a[i] + 1.0, name="B")
+        s = sl.create_schedule(b)
+        outer, inner = cfg.split("tile", s[b], s[b].op.axis[0], candidates=[[-1, 4], [-1, 6]])
+        if cfg.flag("mistake"):
+            s[b].unroll(s[b].op.axis[0])  # already split: refused, naming this line
+        return s, [a, b]
+
+    log = _run(local(37), tmp_path)
+    assert log.counts() == {"ok": 2, "illegal": 2, "wrong": 0, "failed": 0}
+    for trial in log:
+        if trial.status == "illegal":
+            assert "was already split" in trial.error and "test_run.py:" in trial.error
