@@ -139,6 +139,8 @@ class Log:
             lines.append(f"  {_ms(t.seconds):>10}  {_knobs(t.knobs)}")
         return "\n".join(lines)
 
+    __repr__ = __str__
+
     def _repr_html_(self) -> str:
         from ..htmlkit import escape, page, table
 

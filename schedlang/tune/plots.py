@@ -53,6 +53,7 @@ def convergence(log):
 def heatmap(log, x: str, y: str):
     """The best time found at each pair of values of knobs `x` (columns) and `y` (rows), over
     all values of the other knobs; grey where no trial of that pair ran correctly."""
+    from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
 
     from .knobs import TuneError
@@ -70,16 +71,17 @@ def heatmap(log, x: str, y: str):
             values[r, c] = np.fmin(values[r, c], t.seconds * 1e3)
     fig = Figure(figsize=(0.9 * len(columns) + 2.6, 0.45 * len(rows) + 1.8))
     ax = fig.add_subplot()
-    shown = ax.imshow(np.ma.masked_invalid(values), cmap="viridis_r", aspect="auto")
-    ax.set_facecolor("#dddddd")
     finite = values[np.isfinite(values)]
-    middle = float(np.median(finite)) if finite.size else 0.0
+    norm = LogNorm(finite.min(), finite.max()) if finite.size else None  # times span decades
+    shown = ax.imshow(np.ma.masked_invalid(values), cmap="viridis_r", aspect="auto", norm=norm)
+    ax.set_facecolor("#dddddd")
     for (r, c), v in np.ndenumerate(values):
         if np.isfinite(v):
-            colour = "white" if v > middle else "black"
+            colour = "white" if norm(v) > 0.5 else "black"
             ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=8, color=colour)
-    ax.set_xticks(range(len(columns)), columns, rotation=45 if len(columns) > 6 else 0)
-    ax.set_yticks(range(len(rows)), rows)
+    labels = [repr(json.loads(text)) for text in columns]
+    ax.set_xticks(range(len(columns)), labels, rotation=45 if len(columns) > 6 else 0)
+    ax.set_yticks(range(len(rows)), [repr(json.loads(text)) for text in rows])
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(f"best time (ms) by {y} and {x}", fontsize=10)

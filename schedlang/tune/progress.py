@@ -18,7 +18,9 @@ class Progress:
                 warnings.simplefilter("ignore")
                 from tqdm.auto import tqdm
 
-                self._bar = tqdm(total=total, desc=description, unit="trial", smoothing=0.1)
+                self._bar = tqdm(
+                    total=total, desc=description, unit="trial", smoothing=0.1, mininterval=0.5
+                )
 
     def add(self, status: str, seconds: float | None) -> None:
         self.counts[status] += 1

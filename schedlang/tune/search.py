@@ -102,7 +102,9 @@ class Optuna(Search):
 
     def __init__(self, space: Space, seed: int, sampler=None) -> None:
         super().__init__(space)
-        import optuna
+        with warnings.catch_warnings():  # its tqdm.auto warns in Jupyter without ipywidgets
+            warnings.simplefilter("ignore")
+            import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         if sampler is None:

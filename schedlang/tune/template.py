@@ -65,8 +65,11 @@ class Template:
         module = sys.modules.get(self.function.__module__)
         if self.function.__module__ != "__main__" and getattr(module, self.__name__, None) is self:
             return find, (self.name,)
+        from ..errors import _cell_name
+
         filename = self.function.__code__.co_filename
-        return _revived, (self.function, self.name, self.takes_config, filename)
+        shown = _cell_name(filename) or filename  # a notebook's cell as IPython names it
+        return _revived, (self.function, self.name, self.takes_config, shown)
 
     @functools.cached_property
     def source_digest(self) -> str:
