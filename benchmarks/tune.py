@@ -3,6 +3,7 @@ Triton's autotune, and how its trials per second grow with a second GPU.
 
     python benchmarks/tune.py gemm [--size 4096]      # first run, fresh caches: wall-clock,
                                                       # best vs examples/gpu_gemm.py
+    python benchmarks/tune.py gemm --fp16             # the same for the tensor-core GEMM
     python benchmarks/tune.py triton [--configs 16]   # Triton's autotune, time per config
     python benchmarks/tune.py gpus [--size 8192]      # Dask, one worker per GPU: 1 vs all
 
@@ -29,16 +30,19 @@ def _fresh_caches() -> None:
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-tune-")
 
 
-def gemm(size: int, search: str, trials: int | None) -> None:
+def gemm(size: int, search: str, trials: int | None, fp16: bool) -> None:
+    """The float32 GEMM template (`examples/tune_gemm.py`) against `examples/gpu_gemm.py`, or
+    with `fp16` the warpgroup tensor-core template (`examples/tune_gemm_fp16.py`) against
+    `examples/gpu_gemm_wgmma.py`'s fastest options."""
     import numpy as np
 
     import schedlang as sl
-    from examples import gpu_gemm, tune_gemm
+    from examples import gpu_gemm, gpu_gemm_wgmma, tune_gemm, tune_gemm_fp16
 
     _fresh_caches()
+    template, target = (tune_gemm_fp16.gemm, "cuda") if fp16 else (tune_gemm.gemm, tune_gemm.TARGET)
     start = time.perf_counter()
-    log = sl.tune.run(tune_gemm.gemm(size, size, size), target=tune_gemm.TARGET, search=search,
-                      trials=trials)  # fmt: skip
+    log = sl.tune.run(template(size, size, size), target=target, search=search, trials=trials)
     wall = time.perf_counter() - start
     best = log.best()
     print(f"tuning {len(log)} points ({log.counts()}) took {wall:.1f} s wall-clock")
@@ -47,20 +51,24 @@ def gemm(size: int, search: str, trials: int | None) -> None:
     print(f"per trial: {wall / len(log) * 1e3:.0f} ms; per kernel built {built * 1e3:.0f} ms "
           f"(in parallel), measured {measured * 1e3:.0f} ms; best {best.knobs}")  # fmt: skip
     start = time.perf_counter()
-    again = sl.tune.run(tune_gemm.gemm(size, size, size), target=tune_gemm.TARGET, search=search,
-                        trials=trials)  # fmt: skip
+    again = sl.tune.run(template(size, size, size), target=target, search=search, trials=trials)
     print(f"asking again: {time.perf_counter() - start:.2f} s, same best: {again.best() == best}")
 
     rng = np.random.default_rng(0)
-    at = sl.array(rng.standard_normal((size, size), dtype=np.float32))
-    b = sl.array(rng.standard_normal((size, size), dtype=np.float32))
+    if fp16:
+        a = sl.array(rng.standard_normal((size, size)).astype(np.float16))
+        b = sl.array(rng.standard_normal((size, size)).astype(np.float16))
+        hand = gpu_gemm_wgmma.build(size, size, size, **gpu_gemm_wgmma.FAST)
+    else:
+        a = sl.array(rng.standard_normal((size, size), dtype=np.float32))
+        b = sl.array(rng.standard_normal((size, size), dtype=np.float32))
+        hand = gpu_gemm.build(size, size, size)
     c = sl.empty((size, size))
     found = best.build()
-    hand = gpu_gemm.build(size, size, size)
     times = {"found": [], "hand": []}
     for _ in range(5):
-        times["found"].append(found.time(at, b, c, repeat=20))
-        times["hand"].append(hand.time(at, b, c, repeat=20))
+        times["found"].append(found.time(a, b, c, repeat=20))
+        times["hand"].append(hand.time(a, b, c, repeat=20))
     flops = 2.0 * size**3
     for name, samples in times.items():
         median = statistics.median(samples)
@@ -168,9 +176,10 @@ def main() -> None:
     parser.add_argument("--search", default="grid")
     parser.add_argument("--trials", type=int, default=None)
     parser.add_argument("--configs", type=int, default=32)
+    parser.add_argument("--fp16", action="store_true", help="the tensor-core GEMM template")
     args = parser.parse_args()
     if args.part == "gemm":
-        gemm(args.size, args.search, args.trials)
+        gemm(args.size, args.search, args.trials, args.fp16)
     elif args.part == "triton":
         triton(args.size, args.configs)
     else:

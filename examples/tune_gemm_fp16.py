@@ -1,0 +1,52 @@
+"""The float16 GEMM on Hopper's warpgroup tensor cores (`examples.gpu_gemm_wgmma`) as a
+template: block shape, k step, pipeline depth, the copy engine and block grouping are knobs.
+
+The space (384 points): block rows 64/128/256 (one to four warpgroups), block columns
+64/128/192/256, k step 64/128, 2 to 5 pipeline stages, copies by the threads or by the copy
+engine (TMA), and blocks launched in order or in groups of 8 block columns. The template
+declares invalid the points whose stages would not fit in a multiprocessor's 227 KB of shared
+memory; the fastest options `gpu_gemm_wgmma.FAST` (128 x 256, step 64, 4 stages, TMA) are one
+of the points.
+
+    python -m examples.tune_gemm_fp16 4096      # on a Hopper GPU
+"""
+
+from __future__ import annotations
+
+import sys
+
+import schedlang as sl
+from examples import gpu_gemm_wgmma
+
+SHARED_BYTES = 227 * 1024  # what one block may have on sm_90
+
+
+@sl.tune.template
+def gemm(cfg, m, n, k, dtype="float16"):
+    a, b, c = gpu_gemm_wgmma.gemm(m, n, k, dtype, "float32")
+    block_rows = cfg.choice("block_rows", [64, 128, 256])
+    block_cols = cfg.choice("block_cols", [64, 128, 192, 256])
+    step = cfg.choice("step", [64, 128])
+    stages = cfg.choice("stages", [2, 3, 4, 5])
+    tma = cfg.flag("tma")
+    group = cfg.choice("group", [0, 8])
+    cfg.add_flop(2.0 * m * n * k)
+    staged = (block_rows + block_cols) * step * 2 * stages
+    if staged > SHARED_BYTES:
+        raise sl.tune.Invalid(f"{stages} stages of {staged // stages} bytes exceed 227 KB")
+    s = gpu_gemm_wgmma.schedule(
+        a, b, c, block_rows=block_rows, block_cols=block_cols, step=step, stages=stages,
+        tma=tma, group=group,
+    )  # fmt: skip
+    return s, [a, b, c]
+
+
+def main(size: int = 4096) -> None:
+    log = sl.tune.run(gemm(size, size, size), target="cuda", search="grid")
+    best = log.best()
+    print(log)
+    print(f"best: {best.knobs}: {2.0 * size**3 / best.seconds / 1e12:.0f} TFLOP/s")
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:]))
