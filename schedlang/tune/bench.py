@@ -16,7 +16,6 @@ import threading
 import numpy as np
 
 from ..display.check_data import TOLERANCE, check_inputs, hidden_sizes
-from ..errors import InternalError, SchedlangError
 from ..ir.evaluate import reference
 from ..ir.tensor import PlaceholderOp, Tensor
 from ..runtime.device_array import DeviceArray, array
@@ -69,22 +68,24 @@ class Bench:
 
     def measure(self, built: Built) -> tuple[str, float | None, str]:
         """``(status, seconds, error)`` of a built configuration: ``ok`` with its median time,
-        ``wrong`` with how far it is off, or ``failed`` where it would not load or run. A
+        ``wrong`` with how far it is off, ``illegal`` where this GPU cannot launch its blocks,
+        or ``failed`` where it would not load or run. A
         kernel that cannot win is not timed on: one run over four times the best time this
         bench has measured, or a median of three over twice, says how far it is."""
         from ..runtime.saved import revive
 
         try:
             kernel = revive(built.kernel, f"configuration {built.number}")
+            unfit = _unfit(kernel)
+            if unfit:
+                return "illegal", None, unfit
             if built.cubin is not None:
                 from ..runtime.cuda_driver import offer_cubin
 
                 offer_cubin(kernel.ptx, kernel._compiled.arch, built.cubin)
             with _measuring:
                 return self._measure(kernel)
-        except InternalError as error:
-            return "failed", None, f"{type(error).__name__}: {error}"
-        except SchedlangError as error:  # it does not fit this device (too much shared memory)
+        except Exception as error:  # noqa: BLE001 - a kernel that will not load or run is a finding
             return "failed", None, f"{type(error).__name__}: {error}"
 
     def _measure(self, kernel) -> tuple[str, float | None, str]:
@@ -110,11 +111,28 @@ class Bench:
         return "ok", seconds, ""
 
 
+def _unfit(kernel) -> str:
+    """Why this GPU cannot launch `kernel`'s blocks (too many threads, too much shared
+    memory), or "": such a point is illegal here, as one refused before any code was made."""
+    if not hasattr(kernel, "ptx"):
+        return ""
+    from ..errors import LaunchError
+    from ..runtime import cuda_driver
+    from ..runtime.cuda_launch import check_block
+
+    try:
+        for part in kernel._compiled.plan.kernels:
+            check_block(part, f"{kernel.lowered.name}/{part.name}", cuda_driver.device())
+    except LaunchError as error:
+        return f"LaunchError: {error}"
+    return ""
+
+
 def _relative_error(got: np.ndarray, want: np.ndarray, scale: float, scratch) -> float:
     """The largest difference over the largest reference value; inf for NaN. Computed in
     `scratch` (float32 for float32 and narrower outputs): no allocation per check."""
-    if got.dtype == np.bool_:
-        return float(np.count_nonzero(got != want))
+    if got.dtype == np.bool_:  # bytes, as written: the poison (0xAB) is neither 0 nor 1
+        return float(np.count_nonzero(got.view(np.uint8) != want.view(np.uint8)))
     np.subtract(got, want, out=scratch, dtype=scratch.dtype)
     np.abs(scratch, out=scratch)
     largest = float(scratch.max(initial=0.0))

@@ -39,6 +39,7 @@ class Trial:
     target: str
     versions: dict = field(default_factory=dict)
     when: str = ""
+    module: str = ""  # where the template was defined, imported to find it again
 
     def json(self) -> str:
         return json.dumps(asdict(self))
@@ -54,7 +55,7 @@ class Trial:
         arguments where those are not JSON."""
         from .template import find
 
-        template = find(self.template)
+        template = find(self.template, self.module)
         if template is None:
             raise TuneError(
                 f"template {self.template!r} is not defined in this process; define (or "
@@ -115,22 +116,31 @@ class Log:
             )
         return min(good, key=lambda t: t.seconds)
 
+    def latest(self) -> Log:
+        """The trials of the task tuned last (a log file may hold several tasks')."""
+        key = self.trials[-1].key if self.trials else None
+        return Log([t for t in self.trials if t.key == key], self.path)
+
     def top(self, count: int = 10) -> list[Trial]:
-        return sorted((t for t in self.trials if t.ok), key=lambda t: t.seconds)[:count]
+        """The fastest correct trials of the latest task, fastest first."""
+        good = (t for t in self.latest().trials if t.ok)
+        return sorted(good, key=lambda t: t.seconds)[:count]
 
     @entry_point
     def plot(self):
-        """Each trial's time and the best so far, in trial order (a matplotlib Figure)."""
+        """The latest task's trials: each one's time and the best so far, in trial order (a
+        matplotlib Figure)."""
         from .plots import convergence
 
-        return convergence(self)
+        return convergence(self.latest())
 
     @entry_point
     def heatmap(self, x: str, y: str):
-        """The best time at each pair of values of knobs `x` and `y` (a matplotlib Figure)."""
+        """The best time of the latest task at each pair of values of knobs `x` and `y` (a
+        matplotlib Figure)."""
         from .plots import heatmap
 
-        return heatmap(self, x, y)
+        return heatmap(self.latest(), x, y)
 
     def __str__(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in self.counts().items())
@@ -173,8 +183,13 @@ def _read(path: Path) -> list[Trial]:
 def append(path: Path | None, trial: Trial) -> None:
     if path is None:
         return
-    with path.open("a") as out:
-        out.write(trial.json() + "\n")
+    with path.open("a+b") as out:
+        out.seek(0, 2)
+        if out.tell():  # a line cut short by a killed run is ended, not continued
+            out.seek(-1, 2)
+            if out.read(1) != b"\n":
+                out.write(b"\n")
+        out.write((trial.json() + "\n").encode())
 
 
 def _ms(seconds: float | None) -> str:

@@ -38,7 +38,6 @@ class Here:
         self._make = lambda: Bench(task, kind, bench_data(task, seed, sizes), sizes, repeat)
         self._bench: Bench | None = None
         self.device = device_name(kind)
-        self.workers = 1
 
     def submit(self, built: Built) -> Future:
         future: Future = Future()
@@ -57,22 +56,33 @@ class OnCluster:
 
         self.client = connect(cluster, kind)
         self._owned = not _is_client(cluster)
-        self._blob = cloudpickle.dumps(task)
-        self._settings = (kind, sizes, repeat)
-        # the reference, computed here once (with all of this machine's cores: Dask gives its
-        # workers' BLAS one thread) and sent to every worker
-        [self._data] = self.client.scatter([bench_data(task, seed, sizes)], broadcast=True)
-        names = self.client.run(device_name, kind)
-        self.devices = sorted(set(names.values()))
-        self.workers = len(names)
-        if not names:
-            from .knobs import TuneError
+        try:
+            names = self.client.run(device_name, kind)
+            if not names:
+                from .knobs import TuneError
 
-            raise TuneError("the Dask cluster has no workers to measure on")
+                raise TuneError("the Dask cluster has no workers to measure on")
+            self.devices = sorted(set(names.values()))
+            if len(self.devices) > 1:
+                from .knobs import TuneError
+
+                raise TuneError(
+                    f"the Dask cluster's workers measure on {', '.join(self.devices)}: a "
+                    "tuning run's times compare one kind of device; give it a cluster of one"
+                )
+            self._blob = cloudpickle.dumps(task)
+            self._settings = (kind, sizes, repeat)
+            # the reference, computed here once (with all of this machine's cores: Dask gives
+            # its workers' BLAS one thread) and sent to every worker
+            data = bench_data(task, seed, sizes)
+            [self._data] = self.client.scatter([data], broadcast=True)
+        except BaseException:
+            self.close()
+            raise
 
     def submit(self, built: Built) -> Future:
         future: Future = Future()
-        arguments = (self._blob, self._settings, self._data, built)
+        arguments = (self._blob, self._settings, self._data, self._data.key, built)
         remote = self.client.submit(_measure_remote, *arguments, pure=False)
 
         def settle(done) -> None:
@@ -86,6 +96,9 @@ class OnCluster:
         return future
 
     def close(self) -> None:
+        data = getattr(self, "_data", None)
+        if data is not None:  # the workers' benches of this run hold GPU memory: let it go
+            self.client.run(_forget, data.key)
         if self._owned:
             cluster = getattr(self.client, "cluster", None)
             self.client.close()
@@ -120,20 +133,25 @@ def _is_client(value) -> bool:
     return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")
 
 
-_benches: dict[bytes, Bench] = {}
+_benches: dict[str, Bench] = {}  # by the key of the run's data on the cluster
 _benches_lock = threading.Lock()
 
 
-def _measure_remote(blob: bytes, settings: tuple, data: tuple, built: Built) -> tuple:
-    """On a worker: `built` measured with the worker's bench for the task in `blob`."""
+def _measure_remote(blob: bytes, settings: tuple, data: tuple, key: str, built: Built) -> tuple:
+    """On a worker: `built` measured with the worker's bench for this run (`key`: its data's)."""
     import cloudpickle
 
     kind, sizes, repeat = settings
     with _benches_lock:
-        bench = _benches.get(blob)
+        bench = _benches.get(key)
         if bench is None:
-            bench = _benches[blob] = Bench(cloudpickle.loads(blob), kind, data, sizes, repeat)
+            bench = _benches[key] = Bench(cloudpickle.loads(blob), kind, data, sizes, repeat)
     return (*_timed(bench, built), device_name(kind))
+
+
+def _forget(key: str) -> None:
+    with _benches_lock:
+        _benches.pop(key, None)
 
 
 def _timed(bench: Bench, built: Built) -> tuple:

@@ -29,6 +29,7 @@ class Workers:
         self._hello = (cloudpickle.dumps(task), target)
         self._queue: queue.Queue = queue.Queue()
         self._processes: list[subprocess.Popen] = []
+        self._closed = False
         self._threads = [
             threading.Thread(target=self._serve, name=f"schedlang-compile-{k}", daemon=True)
             for k in range(count)
@@ -42,14 +43,24 @@ class Workers:
         return future
 
     def close(self) -> None:
+        """Stop: configurations not yet started are dropped, the processes are killed."""
+        self._closed = True
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[1].cancel()
         for _ in self._threads:
             self._queue.put(None)
-        for thread in self._threads:
-            thread.join(timeout=5)
-        for process in list(self._processes):
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+        for _ in range(2):  # again after the threads stop: one may have started a process
+            for process in list(self._processes):
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+            for thread in self._threads:
+                thread.join(timeout=5)
 
     def __enter__(self) -> Workers:
         return self
@@ -58,6 +69,8 @@ class Workers:
         self.close()
 
     def _start(self) -> subprocess.Popen:
+        if self._closed:
+            raise RuntimeError("the compile processes are stopping")
         # the children import what this process can (a notebook may have extended sys.path)
         paths = [p for p in sys.path if p and os.path.isdir(p)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
@@ -75,19 +88,25 @@ class Workers:
         process = None
         while True:
             item = self._queue.get()
-            if item is None:
+            if item is None or self._closed:
                 break
             number, future = item
-            if process is None:
-                process = self._start()
+            if not future.set_running_or_notify_cancel():
+                continue
             try:
+                if process is None:
+                    process = self._start()
                 send(process.stdin, number)
                 future.set_result(receive(process.stdout))
-            except (EOFError, OSError, BrokenPipeError):
-                code = process.wait()
+            except Exception as error:  # noqa: BLE001 - the process died or garbled its answer
+                if process is not None and process.poll() is None:
+                    process.kill()
+                code = None if process is None else process.wait()
                 message = f"the compile process died (exit code {code}) building it"
+                if code is None or code == -9:
+                    message = f"the compile process failed building it ({error!r})"
                 future.set_result(Built(number, "failed", "", message, 0.0))
                 process = None
-        if process is not None:
+        if process is not None and process.poll() is None:
             process.stdin.close()
             process.wait(timeout=10)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import entry_point, warn
 from .building import Built
+from .knobs import TuneError
 from .log import Log, Trial, append, load
 from .progress import Progress
 from .search import make_search
@@ -69,9 +70,9 @@ def run(
     try:
         build_target = _build_target(resolved, measurer)
         device = measurer.device if hasattr(measurer, "device") else measurer.devices[0]
-        key = _key(task, build_target, device)
+        key = _key(task, build_target, device, sizes)
         path = _log_path(log, key)
-        earlier = [t for t in load(path).trials if t.key == key] if path and cache else []
+        earlier = _earlier(load(path).trials, key, space) if path and cache else []
         chooser = make_search(search, space, seed)
         for t in earlier:
             chooser.seen(t.number, t.seconds if t.ok else None)
@@ -143,6 +144,7 @@ class _Recorder:
         trial = Trial(
             key=self.key,
             template=self.task.name,
+            module=self.task.template.function.__module__,
             args=self.task.arguments_json(),
             number=built.number,
             knobs=space.values(built.number),
@@ -189,15 +191,32 @@ def _build_target(resolved, measurer) -> str:
     return f"cuda -arch={arch}{more}"
 
 
-def _key(task, target: str, device: str) -> str:
+def _earlier(trials, key: str, space) -> list:
+    """The trials of `key` a run starts from: those whose knobs still name the same
+    configuration; a failure (a compile process that died, a lost worker) is tried again."""
+    kept = []
+    for t in trials:
+        if t.key != key or t.status == "failed":
+            continue
+        try:
+            if space.number_of(t.knobs) == t.number:
+                kept.append(t)
+        except TuneError:
+            continue
+    return kept
+
+
+def _key(task, target: str, device: str, sizes=None) -> str:
+    given = sorted((getattr(k, "name", k), v) for k, v in (sizes or {}).items())
     parts = [
         task.algorithm_text(),
         task.name,
         task.template.source_digest,
         task.arguments_json(),
-        task.space.describe(),
+        task.space.identity(),
         target,
         device,
+        repr(given),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 

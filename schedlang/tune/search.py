@@ -116,6 +116,7 @@ class Optuna(Search):
         self._optuna = optuna
         self._study = optuna.create_study(sampler=sampler, direction="minimize")
         self._trials: dict[int, object] = {}  # number -> the optuna trial awaiting its result
+        self._values: dict[int, float | None] = {}  # number -> log(seconds), None: no time
         self._distributions = {
             knob.name: (
                 optuna.distributions.IntDistribution(0, len(knob) - 1)
@@ -133,12 +134,18 @@ class Optuna(Search):
             if number not in self.taken:
                 self._trials[number] = trial
                 return number
-            # a point already tried: it gets no second measurement, the sampler a cue to move
-            self._study.tell(trial, state=self._optuna.trial.TrialState.PRUNED)
+            # a point already tried gets no second measurement: the sampler hears its result
+            # again (a failure for one that had none, or is still being measured)
+            value = self._values.get(number)
+            if value is None:
+                self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+            else:
+                self._study.tell(trial, value)
         self._fallback.taken = self.taken
         return self._fallback._propose()
 
     def tell(self, number: int, seconds: float | None) -> None:
+        self._values[number] = None if seconds is None else math.log(seconds)
         trial = self._trials.pop(number, None)
         if trial is None:
             self._seen(number, seconds)
@@ -148,6 +155,7 @@ class Optuna(Search):
             self._study.tell(trial, math.log(seconds))
 
     def _seen(self, number: int, seconds: float | None) -> None:
+        self._values[number] = None if seconds is None else math.log(seconds)
         if seconds is None:
             return  # optuna learns nothing from a failure it did not propose
         trial = self._optuna.trial.create_trial(

@@ -10,8 +10,11 @@ varying slowest, so that a grid search walks it in the order the knobs were defi
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
 
 from ..errors import entry_point
 from ..ir.expr import Const
@@ -83,6 +86,10 @@ class Space:
 
     __repr__ = __str__ = describe
 
+    def identity(self) -> str:
+        """Every knob with every choice, for the tuning cache's key (`describe` abbreviates)."""
+        return repr([(type(k).__name__, k.name, k.choices) for k in self.knobs.values()])
+
 
 class Config:
     """What a template reads its knobs from: defining them (the first run, which finds the
@@ -138,9 +145,17 @@ class Config:
 
     @entry_point
     def define_knob(self, name: str, candidate: Sequence) -> None:
-        if not candidate:
+        if not len(candidate):
             raise TuneError(f"knob {name!r} has no candidates")
-        self._define(Choice(name, tuple(_frozen(c) for c in candidate)))
+        choices = tuple(_frozen(c) for c in candidate)
+        try:
+            json.dumps(choices)
+        except TypeError:
+            raise TuneError(
+                f"knob {name!r}: its choices must be numbers, strings, booleans or lists of "
+                f"them (the log writes them as JSON), got {list(candidate)!r}"
+            ) from None
+        self._define(Choice(name, choices))
 
     @entry_point
     def define_split(
@@ -171,7 +186,8 @@ class Config:
         self._define(Annotate(name, annotate_choices(name, len(axes), policy)))
 
     def add_flop(self, flop: float) -> None:
-        """The work of one run (AutoTVM reports GFLOP/s with it)."""
+        """The work of one run, as the template counts it (the AutoTVM tuners report GFLOP/s
+        with it; without it they count the algorithm's own)."""
         self.flop += float(flop)
 
     # schedlang's form -------------------------------------------------------------------
@@ -246,9 +262,12 @@ def _extent(axis: object, stage=None) -> int | None:
 
 
 def _frozen(value: object) -> object:
-    """Lists as tuples, so that choices compare and hash."""
-    if isinstance(value, list):
+    """Lists as tuples, so that choices compare and hash; numpy's scalars as Python's, so
+    that the log can write them."""
+    if isinstance(value, (list, tuple)):
         return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
     return value
 
 

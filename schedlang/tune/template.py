@@ -9,6 +9,7 @@ the config is also the *current* one (`current`), which is what ``get_config`` r
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import hashlib
@@ -64,7 +65,7 @@ class Template:
         put back into its code, which cloudpickle leaves out."""
         module = sys.modules.get(self.function.__module__)
         if self.function.__module__ != "__main__" and getattr(module, self.__name__, None) is self:
-            return find, (self.name,)
+            return find, (self.name, self.function.__module__)
         from ..errors import _cell_name
 
         filename = self.function.__code__.co_filename
@@ -107,16 +108,18 @@ def template(function: Callable | str | None = None, *, name: str | None = None)
     return Template(function, name, takes_config=True)
 
 
-def find(name: str) -> Template | None:
-    """The template registered as `name` in this process (importing the module the name
-    starts with when it is not yet: a template of a file, found by a later process)."""
-    module = name
-    while name not in _registry and "." in module:
-        module = module.rpartition(".")[0]
-        try:
+def find(name: str, module: str = "") -> Template | None:
+    """The template registered as `name` in this process, importing `module` (where it was
+    defined) or else the modules the name starts with, when it is not registered yet: a
+    template of a file, found by a compile process or a later program."""
+    if name not in _registry and module and module != "__main__":
+        with contextlib.suppress(ImportError):
             importlib.import_module(module)
-        except ImportError:
-            continue
+    prefix = name
+    while name not in _registry and "." in prefix:
+        prefix = prefix.rpartition(".")[0]
+        with contextlib.suppress(ImportError):
+            importlib.import_module(prefix)
     return _registry.get(name)
 
 
@@ -138,8 +141,10 @@ class Task:
     def space(self) -> Space:
         """The knobs, found by running the template once (each knob at its first choice)."""
         space = Space()
-        made = self.template.run(Config(space), self.args, self.kwargs)
+        config = Config(space)
+        made = self.template.run(config, self.args, self.kwargs)
         self._first = made
+        self.flop = config.flop  # what `cfg.add_flop` declared (0: nothing)
         if not space.knobs:
             raise TuneError(f"template {self.template.name!r} defines no knob: nothing to tune")
         return space

@@ -196,3 +196,64 @@ def test_a_template_defined_in_a_function_travels_by_value_and_keeps_its_file(tm
     for trial in log:
         if trial.status == "illegal":
             assert "was already split" in trial.error and "test_run.py:" in trial.error
+
+
+def test_closing_the_compile_processes_leaves_none_running():
+    from schedlang.tune.pool import Workers
+
+    task = templates.matmul(9, 9, 9)
+    pool = Workers(task, "cpu", 2)
+    futures = [pool.submit(n) for n in range(8)]
+    futures[0].result()
+    pool.close()
+    assert all(p.poll() is not None for p in pool._processes)
+    assert all(f.done() for f in futures)
+
+
+def test_a_compile_process_that_prints_to_its_standard_output_still_answers(tmp_path):
+    @sl.tune.template
+    def chatty(cfg, n):
+        import os as inner_os
+
+        inner_os.write(1, b"a line on standard output\n")
+        print("and one from print")
+        a = sl.placeholder((n,), name="A")
+        b = sl.compute((n,), lambda i: a[i] * 2.0, name="B")
+        s = sl.create_schedule(b)
+        cfg.split("tile", s[b], s[b].op.axis[0], candidates=[[-1, 2], [-1, 4]])
+        return s, [a, b]
+
+    log = _run(chatty(10), tmp_path)
+    assert log.counts()["ok"] == 2
+
+
+def test_a_log_line_cut_short_is_skipped_and_the_next_starts_afresh(tmp_path):
+    first = _run(templates.matmul(5, 7, 9), tmp_path, trials=2)
+    path = tmp_path / "log.jsonl"
+    path.write_text(path.read_text() + '{"key": "cut sho')  # a run killed mid-line
+    more = _run(templates.matmul(5, 7, 9), tmp_path, trials=3)
+    assert len(sl.tune.load(path)) == 3
+    assert [t.number for t in more][:2] == [t.number for t in first]
+
+
+def test_the_log_keys_the_sizes_and_every_choice(tuned):
+    task, log, _ = tuned
+    device = log.trials[0].device
+    key = runner_module._key(task, "cpu", device)
+    assert runner_module._key(task, "cpu", device, {"n": 4}) != key
+    other = templates.matmul(13, 21, 19)
+    other.space.knobs["tile_i"] = type(other.space.knobs["tile_i"])(
+        "tile_i", ((-1, 4), (-1, 16)), 13, "candidate"
+    )
+    assert runner_module._key(other, "cpu", device) != key
+
+
+def test_knob_choices_must_be_json_values():
+    import numpy as np
+
+    space = sl.tune.Space()
+    cfg = sl.tune.Config(space)
+    cfg.define_knob("n", np.arange(3))  # numpy's integers are written as Python's
+    assert space.knobs["n"].choices == (0, 1, 2)
+    with pytest.raises(sl.tune.TuneError, match="its choices must be numbers, strings"):
+        cfg.define_knob("f", [len])

@@ -23,10 +23,27 @@ class ApplyHistoryBest:
         _contexts.remove(self)
 
     def knobs(self, task) -> dict | None:
+        """The fastest logged knobs of `task` (its template and arguments) for the current
+        target's kind, that name a configuration of its space as it is now."""
+        from ...tune.knobs import TuneError
+        from ..target import Target
+
         arguments = task.arguments_json()
-        mine = [t for t in self.log if t.template == task.name and t.args == arguments]
-        good = [t for t in mine if t.ok]
-        return min(good, key=lambda t: t.seconds).knobs if good else None
+        current = Target.current()
+        kind = None if current is None else current.schedlang.split()[0]
+        mine = [
+            t
+            for t in self.log
+            if t.ok and t.template == task.name and t.args == arguments
+            and (kind is None or t.target.split()[0] == kind)
+        ]  # fmt: skip
+        for trial in sorted(mine, key=lambda t: t.seconds):
+            try:
+                task.space.number_of(trial.knobs)
+            except TuneError:  # logged by another version of the template
+                continue
+            return trial.knobs
+        return None
 
 
 def apply_history_best(records) -> ApplyHistoryBest:

@@ -76,9 +76,12 @@ class GATuner(Tuner):
 
 
 def _flop(task) -> float:
-    """The work of one run of the task's algorithm."""
+    """The work of one run of the task's algorithm: as its template declares it, else as
+    schedlang counts it."""
     from ...display.work import count_flops
 
     task.space  # noqa: B018 (runs the template once)
-    s, args = task._first
+    if task.flop:  # the template's own count (cfg.add_flop)
+        return task.flop
+    s, _ = task._first
     return float(count_flops(s.roots, {}))
