@@ -32,19 +32,26 @@ def device_name(kind: str) -> str:
 
 
 class Here:
-    """Measuring in this process; the reference is computed at the first kernel to check."""
+    """Measuring in this process. The reference is computed on a thread from `start` on,
+    beside the first compiles (numpy lets go of the interpreter while it multiplies)."""
 
     def __init__(self, task, kind: str, seed: int, sizes, repeat: int) -> None:
-        self._make = lambda: Bench(task, kind, bench_data(task, seed, sizes), sizes, repeat)
-        self._bench: Bench | None = None
         self.device = device_name(kind)
+        self._make = lambda: Bench(task, kind, bench_data(task, seed, sizes), sizes, repeat)
+        self._bench: Future | None = None
+
+    def start(self) -> None:
+        """Begin computing the reference (a run with configurations to measure calls it)."""
+        self._bench = _background(self._make)
 
     def submit(self, built: Built) -> Future:
         future: Future = Future()
-        if self._bench is None:
-            self._bench = self._make()
-        future.set_result((*_timed(self._bench, built), self.device))
+        future.set_result((*_timed(self._bench.result(), built), self.device))
         return future
+
+    def close(self) -> None:
+        if self._bench is not None:
+            self._bench.exception()  # waits for the thread; its error, if any, was the run's
 
 
 class OnCluster:
@@ -56,6 +63,7 @@ class OnCluster:
 
         self.client = connect(cluster, kind)
         self._owned = not _is_client(cluster)
+        self._data: Future | None = None
         try:
             names = self.client.run(device_name, kind)
             if not names:
@@ -73,16 +81,28 @@ class OnCluster:
             self._blob = cloudpickle.dumps(task)
             self._settings = (kind, sizes, repeat)
             # the reference, computed here once (with all of this machine's cores: Dask gives
-            # its workers' BLAS one thread) and sent to every worker
-            data = bench_data(task, seed, sizes)
-            [self._data] = self.client.scatter([data], broadcast=True)
+            # its workers' BLAS one thread) and sent to every worker, while the first
+            # configurations compile; then each worker makes its bench before its first kernel
+            self._start = lambda: self._prepare(task, seed, sizes, list(names))
         except BaseException:
             self.close()
             raise
 
+    def start(self) -> None:
+        """Begin computing the reference and sending it to the workers."""
+        self._data = _background(self._start)
+
+    def _prepare(self, task, seed, sizes, workers):
+        [data] = self.client.scatter([bench_data(task, seed, sizes)], broadcast=True)
+        for worker in workers:
+            arguments = (self._blob, self._settings, data, data.key)
+            self.client.submit(_warm_remote, *arguments, workers=[worker], pure=False)
+        return data
+
     def submit(self, built: Built) -> Future:
         future: Future = Future()
-        arguments = (self._blob, self._settings, self._data, self._data.key, built)
+        data = self._data.result()
+        arguments = (self._blob, self._settings, data, data.key, built)
         remote = self.client.submit(_measure_remote, *arguments, pure=False)
 
         def settle(done) -> None:
@@ -96,9 +116,10 @@ class OnCluster:
         return future
 
     def close(self) -> None:
-        data = getattr(self, "_data", None)
-        if data is not None:  # the workers' benches of this run hold GPU memory: let it go
-            self.client.run(_forget, data.key)
+        pending = self._data
+        if pending is not None and pending.exception() is None:
+            # the workers' benches of this run hold GPU memory: let it go
+            self.client.run(_forget, pending.result().key)
         if self._owned:
             cluster = getattr(self.client, "cluster", None)
             self.client.close()
@@ -137,8 +158,8 @@ _benches: dict[str, Bench] = {}  # by the key of the run's data on the cluster
 _benches_lock = threading.Lock()
 
 
-def _measure_remote(blob: bytes, settings: tuple, data: tuple, key: str, built: Built) -> tuple:
-    """On a worker: `built` measured with the worker's bench for this run (`key`: its data's)."""
+def _bench_remote(blob: bytes, settings: tuple, data: tuple, key: str) -> Bench:
+    """On a worker: its bench for the run whose data has `key`, made at the first call."""
     import cloudpickle
 
     kind, sizes, repeat = settings
@@ -146,7 +167,18 @@ def _measure_remote(blob: bytes, settings: tuple, data: tuple, key: str, built: 
         bench = _benches.get(key)
         if bench is None:
             bench = _benches[key] = Bench(cloudpickle.loads(blob), kind, data, sizes, repeat)
-    return (*_timed(bench, built), device_name(kind))
+    return bench
+
+
+def _warm_remote(blob: bytes, settings: tuple, data: tuple, key: str) -> None:
+    """On a worker, before its first kernel arrives: its bench made."""
+    _bench_remote(blob, settings, data, key)
+
+
+def _measure_remote(blob: bytes, settings: tuple, data: tuple, key: str, built: Built) -> tuple:
+    """On a worker: `built` measured with the worker's bench for this run."""
+    bench = _bench_remote(blob, settings, data, key)
+    return (*_timed(bench, built), device_name(settings[0]))
 
 
 def _forget(key: str) -> None:
@@ -159,3 +191,17 @@ def _timed(bench: Bench, built: Built) -> tuple:
     start = time.perf_counter()
     answer = bench.measure(built)
     return (*answer, time.perf_counter() - start)
+
+
+def _background(make) -> Future:
+    """``make()`` on a thread of its own; its result (or error) in the future."""
+    future: Future = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(make())
+        except BaseException as error:  # noqa: BLE001 - handed to whoever asks the future
+            future.set_exception(error)
+
+    threading.Thread(target=work, name="schedlang-tune-bench", daemon=True).start()
+    return future

@@ -80,6 +80,7 @@ def run(
         left = budget - len({t.number for t in earlier})
         if left <= 0 or chooser.exhausted:
             return done
+        measurer.start()
         count = workers or max(1, usable_cores())
         shown = Progress(left, progress, f"tuning {task.name}")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
@@ -90,8 +91,7 @@ def run(
             shown.close()
         return done
     finally:
-        if hasattr(measurer, "close"):
-            measurer.close()
+        measurer.close()
 
 
 def _loop(task, chooser, measurer, build_target, count, left, deadline, record) -> None:
