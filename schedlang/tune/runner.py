@@ -45,6 +45,7 @@ def run(
     timeout: float | None = None,
     progress: bool = True,
     callback=None,
+    patience: int | None = None,
 ) -> Log:
     """Search `task`'s space for its fastest schedule; the `Log` of its trials.
 
@@ -55,7 +56,8 @@ def run(
     again what the log holds. `workers`: compile processes (default: the usable cores).
     `cluster`: measure on Dask ("local", a scheduler address, or a ``distributed.Client``);
     by default here. `repeat`: timed runs per kernel. `sizes`: values of symbolic sizes.
-    `timeout`: seconds after which no new configuration is started. `callback(trial)` hears
+    `timeout`: seconds after which no new configuration is started; `patience`: trials without
+    a better time after which none is (AutoTVM's ``early_stopping``). `callback(trial)` hears
     each new trial.
     """
     from ..build import resolve_target
@@ -85,6 +87,7 @@ def run(
         shown = Progress(left, progress, f"tuning {task.name}")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         record = _Recorder(task, key, build_target, device, path, done, chooser, shown, callback)
+        record.patience = patience
         try:
             _loop(task, chooser, measurer, build_target, count, left, deadline, record)
         finally:
@@ -104,7 +107,12 @@ def _loop(task, chooser, measurer, build_target, count, left, deadline, record) 
         builds, measures = set(), set()
         while True:
             if overlap or not builds:
-                while asked < left and len(builds) < window and time.monotonic() < deadline:
+                while (
+                    asked < left
+                    and len(builds) < window
+                    and time.monotonic() < deadline
+                    and not record.out_of_patience
+                ):
                     number = chooser.ask()
                     if number is None:
                         break
@@ -136,6 +144,9 @@ class _Recorder:
     def __init__(self, task, key, target, device, path, log, chooser, shown, callback) -> None:
         self.task, self.key, self.target, self.path = task, key, target, path
         self.device = device  # of trials not measured (refused before any code was made)
+        self.patience: int | None = None
+        self.best = math.inf
+        self.since_best = 0  # trials since the best time fell
         self.log, self.chooser, self.shown, self.callback = log, chooser, shown, callback
         self.versions = _versions()
 
@@ -163,11 +174,18 @@ class _Recorder:
         append(self.path, trial)
         self.chooser.tell(built.number, seconds if status == "ok" else None)
         self.shown.add(status, seconds)
+        self.since_best += 1
+        if status == "ok" and seconds < self.best:
+            self.best, self.since_best = seconds, 0
         if self.callback is not None:
             self.callback(trial)
         if status in ("wrong", "failed"):
             shown = f"\nits schedule:\n{built.text}" if built.text else ""
             warn(f"tune {self.task.name}: configuration {trial.knobs} {status}: {error}{shown}")
+
+    @property
+    def out_of_patience(self) -> bool:
+        return self.patience is not None and self.since_best >= self.patience
 
 
 def _measurer(task, kind: str, cluster, seed, sizes, repeat):

@@ -258,3 +258,17 @@ def test_knob_choices_must_be_json_values():
     assert space.knobs["n"].choices == (0, 1, 2)
     with pytest.raises(sl.tune.TuneError, match="its choices must be numbers, strings"):
         cfg.define_knob("f", [len])
+
+
+def test_patience_stops_a_run_that_no_longer_improves(tmp_path):
+    """One compile process, one configuration at a time: the run stops right after two trials
+    in a row that beat no earlier time (its first trial is illegal: one already)."""
+    log = _run(templates.matmul(15, 17, 9), tmp_path, patience=2, workers=1,
+               search="random", trials=8)  # fmt: skip
+    assert len(log) < 8, "the run never stopped"
+    times = [t.seconds if t.ok else float("inf") for t in log]
+    best_before = [min(times[:k], default=float("inf")) for k in range(len(times))]
+    improved = [time < before for time, before in zip(times, best_before)]
+    assert not any(improved[-2:])  # the two last trials found nothing better
+    for k in range(2, len(log) - 1):  # and it did not stop at any earlier such pair
+        assert any(improved[k - 1 : k + 1])

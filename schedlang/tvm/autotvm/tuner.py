@@ -55,6 +55,7 @@ class Tuner:
             repeat=max(1, getattr(runner, "number", 4) * getattr(runner, "repeat", 1)),
             progress=any(isinstance(c, progress_bar) for c in callbacks),
             callback=told,
+            patience=early_stopping,
         )
         return self.log
 
