@@ -106,6 +106,11 @@ class Config:
         self.flop = 0.0
         self._defined: set[str] = set()
 
+    def __repr__(self) -> str:
+        if self.chosen is None:
+            return f"Config(finding the space: {len(self.space.knobs)} knobs so far)"
+        return f"Config({self.space.values(self.space.number(self.chosen))})"
+
     @property
     def is_fallback(self) -> bool:
         """True while the space is being found (AutoTVM's name)."""

@@ -9,6 +9,7 @@ import logging
 import numpy as np
 import pytest
 
+import schedlang as sl
 import schedlang.tvm as tvm
 import schedlang.tvm.testing  # noqa: F401 (tvm.testing, as the tutorial imports it)
 from schedlang.tvm import autotvm, te
@@ -125,3 +126,40 @@ def test_a_target_block_sets_the_target_of_build():
     b = tvm.nd.empty((5,))
     func(tvm.nd.array(np.arange(5, dtype=np.float32)), b)
     np.testing.assert_array_equal(b.numpy(), np.arange(5) + 1.0)
+
+
+def test_topi_conv2d_nchw_matches_its_numpy_reference():
+    from schedlang.tvm import topi
+    from schedlang.tvm.topi.testing import conv2d_nchw_python
+
+    data = te.placeholder((2, 3, 9, 8), name="data")
+    kernel = te.placeholder((5, 3, 3, 3), name="kernel")
+    conv = topi.nn.conv2d_nchw(data, kernel, (2, 1), (1, 1), dilation=1, out_dtype="float32")
+    assert conv.op.input_tensors[0].op.name == "pad_temp"  # what templates inline
+    s = te.create_schedule(conv.op)
+    s[conv.op.input_tensors[0]].compute_inline()
+    func = tvm.build(s, [data, kernel, conv], "llvm")
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-1, 1, (2, 3, 9, 8)).astype(np.float32)
+    w = rng.uniform(-1, 1, (5, 3, 3, 3)).astype(np.float32)
+    expected = conv2d_nchw_python(a, w, (2, 1), (1, 1))
+    assert expected.shape == (2, 5, 5, 8)
+    out = tvm.nd.empty(expected.shape)
+    func(tvm.nd.array(a), tvm.nd.array(w), out)
+    tvm.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_query_gives_the_best_config_or_the_fallback(tmp_path):
+    task = autotvm.task.create("tests/matmul", args=(8, 5, 6, "float32"), target="llvm")
+    assert task.workload == ("tests/matmul", 8, 5, 6, "float32")
+    fallback = autotvm.apply_history_best(None).query(task.target, task.workload)
+    assert fallback.knobs == {} and "tile_y': [-1, 1]" in repr(fallback)
+    path = tmp_path / "matmul.log"
+    autotvm.tuner.GridSearchTuner(task).tune(
+        n_trial=6, callbacks=[autotvm.callback.log_to_file(str(path))]
+    )
+    best = sl.tune.load(path).best()
+    chosen = autotvm.apply_history_best(str(path)).query(task.target, task.workload)
+    assert repr(chosen) == f"Config({best.knobs})"
+    cuda = autotvm.apply_history_best(str(path)).query("cuda", task.workload)
+    assert repr(cuda) == repr(fallback) != repr(chosen)  # logged on the CPU: none for CUDA

@@ -4,6 +4,7 @@ a tuning log holds for their arguments."""
 from __future__ import annotations
 
 from ...tune.log import Log, load
+from ...tune.space import Config
 
 _contexts: list[ApplyHistoryBest] = []
 
@@ -13,7 +14,10 @@ class ApplyHistoryBest:
     that knows the template and its arguments wins)."""
 
     def __init__(self, records) -> None:
-        self.log = records if isinstance(records, Log) else load(records)
+        if records is None:  # AutoTVM's tutorials pass None when they tuned nothing
+            self.log = Log()
+        else:
+            self.log = records if isinstance(records, Log) else load(records)
 
     def __enter__(self) -> ApplyHistoryBest:
         _contexts.append(self)
@@ -44,6 +48,24 @@ class ApplyHistoryBest:
                 continue
             return trial.knobs
         return None
+
+    def query(self, target, workload) -> Config:
+        """The best logged configuration of `workload` (a task's ``(name, *args)``) for
+        `target`'s kind, or the fallback (each knob's first choice) where there is none."""
+        from ...tune.template import Task, find
+        from ..target import as_target
+
+        name, *args = workload
+        template = find(name)
+        if template is None:
+            from ...tune.knobs import TuneError
+
+            raise TuneError(f"no template is registered as {name!r} (@autotvm.template)")
+        task = Task(template, tuple(args), {})
+        with as_target(target):
+            knobs = self.knobs(task)
+        number = 0 if knobs is None else task.space.number_of(knobs)
+        return task.config(number)
 
 
 def apply_history_best(records) -> ApplyHistoryBest:

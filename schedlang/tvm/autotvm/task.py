@@ -73,6 +73,11 @@ class Task:
     def config_space(self) -> Space:
         return self.task.space
 
+    @property
+    def workload(self) -> tuple:
+        """AutoTVM's name of the task: its template's name and arguments."""
+        return (self.name, *self.args)
+
     def __repr__(self) -> str:
         return f"Task(func_name={self.name}, args={self.args}, target={self.target})"
 

@@ -1,0 +1,24 @@
+"""``tvm.topi.testing``: numpy references that TE tutorials check their kernels with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def conv2d_nchw_python(a_np, w_np, stride, padding):
+    """The convolution of `tvm.topi.nn.conv2d_nchw`, in numpy (float64 sums)."""
+    batch, channels, height, width = a_np.shape
+    filters, _, rows, cols = w_np.shape
+    stride_h, stride_w = (stride, stride) if isinstance(stride, int) else stride
+    pad_h, pad_w = (padding, padding) if isinstance(padding, int) else padding[:2]
+    padded = np.pad(a_np, ((0, 0), (0, 0), (pad_h, pad_h), (pad_w, pad_w)))
+    out_h = (height + 2 * pad_h - rows) // stride_h + 1
+    out_w = (width + 2 * pad_w - cols) // stride_w + 1
+    out = np.zeros((batch, filters, out_h, out_w))
+    for y in range(rows):
+        for x in range(cols):
+            window = padded[
+                :, :, y : y + stride_h * out_h : stride_h, x : x + stride_w * out_w : stride_w
+            ]
+            out += np.einsum("nchw,fc->nfhw", window, w_np[:, :, y, x], dtype=np.float64)
+    return out.astype(a_np.dtype)
