@@ -94,9 +94,11 @@ class OnCluster:
 
     def _prepare(self, task, seed, sizes, workers):
         [data] = self.client.scatter([bench_data(task, seed, sizes)], broadcast=True)
-        for worker in workers:
-            arguments = (self._blob, self._settings, data, data.key)
+        arguments = (self._blob, self._settings, data, data.key)
+        self._warming = [  # held: Dask drops a task whose future nobody holds
             self.client.submit(_warm_remote, *arguments, workers=[worker], pure=False)
+            for worker in workers
+        ]
         return data
 
     def submit(self, built: Built) -> Future:

@@ -34,6 +34,10 @@ def test_a_local_cluster_measures_every_configuration(client, tmp_path):
     s, args = sl.tune.load(tmp_path / "log.jsonl").best().schedule()
     assert sl.build(s, args) is not None
     assert len(client.scheduler_info()["workers"]) == 2  # the client's cluster is left running
+    from schedlang.tune import measuring
+
+    held = client.run(lambda: len(measuring._benches))
+    assert set(held.values()) == {0}  # each worker let its bench for the run go
 
 
 def test_the_workers_find_wrong_kernels_too(client, tmp_path):
