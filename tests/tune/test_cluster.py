@@ -23,19 +23,26 @@ def client():
 
 
 def test_a_local_cluster_measures_every_configuration(client, tmp_path):
+    from schedlang.tune import measuring
+
     task = templates.matmul(11, 19, 7)
+    during = []
+
+    def heard(trial):
+        if trial.ok:
+            during.append(sum(client.run(lambda: len(measuring._benches)).values()))
+
     log = sl.tune.run(
         task, target="cpu", search="grid", cluster=client, workers=2, repeat=2,
-        log=tmp_path / "log.jsonl", progress=False,
+        log=tmp_path / "log.jsonl", progress=False, callback=heard,
     )  # fmt: skip
+    assert max(during) >= 1  # a worker held a bench while the run measured
     assert sorted(t.number for t in log) == list(range(len(task.space)))
     assert log.counts() == {"ok": 4, "illegal": 4, "wrong": 0, "failed": 0}
     assert all("CPU" in t.device for t in log)
     s, args = sl.tune.load(tmp_path / "log.jsonl").best().schedule()
     assert sl.build(s, args) is not None
     assert len(client.scheduler_info()["workers"]) == 2  # the client's cluster is left running
-    from schedlang.tune import measuring
-
     held = client.run(lambda: len(measuring._benches))
     assert set(held.values()) == {0}  # each worker let its bench for the run go
 
