@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import queue
+import select
 import subprocess
 import sys
 import threading
@@ -21,11 +22,13 @@ from .worker import receive, send
 
 
 class Workers:
-    """`count` compile processes for one task; `submit` a configuration number."""
+    """`count` compile processes for one task; `submit` a configuration number. A build that
+    takes longer than `timeout` seconds (None: no limit) has its process stopped and fails."""
 
-    def __init__(self, task, target: str, count: int) -> None:
+    def __init__(self, task, target: str, count: int, timeout: float | None = None) -> None:
         import cloudpickle
 
+        self._timeout = timeout
         self._hello = (cloudpickle.dumps(task), target)
         self._queue: queue.Queue = queue.Queue()
         self._processes: list[subprocess.Popen] = []
@@ -97,6 +100,15 @@ class Workers:
                 if process is None:
                     process = self._start()
                 send(process.stdin, number)
+                if self._timeout is not None:
+                    ready, _, _ = select.select([process.stdout], [], [], self._timeout)
+                    if not ready:
+                        process.kill()
+                        process.wait()
+                        process = None
+                        message = f"building it took longer than {self._timeout:g} s; stopped"
+                        future.set_result(Built(number, "failed", "", message, self._timeout))
+                        continue
                 future.set_result(receive(process.stdout))
             except Exception as error:  # noqa: BLE001 - the process died or garbled its answer
                 if process is not None and process.poll() is None:

@@ -46,6 +46,7 @@ def run(
     progress: bool = True,
     callback=None,
     patience: int | None = None,
+    build_timeout: float | None = 60.0,
 ) -> Log:
     """Search `task`'s space for its fastest schedule; the `Log` of its trials.
 
@@ -56,9 +57,10 @@ def run(
     again what the log holds. `workers`: compile processes (default: the usable cores).
     `cluster`: measure on Dask ("local", a scheduler address, or a ``distributed.Client``);
     by default here. `repeat`: timed runs per kernel. `sizes`: values of symbolic sizes.
-    `timeout`: seconds after which no new configuration is started; `patience`: trials without
-    a better time after which none is (AutoTVM's ``early_stopping``). `callback(trial)` hears
-    each new trial.
+    `timeout`: seconds after which no new configuration is started. `callback(trial)` hears
+    each new trial. `patience`: trials without a better time after which no new configuration
+    is started (AutoTVM's ``early_stopping``). `build_timeout`: seconds a configuration may take
+    to build before its process is stopped and it fails (None: no limit).
     """
     from ..build import resolve_target
     from ..platform_info import usable_cores
@@ -89,7 +91,8 @@ def run(
         record = _Recorder(task, key, build_target, device, path, done, chooser, shown, callback)
         record.patience = patience
         try:
-            _loop(task, chooser, measurer, build_target, count, left, deadline, record)
+            compiling = (build_target, count, build_timeout)
+            _loop(task, chooser, measurer, compiling, left, deadline, record)
         finally:
             shown.close()
         return done
@@ -97,13 +100,14 @@ def run(
         measurer.close()
 
 
-def _loop(task, chooser, measurer, build_target, count, left, deadline, record) -> None:
+def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
     from .pool import Workers
 
+    build_target, count, build_timeout = compiling
     overlap = build_target.startswith("cuda") or hasattr(measurer, "client")
     window = 2 * count if overlap else count
     asked = 0
-    with Workers(task, build_target, count) as pool:
+    with Workers(task, build_target, count, build_timeout) as pool:
         builds, measures = set(), set()
         while True:
             if overlap or not builds:

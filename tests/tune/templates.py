@@ -61,3 +61,16 @@ def gpu_scale(cfg, n):
     s[b].bind(bx, sl.thread_axis("blockIdx.x"))
     s[b].bind(tx, sl.thread_axis("threadIdx.x"))
     return s, [a, b]
+
+
+@sl.tune.template
+def slow(cfg, n):
+    """A template whose second choice takes ten seconds to make (as a huge unrolled build
+    might): a build timeout stops it."""
+    import time
+
+    if cfg.flag("slow"):
+        time.sleep(10)
+    a = sl.placeholder((n,), name="A")
+    b = sl.compute((n,), lambda i: a[i] + 1.0, name="B")
+    return sl.create_schedule(b), [a, b]

@@ -272,3 +272,9 @@ def test_patience_stops_a_run_that_no_longer_improves(tmp_path):
     assert not any(improved[-2:])  # the two last trials found nothing better
     for k in range(2, len(log) - 1):  # and it did not stop at any earlier such pair
         assert any(improved[k - 1 : k + 1])
+
+
+def test_a_build_that_takes_too_long_is_stopped_and_fails(tmp_path):
+    with pytest.warns(sl.SchedlangWarning, match="took longer than 5 s"):
+        log = _run(templates.slow(7), tmp_path, build_timeout=5, workers=1)
+    assert {t.knobs["slow"]: t.status for t in log} == {False: "ok", True: "failed"}

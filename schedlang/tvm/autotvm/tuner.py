@@ -52,6 +52,7 @@ class Tuner:
             log=files[0] if files else None,
             cache=False,
             workers=getattr(builder, "n_parallel", None),
+            build_timeout=getattr(builder, "timeout", None),
             repeat=max(1, getattr(runner, "number", 4) * getattr(runner, "repeat", 1)),
             progress=any(isinstance(c, progress_bar) for c in callbacks),
             callback=told,
