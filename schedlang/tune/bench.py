@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from ..display.check_data import TOLERANCE, check_inputs, hidden_sizes
+from ..display.check_data import TOLERANCE, check_inputs, hidden_sizes, relative_error
 from ..ir.evaluate import reference
 from ..ir.tensor import PlaceholderOp, Tensor
 from ..runtime.device_array import DeviceArray, array
@@ -30,8 +30,7 @@ def bench_data(task, seed: int = 0, sizes=None) -> tuple[list, list]:
     """The inputs (random, away from zero) and the reference outputs of `task`'s algorithm,
     in the order of its arguments: computed once, then handed to every `Bench` (each worker
     of a cluster gets them rather than computing the reference again)."""
-    task.space  # noqa: B018 (runs the template once: its algorithm and arguments)
-    arg_ops = [a.op for a in task._first[1]]
+    arg_ops = [a.op for a in task.made[1]]
     placeholders = [op for op in arg_ops if isinstance(op, PlaceholderOp)]
     outputs = [op for op in arg_ops if not isinstance(op, PlaceholderOp)]
     arrays, bound = check_inputs(placeholders, arg_ops, None, sizes, seed, "tune")
@@ -47,11 +46,10 @@ class Bench:
     `data` from `bench_data`."""
 
     def __init__(self, task, device: str, data: tuple, sizes=None, repeat: int = 10) -> None:
-        task.space  # noqa: B018 (runs the template once: its algorithm and arguments)
         self.repeat = repeat
         self.device = device
         self.best = math.inf  # the best time measured here
-        self.arg_ops = [a.op for a in task._first[1]]
+        self.arg_ops = [a.op for a in task.made[1]]
         placeholders = [op for op in self.arg_ops if isinstance(op, PlaceholderOp)]
         self.outputs = [op for op in self.arg_ops if not isinstance(op, PlaceholderOp)]
         inputs, self.expected = data
@@ -99,7 +97,7 @@ class Bench:
         checked = zip(self.outputs, self.outs, self.hosts, self.expected, self.scales, self.scratch)
         for op, out, got, want, scale, scratch in checked:
             out.copy_to_host(got)
-            error = _relative_error(got, want, scale, scratch)
+            error = relative_error(got, want, scale, scratch)
             if not error <= TOLERANCE.get(op.dtype, 0.0):
                 return "wrong", None, f"output {op.name} is off by {error:.3g} of its largest value"
         seconds = kernel.time(*call, repeat=1, warmup=0, **named)  # the check warmed it up
@@ -126,14 +124,3 @@ def _unfit(kernel) -> str:
     except LaunchError as error:
         return f"LaunchError: {error}"
     return ""
-
-
-def _relative_error(got: np.ndarray, want: np.ndarray, scale: float, scratch) -> float:
-    """The largest difference over the largest reference value; inf for NaN. Computed in
-    `scratch` (float32 for float32 and narrower outputs): no allocation per check."""
-    if got.dtype == np.bool_:  # bytes, as written: the poison (0xAB) is neither 0 nor 1
-        return float(np.count_nonzero(got.view(np.uint8) != want.view(np.uint8)))
-    np.subtract(got, want, out=scratch, dtype=scratch.dtype)
-    np.abs(scratch, out=scratch)
-    largest = float(scratch.max(initial=0.0))
-    return float("inf") if np.isnan(largest) else largest / scale

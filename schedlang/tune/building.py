@@ -46,9 +46,7 @@ def build_one(task, number: int, target: str) -> Built:
 
             cubin = assemble(kernel.ptx, kernel._compiled.arch)
         saved = contents(kernel)
-    except TuneError as error:  # the template's own mistake
-        return Built(number, "failed", text, _said(error), time.perf_counter() - start)
-    except InternalError as error:
+    except (TuneError, InternalError) as error:  # the template's mistake, or schedlang's
         return Built(number, "failed", text, _said(error), time.perf_counter() - start)
     except SchedlangError as error:
         return Built(number, "illegal", text, _said(error), time.perf_counter() - start)

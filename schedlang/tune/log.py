@@ -104,9 +104,7 @@ class Log:
         if template is not None:
             name = template if isinstance(template, str) else template.name
             trials = [t for t in trials if t.template == name]
-        if trials:
-            latest = trials[-1].key
-            trials = [t for t in trials if t.key == latest]
+        trials = Log(trials).latest().trials
         good = [t for t in trials if t.ok]
         if not good:
             counts = Log(trials).counts()

@@ -16,19 +16,28 @@ from concurrent.futures import Future
 
 from .bench import Bench, bench_data
 from .building import Built
+from .knobs import TuneError
 
 
 def device_name(kind: str) -> str:
     """What measures here: the GPU's name and architecture, or the host CPU."""
     if kind == "cuda":
-        from ..platform_info import cuda_devices
-
-        gpu = cuda_devices()[0]
-        return f"{gpu.name} ({gpu.arch})"
+        return f"{_gpu().name} ({_gpu().arch})"
     from ..codegen.cpu import jit as cpu_jit
     from ..platform_info import usable_cores
 
     return f"{cpu_jit.host().target.cpu} CPU, {usable_cores()} cores"
+
+
+def _gpu():
+    from ..platform_info import cuda_devices
+
+    return cuda_devices()[0]
+
+
+def _arch(kind: str) -> str | None:
+    """The architecture kernels are compiled for where they are measured (None: the CPU)."""
+    return _gpu().arch if kind == "cuda" else None
 
 
 class Here:
@@ -36,7 +45,8 @@ class Here:
     beside the first compiles (numpy lets go of the interpreter while it multiplies)."""
 
     def __init__(self, task, kind: str, seed: int, sizes, repeat: int) -> None:
-        self.device = device_name(kind)
+        self.device, self.arch = device_name(kind), _arch(kind)
+        self.overlaps_compiles = kind == "cuda"  # timing a CPU kernel needs the cores
         self._make = lambda: Bench(task, kind, bench_data(task, seed, sizes), sizes, repeat)
         self._bench: Future | None = None
 
@@ -65,19 +75,17 @@ class OnCluster:
         self._owned = not _is_client(cluster)
         self._data: Future | None = None
         try:
-            names = self.client.run(device_name, kind)
+            names = self.client.run(_described, kind)
             if not names:
-                from .knobs import TuneError
-
                 raise TuneError("the Dask cluster has no workers to measure on")
-            self.devices = sorted(set(names.values()))
-            if len(self.devices) > 1:
-                from .knobs import TuneError
-
+            devices = sorted(set(names.values()))
+            if len(devices) > 1:
                 raise TuneError(
-                    f"the Dask cluster's workers measure on {', '.join(self.devices)}: a "
-                    "tuning run's times compare one kind of device; give it a cluster of one"
+                    f"the Dask cluster's workers measure on {', '.join(d for d, _ in devices)}: "
+                    "a tuning run's times compare one kind of device; give it a cluster of one"
                 )
+            [(self.device, self.arch)] = devices
+            self.overlaps_compiles = True  # the workers measure elsewhere
             self._blob = cloudpickle.dumps(task)
             self._settings = (kind, sizes, repeat)
             # the reference, computed here once (with all of this machine's cores: Dask gives
@@ -134,8 +142,6 @@ def connect(cluster, kind: str):
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        from .knobs import TuneError
-
         raise TuneError(
             "measuring on a cluster needs Dask: pip install 'schedlang[distributed]'"
         ) from None
@@ -186,6 +192,11 @@ def _measure_remote(blob: bytes, settings: tuple, data: tuple, key: str, built: 
 def _forget(key: str) -> None:
     with _benches_lock:
         _benches.pop(key, None)
+
+
+def _described(kind: str) -> tuple[str, str | None]:
+    """On a worker: its device's name and architecture."""
+    return device_name(kind), _arch(kind)
 
 
 def _timed(bench: Bench, built: Built) -> tuple:

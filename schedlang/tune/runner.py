@@ -73,7 +73,7 @@ def run(
     measurer = _measurer(task, resolved.name, cluster, seed, sizes, repeat)
     try:
         build_target = _build_target(resolved, measurer)
-        device = measurer.device if hasattr(measurer, "device") else measurer.devices[0]
+        device = measurer.device
         key = _key(task, build_target, device, sizes)
         path = _log_path(log, key)
         earlier = _earlier(load(path).trials, key, space) if path and cache else []
@@ -88,8 +88,8 @@ def run(
         count = workers or max(1, usable_cores())
         shown = Progress(left, progress, f"tuning {task.name}")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
-        record = _Recorder(task, key, build_target, device, path, done, chooser, shown, callback)
-        record.patience = patience
+        where = (key, build_target, device, path)
+        record = _Recorder(task, where, done, chooser, shown, callback, patience)
         try:
             compiling = (build_target, count, build_timeout)
             _loop(task, chooser, measurer, compiling, left, deadline, record)
@@ -104,7 +104,7 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
     from .pool import Workers
 
     build_target, count, build_timeout = compiling
-    overlap = build_target.startswith("cuda") or hasattr(measurer, "client")
+    overlap = measurer.overlaps_compiles
     window = 2 * count if overlap else count
     asked = 0
     with Workers(task, build_target, count, build_timeout) as pool:
@@ -145,10 +145,12 @@ class _Recorder:
     """Each outcome as a trial: logged, told to the search, counted, and reported when it is
     a finding (a wrong result, a failure)."""
 
-    def __init__(self, task, key, target, device, path, log, chooser, shown, callback) -> None:
-        self.task, self.key, self.target, self.path = task, key, target, path
-        self.device = device  # of trials not measured (refused before any code was made)
-        self.patience: int | None = None
+    def __init__(self, task, where, log, chooser, shown, callback, patience) -> None:
+        self.task = task
+        # the run's key, target, the device of trials never measured (refused before any
+        # code was made) and the log's file
+        self.key, self.target, self.device, self.path = where
+        self.patience = patience
         self.best = math.inf
         self.since_best = 0  # trials since the best time fell
         self.log, self.chooser, self.shown, self.callback = log, chooser, shown, callback
@@ -205,10 +207,7 @@ def _build_target(resolved, measurer) -> str:
     spelled out (they never start CUDA to ask it)."""
     if resolved.name == "cpu":
         return "cpu"
-    arch = resolved.arch
-    if arch is None:
-        devices = getattr(measurer, "devices", None) or [measurer.device]
-        arch = devices[0].rsplit("(", 1)[-1].rstrip(")")
+    arch = resolved.arch or measurer.arch
     more = f" -min-blocks-per-sm={resolved.min_blocks}" if resolved.min_blocks else ""
     return f"cuda -arch={arch}{more}"
 
@@ -262,15 +261,9 @@ def _log_path(log, key: str) -> Path | None:
 
 
 def _versions() -> dict:
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
     from .. import __version__
+    from ..platform_info import probe_package, python_version
 
-    found = {"schedlang": __version__, "python": platform.python_version()}
-    for package in ("numpy", "llvmlite", "islpy"):
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            found[package] = "?"
+    found = {"schedlang": __version__, "python": python_version()}
+    found.update({name: probe_package(name).detail for name in ("numpy", "llvmlite", "islpy")})
     return found

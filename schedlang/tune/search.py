@@ -11,6 +11,7 @@ ones, so that parallel compiles do not all try the same region.
 
 from __future__ import annotations
 
+import abc
 import math
 import warnings
 
@@ -33,7 +34,7 @@ def make_search(search: object, space: Space, seed: int) -> Search:
     raise TuneError(f"unknown search {search!r}; use one of {SEARCHES} or an optuna sampler")
 
 
-class Search:
+class Search(abc.ABC):
     def __init__(self, space: Space) -> None:
         self.space = space
         self.taken: set[int] = set()
@@ -56,14 +57,15 @@ class Search:
             self.taken.add(number)
             self._seen(number, seconds)
 
-    def tell(self, number: int, seconds: float | None) -> None:
-        pass
+    def tell(self, number: int, seconds: float | None) -> None:  # noqa: B027
+        """How a configuration this search proposed went (grid and random need not know)."""
 
-    def _seen(self, number: int, seconds: float | None) -> None:
-        pass
+    def _seen(self, number: int, seconds: float | None) -> None:  # noqa: B027
+        """A trial made before the search started (grid and random only skip it)."""
 
+    @abc.abstractmethod
     def _propose(self) -> int:
-        raise NotImplementedError
+        """A configuration not yet taken (the space is not exhausted)."""
 
 
 class Grid(Search):

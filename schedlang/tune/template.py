@@ -143,11 +143,18 @@ class Task:
         space = Space()
         config = Config(space)
         made = self.template.run(config, self.args, self.kwargs)
-        self._first = made
+        self._made = made
         self.flop = config.flop  # what `cfg.add_flop` declared (0: nothing)
         if not space.knobs:
             raise TuneError(f"template {self.template.name!r} defines no knob: nothing to tune")
         return space
+
+    @property
+    def made(self) -> tuple:
+        """``(schedule, args)`` of the run that found the space (each knob's first choice):
+        the algorithm and the kernel's arguments every configuration shares."""
+        self.space  # noqa: B018 (runs the template once)
+        return self._made
 
     @property
     def config_space(self) -> Space:  # AutoTVM's name
@@ -179,8 +186,7 @@ class Task:
         from ..schedule.canonical import Uncacheable, canonical_text
         from ..schedule.schedule import Schedule
 
-        self.space  # noqa: B018 (runs the template once)
-        s, args = self._first
+        s, args = self.made
         try:
             return canonical_text(Schedule(s.roots), args)
         except Uncacheable:

@@ -82,8 +82,7 @@ def _flop(task) -> float:
     schedlang counts it."""
     from ...display.work import count_flops
 
-    task.space  # noqa: B018 (runs the template once)
+    s, _ = task.made
     if task.flop:  # the template's own count (cfg.add_flop)
         return task.flop
-    s, _ = task._first
     return float(count_flops(s.roots, {}))
