@@ -48,7 +48,6 @@ class Bench:
     def __init__(self, task, device: str, data: tuple, sizes=None, repeat: int = 10) -> None:
         self.repeat = repeat
         self.device = device
-        self.best = math.inf  # the best time measured here
         self.arg_ops = [a.op for a in task.made[1]]
         placeholders = [op for op in self.arg_ops if isinstance(op, PlaceholderOp)]
         self.outputs = [op for op in self.arg_ops if not isinstance(op, PlaceholderOp)]
@@ -64,12 +63,12 @@ class Bench:
         self.outs = [DeviceArray(shape, dtype, device) for shape, dtype in shapes]
         self.hosts = [np.empty(o.shape, o.dtype) for o in self.outs]  # where results come back
 
-    def measure(self, built: Built) -> tuple[str, float | None, str]:
+    def measure(self, built: Built, best: float = math.inf) -> tuple[str, float | None, str]:
         """``(status, seconds, error)`` of a built configuration: ``ok`` with its median time,
         ``wrong`` with how far it is off, ``illegal`` where this GPU cannot launch its blocks,
-        or ``failed`` where it would not load or run. A
-        kernel that cannot win is not timed on: one run over four times the best time this
-        bench has measured, or a median of three over twice, says how far it is."""
+        or ``failed`` where it would not load or run. A kernel that cannot win is not timed
+        on: one run over four times `best` (the run's best time so far, on whichever device),
+        or a median of three over twice, says how far it is."""
         from ..runtime.saved import revive
 
         try:
@@ -82,11 +81,11 @@ class Bench:
 
                 offer_cubin(kernel.ptx, kernel._compiled.arch, built.cubin)
             with _measuring:
-                return self._measure(kernel)
+                return self._measure(kernel, best)
         except Exception as error:  # noqa: BLE001 - a kernel that will not load or run is a finding
             return "failed", None, f"{type(error).__name__}: {error}"
 
-    def _measure(self, kernel) -> tuple[str, float | None, str]:
+    def _measure(self, kernel, best: float) -> tuple[str, float | None, str]:
         by_op = dict(self.inputs)
         by_op.update(zip(self.outputs, self.outs))
         call = [by_op[op] for op in self.arg_ops]
@@ -102,10 +101,9 @@ class Bench:
                 return "wrong", None, f"output {op.name} is off by {error:.3g} of its largest value"
         seconds = kernel.time(*call, repeat=1, warmup=0, **named)  # the check warmed it up
         for repeat, slower in ((3, 4.0), (self.repeat, 2.0)):
-            if repeat <= 1 or seconds > slower * self.best:
+            if repeat <= 1 or seconds > slower * best:
                 break
             seconds = kernel.time(*call, repeat=repeat, warmup=0, **named)
-        self.best = min(self.best, seconds)
         return "ok", seconds, ""
 
 

@@ -51,12 +51,14 @@ class Here:
         self._bench: Future | None = None
 
     def start(self) -> None:
-        """Begin computing the reference (a run with configurations to measure calls it)."""
+        """Begin computing the reference (a run with configurations to measure calls it),
+        and starting CUDA where kernels run on it."""
+        _start_cuda(self.arch)
         self._bench = _background(self._make)
 
-    def submit(self, built: Built) -> Future:
+    def submit(self, built: Built, best: float) -> Future:
         future: Future = Future()
-        future.set_result((*_timed(self._bench.result(), built), self.device))
+        future.set_result((*_timed(self._bench.result(), built, best), self.device))
         return future
 
     def close(self) -> None:
@@ -109,10 +111,10 @@ class OnCluster:
         ]
         return data
 
-    def submit(self, built: Built) -> Future:
+    def submit(self, built: Built, best: float) -> Future:
         future: Future = Future()
         data = self._data.result()
-        arguments = (self._blob, self._settings, data, data.key, built)
+        arguments = (self._blob, self._settings, data, data.key, built, best)
         remote = self.client.submit(_measure_remote, *arguments, pure=False)
 
         def settle(done) -> None:
@@ -183,10 +185,12 @@ def _warm_remote(blob: bytes, settings: tuple, data: tuple, key: str) -> None:
     _bench_remote(blob, settings, data, key)
 
 
-def _measure_remote(blob: bytes, settings: tuple, data: tuple, key: str, built: Built) -> tuple:
+def _measure_remote(
+    blob: bytes, settings: tuple, data: tuple, key: str, built: Built, best: float
+) -> tuple:
     """On a worker: `built` measured with the worker's bench for this run."""
     bench = _bench_remote(blob, settings, data, key)
-    return (*_timed(bench, built), device_name(settings[0]))
+    return (*_timed(bench, built, best), device_name(settings[0]))
 
 
 def _forget(key: str) -> None:
@@ -195,14 +199,26 @@ def _forget(key: str) -> None:
 
 
 def _described(kind: str) -> tuple[str, str | None]:
-    """On a worker: its device's name and architecture."""
-    return device_name(kind), _arch(kind)
+    """On a worker: its device's name and architecture; CUDA starts there meanwhile, before
+    the run's data arrives."""
+    arch = _arch(kind)
+    _start_cuda(arch)
+    return device_name(kind), arch
 
 
-def _timed(bench: Bench, built: Built) -> tuple:
+def _start_cuda(arch: str | None) -> None:
+    """CUDA's context and PTX compiler started on a thread of this process (`cuda_start`),
+    where kernels for `arch` will run."""
+    if arch is not None:
+        from ..runtime import cuda_start
+
+        cuda_start.start()
+
+
+def _timed(bench: Bench, built: Built, best: float) -> tuple:
     """`bench.measure`'s answer and the seconds it took (loading, checking and timing)."""
     start = time.perf_counter()
-    answer = bench.measure(built)
+    answer = bench.measure(built, best)
     return (*answer, time.perf_counter() - start)
 
 

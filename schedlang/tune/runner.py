@@ -133,7 +133,7 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
                 if built.status != "built":
                     record(built, built.status, None, built.error, 0.0, None)
                     continue
-                measured = measurer.submit(built)
+                measured = measurer.submit(built, record.best)
                 measured.built = built
                 measures.add(measured)
             for future in [f for f in measures if f.done()]:
