@@ -30,15 +30,33 @@ def bench_data(task, seed: int = 0, sizes=None) -> tuple[list, list]:
     """The inputs (random, away from zero) and the reference outputs of `task`'s algorithm,
     in the order of its arguments: computed once, then handed to every `Bench` (each worker
     of a cluster gets them rather than computing the reference again)."""
-    arg_ops = [a.op for a in task.made[1]]
+    inputs, bound = bench_inputs(task, seed, sizes)
+    return inputs, bench_reference(task, inputs, bound)
+
+
+def bench_inputs(task, seed: int = 0, sizes=None) -> tuple[list, dict]:
+    """`task`'s random inputs, in the order of its placeholders, and the sizes they bind (a
+    cluster sends them on while the reference is being computed)."""
+    placeholders = [op for op in _arg_ops(task) if isinstance(op, PlaceholderOp)]
+    arrays, bound = check_inputs(placeholders, _arg_ops(task), None, sizes, seed, "tune")
+    by_op = {t.op: a for t, a in arrays.items()}
+    return [by_op[op] for op in placeholders], bound
+
+
+def bench_reference(task, inputs: list, bound: dict) -> list:
+    """The reference evaluator's outputs of `task` on `inputs`."""
+    arg_ops = _arg_ops(task)
     placeholders = [op for op in arg_ops if isinstance(op, PlaceholderOp)]
     outputs = [op for op in arg_ops if not isinstance(op, PlaceholderOp)]
-    arrays, bound = check_inputs(placeholders, arg_ops, None, sizes, seed, "tune")
-    expected = reference([Tensor(op) for op in outputs], arrays, sizes=bound)
-    by_op = {t.op: a for t, a in arrays.items()}
+    given = {Tensor(op): a for op, a in zip(placeholders, inputs)}
+    expected = reference([Tensor(op) for op in outputs], given, sizes=bound)
     # C order, as the kernels write: a transposed reference makes every check a strided walk
     # (a quarter of a second for a 4096x4096 result)
-    return [by_op[op] for op in placeholders], [np.ascontiguousarray(e) for e in expected]
+    return [np.ascontiguousarray(e) for e in expected]
+
+
+def _arg_ops(task) -> list:
+    return [a.op for a in task.made[1]]
 
 
 class Bench:
@@ -48,6 +66,7 @@ class Bench:
     def __init__(self, task, device: str, data: tuple, sizes=None, repeat: int = 10) -> None:
         self.repeat = repeat
         self.device = device
+        self.best = math.inf  # the best time measured here
         self.arg_ops = [a.op for a in task.made[1]]
         placeholders = [op for op in self.arg_ops if isinstance(op, PlaceholderOp)]
         self.outputs = [op for op in self.arg_ops if not isinstance(op, PlaceholderOp)]
@@ -67,8 +86,9 @@ class Bench:
         """``(status, seconds, error)`` of a built configuration: ``ok`` with its median time,
         ``wrong`` with how far it is off, ``illegal`` where this GPU cannot launch its blocks,
         or ``failed`` where it would not load or run. A kernel that cannot win is not timed
-        on: one run over four times `best` (the run's best time so far, on whichever device),
-        or a median of three over twice, says how far it is."""
+        on: one run over four times the best time so far, or a median of three over twice,
+        says how far it is. That best is this bench's own or `best`, the run's when the
+        kernel was handed over (measured on any of its devices), whichever is less."""
         from ..runtime.saved import revive
 
         try:
@@ -101,9 +121,10 @@ class Bench:
                 return "wrong", None, f"output {op.name} is off by {error:.3g} of its largest value"
         seconds = kernel.time(*call, repeat=1, warmup=0, **named)  # the check warmed it up
         for repeat, slower in ((3, 4.0), (self.repeat, 2.0)):
-            if repeat <= 1 or seconds > slower * best:
+            if repeat <= 1 or seconds > slower * min(best, self.best):
                 break
             seconds = kernel.time(*call, repeat=repeat, warmup=0, **named)
+        self.best = min(self.best, seconds)
         return "ok", seconds, ""
 
 

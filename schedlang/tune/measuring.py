@@ -14,7 +14,7 @@ import threading
 import time
 from concurrent.futures import Future
 
-from .bench import Bench, bench_data
+from .bench import Bench, bench_data, bench_inputs, bench_reference
 from .building import Built
 from .knobs import TuneError
 
@@ -102,9 +102,14 @@ class OnCluster:
         """Begin computing the reference and sending it to the workers."""
         self._data = _background(self._start)
 
-    def _prepare(self, task, seed, sizes, workers):
-        [data] = self.client.scatter([bench_data(task, seed, sizes)], broadcast=True)
-        arguments = (self._blob, self._settings, data, data.key)
+    def _prepare(self, task, seed, sizes, workers) -> tuple:
+        """The run's data on every worker, as the futures of its inputs and its reference:
+        the inputs travel while the reference is computed."""
+        inputs, bound = bench_inputs(task, seed, sizes)
+        sending = _background(lambda: self.client.scatter([inputs], broadcast=True)[0])
+        [expected] = self.client.scatter([bench_reference(task, inputs, bound)], broadcast=True)
+        data = (sending.result(), expected, expected.key)
+        arguments = (self._blob, self._settings, *data)
         self._warming = [  # held: Dask drops a task whose future nobody holds
             self.client.submit(_warm_remote, *arguments, workers=[worker], pure=False)
             for worker in workers
@@ -113,8 +118,7 @@ class OnCluster:
 
     def submit(self, built: Built, best: float) -> Future:
         future: Future = Future()
-        data = self._data.result()
-        arguments = (self._blob, self._settings, data, data.key, built, best)
+        arguments = (self._blob, self._settings, *self._data.result(), built, best)
         remote = self.client.submit(_measure_remote, *arguments, pure=False)
 
         def settle(done) -> None:
@@ -131,7 +135,7 @@ class OnCluster:
         pending = self._data
         if pending is not None and pending.exception() is None:
             # the workers' benches of this run hold GPU memory: let it go
-            self.client.run(_forget, pending.result().key)
+            self.client.run(_forget, pending.result()[2])
         if self._owned:
             cluster = getattr(self.client, "cluster", None)
             self.client.close()
@@ -168,28 +172,27 @@ _benches: dict[str, Bench] = {}  # by the key of the run's data on the cluster
 _benches_lock = threading.Lock()
 
 
-def _bench_remote(blob: bytes, settings: tuple, data: tuple, key: str) -> Bench:
-    """On a worker: its bench for the run whose data has `key`, made at the first call."""
+def _bench_remote(blob: bytes, settings: tuple, inputs: list, expected: list, key: str) -> Bench:
+    """On a worker: its bench for the run whose reference has `key`, made at the first call."""
     import cloudpickle
 
     kind, sizes, repeat = settings
     with _benches_lock:
         bench = _benches.get(key)
         if bench is None:
-            bench = _benches[key] = Bench(cloudpickle.loads(blob), kind, data, sizes, repeat)
+            task = cloudpickle.loads(blob)
+            bench = _benches[key] = Bench(task, kind, (inputs, expected), sizes, repeat)
     return bench
 
 
-def _warm_remote(blob: bytes, settings: tuple, data: tuple, key: str) -> None:
+def _warm_remote(blob: bytes, settings: tuple, inputs: list, expected: list, key: str) -> None:
     """On a worker, before its first kernel arrives: its bench made."""
-    _bench_remote(blob, settings, data, key)
+    _bench_remote(blob, settings, inputs, expected, key)
 
 
-def _measure_remote(
-    blob: bytes, settings: tuple, data: tuple, key: str, built: Built, best: float
-) -> tuple:
+def _measure_remote(blob, settings, inputs, expected, key, built: Built, best: float) -> tuple:
     """On a worker: `built` measured with the worker's bench for this run."""
-    bench = _bench_remote(blob, settings, data, key)
+    bench = _bench_remote(blob, settings, inputs, expected, key)
     return (*_timed(bench, built, best), device_name(settings[0]))
 
 

@@ -74,3 +74,18 @@ def slow(cfg, n):
     a = sl.placeholder((n,), name="A")
     b = sl.compute((n,), lambda i: a[i] + 1.0, name="B")
     return sl.create_schedule(b), [a, b]
+
+
+@sl.tune.template
+def recompute(cfg, n):
+    """A window sum of window sums; computing the inner sums at the outer one's loop does
+    them over again for every output, some thirty times the root schedule's work."""
+    a = sl.placeholder((n + 126,), name="A")
+    r = sl.reduce_axis((0, 64), name="r")
+    b = sl.compute((n + 63,), lambda i: sl.sum(a[i + r], axis=r), name="B")
+    q = sl.reduce_axis((0, 64), name="q")
+    c = sl.compute((n,), lambda i: sl.sum(b[i + q], axis=q), name="C")
+    s = sl.create_schedule(c)
+    if cfg.choice("inner_sums", ["root", "at"]) == "at":
+        s[b].compute_at(s[c], s[c].op.axis[0])
+    return s, [a, c]
