@@ -65,6 +65,10 @@ class Bench:
 
     def __init__(self, task, device: str, data: tuple, sizes=None, repeat: int = 10) -> None:
         self.repeat = repeat
+        # seconds of timed runs a kernel gets beyond its first: a kernel of a second is timed
+        # once (its run-to-run spread is far below what a search tells apart), which matters
+        # most for a run's first kernels, measured before any best time is known
+        self.timing_budget = 1.0
         self.device = device
         self.best = math.inf  # the best time measured here
         self.arg_ops = [a.op for a in task.made[1]]
@@ -87,8 +91,9 @@ class Bench:
         ``wrong`` with how far it is off, ``illegal`` where this GPU cannot launch its blocks,
         or ``failed`` where it would not load or run. A kernel that cannot win is not timed
         on: one run over four times the best time so far, or a median of three over twice,
-        says how far it is. That best is this bench's own or `best`, the run's when the
-        kernel was handed over (measured on any of its devices), whichever is less."""
+        says how far it is. That best is this bench's own or `best`, the run's when the kernel
+        was handed over (measured on any of its devices), whichever is less. Nor is a kernel
+        timed on whose repeats would take over `timing_budget` seconds."""
         from ..runtime.saved import revive
 
         try:
@@ -122,6 +127,8 @@ class Bench:
         seconds = kernel.time(*call, repeat=1, warmup=0, **named)  # the check warmed it up
         for repeat, slower in ((3, 4.0), (self.repeat, 2.0)):
             if repeat <= 1 or seconds > slower * min(best, self.best):
+                break
+            if seconds * repeat > self.timing_budget:
                 break
             seconds = kernel.time(*call, repeat=repeat, warmup=0, **named)
         self.best = min(self.best, seconds)

@@ -127,6 +127,10 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
             finished, _ = wait(builds | measures, return_when=FIRST_COMPLETED)
             if not overlap and builds:
                 finished, _ = wait(builds)  # measure once every compile of the batch is done
+            # measured first: a kernel handed over next carries the freshest best time
+            for future in [f for f in measures if f.done()]:
+                measures.discard(future)
+                record(future.built, *future.result())
             for future in finished & builds:
                 builds.discard(future)
                 built = future.result()
@@ -136,9 +140,6 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
                 measured = measurer.submit(built, record.best)
                 measured.built = built
                 measures.add(measured)
-            for future in [f for f in measures if f.done()]:
-                measures.discard(future)
-                record(future.built, *future.result())
 
 
 class _Recorder:

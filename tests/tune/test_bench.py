@@ -61,3 +61,12 @@ def test_the_bench_remembers_its_own_best(made, timings):
     slow = bench.measure(built["at"], math.inf)
     assert fast[0] == slow[0] == "ok" and slow[1] > 4 * fast[1]
     assert timings == [1, 3, 5, 1]
+
+
+def test_a_long_kernel_is_timed_once_even_before_any_best(made, timings):
+    task, data, built = made
+    bench = Bench(task, "cpu", data, repeat=5)
+    bench.timing_budget = 1e-9  # as if the kernel ran for seconds
+    status, seconds, _ = bench.measure(built["root"], math.inf)
+    assert status == "ok" and seconds > 0
+    assert timings == [1]

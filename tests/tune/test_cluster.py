@@ -70,3 +70,21 @@ def test_a_cluster_without_dask_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_dask)
     with pytest.raises(sl.tune.TuneError, match=r"pip install 'schedlang\[distributed\]'"):
         sl.tune.run(templates.matmul(5, 5, 5), target="cpu", cluster="local", progress=False)
+
+
+def test_a_worker_stops_timing_a_kernel_that_cannot_win(tmp_path):
+    """The inner sums done again for every output are some thirty times slower: measured after
+    the root schedule on the same worker, that kernel is checked and timed once (two runs),
+    not ten times."""
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as one:
+        log = sl.tune.run(
+            templates.recompute(20000), target="cpu", search="grid", cluster=one, workers=1,
+            repeat=5, log=tmp_path / "log.jsonl", progress=False,
+        )  # fmt: skip
+    trials = {t.knobs["inner_sums"]: t for t in log}
+    assert trials["root"].ok and trials["at"].ok
+    assert trials["at"].seconds > 4 * trials["root"].seconds
+    assert trials["at"].measure_s < 5 * trials["at"].seconds  # in full: ten runs
