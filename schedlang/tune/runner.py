@@ -127,10 +127,7 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
             finished, _ = wait(builds | measures, return_when=FIRST_COMPLETED)
             if not overlap and builds:
                 finished, _ = wait(builds)  # measure once every compile of the batch is done
-            # measured first: a kernel handed over next carries the freshest best time
-            for future in [f for f in measures if f.done()]:
-                measures.discard(future)
-                record(future.built, *future.result())
+            _record_measured(measures, record)  # first: kernels handed over get a fresh best
             for future in finished & builds:
                 builds.discard(future)
                 built = future.result()
@@ -140,6 +137,13 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
                 measured = measurer.submit(built, record.best)
                 measured.built = built
                 measures.add(measured)
+            _record_measured(measures, record)  # and those measured here, before the next ask
+
+
+def _record_measured(measures: set, record) -> None:
+    for future in [f for f in measures if f.done()]:
+        measures.discard(future)
+        record(future.built, *future.result())
 
 
 class _Recorder:

@@ -278,3 +278,23 @@ def test_a_build_that_takes_too_long_is_stopped_and_fails(tmp_path):
     with pytest.warns(sl.SchedlangWarning, match="took longer than 5 s"):
         log = _run(templates.slow(7), tmp_path, build_timeout=5, workers=1)
     assert {t.knobs["slow"]: t.status for t in log} == {False: "ok", True: "failed"}
+
+
+def test_the_search_hears_every_measured_batch_before_it_proposes_the_next(monkeypatch, tmp_path):
+    """On the CPU the compiles pause while a batch is measured: the next batch is asked for
+    only once the search has been told how the last one did."""
+    events = []
+    real = runner_module.make_search
+
+    def watched(*args):
+        search = real(*args)
+        ask, tell = search.ask, search.tell
+        search.ask = lambda: events.append("ask") or ask()
+        search.tell = lambda number, seconds: events.append("tell") or tell(number, seconds)
+        return search
+
+    monkeypatch.setattr(runner_module, "make_search", watched)
+    _run(templates.matmul(13, 21, 19), tmp_path, workers=1, search="random", trials=6)
+    asked = [k for k, event in enumerate(events) if event == "ask"]
+    for k in asked[1:]:
+        assert events[:k].count("tell") == events[:k].count("ask"), events
