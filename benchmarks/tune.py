@@ -6,6 +6,8 @@ Triton's autotune, and how its trials per second grow with a second GPU.
     python benchmarks/tune.py gemm --fp16             # the same for the tensor-core GEMM
     python benchmarks/tune.py triton [--configs 16]   # Triton's autotune, time per config
     python benchmarks/tune.py gpus [--size 8192]      # Dask, one worker per GPU: 1 vs all
+    python benchmarks/tune.py gpus --kept             # ... compile processes started before
+                                                      # the clock too (sl.tune.Compilers)
 
 Each part prints its figures; `gemm` re-times the best schedule found and the hand-tuned one in
 the same process, alternating, and prints their ratio.
@@ -125,10 +127,12 @@ def triton(size: int, configs: int) -> None:
           f"{wall / len(space) * 1e3:.0f} ms per config; best {matmul.best_config}")  # fmt: skip
 
 
-def gpus(size: int, trials: int | None, search: str) -> None:
+def gpus(size: int, trials: int | None, search: str, kept: bool) -> None:
     """Trials per second on one GPU and on all, each a Dask worker (dask-cuda), from fresh
-    caches each time; the clusters start before the clock does. Also the rate from the first
-    measured trial on, when every worker has its reference and the compile processes run."""
+    caches each time; the clusters start before the clock does, and with `kept` the compile
+    processes too (a `sl.tune.Compilers` for each run, as a notebook keeps one). Also the rate
+    from the first measured trial on, when every worker has its reference and the compile
+    processes run."""
     import distributed
     from dask_cuda import LocalCUDACluster
 
@@ -140,10 +144,11 @@ def gpus(size: int, trials: int | None, search: str) -> None:
     rates, steady = {}, {}
     for visible in sorted({1, count}):
         devices = ",".join(str(k) for k in range(visible))
+        _fresh_caches()  # before any process starts: they take the cache folder with them
+        compilers = sl.tune.Compilers() if kept else None
         with LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1,
                               dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client:  # fmt: skip
-            _fresh_caches()
             task = tune_gemm.gemm(size, size, size)
             arrived = []
 
@@ -153,8 +158,11 @@ def gpus(size: int, trials: int | None, search: str) -> None:
 
             start = time.perf_counter()
             log = sl.tune.run(task, target=tune_gemm.TARGET, search=search, trials=trials,
-                              cluster=client, progress=False, callback=heard)  # fmt: skip
+                              cluster=client, progress=False, callback=heard,
+                              workers=compilers)  # fmt: skip
             wall = time.perf_counter() - start
+        if compilers is not None:
+            compilers.close()
         rates[visible] = len(log) / wall
         steady[visible] = (len(arrived) - 1) / (arrived[-1] - arrived[0])
         measured = statistics.mean(t.measure_s for t in log if t.ok)
@@ -177,13 +185,14 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=None)
     parser.add_argument("--configs", type=int, default=32)
     parser.add_argument("--fp16", action="store_true", help="the tensor-core GEMM template")
+    parser.add_argument("--kept", action="store_true", help="compile processes started first")
     args = parser.parse_args()
     if args.part == "gemm":
         gemm(args.size, args.search, args.trials, args.fp16)
     elif args.part == "triton":
         triton(args.size, args.configs)
     else:
-        gpus(args.size, args.trials, args.search)
+        gpus(args.size, args.trials, args.search, args.kept)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from .knobs import Invalid, TuneError
 from .log import Log, Trial, load
+from .pool import Compilers
 from .runner import run
 from .space import Config, Space
 from .template import Task, Template, current, template
 
 __all__ = [
+    "Compilers",
     "Config",
     "Invalid",
     "Log",

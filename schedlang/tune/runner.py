@@ -50,21 +50,22 @@ def run(
 ) -> Log:
     """Search `task`'s space for its fastest schedule; the `Log` of its trials.
 
-    `trials`: how many configurations to try in all, counting those the log already holds
-    (default: the whole space for a grid search, else up to 200). `search`: "optuna" (TPE),
-    "grid", "random", or an optuna sampler. `log`: the JSON-lines file of trials (default: one
-    per task in schedlang's cache folder; none where the cache is off). `cache=False` measures
-    again what the log holds. `workers`: compile processes (default: the usable cores).
-    `cluster`: measure on Dask ("local", a scheduler address, or a ``distributed.Client``);
-    by default here. `repeat`: timed runs per kernel. `sizes`: values of symbolic sizes.
-    `timeout`: seconds after which no new configuration is started. `callback(trial)` hears
-    each new trial. `patience`: trials without a better time after which no new configuration
-    is started (AutoTVM's ``early_stopping``). `build_timeout`: seconds a configuration may take
-    to build before its process is stopped and it fails (None: no limit).
+        `trials`: how many configurations to try in all, counting those the log already holds
+        (default: the whole space for a grid search, else up to 200). `search`: "optuna" (TPE),
+        "grid", "random", or an optuna sampler. `log`: the JSON-lines file of trials (default: one
+        per task in schedlang's cache folder; none where the cache is off). `cache=False` measures
+        again what the log holds. `workers`: how many compile processes (default: the usable
+    cores), or a `Compilers` kept from run to run.
+        `cluster`: measure on Dask ("local", a scheduler address, or a ``distributed.Client``);
+        by default here. `repeat`: timed runs per kernel. `sizes`: values of symbolic sizes.
+        `timeout`: seconds after which no new configuration is started. `callback(trial)` hears
+        each new trial. `patience`: trials without a better time after which no new configuration
+        is started (AutoTVM's ``early_stopping``). `build_timeout`: seconds a configuration may take
+        to build before its process is stopped and it fails (None: no limit).
     """
     from ..build import resolve_target
-    from ..platform_info import usable_cores
 
+    _check_workers(workers)
     resolved = resolve_target(target)
     space = task.space
     if trials is None:
@@ -85,14 +86,13 @@ def run(
         if left <= 0 or chooser.exhausted:
             return done
         measurer.start()
-        count = workers or max(1, usable_cores())
         shown = Progress(left, progress, f"tuning {task.name}")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         where = (key, build_target, device, path)
         record = _Recorder(task, where, done, chooser, shown, callback, patience)
         try:
-            compiling = (build_target, count, build_timeout)
-            _loop(task, chooser, measurer, compiling, left, deadline, record)
+            _loop(task, chooser, measurer, (workers, build_target, build_timeout), left,
+                  deadline, record)  # fmt: skip
         finally:
             shown.close()
         return done
@@ -101,13 +101,16 @@ def run(
 
 
 def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
-    from .pool import Workers
+    from . import pool as compile_pool
 
-    build_target, count, build_timeout = compiling
+    workers, build_target, build_timeout = compiling
+    owned = workers is None or isinstance(workers, int)
+    compilers = compile_pool.Compilers(workers) if owned else workers
+    job = compilers.job(task, build_target)
     overlap = measurer.overlaps_compiles
-    window = 2 * count if overlap else count
+    window = 2 * compilers.count if overlap else compilers.count
     asked = 0
-    with Workers(task, build_target, count, build_timeout) as pool:
+    try:
         builds, measures = set(), set()
         while True:
             if overlap or not builds:
@@ -120,7 +123,7 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
                     number = chooser.ask()
                     if number is None:
                         break
-                    builds.add(pool.submit(number))
+                    builds.add(compilers.submit(job, number, build_timeout))
                     asked += 1
             if not builds and not measures:
                 return
@@ -138,6 +141,25 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
                 measured.built = built
                 measures.add(measured)
             _record_measured(measures, record)  # and those measured here, before the next ask
+    finally:
+        if owned:
+            compilers.close()
+        else:
+            compilers.drop(job)
+
+
+def _check_workers(workers) -> None:
+    from .pool import Compilers
+
+    if workers is None or (isinstance(workers, int) and not isinstance(workers, bool)):
+        if workers is None or workers >= 1:
+            return
+    elif isinstance(workers, Compilers):
+        return
+    raise TuneError(
+        f"workers={workers!r}: give how many compile processes to start (at least 1), "
+        "or the sl.tune.Compilers to build with"
+    )
 
 
 def _record_measured(measures: set, record) -> None:

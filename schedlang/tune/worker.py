@@ -1,41 +1,22 @@
-"""A compile process: ``python -m schedlang.tune.worker``, driven by `pool.Workers` over its
+"""A compile process: ``python -m schedlang.tune.worker``, driven by `pool.Compilers` over its
 standard input and output.
 
-It reads the task (cloudpickled, so a template written in a notebook or a script travels by
-value) and the target once, then configuration numbers, and answers each with a pickled
-`Built`. It never starts CUDA: the kernels run in the process that measures them.
+It loads what builds need as soon as it starts, then reads tasks (cloudpickled, so a template
+written in a notebook or a script travels by value) with their targets, each once, and
+configuration numbers of them, answering each with a pickled `Built`. It never starts CUDA:
+the kernels run in the process that measures them.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
-import struct
 import sys
-from typing import BinaryIO
 
-HEADER = struct.Struct("<Q")
-
-
-def send(stream: BinaryIO, value: object) -> None:
-    data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-    stream.write(HEADER.pack(len(data)) + data)
-    stream.flush()
-
-
-def receive(stream: BinaryIO) -> object:
-    header = stream.read(HEADER.size)
-    if len(header) < HEADER.size:
-        raise EOFError("the other end closed the pipe")
-    (size,) = HEADER.unpack(header)
-    return pickle.loads(stream.read(size))
+from .messages import receive, send
 
 
 def main() -> None:
-    import cloudpickle
-
     from ..runtime import cuda_start
-    from .building import build_one
 
     cuda_start.compile_only()
     if hasattr(os, "nice"):
@@ -46,14 +27,50 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    task_blob, target = receive(requests)
-    task = cloudpickle.loads(task_blob)
+    _warm()
+    tasks: dict[int, tuple] = {}  # by job: the task (or why it could not be read) and target
     while True:
         try:
-            number = receive(requests)
+            message = receive(requests)
         except EOFError:
             return
-        send(answers, build_one(task, number, target))
+        if message[0] == "task":
+            _, job, blob, target = message
+            tasks[job] = (_read(blob), target)
+        else:
+            _, job, number = message
+            task, target = tasks[job]
+            send(answers, _build(task, number, target))
+
+
+def _warm() -> None:
+    """What every first build would load (schedlang's lowering, LLVM and its targets), loaded
+    before the first task arrives."""
+    from ..build import build  # noqa: F401
+    from ..codegen.cpu import jit
+    from ..codegen.nvptx import compile  # noqa: F401
+    from ..platform_info import probe_nvptx
+
+    jit.host()
+    probe_nvptx()
+
+
+def _read(blob: bytes):
+    import cloudpickle
+
+    try:
+        return cloudpickle.loads(blob)
+    except Exception as error:  # noqa: BLE001 - each of its builds says why
+        return error
+
+
+def _build(task, number: int, target: str):
+    from .building import Built, build_one
+
+    if isinstance(task, Exception):
+        why = f"the compile process could not read the task: {type(task).__name__}: {task}"
+        return Built(number, "failed", "", why, 0.0)
+    return build_one(task, number, target)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def test_asking_again_answers_from_the_log(tuned, monkeypatch):
     def no_compiles(*args, **kwargs):
         raise AssertionError("a cached run started compile processes")
 
-    monkeypatch.setattr("schedlang.tune.pool.Workers", no_compiles)
+    monkeypatch.setattr("schedlang.tune.pool.Compilers", no_compiles)
     monkeypatch.setattr("schedlang.tune.measuring.bench_data", no_compiles)  # nor a reference
     again = _run(templates.matmul(13, 21, 19), path.parent)
     assert [t.number for t in again] == [t.number for t in log]
@@ -200,11 +200,10 @@ def test_a_template_defined_in_a_function_travels_by_value_and_keeps_its_file(tm
 
 
 def test_closing_the_compile_processes_leaves_none_running():
-    from schedlang.tune.pool import Workers
-
     task = templates.matmul(9, 9, 9)
-    pool = Workers(task, "cpu", 2)
-    futures = [pool.submit(n) for n in range(8)]
+    pool = sl.tune.Compilers(2)
+    job = pool.job(task, "cpu")
+    futures = [pool.submit(job, n) for n in range(8)]
     futures[0].result()
     pool.close()
     assert all(p.poll() is not None for p in pool._processes)
