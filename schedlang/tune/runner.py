@@ -20,6 +20,7 @@ import math
 import time
 from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import entry_point, warn
 from .building import Built
@@ -27,6 +28,9 @@ from .knobs import TuneError
 from .log import Log, Trial, append, load
 from .progress import Progress
 from .search import make_search
+
+if TYPE_CHECKING:
+    from .pool import Compilers
 
 
 @entry_point
@@ -37,7 +41,7 @@ def run(
     target: str = "auto",
     log: str | Path | None = None,
     cache: bool = True,
-    workers: int | None = None,
+    workers: int | Compilers | None = None,
     cluster: object = None,
     repeat: int = 10,
     seed: int = 0,
@@ -50,18 +54,18 @@ def run(
 ) -> Log:
     """Search `task`'s space for its fastest schedule; the `Log` of its trials.
 
-        `trials`: how many configurations to try in all, counting those the log already holds
-        (default: the whole space for a grid search, else up to 200). `search`: "optuna" (TPE),
-        "grid", "random", or an optuna sampler. `log`: the JSON-lines file of trials (default: one
-        per task in schedlang's cache folder; none where the cache is off). `cache=False` measures
-        again what the log holds. `workers`: how many compile processes (default: the usable
-    cores), or a `Compilers` kept from run to run.
-        `cluster`: measure on Dask ("local", a scheduler address, or a ``distributed.Client``);
-        by default here. `repeat`: timed runs per kernel. `sizes`: values of symbolic sizes.
-        `timeout`: seconds after which no new configuration is started. `callback(trial)` hears
-        each new trial. `patience`: trials without a better time after which no new configuration
-        is started (AutoTVM's ``early_stopping``). `build_timeout`: seconds a configuration may take
-        to build before its process is stopped and it fails (None: no limit).
+    `trials`: how many configurations to try in all, counting those the log already holds
+    (default: the whole space for a grid search, else up to 200). `search`: "optuna" (TPE),
+    "grid", "random", or an optuna sampler. `log`: the JSON-lines file of trials (default: one
+    per task in schedlang's cache folder; none where the cache is off). `cache=False` measures
+    again what the log holds. `workers`: how many compile processes (default: the usable
+    cores), or `Compilers` kept from run to run. `cluster`: measure on Dask ("local", a
+    scheduler address, or a ``distributed.Client``); by default here. `repeat`: timed runs per
+    kernel. `sizes`: values of symbolic sizes. `timeout`: seconds after which no new
+    configuration is started. `callback(trial)` hears each new trial. `patience`: trials
+    without a better time after which no new configuration is started (AutoTVM's
+    ``early_stopping``). `build_timeout`: seconds a configuration may take to build before its
+    process is stopped and it fails (None: no limit).
     """
     from ..build import resolve_target
 
