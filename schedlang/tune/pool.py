@@ -45,7 +45,11 @@ class Compilers:
 
     def __init__(self, count: int | None = None) -> None:
         from ..platform_info import usable_cores
+        from .knobs import TuneError
 
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                  or count < 1):  # fmt: skip
+            raise TuneError(f"Compilers({count!r}): give how many processes to start, at least 1")
         self.count = count or max(1, usable_cores())
         self._queue: queue.Queue = queue.Queue()
         self._processes: list[subprocess.Popen] = []

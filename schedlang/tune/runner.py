@@ -155,15 +155,13 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
 def _check_workers(workers) -> None:
     from .pool import Compilers
 
-    if workers is None or (isinstance(workers, int) and not isinstance(workers, bool)):
-        if workers is None or workers >= 1:
-            return
-    elif isinstance(workers, Compilers):
+    if isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1:
         return
-    raise TuneError(
-        f"workers={workers!r}: give how many compile processes to start (at least 1), "
-        "or the sl.tune.Compilers to build with"
-    )
+    if workers is not None and not isinstance(workers, Compilers):
+        raise TuneError(
+            f"workers={workers!r}: give how many compile processes to start (at least 1), "
+            "or the sl.tune.Compilers to build with"
+        )
 
 
 def _record_measured(measures: set, record) -> None:

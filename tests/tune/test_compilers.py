@@ -49,3 +49,9 @@ def test_a_task_the_process_cannot_read_fails_each_of_its_builds():
     built = _build(ModuleNotFoundError("No module named 'notebook_cell'"), 3, "cpu")
     assert (built.number, built.status) == (3, "failed")
     assert "could not read the task" in built.error and "notebook_cell" in built.error
+
+
+@pytest.mark.parametrize("count", [0, -1, 1.5])
+def test_compilers_are_at_least_one(count):
+    with pytest.raises(sl.tune.TuneError, match="at least 1"):
+        sl.tune.Compilers(count)
