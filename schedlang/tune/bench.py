@@ -37,17 +37,15 @@ def bench_data(task, seed: int = 0, sizes=None) -> tuple[list, list]:
 def bench_inputs(task, seed: int = 0, sizes=None) -> tuple[list, dict]:
     """`task`'s random inputs, in the order of its placeholders, and the sizes they bind (a
     cluster sends them on while the reference is being computed)."""
-    placeholders = [op for op in _arg_ops(task) if isinstance(op, PlaceholderOp)]
-    arrays, bound = check_inputs(placeholders, _arg_ops(task), None, sizes, seed, "tune")
+    arg_ops, placeholders, _ = _parts(task)
+    arrays, bound = check_inputs(placeholders, arg_ops, None, sizes, seed, "tune")
     by_op = {t.op: a for t, a in arrays.items()}
     return [by_op[op] for op in placeholders], bound
 
 
 def bench_reference(task, inputs: list, bound: dict) -> list:
     """The reference evaluator's outputs of `task` on `inputs`."""
-    arg_ops = _arg_ops(task)
-    placeholders = [op for op in arg_ops if isinstance(op, PlaceholderOp)]
-    outputs = [op for op in arg_ops if not isinstance(op, PlaceholderOp)]
+    _, placeholders, outputs = _parts(task)
     given = {Tensor(op): a for op, a in zip(placeholders, inputs)}
     expected = reference([Tensor(op) for op in outputs], given, sizes=bound)
     # C order, as the kernels write: a transposed reference makes every check a strided walk
@@ -55,8 +53,11 @@ def bench_reference(task, inputs: list, bound: dict) -> list:
     return [np.ascontiguousarray(e) for e in expected]
 
 
-def _arg_ops(task) -> list:
-    return [a.op for a in task.made[1]]
+def _parts(task) -> tuple[list, list, list]:
+    """The operations of `task`'s arguments: all, its inputs (placeholders), its outputs."""
+    arg_ops = [a.op for a in task.made[1]]
+    placeholders = [op for op in arg_ops if isinstance(op, PlaceholderOp)]
+    return arg_ops, placeholders, [op for op in arg_ops if not isinstance(op, PlaceholderOp)]
 
 
 class Bench:
@@ -71,9 +72,7 @@ class Bench:
         self.timing_budget = 1.0
         self.device = device
         self.best = math.inf  # the best time measured here
-        self.arg_ops = [a.op for a in task.made[1]]
-        placeholders = [op for op in self.arg_ops if isinstance(op, PlaceholderOp)]
-        self.outputs = [op for op in self.arg_ops if not isinstance(op, PlaceholderOp)]
+        self.arg_ops, placeholders, self.outputs = _parts(task)
         inputs, self.expected = data
         given = {Tensor(op): a for op, a in zip(placeholders, inputs)}
         _, self.bound = check_inputs(placeholders, self.arg_ops, given, sizes, 0, "tune")

@@ -108,7 +108,7 @@ def _loop(task, chooser, measurer, compiling, left, deadline, record) -> None:
     from . import pool as compile_pool
 
     workers, build_target, build_timeout = compiling
-    owned = workers is None or isinstance(workers, int)
+    owned = not isinstance(workers, compile_pool.Compilers)  # a count: this run's own
     compilers = compile_pool.Compilers(workers) if owned else workers
     job = compilers.job(task, build_target)
     overlap = measurer.overlaps_compiles
