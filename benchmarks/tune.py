@@ -149,6 +149,8 @@ def gpus(size: int, trials: int | None, search: str, kept: bool) -> None:
         with LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1,
                               dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client:  # fmt: skip
+            if compilers is not None:
+                compilers.ready()  # schedlang and LLVM loaded, as in a session that tuned before
             task = tune_gemm.gemm(size, size, size)
             arrived = []
 

@@ -1,11 +1,9 @@
-"""Where built configurations are measured: here, on this process's device, or on the workers
-of a Dask cluster, one per GPU.
+"""Where built configurations are measured: `Here`, on this process's device, or `OnCluster`
+(`cluster`), on the workers of a Dask cluster, one per GPU.
 
 Both hand back a `concurrent.futures.Future` of ``(status, seconds, error, measure_s,
-device)``, so the
-runner treats them alike. On a cluster each worker process keeps one `Bench` per task (its
-reference computed once, its inputs on its GPU) and measures one kernel at a time; its threads
-take turns (`bench._measuring`).
+device)``, so the runner treats them alike. What follows serves both: the device's name, CUDA
+started early, a measurement timed.
 """
 
 from __future__ import annotations
@@ -14,9 +12,8 @@ import threading
 import time
 from concurrent.futures import Future
 
-from .bench import Bench, bench_data, bench_inputs, bench_reference
+from .bench import Bench, bench_data
 from .building import Built
-from .knobs import TuneError
 
 
 def device_name(kind: str) -> str:
@@ -64,149 +61,6 @@ class Here:
     def close(self) -> None:
         if self._bench is not None:
             self._bench.exception()  # waits for the thread; its error, if any, was the run's
-
-
-class OnCluster:
-    """Measuring on a Dask cluster's workers (`cluster`: a Client, a scheduler address, or
-    "local" for a cluster of this machine: one worker per GPU with dask-cuda, else per core)."""
-
-    def __init__(self, cluster, task, kind: str, seed: int, sizes, repeat: int) -> None:
-        import cloudpickle
-
-        self.client = connect(cluster, kind)
-        self._owned = not _is_client(cluster)
-        self._data: Future | None = None
-        try:
-            names = self.client.run(_described, kind)
-            if not names:
-                raise TuneError("the Dask cluster has no workers to measure on")
-            devices = sorted(set(names.values()))
-            if len(devices) > 1:
-                raise TuneError(
-                    f"the Dask cluster's workers measure on {', '.join(d for d, _ in devices)}: "
-                    "a tuning run's times compare one kind of device; give it a cluster of one"
-                )
-            [(self.device, self.arch)] = devices
-            self.overlaps_compiles = True  # the workers measure elsewhere
-            self._blob = cloudpickle.dumps(task)
-            self._settings = (kind, sizes, repeat)
-            # the reference, computed here once (with all of this machine's cores: Dask gives
-            # its workers' BLAS one thread) and sent to every worker, while the first
-            # configurations compile; then each worker makes its bench before its first kernel
-            self._start = lambda: self._prepare(task, seed, sizes, list(names))
-        except BaseException:
-            self.close()
-            raise
-
-    def start(self) -> None:
-        """Begin computing the reference and sending it to the workers."""
-        self._data = _background(self._start)
-
-    def _prepare(self, task, seed, sizes, workers) -> tuple:
-        """The run's data on every worker, as the futures of its inputs and its reference:
-        the inputs travel while the reference is computed."""
-        inputs, bound = bench_inputs(task, seed, sizes)
-        sending = _background(lambda: self.client.scatter([inputs], broadcast=True)[0])
-        [expected] = self.client.scatter([bench_reference(task, inputs, bound)], broadcast=True)
-        data = (sending.result(), expected, expected.key)
-        arguments = (self._blob, self._settings, *data)
-        self._warming = [  # held: Dask drops a task whose future nobody holds
-            self.client.submit(_warm_remote, *arguments, workers=[worker], pure=False)
-            for worker in workers
-        ]
-        return data
-
-    def submit(self, built: Built, best: float) -> Future:
-        future: Future = Future()
-        arguments = (self._blob, self._settings, *self._data.result(), built, best)
-        remote = self.client.submit(_measure_remote, *arguments, pure=False)
-
-        def settle(done) -> None:
-            try:
-                future.set_result(done.result())
-            except Exception as error:  # the worker died or the task was lost
-                failed = ("failed", None, f"measuring on the cluster: {error}", 0.0, "?")
-                future.set_result(failed)
-
-        remote.add_done_callback(settle)
-        return future
-
-    def close(self) -> None:
-        pending = self._data
-        if pending is not None and pending.exception() is None:
-            # the workers' benches of this run hold GPU memory: let it go
-            self.client.run(_forget, pending.result()[2])
-        if self._owned:
-            cluster = getattr(self.client, "cluster", None)
-            self.client.close()
-            if cluster is not None:
-                cluster.close()
-
-
-def connect(cluster, kind: str):
-    """A Dask client: `cluster` itself, one connected to its address, or a new local cluster."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise TuneError(
-            "measuring on a cluster needs Dask: pip install 'schedlang[distributed]'"
-        ) from None
-    if _is_client(cluster):
-        return cluster
-    if cluster != "local":
-        return Client(cluster)
-    if kind == "cuda":
-        from dask_cuda import LocalCUDACluster
-
-        return Client(LocalCUDACluster(threads_per_worker=1))
-    from ..platform_info import usable_cores
-
-    return Client(LocalCluster(n_workers=max(1, usable_cores() // 2), threads_per_worker=1))
-
-
-def _is_client(value) -> bool:
-    return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")
-
-
-_benches: dict[str, Bench] = {}  # by the key of the run's data on the cluster
-_benches_lock = threading.Lock()
-
-
-def _bench_remote(blob: bytes, settings: tuple, inputs: list, expected: list, key: str) -> Bench:
-    """On a worker: its bench for the run whose reference has `key`, made at the first call."""
-    import cloudpickle
-
-    kind, sizes, repeat = settings
-    with _benches_lock:
-        bench = _benches.get(key)
-        if bench is None:
-            task = cloudpickle.loads(blob)
-            bench = _benches[key] = Bench(task, kind, (inputs, expected), sizes, repeat)
-    return bench
-
-
-def _warm_remote(blob: bytes, settings: tuple, inputs: list, expected: list, key: str) -> None:
-    """On a worker, before its first kernel arrives: its bench made."""
-    _bench_remote(blob, settings, inputs, expected, key)
-
-
-def _measure_remote(blob, settings, inputs, expected, key, built: Built, best: float) -> tuple:
-    """On a worker: `built` measured with the worker's bench for this run."""
-    bench = _bench_remote(blob, settings, inputs, expected, key)
-    return (*_timed(bench, built, best), device_name(settings[0]))
-
-
-def _forget(key: str) -> None:
-    with _benches_lock:
-        _benches.pop(key, None)
-
-
-def _described(kind: str) -> tuple[str, str | None]:
-    """On a worker: its device's name and architecture; CUDA starts there meanwhile, before
-    the run's data arrives."""
-    arch = _arch(kind)
-    _start_cuda(arch)
-    return device_name(kind), arch
 
 
 def _start_cuda(arch: str | None) -> None:

@@ -1,8 +1,9 @@
 """Messages between a tuning run and its compile processes: pickles, each after its length,
 over the processes' standard input and output.
 
-To a process: ``("task", job, task_blob, target)`` once per task, then ``("build", job,
-number)``, each answered with a `building.Built`.
+From a process, once it has loaded what builds need: ``("ready",)``. To a process: ``("task",
+job, task_blob, target)`` once per task, then ``("build", job, number)``, each answered with
+a `building.Built`.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -56,12 +57,25 @@ class Compilers:
         self._lock = threading.Lock()
         self._jobs = itertools.count()
         self._closed = False
+        self._loaded = threading.Semaphore(0)  # released as each first process is ready
         self._threads = [
             threading.Thread(target=self._serve, name=f"schedlang-compile-{k}", daemon=True)
             for k in range(self.count)
         ]
         for thread in self._threads:
             thread.start()
+
+    def ready(self, timeout: float | None = None) -> bool:
+        """Wait until every process has loaded schedlang and LLVM (a benchmark starts its
+        clock after this); False if `timeout` seconds pass first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for _ in range(self.count):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self._loaded.acquire(timeout=left):
+                return False
+        for _ in range(self.count):  # asking again answers at once
+            self._loaded.release()
+        return True
 
     def job(self, task, target: str) -> Job:
         """`task` to build for `target` (a resolved target string)."""
@@ -132,6 +146,7 @@ class Compilers:
             env=env,
         )
         self._processes.append(process)
+        receive(process.stdout)  # ("ready",): it has loaded what builds need
         return process
 
     def _serve(self) -> None:
@@ -140,6 +155,8 @@ class Compilers:
             process = self._start()  # it loads schedlang and LLVM while the first task comes
         except Exception:  # noqa: BLE001 - closed already, or started again at the first build
             pass
+        finally:
+            self._loaded.release()
         while True:
             item = self._queue.get()
             if item is None or self._closed:

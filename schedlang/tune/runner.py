@@ -1,10 +1,10 @@
 """`sl.tune.run`: a task's space searched, each configuration built, checked and timed.
 
 The loop: the search proposes configurations; compile processes build them in parallel
-(`pool`); each built kernel is measured, one at a time per device, here or on a Dask cluster
-(`measuring`); every outcome is a trial appended to the log and told to the search. On a GPU
-measuring overlaps the next compiles; on the CPU the compiles pause while kernels are timed, as
-they would share its cores.
+(`pool`); each built kernel is measured, one at a time per device, here (`measuring`) or on a
+Dask cluster (`cluster`); every outcome is a trial appended to the log and told to the search.
+On a GPU measuring overlaps the next compiles; on the CPU the compiles pause while kernels are
+timed, as they would share its cores.
 
 The log is also the cache. A run's trials carry a key made of the algorithm, the template (its
 name, source and arguments), the space, the target and the device. A run that finds trials of
@@ -224,7 +224,8 @@ class _Recorder:
 
 
 def _measurer(task, kind: str, cluster, seed, sizes, repeat):
-    from .measuring import Here, OnCluster
+    from .cluster import OnCluster
+    from .measuring import Here
 
     if cluster is None:
         return Here(task, kind, seed, sizes, repeat)

@@ -23,7 +23,7 @@ def client():
 
 
 def test_a_local_cluster_measures_every_configuration(client, tmp_path):
-    from schedlang.tune import measuring
+    from schedlang.tune import cluster as measuring
 
     task = templates.matmul(11, 19, 7)
     during = []
@@ -45,6 +45,27 @@ def test_a_local_cluster_measures_every_configuration(client, tmp_path):
     assert len(client.scheduler_info()["workers"]) == 2  # the client's cluster is left running
     held = client.run(lambda: len(measuring._benches))
     assert set(held.values()) == {0}  # each worker let its bench for the run go
+
+
+def test_each_worker_holds_at_most_one_kernel_beyond_its_threads(client, tmp_path):
+    """schedlang hands the kernels out: every worker measures some, and none holds more than
+    its one thread's kernel and the next."""
+    held = []
+
+    def heard(trial):
+        processing = client.processing()  # the tasks each worker holds
+        held.append(max(sum("_measure_remote" in str(k) for k in keys)
+                        for keys in processing.values()))  # fmt: skip
+
+    with distributed.get_task_stream(client) as stream:
+        log = sl.tune.run(
+            templates.matmul(23, 17, 9), target="cpu", search="grid", cluster=client,
+            workers=2, repeat=2, log=tmp_path / "log.jsonl", progress=False, callback=heard,
+        )  # fmt: skip
+    assert log.counts()["ok"] == 4
+    measured_by = [t["worker"] for t in stream.data if "_measure_remote" in t["key"]]
+    assert len(measured_by) == 4 and len(set(measured_by)) == 2
+    assert 1 <= max(held) <= 2
 
 
 def test_the_workers_find_wrong_kernels_too(client, tmp_path):

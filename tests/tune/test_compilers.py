@@ -55,3 +55,12 @@ def test_a_task_the_process_cannot_read_fails_each_of_its_builds():
 def test_compilers_are_at_least_one(count):
     with pytest.raises(sl.tune.TuneError, match="at least 1"):
         sl.tune.Compilers(count)
+
+
+def test_ready_waits_until_every_process_has_loaded_llvm():
+    with sl.tune.Compilers(2) as compilers:
+        assert not compilers.ready(timeout=0)  # importing schedlang and LLVM takes longer
+        assert compilers.ready(timeout=120)
+        assert len(compilers._processes) == 2
+        assert all(p.poll() is None for p in compilers._processes)
+        assert compilers.ready(timeout=0)  # asked again: at once

@@ -1,0 +1,205 @@
+"""Measuring on the workers of a Dask cluster, one per GPU (`OnCluster`).
+
+Each worker process keeps one `Bench` per run (the reference computed once, here, and sent to
+it; its inputs on its GPU) and measures one kernel at a time; its threads take turns
+(`bench._measuring`). schedlang hands the kernels out itself: each worker holds as many as it
+has threads plus one, so the next is waiting there when one finishes. Left to Dask, a task
+whose data every worker holds waits on the scheduler until a worker asks for work (a round
+trip of 5-20 ms after every kernel), or is placed on a worker that is still busy.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from concurrent.futures import Future
+from functools import partial
+
+from .bench import Bench, bench_inputs, bench_reference
+from .building import Built
+from .knobs import TuneError
+from .measuring import _arch, _background, _start_cuda, _timed, device_name
+
+
+class OnCluster:
+    """Measuring on a Dask cluster's workers (`cluster`: a Client, a scheduler address, or
+    "local" for a cluster of this machine: one worker per GPU with dask-cuda, else per core)."""
+
+    def __init__(self, cluster, task, kind: str, seed: int, sizes, repeat: int) -> None:
+        import cloudpickle
+
+        self.client = connect(cluster, kind)
+        self._owned = not _is_client(cluster)
+        self._data: Future | None = None
+        self._lock = threading.Lock()
+        self._waiting: deque = deque()  # (built, best, future): kernels no worker holds yet
+        self._best = math.inf  # the best time any worker has measured
+        self._closed = False
+        try:
+            names = self.client.run(_described, kind)
+            if not names:
+                raise TuneError("the Dask cluster has no workers to measure on")
+            devices = sorted(set(names.values()))
+            if len(devices) > 1:
+                raise TuneError(
+                    f"the Dask cluster's workers measure on {', '.join(d for d, _ in devices)}: "
+                    "a tuning run's times compare one kind of device; give it a cluster of one"
+                )
+            [(self.device, self.arch)] = devices
+            self.overlaps_compiles = True  # the workers measure elsewhere
+            threads = {a: w["nthreads"] for a, w in self.client.scheduler_info()["workers"].items()}
+            self._slots = {worker: threads.get(worker, 1) + 1 for worker in names}
+            self._held = dict.fromkeys(names, 0)  # kernels handed to each worker, not answered
+            self._order, self._turn = list(names), 0
+            self._blob = cloudpickle.dumps(task)
+            self._settings = (kind, sizes, repeat)
+            # the reference, computed here once (with all of this machine's cores: Dask gives
+            # its workers' BLAS one thread) and sent to every worker, while the first
+            # configurations compile; then each worker makes its bench before its first kernel
+            self._start = lambda: self._prepare(task, seed, sizes, list(names))
+        except BaseException:
+            self.close()
+            raise
+
+    def start(self) -> None:
+        """Begin computing the reference and sending it to the workers."""
+        self._data = _background(self._start)
+
+    def _prepare(self, task, seed, sizes, workers) -> tuple:
+        """The run's data on every worker, as the futures of its inputs and its reference:
+        the inputs travel while the reference is computed."""
+        inputs, bound = bench_inputs(task, seed, sizes)
+        sending = _background(lambda: self.client.scatter([inputs], broadcast=True)[0])
+        [expected] = self.client.scatter([bench_reference(task, inputs, bound)], broadcast=True)
+        data = (sending.result(), expected, expected.key)
+        arguments = (self._blob, self._settings, *data)
+        self._warming = [  # held: Dask drops a task whose future nobody holds
+            self.client.submit(_warm_remote, *arguments, workers=[worker], pure=False)
+            for worker in workers
+        ]
+        return data
+
+    def submit(self, built: Built, best: float) -> Future:
+        """`built` measured on the first worker with room for it; `best`, the run's best time
+        when it was handed over, travels with it (or a better one seen since)."""
+        self._data.result()  # the first kernels wait for the run's data to be on the workers
+        future: Future = Future()
+        with self._lock:
+            self._waiting.append((built, best, future))
+        self._hand_out()
+        return future
+
+    def _hand_out(self) -> None:
+        handed = []
+        with self._lock:
+            while self._waiting and not self._closed:
+                # the least busy worker; among equals, each in turn (every GPU kept warm)
+                self._turn = (self._turn + 1) % len(self._order)
+                turned = self._order[self._turn :] + self._order[: self._turn]
+                worker = min(turned, key=lambda w: self._held[w] / self._slots[w])
+                if self._held[worker] >= self._slots[worker]:
+                    break
+                built, best, future = self._waiting.popleft()
+                self._held[worker] += 1
+                handed.append((worker, built, min(best, self._best), future))
+        arguments = (self._blob, self._settings, *self._data.result())
+        for worker, built, best, future in handed:
+            # pinned, but run elsewhere should the worker leave the cluster
+            remote = self.client.submit(
+                _measure_remote, *arguments, built, best,
+                workers=[worker], allow_other_workers=True, pure=False,
+            )  # fmt: skip
+            # Dask runs done callbacks on a thread of its own: more are handed out from there
+            remote.add_done_callback(partial(self._settle, worker, future))
+
+    def _settle(self, worker: str, future: Future, done) -> None:
+        try:
+            answer = done.result()
+        except Exception as error:  # the worker died or the task was lost
+            answer = ("failed", None, f"measuring on the cluster: {error}", 0.0, "?")
+        with self._lock:
+            self._held[worker] -= 1
+            if answer[0] == "ok":
+                self._best = min(self._best, answer[1])
+        future.set_result(answer)
+        self._hand_out()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        pending = self._data
+        if pending is not None and pending.exception() is None:
+            # the workers' benches of this run hold GPU memory: let it go
+            self.client.run(_forget, pending.result()[2])
+        if self._owned:
+            cluster = getattr(self.client, "cluster", None)
+            self.client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def connect(cluster, kind: str):
+    """A Dask client: `cluster` itself, one connected to its address, or a new local cluster."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise TuneError(
+            "measuring on a cluster needs Dask: pip install 'schedlang[distributed]'"
+        ) from None
+    if _is_client(cluster):
+        return cluster
+    if cluster != "local":
+        return Client(cluster)
+    if kind == "cuda":
+        from dask_cuda import LocalCUDACluster
+
+        return Client(LocalCUDACluster(threads_per_worker=1))
+    from ..platform_info import usable_cores
+
+    return Client(LocalCluster(n_workers=max(1, usable_cores() // 2), threads_per_worker=1))
+
+
+def _is_client(value) -> bool:
+    return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")
+
+
+_benches: dict[str, Bench] = {}  # by the key of the run's data on the cluster
+_benches_lock = threading.Lock()
+
+
+def _described(kind: str) -> tuple[str, str | None]:
+    """On a worker: its device's name and architecture; CUDA starts there meanwhile, before
+    the run's data arrives."""
+    arch = _arch(kind)
+    _start_cuda(arch)
+    return device_name(kind), arch
+
+
+def _bench_remote(blob: bytes, settings: tuple, inputs: list, expected: list, key: str) -> Bench:
+    """On a worker: its bench for the run whose reference has `key`, made at the first call."""
+    import cloudpickle
+
+    kind, sizes, repeat = settings
+    with _benches_lock:
+        bench = _benches.get(key)
+        if bench is None:
+            task = cloudpickle.loads(blob)
+            bench = _benches[key] = Bench(task, kind, (inputs, expected), sizes, repeat)
+    return bench
+
+
+def _warm_remote(blob: bytes, settings: tuple, inputs: list, expected: list, key: str) -> None:
+    """On a worker, before its first kernel arrives: its bench made."""
+    _bench_remote(blob, settings, inputs, expected, key)
+
+
+def _measure_remote(blob, settings, inputs, expected, key, built: Built, best: float) -> tuple:
+    """On a worker: `built` measured with the worker's bench for this run."""
+    bench = _bench_remote(blob, settings, inputs, expected, key)
+    return (*_timed(bench, built, best), device_name(settings[0]))
+
+
+def _forget(key: str) -> None:
+    with _benches_lock:
+        _benches.pop(key, None)
