@@ -3,9 +3,12 @@
 Each worker process keeps one `Bench` per run (the reference computed once, here, and sent to
 it; its inputs on its GPU) and measures one kernel at a time; its threads take turns
 (`bench._measuring`). schedlang hands the kernels out itself: each worker holds as many as it
-has threads plus one, so the next is waiting there when one finishes. Left to Dask, a task
-whose data every worker holds waits on the scheduler until a worker asks for work (a round
-trip of 5-20 ms after every kernel), or is placed on a worker that is still busy.
+has threads plus two, so the next ones are waiting there when one finishes. Left to Dask, a
+task whose data every worker holds waits on the scheduler until a worker asks for work, or is
+placed on a worker that is still busy; with one kernel waiting per worker, the hand-over of
+the next (worker, scheduler, this process and back) still took longer than a GEMM's
+measurement now and then (70-350 ms, on two H100s while the first compiles ran), and the GPU
+idled.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class OnCluster:
             [(self.device, self.arch)] = devices
             self.overlaps_compiles = True  # the workers measure elsewhere
             threads = {a: w["nthreads"] for a, w in self.client.scheduler_info()["workers"].items()}
-            self._slots = {worker: threads.get(worker, 1) + 1 for worker in names}
+            self._slots = {worker: threads.get(worker, 1) + 2 for worker in names}
             self._held = dict.fromkeys(names, 0)  # kernels handed to each worker, not answered
             self._order, self._turn = list(names), 0
             self._blob = cloudpickle.dumps(task)

@@ -47,9 +47,9 @@ def test_a_local_cluster_measures_every_configuration(client, tmp_path):
     assert set(held.values()) == {0}  # each worker let its bench for the run go
 
 
-def test_each_worker_holds_at_most_one_kernel_beyond_its_threads(client, tmp_path):
+def test_each_worker_holds_at_most_two_kernels_beyond_its_threads(client, tmp_path):
     """schedlang hands the kernels out: every worker measures some, and none holds more than
-    its one thread's kernel and the next."""
+    its one thread's kernel and the next two."""
     held = []
 
     def heard(trial):
@@ -65,7 +65,7 @@ def test_each_worker_holds_at_most_one_kernel_beyond_its_threads(client, tmp_pat
     assert log.counts()["ok"] == 4
     measured_by = [t["worker"] for t in stream.data if "_measure_remote" in t["key"]]
     assert len(measured_by) == 4 and len(set(measured_by)) == 2
-    assert 1 <= max(held) <= 2
+    assert 1 <= max(held) <= 3
 
 
 def test_the_workers_find_wrong_kernels_too(client, tmp_path):
