@@ -22,7 +22,7 @@ from functools import partial
 from .bench import Bench, bench_inputs, bench_reference
 from .building import Built
 from .knobs import TuneError
-from .measuring import _arch, _background, _start_cuda, _timed, device_name
+from .measuring import background, device_arch, device_name, start_cuda, timed
 
 
 class OnCluster:
@@ -67,13 +67,13 @@ class OnCluster:
 
     def start(self) -> None:
         """Begin computing the reference and sending it to the workers."""
-        self._data = _background(self._start)
+        self._data = background(self._start)
 
     def _prepare(self, task, seed, sizes, workers) -> tuple:
         """The run's data on every worker, as the futures of its inputs and its reference:
         the inputs travel while the reference is computed."""
         inputs, bound = bench_inputs(task, seed, sizes)
-        sending = _background(lambda: self.client.scatter([inputs], broadcast=True)[0])
+        sending = background(lambda: self.client.scatter([inputs], broadcast=True)[0])
         [expected] = self.client.scatter([bench_reference(task, inputs, bound)], broadcast=True)
         data = (sending.result(), expected, expected.key)
         arguments = (self._blob, self._settings, *data)
@@ -174,8 +174,8 @@ _benches_lock = threading.Lock()
 def _described(kind: str) -> tuple[str, str | None]:
     """On a worker: its device's name and architecture; CUDA starts there meanwhile, before
     the run's data arrives."""
-    arch = _arch(kind)
-    _start_cuda(arch)
+    arch = device_arch(kind)
+    start_cuda(arch)
     return device_name(kind), arch
 
 
@@ -200,7 +200,7 @@ def _warm_remote(blob: bytes, settings: tuple, inputs: list, expected: list, key
 def _measure_remote(blob, settings, inputs, expected, key, built: Built, best: float) -> tuple:
     """On a worker: `built` measured with the worker's bench for this run."""
     bench = _bench_remote(blob, settings, inputs, expected, key)
-    return (*_timed(bench, built, best), device_name(settings[0]))
+    return (*timed(bench, built, best), device_name(settings[0]))
 
 
 def _forget(key: str) -> None:

@@ -32,7 +32,7 @@ def _gpu():
     return cuda_devices()[0]
 
 
-def _arch(kind: str) -> str | None:
+def device_arch(kind: str) -> str | None:
     """The architecture kernels are compiled for where they are measured (None: the CPU)."""
     return _gpu().arch if kind == "cuda" else None
 
@@ -42,7 +42,7 @@ class Here:
     beside the first compiles (numpy lets go of the interpreter while it multiplies)."""
 
     def __init__(self, task, kind: str, seed: int, sizes, repeat: int) -> None:
-        self.device, self.arch = device_name(kind), _arch(kind)
+        self.device, self.arch = device_name(kind), device_arch(kind)
         self.overlaps_compiles = kind == "cuda"  # timing a CPU kernel needs the cores
         self._make = lambda: Bench(task, kind, bench_data(task, seed, sizes), sizes, repeat)
         self._bench: Future | None = None
@@ -50,12 +50,12 @@ class Here:
     def start(self) -> None:
         """Begin computing the reference (a run with configurations to measure calls it),
         and starting CUDA where kernels run on it."""
-        _start_cuda(self.arch)
-        self._bench = _background(self._make)
+        start_cuda(self.arch)
+        self._bench = background(self._make)
 
     def submit(self, built: Built, best: float) -> Future:
         future: Future = Future()
-        future.set_result((*_timed(self._bench.result(), built, best), self.device))
+        future.set_result((*timed(self._bench.result(), built, best), self.device))
         return future
 
     def close(self) -> None:
@@ -63,7 +63,7 @@ class Here:
             self._bench.exception()  # waits for the thread; its error, if any, was the run's
 
 
-def _start_cuda(arch: str | None) -> None:
+def start_cuda(arch: str | None) -> None:
     """CUDA's context and PTX compiler started on a thread of this process (`cuda_start`),
     where kernels for `arch` will run."""
     if arch is not None:
@@ -72,14 +72,14 @@ def _start_cuda(arch: str | None) -> None:
         cuda_start.start()
 
 
-def _timed(bench: Bench, built: Built, best: float) -> tuple:
+def timed(bench: Bench, built: Built, best: float) -> tuple:
     """`bench.measure`'s answer and the seconds it took (loading, checking and timing)."""
     start = time.perf_counter()
     answer = bench.measure(built, best)
     return (*answer, time.perf_counter() - start)
 
 
-def _background(make) -> Future:
+def background(make) -> Future:
     """``make()`` on a thread of its own; its result (or error) in the future."""
     future: Future = Future()
 
