@@ -7,6 +7,7 @@ Shared by `sl.compare` and the tuner, which check every kernel they time the sam
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes
 from ..ir.expr import Var
 from ..ir.tensor import Tensor
+from ..platform_info import usable_cores
 from .sizes import bind_sizes, shape_of
 
 # Relative tolerance per dtype, also scaled to the largest reference value as an absolute one:
@@ -46,17 +48,41 @@ def random_array(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -
     """Values away from zero (so a missed update or a wrong operand shows), of either sign."""
     np_dtype = dt.to_numpy(dtype)
     if dt.is_float(dtype):
-        # one draw in [-1, 1) moved out to [0.5, 1.5) in magnitude, in place: a tuner's
-        # 4096x4096 inputs are drawn in a tenth of the time of a sign and a magnitude apart
         wide = np.float64 if dtype == "float64" else np.float32
-        values = rng.random(shape, dtype=wide)
-        values *= 2.0
-        values -= 1.0
-        values += np.copysign(wide(0.5), values)
-        return values.astype(np_dtype, copy=False)
+        count = int(np.prod(shape, dtype=np.int64))
+        if count < 2 * _CHUNK:
+            values = rng.random(shape, dtype=wide)
+            _away_from_zero(values)
+            return values.astype(np_dtype, copy=False)
+        # a large array in chunks of their own seeds, drawn on threads (numpy lets go of the
+        # interpreter while it fills): a tuner's two 4096x4096 inputs took 0.3 s in one draw
+        # on a 16-core machine, the start of every run. The chunks depend on the size alone,
+        # so the values are the same on any machine.
+        values = np.empty(count, wide)
+        parts = [values[k : k + _CHUNK] for k in range(0, count, _CHUNK)]
+        seeds = rng.integers(2**63, size=len(parts))
+        with ThreadPoolExecutor(max(1, min(usable_cores(), len(parts)))) as pool:
+            list(pool.map(_fill, seeds, parts))
+        return values.reshape(shape).astype(np_dtype, copy=False)
     if dtype == "bool":
         return rng.random(shape) < 0.5
     return rng.integers(1, 8, size=shape).astype(np_dtype)
+
+
+_CHUNK = 1 << 18  # elements drawn from one seed in a large array
+
+
+def _fill(seed, part: np.ndarray) -> None:
+    np.random.default_rng(seed).random(out=part, dtype=part.dtype)
+    _away_from_zero(part)
+
+
+def _away_from_zero(values: np.ndarray) -> None:
+    """Uniform draws in [0, 1) moved, in place, to [-1.5, -0.5) and [0.5, 1.5): one draw
+    instead of a sign and a magnitude apart (a tenth of the time)."""
+    values *= 2.0
+    values -= 1.0
+    values += np.copysign(values.dtype.type(0.5), values)
 
 
 def call_arrays(arg_ops, arrays, bound) -> list[np.ndarray]:
