@@ -57,10 +57,12 @@ class Compilers:
         self._lock = threading.Lock()
         self._jobs = itertools.count()
         self._closed = False
-        self._loaded = threading.Semaphore(0)  # released as each first process is ready
+        self._loaded = [threading.Event() for _ in range(self.count)]  # each first process
         self._threads = [
-            threading.Thread(target=self._serve, name=f"schedlang-compile-{k}", daemon=True)
-            for k in range(self.count)
+            threading.Thread(
+                target=self._serve, args=(loaded,), name=f"schedlang-compile-{k}", daemon=True
+            )
+            for k, loaded in enumerate(self._loaded)
         ]
         for thread in self._threads:
             thread.start()
@@ -69,12 +71,10 @@ class Compilers:
         """Wait until every process has loaded schedlang and LLVM (a benchmark starts its
         clock after this); False if `timeout` seconds pass first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for _ in range(self.count):
+        for loaded in self._loaded:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self._loaded.acquire(timeout=left):
+            if not loaded.wait(left):
                 return False
-        for _ in range(self.count):  # asking again answers at once
-            self._loaded.release()
         return True
 
     def job(self, task, target: str) -> Job:
@@ -149,14 +149,14 @@ class Compilers:
         receive(process.stdout)  # ("ready",): it has loaded what builds need
         return process
 
-    def _serve(self) -> None:
+    def _serve(self, loaded: threading.Event) -> None:
         process, known = None, set()  # the process and the jobs it has been told of
         try:
             process = self._start()  # it loads schedlang and LLVM while the first task comes
         except Exception:  # noqa: BLE001 - closed already, or started again at the first build
             pass
         finally:
-            self._loaded.release()
+            loaded.set()
         while True:
             item = self._queue.get()
             if item is None or self._closed:

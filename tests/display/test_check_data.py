@@ -36,11 +36,13 @@ def test_a_large_array_is_the_same_drawn_on_one_thread(monkeypatch):
     alone = random_array((1100, 1300), "float32", np.random.default_rng(5))
     assert np.array_equal(wanted, alone)
     chunks = -(-1100 * 1300 // check_data._CHUNK)
-    assert chunks > 2  # drawn in chunks
-    first = np.random.default_rng(np.random.default_rng(5).integers(2**63, size=chunks)[0])
-    head = first.random(check_data._CHUNK, dtype=np.float32) * 2 - 1
-    head += np.copysign(np.float32(0.5), head)
-    assert np.array_equal(wanted.reshape(-1)[: check_data._CHUNK], head)
+    seeds = np.random.default_rng(5).integers(2**63, size=chunks)
+    for k in (0, 1):  # each chunk is drawn from a seed of its own
+        part = np.random.default_rng(seeds[k]).random(check_data._CHUNK, dtype=np.float32)
+        part = part * 2 - 1
+        part += np.copysign(np.float32(0.5), part)
+        drawn = wanted.reshape(-1)[k * check_data._CHUNK : (k + 1) * check_data._CHUNK]
+        assert np.array_equal(drawn, part)
 
 
 def test_different_seeds_draw_different_values():
