@@ -6,8 +6,9 @@ Triton's autotune, and how its trials per second grow with a second GPU.
     python benchmarks/tune.py gemm --fp16             # the same for the tensor-core GEMM
     python benchmarks/tune.py triton [--configs 16]   # Triton's autotune, time per config
     python benchmarks/tune.py gpus [--size 8192]      # Dask, one worker per GPU: 1 vs all
-    python benchmarks/tune.py gpus --kept             # ... compile processes started before
-                                                      # the clock too (sl.tune.Compilers)
+    python benchmarks/tune.py gpus --kept             # ... compile processes started and
+                                                      # schedlang loaded in the workers
+                                                      # before the clock too
 
 Each part prints its figures; `gemm` re-times the best schedule found and the hand-tuned one in
 the same process, alternating, and prints their ratio.
@@ -130,7 +131,8 @@ def triton(size: int, configs: int) -> None:
 def gpus(size: int, trials: int | None, search: str, kept: bool) -> None:
     """Trials per second on one GPU and on all, each a Dask worker (dask-cuda), from fresh
     caches each time; the clusters start before the clock does, and with `kept` the compile
-    processes too (a `sl.tune.Compilers` for each run, as a notebook keeps one). Also the rate
+    processes too (a `sl.tune.Compilers` for each run, as a notebook keeps one), and the
+    workers load schedlang (as they have in a session that tuned on them before). Also the rate
     from the first measured trial on, when every worker has its reference and the compile
     processes run."""
     import distributed
@@ -150,7 +152,10 @@ def gpus(size: int, trials: int | None, search: str, kept: bool) -> None:
                               dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client:  # fmt: skip
             if compilers is not None:
-                compilers.ready()  # schedlang and LLVM loaded, as in a session that tuned before
+                # as in a session that tuned before: schedlang and LLVM loaded in the compile
+                # processes, schedlang in the workers
+                compilers.ready()
+                client.run(_load_schedlang)
             task = tune_gemm.gemm(size, size, size)
             arrived = []
 
@@ -179,6 +184,10 @@ def gpus(size: int, trials: int | None, search: str, kept: bool) -> None:
         )
 
 
+def _load_schedlang() -> None:
+    import schedlang.tune.cluster  # noqa: F401
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("part", choices=["gemm", "triton", "gpus"])
@@ -187,7 +196,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=None)
     parser.add_argument("--configs", type=int, default=32)
     parser.add_argument("--fp16", action="store_true", help="the tensor-core GEMM template")
-    parser.add_argument("--kept", action="store_true", help="compile processes started first")
+    parser.add_argument("--kept", action="store_true",
+                        help="compile processes started and workers loaded first")  # fmt: skip
     args = parser.parse_args()
     if args.part == "gemm":
         gemm(args.size, args.search, args.trials, args.fp16)

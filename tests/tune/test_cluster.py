@@ -4,6 +4,9 @@ reference, and the log is the same kind of log."""
 
 from __future__ import annotations
 
+import math
+import time
+
 import pytest
 
 import schedlang as sl
@@ -66,6 +69,45 @@ def test_each_worker_holds_at_most_two_kernels_beyond_its_threads(client, tmp_pa
     measured_by = [t["worker"] for t in stream.data if "_measure_remote" in t["key"]]
     assert len(measured_by) == 4 and len(set(measured_by)) == 2
     assert 1 <= max(held) <= 3
+
+
+def test_kernels_waiting_on_a_busy_worker_move_to_an_idle_one(monkeypatch):
+    """One worker takes a second per kernel, the other a hundredth: once none are left to hand
+    out, the kernels queued behind the slow one's first move to the fast one, and each is
+    answered once."""
+    from collections import Counter
+
+    from schedlang.tune import cluster as measuring
+    from schedlang.tune.building import Built
+
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as here:
+        slow = sorted(here.scheduler_info()["workers"])[0]
+
+        def measure(*_):
+            worker = distributed.get_worker().address
+            time.sleep(1.0 if worker == slow else 0.01)
+            return ("ok", 1.0, "", 0.0, worker)
+
+        monkeypatch.setattr(measuring, "_measure_remote", measure)
+        on = measuring.OnCluster(here, templates.matmul(3, 5, 4), "cpu", 0, None, 1)
+        try:
+            on.start()
+            built = [Built(k, "built", "", "", 0.0) for k in range(10)]
+            answers = [f.result(timeout=30) for f in [on.submit(b, math.inf) for b in built]]
+        finally:
+            on.close()
+    by_worker = Counter(answer[4] for answer in answers)
+    assert by_worker[slow] == 1 and sum(by_worker.values()) == 10
+
+
+def test_data_goes_straight_only_to_workers_of_this_machine():
+    from schedlang.tune.cluster import _on_this_machine
+
+    assert _on_this_machine("tcp://127.0.0.1:8786") and _on_this_machine("tls://[::1]:8786")
+    assert not _on_this_machine("tcp://203.0.113.5:8786")  # a documentation address
 
 
 def test_the_workers_find_wrong_kernels_too(client, tmp_path):
