@@ -71,7 +71,7 @@ class Bench:
         # most for a run's first kernels, measured before any best time is known
         self.timing_budget = 1.0
         self.device = device
-        self.best = math.inf  # the best time measured here
+        self.best = math.inf  # the best time measured here, or told of by the run
         self.arg_ops, placeholders, self.outputs = _parts(task)
         inputs, self.expected = data
         given = {Tensor(op): a for op, a in zip(placeholders, inputs)}

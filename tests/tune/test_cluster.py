@@ -103,6 +103,63 @@ def test_kernels_waiting_on_a_busy_worker_move_to_an_idle_one(monkeypatch):
     assert by_worker[slow] == 1 and sum(by_worker.values()) == 10
 
 
+def test_a_better_time_is_told_to_the_other_workers_ahead_of_their_kernels(monkeypatch):
+    """Each new best goes to every worker but the one that measured it: here one worker
+    measures ever better times, the other one slow kernels that never beat them."""
+    from schedlang.tune import cluster as measuring
+    from schedlang.tune.building import Built
+
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as here:
+        fast, slow = sorted(here.scheduler_info()["workers"])
+
+        def measure(*_):
+            worker = distributed.get_worker()
+            if worker.address == slow:
+                time.sleep(0.3)
+                return ("ok", 100.0, "", 0.0, worker.address)
+            time.sleep(0.02)
+            worker.measured = getattr(worker, "measured", 0) + 1
+            return ("ok", 2.0**-worker.measured, "", 0.0, worker.address)
+
+        def better(key, seconds):  # runs on a copy: what it hears is kept on the worker
+            worker = distributed.get_worker()
+            worker.told = [*getattr(worker, "told", []), seconds]
+
+        monkeypatch.setattr(measuring, "_measure_remote", measure)
+        monkeypatch.setattr(measuring, "_better_remote", better)
+        on = measuring.OnCluster(here, templates.matmul(3, 5, 4), "cpu", 0, None, 1)
+        try:
+            on.start()
+            futures = [on.submit(Built(k, "built", "", "", 0.0), math.inf) for k in range(8)]
+            answers = [f.result(timeout=30) for f in futures]
+        finally:
+            on.close()
+        by_address = {w.address: w for w in cluster.workers.values()}
+        heard = {address: sorted(getattr(w, "told", [])) for address, w in by_address.items()}
+    bests = sorted(a[1] for a in answers if a[4] == fast)  # each one better than the last
+    assert len(bests) >= 3 and heard == {fast: [], slow: bests}
+
+
+def test_a_bench_takes_a_better_time_it_is_told_of():
+    from schedlang.tune import cluster as measuring
+
+    class Held:
+        best = 2.0
+
+    measuring._benches["run"] = held = Held()
+    try:
+        measuring._better_remote("run", 3.0)
+        assert held.best == 2.0
+        measuring._better_remote("run", 1.5)
+        assert held.best == 1.5
+        measuring._better_remote("another run", 0.5)  # a run this worker holds no bench of
+    finally:
+        measuring._benches.pop("run")
+
+
 def test_data_goes_straight_only_to_workers_of_this_machine():
     from schedlang.tune.cluster import _on_this_machine
 

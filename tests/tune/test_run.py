@@ -297,3 +297,16 @@ def test_the_search_hears_every_measured_batch_before_it_proposes_the_next(monke
     asked = [k for k, event in enumerate(events) if event == "ask"]
     for k in asked[1:]:
         assert events[:k].count("tell") == events[:k].count("ask"), events
+
+
+def test_full_collections_leave_the_objects_of_before_the_run_alone_while_it_runs(tmp_path):
+    """What was alive when the loop started is frozen out of the collector (its full passes
+    stalled a local cluster's scheduler), and given back to it after the run."""
+    import gc
+
+    frozen = []
+    _run(
+        templates.matmul(7, 9, 5), tmp_path, callback=lambda _: frozen.append(gc.get_freeze_count())
+    )
+    assert min(frozen) > 1000
+    assert gc.get_freeze_count() == 0
