@@ -8,7 +8,9 @@ task whose data every worker holds waits on the scheduler until a worker asks fo
 placed on a worker that is still busy; with one kernel waiting per worker, the hand-over of
 the next (worker, scheduler, this process and back) still took longer than a GEMM's
 measurement now and then (70-350 ms, on two H100s while the first compiles ran), and the GPU
-idled.
+idled. Once none are left to hand out, kernels waiting on a busier worker move to an idle one
+(`_even_out`), and each better time reaches the other workers ahead of their next kernels
+(`_tell_best`).
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ class OnCluster:
         handed.future.set_result(answer)
         self._hand_out()
         self._even_out(handed.worker)
-        if better:
+        if better and not self._closed:
             self._tell_best(answer[1], handed.worker)
 
     def _tell_best(self, seconds: float, measured_on: str) -> None:
