@@ -494,6 +494,7 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
     reps = max(5, repeat // 5)
     peer = _cudnn_conv_seconds(x, weight, reps)
     flops = 2.0 * batch * cout * cin * 9 * size * size
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     variants = {
         "128x128 blocks, 3 stages": {},
@@ -510,6 +511,12 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
         ),
         "tma, 128x256 blocks, 4 stages, 7 runs of columns": dict(
             tma=True, block_cols=256, stages=4, runs=7
+        ),
+        "tma, 128x256 blocks, 4 stages, persistent": dict(
+            tma=True, block_cols=256, stages=4, persistent=sms
+        ),
+        "tma, 256x128 blocks, 4 stages, persistent": dict(
+            tma=True, block_rows=256, stages=4, persistent=sms
         ),
     }
     for name, options in variants.items():

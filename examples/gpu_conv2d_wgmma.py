@@ -70,6 +70,7 @@ def schedule(
     stages: int = 3,
     tma: bool = False,
     runs: int = 0,
+    persistent: int = 0,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (of 64 above 64), `step` a multiple of 64 dividing the input channels. With `tma`, the
@@ -77,7 +78,9 @@ def schedule(
     the padding (``pipeline(stages, tma=True)``). With `runs`, the output columns are cut
     in that many runs, and a block takes the columns of its run in turn (``blockIdx.y`` the
     run, a serial loop its columns): with `tma`, the producer fills the next column's first
-    stages while the consumers store the last one's results."""
+    stages while the consumers store the last one's results. With `persistent`, that many
+    blocks (one per multiprocessor) take all the tiles (row, column, image block, channel
+    block, fused) in turn, one pipeline across a block's tiles."""
     s = sl.create_schedule(conv.op)
     first = conv.op.input_tensors[0]
     product = conv if first.op.name == "Apad" else first
@@ -96,13 +99,18 @@ def schedule(
     bn, n = s[conv].split(n, factor=block_rows)
     bo, o = s[conv].split(o, factor=block_cols)
     gn, n = s[conv].split(n, factor=GROUP_ROWS)
-    s[conv].bind(h, sl.thread_axis("blockIdx.z"))
-    if runs:  # blocks over runs of columns, each taking its columns in turn
+    if persistent:  # blocks over all the tiles, each taking its share in turn
+        s[conv].reorder(h, x, bn, bo, gn, n, o)
+        block, _ = s[conv].split(s[conv].fuse(h, x, bn, bo), nparts=persistent)
+        s[conv].bind(block, sl.thread_axis("blockIdx.x"))
+    elif runs:  # blocks over runs of columns, each taking its columns in turn
+        s[conv].bind(h, sl.thread_axis("blockIdx.z"))
         xo, xi = s[conv].split(x, nparts=runs)
         s[conv].reorder(h, xo, bn, bo, xi, gn, n, o)
         s[conv].bind(xo, sl.thread_axis("blockIdx.y"))
         s[conv].bind(s[conv].fuse(bn, bo), sl.thread_axis("blockIdx.x"))
     else:
+        s[conv].bind(h, sl.thread_axis("blockIdx.z"))
         s[conv].reorder(h, x, bn, bo, gn, n, o)
         s[conv].bind(s[conv].fuse(x, bn), sl.thread_axis("blockIdx.y"))
         s[conv].bind(bo, sl.thread_axis("blockIdx.x"))

@@ -100,8 +100,10 @@ def bulk_pipeline(stmt: Stmt, buffers: dict[Buffer, int]) -> Stmt:
 def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     call = f"pipeline(stages={stages}, tma=True)"
     parts = split_body(loop, group, call)
-    around = [s for s in _path(stmt, loop) if isinstance(s, For)]  # `loop` last
-    boxes = [_box_of(s, group, call, around) for s in parts.fill]
+    path = _path(stmt, loop)
+    around = [s for s in path if isinstance(s, For)]  # `loop` last
+    defined = [(s.var, s.value) for s in path if isinstance(s, Let)]
+    boxes = [_box_of(s, group, call, around, defined) for s in parts.fill]
     for b in group:
         if not any(box.buffer is b for box in boxes):  # pragma: no cover - split_body checks
             raise LoweringError(f"{call} of '{b.name}': its loop does not fill it")
@@ -426,9 +428,11 @@ def _consumers(
 # -- the box a fill copies --------------------------------------------------------------------
 
 
-def _box_of(fill: Stmt, group: list[Buffer], call: str, around: list[For]) -> _Box:
-    """The box `fill` copies, proven (module doc) for the iterations of the loops `around` it,
-    or a `LoweringError` saying why not."""
+def _box_of(
+    fill: Stmt, group: list[Buffer], call: str, around: list[For], defined: list[tuple]
+) -> _Box:
+    """The box `fill` copies, proven (module doc) for the iterations of the loops `around` it
+    and the values of the lets `defined` there, or a `LoweringError` saying why not."""
     loops: list[For] = []
     lets: dict[Var, Expr] = {}
     guards: list[Expr] = []
@@ -472,7 +476,7 @@ def _box_of(fill: Stmt, group: list[Buffer], call: str, around: list[For]) -> _B
     context = [(lp.var, lp.min, lp.extent) for lp in around]
     try:
         why = box_copy_mismatch(
-            bounds, guards, dst_idx, src_idx, origin, src.shape, shape, when, context
+            bounds, guards, dst_idx, src_idx, origin, src.shape, shape, when, context, defined
         )
     except NonAffine as err:
         raise _error(buffer, call, f"its fill's index or guard {err} is not affine") from None

@@ -3,7 +3,9 @@
 ``ceil(extent / nparts)``, and `fused_loops` turns isl's nest of a fuse's root loops into the
 fused loop (or its split by a factor), each root index recovered by division and modulo.
 Both keep the parent's values in order and guard the tail, so the legality isl proved on the
-loops it scheduled holds for the loops made here.
+loops it scheduled holds for the loops made here. The fused tile loops of persistent blocks
+(`poly.loops._tiles`) count a block's tiles with their loop's extent instead, so that a
+pipeline across them knows how many steps it fills ahead.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ def fused_loops(gen, group, nest: For) -> Stmt:
     for loop in loops[1:]:
         total = Binary("*", total, loop.extent, itype)
     stage = gen.schedule[group.fuse.stage]
-    kinds = [stage.annotations.get(a, "serial") for a in group.leaves]
+    kinds = [
+        "bound" if a in stage.binds else stage.annotations.get(a, "serial") for a in group.leaves
+    ]
     made = [Var(gen._unique(a.name), itype, "loop") for a in group.leaves]
     index = made[0]
     if group.split is not None:
@@ -62,14 +66,22 @@ def fused_loops(gen, group, nest: For) -> Stmt:
         inside = loop.extent if inside is None else Binary("*", inside, loop.extent, itype)
     if group.split is None:
         return For(made[0], gen.const(0), total, kinds[0], body, None)
-    factor = gen.const(group.split.factor)
-    start = Binary("+", Binary("*", made[0], factor, itype), made[1], itype)
-    body = Let(index, start, If(Compare("<", index, total), body))
-    rounded = Binary("+", total, gen.const(group.split.factor - 1), itype)
-    inner_loop = For(made[1], gen.const(0), factor, kinds[1], body, None)
-    return For(
-        made[0], gen.const(0), (Binary("//", rounded, factor, itype)), kinds[0], inner_loop, None
-    )
+    factor = gen.const(group.factor)
+    first = Binary("*", made[0], factor, itype)
+    start = Binary("+", first, made[1], itype)
+    rounded = Binary("+", total, gen.const(group.factor - 1), itype)
+    outer = Binary("//", rounded, factor, itype)
+    if group.tiles:
+        # the last block's tiles counted by its loop, not guarded one by one: a pipeline
+        # across a block's tiles then counts the steps it fills ahead (`bulk_pipeline`)
+        left = Binary("min", factor, Binary("-", total, first, itype), itype)
+        inner_loop = For(made[1], gen.const(0), left, kinds[1], Let(index, start, body), None)
+    else:
+        body = Let(index, start, If(Compare("<", index, total), body))
+        inner_loop = For(made[1], gen.const(0), factor, kinds[1], body, None)
+    if kinds[0] == "bound":
+        return gen._bound(group.leaves[0], made[0], gen.const(0), outer, inner_loop)
+    return For(made[0], gen.const(0), outer, kinds[0], inner_loop, None)
 
 
 def _unfused(gen, group, nest: For) -> Stmt:

@@ -33,6 +33,7 @@ def box_copy_mismatch(
     shape: Sequence[int],
     when: Expr | None = None,
     context: Sequence[tuple[Var, Expr, Expr]] = (),
+    defined: Sequence[tuple[Var, Expr]] = (),
 ) -> str | None:
     """None when the stores of the nest (`loops`: variable, first value, extent, affine in
     the variables outside; under `guards`) copy the box of `shape` elements of the source at
@@ -40,10 +41,13 @@ def box_copy_mismatch(
     around the nest (the same form). With `when`, a store reads only where it holds
     and writes zeros elsewhere: the copy engine's zero fill, if it holds exactly where the
     element lies inside the source (padding). Raises `NonAffine` for an index, bound, guard
-    or condition isl cannot represent."""
+    or condition isl cannot represent. `defined`: the variables of lets around the nest and
+    their values (a fused tile loop's indices, by division and modulo), as known as the loops
+    of `context`."""
     names: dict[Var, str] = {var: f"i{k}" for k, (var, _, _) in enumerate(loops)}
     params: list[str] = []
     ends = [e for var, lo, n in (*loops, *context) for e in (var, lo, n)]
+    ends += [e for var, value in defined for e in (var, value)]
     conds = () if when is None else (when,)
     for e in (*dst_idx, *src_idx, *origin, *src_shape, *guards, *ends, *conds):
         for n in walk(e):
@@ -62,6 +66,11 @@ def box_copy_mismatch(
     for loop in context:
         try:
             known += ranges([loop])
+        except NonAffine:
+            pass
+    for var, value in defined:
+        try:
+            known.append(f"{names[var]} = {aff_text(value, names)}")
         except NonAffine:
             pass
     around = " and ".join(known) or "true"

@@ -115,6 +115,9 @@ def _kind_of(schedule: Schedule, entry) -> tuple[str, object] | None:
     fuses = any(isinstance(r, rec.Fuse) for r in stage.relations)  # most stages have none
     for group in deferred_fuses(stage, stage.extents) if fuses else ():  # a fuse's root loop
         if axis in group.components:
+            bound = [a for a in group.leaves if a in stage.binds]
+            if bound:
+                return stage.binds[bound[0]], schedule.record_for(rec.Bind, bound[0])
             parallel = [a for a in group.leaves if stage.annotations.get(a) == "parallel"]
             if parallel:
                 return "parallel", schedule.record_for(rec.Annotate, parallel[0])

@@ -18,6 +18,13 @@ the stage's leaves have the fused loop, or the two loops of its split by a facto
 `loopir.from_isl` turns their nest into the fused loop, each root index recovered by division
 and modulo. Such a stage is computed at the root, its fused loops serial or parallel, and
 nothing is computed at them.
+
+A fuse of three or more tile loops of constant extents, with stages computed inside the
+tiles, is made the same way (`_tiles`): isl's exact fused index served the loops, but the code
+it made for each stage computed inside recovered the tile indices by cases, which a fill by
+the copy engine (one box per fill) cannot be. There the fused loop may be split by `nparts`,
+its outer loop bound to a block index: blocks that take the tiles in turn (persistent
+blocks), which isl checks as it checks the tile loops bound to that index.
 """
 
 from __future__ import annotations
@@ -137,13 +144,20 @@ class FusedGroup:
     components: tuple[Axis, ...]
     split: rec.Split | None  # the fused loop split by a factor, if it is
     leaves: tuple[Axis, ...]  # the fused loop, or the two of its split
+    factor: int | None = None  # the split's factor (of an nparts split, the loop it makes)
+    tiles: bool = False  # tile loops of constant extents (`_tiles`), not symbolic ones
 
 
 def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedGroup]:
-    """The stage's fuses of symbolic extents (see the module), each checked."""
+    """The stage's fuses of symbolic extents, and its fuses of tiles (see the module), each
+    checked."""
     found = []
     for r in stage.relations:
-        if not isinstance(r, rec.Fuse) or all(extents.get(a) is not None for a in r.axes[1:]):
+        if not isinstance(r, rec.Fuse):
+            continue
+        if all(extents.get(a) is not None for a in r.axes[1:]):
+            if _tiles(stage, r, extents):
+                found.append(_tile_group(stage, r, extents))
             continue
         call = f"fuse({', '.join(a.name for a in r.axes)})"
 
@@ -187,8 +201,76 @@ def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedG
             if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
                 if attach.axis in made:
                     refuse(f"'{other.name}' cannot be computed at its loops")
-        found.append(FusedGroup(r, tuple(r.axes), split, made))
+        found.append(FusedGroup(r, tuple(r.axes), split, made, split and split.factor))
     return found
+
+
+def _tiles(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -> bool:
+    """Whether `fuse` fuses the tile loops of a stage computed at the root, three or more,
+    with stages computed inside them. isl states such a fused index exactly, but the code it
+    makes for a stage computed inside (a tile's fill) recovers each tile index by cases: a
+    convolution's four tile loops fused gave six cases a fill, each origin a select of
+    quasi-affine pieces, in 15 s of lowering at a 5 x 5 image."""
+    if len(fuse.axes) < 3 or isinstance(stage.attach, rec.ComputeAt):
+        return False
+    leaves = stage.leaves
+    after = [x for x in stage.relations if x is not fuse and _uses(x, (fuse.fused,))]
+    made = [fuse.fused] if not after else [after[0].outer, after[0].inner]
+    if not all(a in leaves for a in made):
+        return False
+    inside = set(leaves[leaves.index(made[-1]) + 1 :])
+    return any(
+        isinstance(other.attach, rec.ComputeAt)
+        and other.attach.target == stage.name
+        and other.attach.axis in inside
+        for other in stage.schedule.stages
+    )
+
+
+def _tile_group(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -> FusedGroup:
+    """A deferred fuse of tiles (`_tiles`), checked: its loops fuse one rectangular nest, split
+    at most once, their outer loop serial, parallel or bound to a block index, and nothing
+    computed at them or placed between them."""
+    call = f"fuse({', '.join(a.name for a in fuse.axes)})"
+
+    def refuse(what: str) -> None:
+        raise FactorError(
+            message(
+                fuse.stage,
+                call,
+                fuse.loc,
+                f"the code generator fuses these tile loops itself (isl's fused index would "
+                f"recover them by cases in every stage computed inside), and {what}",
+            )
+        )
+
+    later = [x for x in stage.relations if x is not fuse and _uses(x, (fuse.fused,))]
+    split = later[0] if len(later) == 1 and isinstance(later[0], rec.Split) else None
+    if later and split is None:
+        refuse("the fused loop can only be split, once")
+    made = (fuse.fused,) if split is None else (split.outer, split.inner)
+    if split is not None and any(_uses(x, made) for x in stage.relations):
+        refuse("the loops of its split cannot be split or fused further")
+    leaves = stage.leaves
+    if leaves[leaves.index(made[0]) : leaves.index(made[0]) + len(made)] != list(made):
+        refuse("nothing can be placed between its loops (reorder)")
+    for k, axis in enumerate(made):
+        bound = stage.binds.get(axis)
+        how = bound or stage.annotations.get(axis)
+        if k == 0 and bound is not None and bound.startswith("blockIdx"):
+            continue
+        if how not in (None, "parallel"):
+            refuse(f"'{axis.name}' can be serial or parallel (the outer one bound to a block "
+                   f"index), not {how}")  # fmt: skip
+    for other in stage.schedule.stages:
+        attach = other.attach
+        if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
+            if attach.axis in made:
+                refuse(f"'{other.name}' cannot be computed at its loops")
+    factor = None
+    if split is not None:
+        factor = split.factor if split.factor is not None else extents[split.inner]
+    return FusedGroup(fuse, tuple(fuse.axes), split, made, factor, tiles=True)
 
 
 def isl_leaves(stage: Stage, extents: dict[Axis, int | None]) -> list[Axis]:

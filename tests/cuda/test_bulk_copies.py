@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from examples import gpu_conv2d_wgmma as conv_example
 from examples import gpu_gemm_wgmma as example
 from schedlang.schedule.errors import FactorError
 
@@ -90,6 +91,20 @@ def test_persistent_blocks_fill_the_next_tile_during_this_one():
     # the steps are counted across the tiles: the copy 2 steps ahead may be the next tile's
     assert "mbarrier_wait(A.shared.full[(i.outer.j.outer.fused.inner * 2 + k.outer) % 3]" in text
     assert "(i.outer.j.outer.fused.inner + 1)" in text  # the tile two steps ahead is the next
+
+
+def test_persistent_convolution_blocks_fill_the_next_tile_during_this_one():
+    """The tiles' four loops fused and shared among blocks: each tile index a division of the
+    block's tile, the fills one box each, one pipeline across a block's tiles."""
+    a, w, c = conv_example.conv2d(2, 3, 256, 64, 128)
+    s = conv_example.schedule(a, w, c, tma=True, block_cols=64, stages=3, persistent=4)
+    text = str(sl.lower(s, [a, w, c]))
+    tiles = text.index("for h.x.n.outer.o.outer.fused.inner in range(0, min(6, ")
+    assert text.index("mbarrier_init(") < text.index("= bulk_copy(") < tiles
+    assert "let h = h.x.n.outer.o.outer.fused // 12" in text
+    assert "select(" not in text
+    # the steps are counted across the tiles: a copy two steps ahead may be the next tile's
+    assert "mbarrier_wait(Apad.shared.full[(h.x.n.outer.o.outer.fused.inner * 9 + " in text
 
 
 def test_products_run_whole_steps_over_the_zeros_past_the_reduction():
@@ -273,6 +288,10 @@ CONV_CASES = [
     ((5, 3, 64, 64, 64), "float32", dict(block_rows=64, block_cols=64, stages=2)),
     # blocks take runs of 2 columns in turn: the box proven over the loops around the fill
     ((3, 4, 128, 64, 128), "float16", dict(block_cols=64, stages=3, runs=2)),
+    # 4 persistent blocks take the 24 tiles (row, column, image block, channel block) in turn:
+    # the box proven over the tile indices the code generator recovers by division
+    ((2, 3, 256, 64, 128), "float16", dict(block_cols=64, stages=3, persistent=4)),
+    ((5, 3, 64, 64, 64), "float32", dict(block_rows=64, block_cols=64, stages=2, persistent=4)),
 ]
 
 

@@ -167,6 +167,8 @@ CONV_CASES = [
     ((4, 4, 128, 128, 128), "float16", {}),
     ((5, 3, 64, 64, 64), "float32", dict(block_rows=64, block_cols=64, stages=2)),
     ((3, 6, 128, 128, 64), "float16", dict(block_cols=64, stages=4)),
+    # 5 persistent blocks take the 24 tiles in turn (5, 5, 5, 5, 4)
+    ((3, 4, 128, 64, 128), "float16", dict(block_cols=64, stages=3, persistent=5)),
 ]
 
 
