@@ -88,17 +88,21 @@ def _unfused(gen, group, nest: For) -> Stmt:
     """The root loops as isl made them, where it did not nest them alone (the stage's
     statements apart, a guard between): right as long as the fused loops are serial."""
     stage = gen.schedule[group.fuse.stage]
-    parallel = [a for a in group.leaves if a in stage.annotations]
-    if parallel:
+    concurrent = [a for a in group.leaves if a in stage.annotations or a in stage.binds]
+    if concurrent:
         call = f"fuse({', '.join(a.name for a in group.components)})"
+        advice = (
+            "leave it serial"
+            if group.tiles
+            else "fuse loops of constant extents, or leave it serial"
+        )
         raise FactorError(
             message(
                 stage.name,
                 call,
                 group.fuse.loc,
                 f"the loops fused here are not one perfect nest in this schedule, so "
-                f"'{parallel[0].name}' cannot run in parallel; fuse loops of constant "
-                "extents, or leave it serial",
+                f"'{concurrent[0].name}' cannot run in parallel or on blocks; {advice}",
             )
         )
     return nest
