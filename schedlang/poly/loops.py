@@ -156,7 +156,7 @@ def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedG
         if not isinstance(r, rec.Fuse):
             continue
         if all(extents.get(a) is not None for a in r.axes[1:]):
-            if _tiles(stage, r, extents):
+            if _tiles(stage, r):
                 found.append(_tile_group(stage, r, extents))
             continue
         call = f"fuse({', '.join(a.name for a in r.axes)})"
@@ -205,7 +205,7 @@ def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedG
     return found
 
 
-def _tiles(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -> bool:
+def _tiles(stage: Stage, fuse: rec.Fuse) -> bool:
     """Whether `fuse` fuses the tile loops of a stage computed at the root, three or more,
     with stages computed inside them. isl states such a fused index exactly, but the code it
     makes for a stage computed inside (a tile's fill) recovers each tile index by cases: a
@@ -215,6 +215,8 @@ def _tiles(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -> boo
         return False
     leaves = stage.leaves
     after = [x for x in stage.relations if x is not fuse and _uses(x, (fuse.fused,))]
+    if after and not isinstance(after[0], rec.Split):
+        return False  # fused again: isl's exact map serves that
     made = [fuse.fused] if not after else [after[0].outer, after[0].inner]
     if not all(a in leaves for a in made):
         return False
