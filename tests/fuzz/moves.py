@@ -90,8 +90,10 @@ class Scheduler:
     def fuse(self, stage: sl.Stage) -> None:
         if len(stage.leaves) < 2:
             return
-        k = self.draw(st.integers(0, len(stage.leaves) - 2))
-        axes = stage.leaves[k : k + 2]
+        # two loops, or three: tiles fused that way are made by the code generator
+        width = self.draw(st.integers(2, min(3, len(stage.leaves))))
+        k = self.draw(st.integers(0, len(stage.leaves) - width))
+        axes = stage.leaves[k : k + width]
         if self.draw(st.integers(0, 5)) == 0:
             axes = [self.leaf(stage), self.leaf(stage)]  # not adjacent, or twice: an error
         self.attempt("fuse", lambda: stage.fuse(*axes))
