@@ -65,6 +65,8 @@ def fused_loops(gen, group, nest: For) -> Stmt:
         body = Let(loop.var, Binary("+", loop.min, value, itype), body)
         inside = loop.extent if inside is None else Binary("*", inside, loop.extent, itype)
     if group.split is None:
+        if kinds[0] == "bound":  # a block a tile
+            return gen._bound(group.leaves[0], made[0], gen.const(0), total, body)
         return For(made[0], gen.const(0), total, kinds[0], body, None)
     factor = gen.const(group.factor)
     first = Binary("*", made[0], factor, itype)

@@ -25,8 +25,9 @@ def _tiles(shape, parts: int, bind: str | None = None, use: str | None = None):
     jo, ji = s[out].split(j, factor=4)
     ko, ki = s[out].split(k, factor=2)
     s[out].reorder(io, jo, ko, ii, ji, ki)
-    fused = s[out].fuse(io, jo, ko)
-    outer, inner = s[out].split(fused, nparts=parts)
+    outer = inner = s[out].fuse(io, jo, ko)
+    if parts:
+        outer, inner = s[out].split(outer, nparts=parts)
     s[p].compute_at(s[out], ii)
     if bind is not None:
         s[out].bind(outer, sl.thread_axis(bind))
@@ -64,9 +65,10 @@ def test_a_single_tile():
     _check(sl.build(s, args), (3, 4, 2))
 
 
-def test_tiles_fused_and_shared_out_among_blocks_simulated():
+@pytest.mark.parametrize("parts", [5, 0])  # 0: a block a tile
+def test_tiles_fused_and_shared_out_among_blocks_simulated(parts):
     shape = (7, 9, 5)
-    s, args = _tiles(shape, 5, bind="blockIdx.x")
+    s, args = _tiles(shape, parts, bind="blockIdx.x")
     kernel = sl.build(s, args, target="cuda")
     assert "# blockIdx.x" in str(kernel.lowered)
     _check(kernel, shape, simulate=True)
