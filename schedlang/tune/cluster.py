@@ -180,21 +180,27 @@ class OnCluster:
         moved, fresh = [], []
         with self._lock:
             while not self._waiting and not self._closed:
-                victim = max(self._order, key=lambda w: len(self._held[w]))
-                queue = self._held[victim]
+                victim = max(self._order, key=lambda w: len(self._open(w)))
+                queue = self._open(victim)
                 # a worker runs its kernels in the order they were handed over: its last one
                 # waits unless it holds no more than its threads run at once
-                if len(queue) - len(self._held[worker]) < 2 or len(queue) <= self._threads[victim]:
+                if len(queue) - len(self._open(worker)) < 2 or len(queue) <= self._threads[victim]:
                     break
-                if queue[-1].remote is None:
+                last = queue[-1]
+                if last.remote is None:
                     break  # being sent right now
-                last = queue.pop()
+                self._held[victim].remove(last)
                 last.moved = True
                 moved.append(last.remote)
                 fresh.append(self._hold(worker, last.built, last.best, last.future))
         if moved:
             self.client.cancel(moved)
             self._send(fresh)
+
+    def _open(self, worker: str) -> list[_Handed]:
+        """`worker`'s kernels not measured yet: those answered wait only for their callback
+        (under the lock)."""
+        return [h for h in self._held[worker] if h.remote is None or not h.remote.done()]
 
     def close(self) -> None:
         with self._lock:

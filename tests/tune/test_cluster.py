@@ -50,24 +50,29 @@ def test_a_local_cluster_measures_every_configuration(client, tmp_path):
     assert set(held.values()) == {0}  # each worker let its bench for the run go
 
 
-def test_each_worker_holds_at_most_two_kernels_beyond_its_threads(client, tmp_path):
+def test_each_worker_holds_at_most_two_kernels_beyond_its_threads(client, tmp_path, monkeypatch):
     """schedlang hands the kernels out: every worker measures some, and none holds more than
-    its one thread's kernel and the next two."""
+    its one thread's kernel and the next two (counted as each is handed over: a tiny kernel
+    may be measured before the scheduler could be asked)."""
+    from schedlang.tune import cluster as measuring
+
     held = []
+    send = measuring.OnCluster._send
 
-    def heard(trial):
-        processing = client.processing()  # the tasks each worker holds
-        held.append(max(sum("_measure_remote" in str(k) for k in keys)
-                        for keys in processing.values()))  # fmt: skip
+    def counted(self, handed):
+        held.append(max(len(kernels) for kernels in self._held.values()))
+        send(self, handed)
 
+    monkeypatch.setattr(measuring.OnCluster, "_send", counted)
     with distributed.get_task_stream(client) as stream:
         log = sl.tune.run(
             templates.matmul(23, 17, 9), target="cpu", search="grid", cluster=client,
-            workers=2, repeat=2, log=tmp_path / "log.jsonl", progress=False, callback=heard,
+            workers=2, repeat=2, log=tmp_path / "log.jsonl", progress=False,
         )  # fmt: skip
     assert log.counts()["ok"] == 4
+    # (a kernel moved to an idle worker just as its first one started it is measured twice)
     measured_by = [t["worker"] for t in stream.data if "_measure_remote" in t["key"]]
-    assert len(measured_by) == 4 and len(set(measured_by)) == 2
+    assert len(measured_by) >= 4 and len(set(measured_by)) == 2
     assert 1 <= max(held) <= 3
 
 
