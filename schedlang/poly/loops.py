@@ -180,29 +180,47 @@ def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedG
         spots = [roots.index(a) for a in r.axes]
         if spots != list(range(spots[0], spots[0] + len(spots))):
             refuse("they must be adjacent axes, in their order")
-        later = [x for x in stage.relations if x is not r and _uses(x, (r.fused,))]
-        split = later[0] if len(later) == 1 and isinstance(later[0], rec.Split) else None
+        later, split, made = _made_of(stage, r)
         if later and (split is None or split.factor is None):
             refuse("the fused loop can only be split by a factor, once")
-        made = (r.fused,) if split is None else (split.outer, split.inner)
-        if split is not None and any(_uses(x, made) for x in stage.relations):
-            refuse("the loops of its split cannot be split or fused further")
-        leaves = stage.leaves
-        if leaves[leaves.index(made[0]) : leaves.index(made[0]) + len(made)] != list(made):
-            refuse("nothing can be placed between its loops (reorder)")
+        _check_together(stage, split, made, refuse)
         for axis in made:
             how = stage.binds.get(axis) or stage.annotations.get(axis)
             if how not in (None, "parallel"):
                 refuse(f"'{axis.name}' can be serial or parallel, not {how}")
         if isinstance(stage.attach, rec.ComputeAt) or stage.tensorized is not None:
             refuse("the stage must be computed at the root and not tensorized")
-        for other in stage.schedule.stages:
-            attach = other.attach
-            if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
-                if attach.axis in made:
-                    refuse(f"'{other.name}' cannot be computed at its loops")
+        _check_nothing_at(stage, made, refuse)
         found.append(FusedGroup(r, tuple(r.axes), split, made, split and split.factor))
     return found
+
+
+def _made_of(stage: Stage, fuse: rec.Fuse) -> tuple[list, rec.Split | None, tuple[Axis, ...]]:
+    """The relations that use `fuse`'s loop, its split (where that is the one), and the loops
+    made of the fuse: the fused loop, or the two of its split."""
+    later = [x for x in stage.relations if x is not fuse and _uses(x, (fuse.fused,))]
+    split = later[0] if len(later) == 1 and isinstance(later[0], rec.Split) else None
+    made = (fuse.fused,) if split is None else (split.outer, split.inner)
+    return later, split, made
+
+
+def _check_together(stage: Stage, split: rec.Split | None, made: tuple, refuse) -> None:
+    """The loops made of a deferred fuse stay one nest: not split or fused further, nothing
+    placed between them."""
+    if split is not None and any(_uses(x, made) for x in stage.relations):
+        refuse("the loops of its split cannot be split or fused further")
+    leaves = stage.leaves
+    if leaves[leaves.index(made[0]) : leaves.index(made[0]) + len(made)] != list(made):
+        refuse("nothing can be placed between its loops (reorder)")
+
+
+def _check_nothing_at(stage: Stage, made: tuple, refuse) -> None:
+    """No stage computed at the loops made of a deferred fuse: isl never sees them."""
+    for other in stage.schedule.stages:
+        attach = other.attach
+        if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
+            if attach.axis in made:
+                refuse(f"'{other.name}' cannot be computed at its loops")
 
 
 def _tiles(stage: Stage, fuse: rec.Fuse) -> bool:
@@ -214,10 +232,9 @@ def _tiles(stage: Stage, fuse: rec.Fuse) -> bool:
     if len(fuse.axes) < 3 or isinstance(stage.attach, rec.ComputeAt):
         return False
     leaves = stage.leaves
-    after = [x for x in stage.relations if x is not fuse and _uses(x, (fuse.fused,))]
-    if after and not isinstance(after[0], rec.Split):
+    later, split, made = _made_of(stage, fuse)
+    if later and split is None:
         return False  # fused again: isl's exact map serves that
-    made = [fuse.fused] if not after else [after[0].outer, after[0].inner]
     if not all(a in leaves for a in made):
         return False
     inside = set(leaves[leaves.index(made[-1]) + 1 :])
@@ -246,16 +263,10 @@ def _tile_group(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -
             )
         )
 
-    later = [x for x in stage.relations if x is not fuse and _uses(x, (fuse.fused,))]
-    split = later[0] if len(later) == 1 and isinstance(later[0], rec.Split) else None
+    later, split, made = _made_of(stage, fuse)
     if later and split is None:
         refuse("the fused loop can only be split, once")
-    made = (fuse.fused,) if split is None else (split.outer, split.inner)
-    if split is not None and any(_uses(x, made) for x in stage.relations):
-        refuse("the loops of its split cannot be split or fused further")
-    leaves = stage.leaves
-    if leaves[leaves.index(made[0]) : leaves.index(made[0]) + len(made)] != list(made):
-        refuse("nothing can be placed between its loops (reorder)")
+    _check_together(stage, split, made, refuse)
     for k, axis in enumerate(made):
         bound = stage.binds.get(axis)
         how = bound or stage.annotations.get(axis)
@@ -264,11 +275,7 @@ def _tile_group(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -
         if how not in (None, "parallel"):
             refuse(f"'{axis.name}' can be serial or parallel (the outer one bound to a block "
                    f"index), not {how}")  # fmt: skip
-    for other in stage.schedule.stages:
-        attach = other.attach
-        if isinstance(attach, rec.ComputeAt) and attach.target == stage.name:
-            if attach.axis in made:
-                refuse(f"'{other.name}' cannot be computed at its loops")
+    _check_nothing_at(stage, made, refuse)
     factor = None
     if split is not None:
         factor = split.factor if split.factor is not None else extents[split.inner]
