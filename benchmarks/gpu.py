@@ -483,19 +483,7 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
     """The same convolution as an implicit GEMM on the warpgroup tensor cores
     (`examples/gpu_conv2d_wgmma.py`: images and channels last, float16 results), against
     cuDNN in float16 with channels_last tensors and ``cudnn.benchmark``."""
-    torch.backends.cudnn.benchmark = True
-    batch, size, cin, cout = 256, 14, 256, 512
-    x = torch.randn(batch, cin, size, size, device="cuda").half()
-    weight = torch.randn(cout, cin, 3, 3, device="cuda").half()
-    a = x.permute(2, 3, 0, 1).contiguous()  # A[h, w, n, c]
-    w = weight.permute(2, 3, 1, 0).contiguous()  # W[kh, kw, c, o]
-    out = torch.full((size, size, batch, cout), float("nan"), device="cuda").half()
-    want = torch.nn.functional.conv2d(x.double(), weight.double(), padding=1)
-    reps = max(5, repeat // 5)
-    peer = _cudnn_conv_seconds(x, weight, reps)
-    flops = 2.0 * batch * cout * cin * 9 * size * size
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    rows = []
     variants = {
         "128x128 blocks, 3 stages": {},
         "128x256 blocks, 4 stages": dict(block_cols=256, stages=4),
@@ -519,6 +507,23 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
             tma=True, block_rows=256, stages=4, persistent=sms
         ),
     }
+    return _conv2d_wgmma_rows(variants, repeat)
+
+
+def _conv2d_wgmma_rows(variants: dict[str, dict], repeat: int) -> list[Row]:
+    """TE's shape on the warpgroup tensor cores, one row per schedule of `variants`."""
+    torch.backends.cudnn.benchmark = True
+    batch, size, cin, cout = 256, 14, 256, 512
+    x = torch.randn(batch, cin, size, size, device="cuda").half()
+    weight = torch.randn(cout, cin, 3, 3, device="cuda").half()
+    a = x.permute(2, 3, 0, 1).contiguous()  # A[h, w, n, c]
+    w = weight.permute(2, 3, 1, 0).contiguous()  # W[kh, kw, c, o]
+    out = torch.full((size, size, batch, cout), float("nan"), device="cuda").half()
+    want = torch.nn.functional.conv2d(x.double(), weight.double(), padding=1)
+    reps = max(5, repeat // 5)
+    peer = _cudnn_conv_seconds(x, weight, reps)
+    flops = 2.0 * batch * cout * cin * 9 * size * size
+    rows = []
     for name, options in variants.items():
         kernel = gpu_conv2d_wgmma.build(size, size, batch, cin, cout, **options)
         out.fill_(float("nan"))
@@ -527,6 +532,33 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
         ours = kernel_time(kernel, (a, w, out), reps)
         name = f"conv2d TE tensorcore shape fp16, wgmma, {name}"
         rows.append(Row(name, ours, "cuDNN fp16 NHWC", peer, flops, "TFLOP/s"))
+    return rows
+
+
+def bench_wgmma_stores(repeat: int) -> list[Row]:
+    """Results stored from registers beside the same kernels storing them by the copy engine
+    through shared memory (``store_matrix(tma=True)``): the convolution on persistent blocks
+    and the GEMMs of `bench_gemm_wgmma`'s copy-engine rows."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    persistent = dict(tma=True, block_cols=256, stages=4, persistent=sms)
+    rows = _conv2d_wgmma_rows(
+        {
+            "tma, 128x256 blocks, 4 stages, persistent": persistent,
+            "same, stores by the copy engine": dict(persistent, tma_store=True),
+            "tma, 128x256 blocks, 4 stages, stores by the copy engine": dict(
+                tma=True, block_cols=256, stages=4, tma_store=True
+            ),
+        },
+        repeat,
+    )
+    whole = dict(gpu_gemm_wgmma.FAST, persistent=sms)
+    variants = {"copy engine": gpu_gemm_wgmma.FAST, "persistent": whole}
+    sizes = [("float16", 4096), ("float16", 4000), ("float16", 8192), ("bfloat16", 4000)]
+    for (dtype, n), (name, options), stores in itertools.product(
+        sizes, variants.items(), (False, True)
+    ):
+        label = f"gemm {n}^3 {dtype} wgmma, {name}" + (", tma stores" if stores else "")
+        rows.append(_gemm_wgmma_row(n, dtype, dict(options, tma_store=stores), label, repeat))
     return rows
 
 
@@ -612,6 +644,7 @@ BENCHMARKS = {
     "gemm_wgmma_edges": bench_gemm_wgmma_edges,
     "conv2d_fp16": bench_conv2d_fp16,
     "conv2d_wgmma": bench_conv2d_wgmma,
+    "wgmma_stores": bench_wgmma_stores,
     "elementwise": bench_elementwise,
     "transpose": bench_transpose,
     "rows": bench_rows,

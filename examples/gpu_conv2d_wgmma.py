@@ -71,6 +71,7 @@ def schedule(
     tma: bool = False,
     runs: int = 0,
     persistent: int = 0,
+    tma_store: bool = False,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (of 64 above 64), `step` a multiple of 64 dividing the input channels. With `tma`, the
@@ -80,7 +81,8 @@ def schedule(
     run, a serial loop its columns): with `tma`, the producer fills the next column's first
     stages while the consumers store the last one's results. With `persistent`, that many
     blocks (one per multiprocessor) take all the tiles (row, column, image block, channel
-    block, fused) in turn, one pipeline across a block's tiles."""
+    block, fused) in turn, one pipeline across a block's tiles. With `tma_store`, the copy
+    engine stores each warpgroup's results from shared memory, in the background."""
     s = sl.create_schedule(conv.op)
     first = conv.op.input_tensors[0]
     product = conv if first.op.name == "Apad" else first
@@ -115,7 +117,7 @@ def schedule(
         s[conv].bind(s[conv].fuse(x, bn), sl.thread_axis("blockIdx.y"))
         s[conv].bind(bo, sl.thread_axis("blockIdx.x"))
     s[conv].bind(gn, sl.thread_axis("threadIdx.z"))
-    s[conv].tensorize(n, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS))
+    s[conv].tensorize(n, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS, tma=tma_store))
 
     s[acc].compute_at(s[conv], gn)
     ah, ax, an, ao = s[acc].op.axis

@@ -17,7 +17,9 @@ tile, so each warpgroup holds one accumulator tile:
 - by default 128 x 128 blocks (two warpgroups) and 3 stages, so that two blocks share a
   multiprocessor (96 KB of shared memory and 256 threads of about 120 registers each): one
   block's products run while the other waits at its barrier for its copies;
-- at the end each warpgroup stores its tile (``store_matrix(n, m=64)``).
+- at the end each warpgroup stores its tile (``store_matrix(n, m=64)``); with `tma_store`, by
+  the copy engine through shared memory (``store_matrix(n, m=64, tma=True)``), so that a
+  persistent block's next products start at once.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def schedule(
     tma: bool = False,
     group: int = 0,
     persistent: int = 0,
+    tma_store: bool = False,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64. With `tma`, the
@@ -54,7 +57,8 @@ def schedule(
     divisor of their number), so that the blocks running at once share B's columns in L2.
     With `persistent`, that many blocks (one per multiprocessor) each take a run of the tiles
     in turn: with `tma`, the producer fills the next tile's first stages while the consumers
-    store the last one's results."""
+    store the last one's results. With `tma_store`, the copy engine stores each warpgroup's
+    tile from shared memory, in the background."""
     s = sl.create_schedule(c.op)
     product = c.op.input_tensors[0] if c.op.input_tensors[0].op is not a.op else c
     a_shared = s.cache_read(a, "shared", [product])
@@ -84,7 +88,7 @@ def schedule(
         s[c].bind(bi, sl.thread_axis("blockIdx.y"))
         s[c].bind(bj, sl.thread_axis("blockIdx.x"))
     s[c].bind(gi, sl.thread_axis("threadIdx.z"))
-    s[c].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS))
+    s[c].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS, tma=tma_store))
 
     s[acc].compute_at(s[c], gi)
     fi, fj = s[acc].op.axis

@@ -88,6 +88,7 @@ def _stmt_token(s: Stmt, buffer, ident) -> str:
         for t in (s.dst, *s.srcs):
             token += f":{s.op}:{buffer(t.buffer)}:{tuple(t.dims)}:{tuple(t.shape)}"
         token += ":clipped" if s.clipped else ""
+        token += ":bulk" if s.bulk else ""
     if isinstance(s, AsyncCopy):  # its indices are among `stmt_exprs`
         token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.lanes}:{s.when is not None}"
     if isinstance(s, BulkCopy):  # its indices are among `stmt_exprs`

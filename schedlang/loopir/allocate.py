@@ -8,6 +8,7 @@ from .nodes import (
     AsyncCopy,
     Buffer,
     BulkCopy,
+    BulkStore,
     CallExtern,
     For,
     If,
@@ -54,6 +55,10 @@ def _uses(stmt: Stmt, buffer: Buffer) -> bool:
         if buffer in (stmt.dst, stmt.src, stmt.barrier):
             return True
         exprs = (*stmt.dst_index, *stmt.src_index, stmt.barrier_index)
+    elif isinstance(stmt, BulkStore):
+        if buffer is stmt.dst or buffer is stmt.src:
+            return True
+        exprs = (*stmt.dst_index, *stmt.src_index)
     elif isinstance(stmt, MBarrier):
         return buffer is stmt.barrier
     elif isinstance(stmt, CallExtern):

@@ -581,7 +581,7 @@ class _Translator:
             wanted = self.buffers[tile.op]
             load = next(n for n in walk_expr(value) if isinstance(n, Load) and n.buffer is wanted)
             srcs.append(self._tile(tile, wanted, load.indices))
-        return MatrixOp(kind, dst, tuple(srcs), clipped=plan.clipped)
+        return MatrixOp(kind, dst, tuple(srcs), clipped=plan.clipped, bulk=plan.bulk)
 
     def _tile(self, tile: TileOf, buffer: Buffer, base: tuple) -> Tile:
         lead = len(buffer.shape) - len(base)  # a buffer expanded per virtual thread

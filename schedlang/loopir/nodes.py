@@ -114,7 +114,11 @@ class Allocate(Stmt):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Barrier(Stmt):
-    """All threads of a block wait here; shared-memory writes before it are visible after it."""
+    """All threads of a block wait here; shared-memory writes before it are visible after it.
+    With `warpgroup`, only the 128 threads of the running thread's warpgroup (its
+    ``threadIdx.z``) wait for each other (a named barrier of its own)."""
+
+    warpgroup: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -161,7 +165,9 @@ class MatrixOp(Stmt):
     - ``"store"``: ``dst`` (a tile of a shared, global or local buffer) := ``srcs[0]`` (an
       accumulator fragment), converted to ``dst``'s dtype; with `clipped`, only the elements
       inside ``dst``'s shape (a tile cut by the edge of a tensor whose size is not a multiple
-      of the tile's).
+      of the tile's). With `bulk`, a warpgroup's store to a global tensor goes through
+      shared memory by the copy engine (`loopir.bulk_store` makes it so in a kernel): the
+      same values, clipped by the copy engine.
     """
 
     op: str
@@ -169,6 +175,7 @@ class MatrixOp(Stmt):
     srcs: tuple[Tile, ...] = ()
     value: Expr | None = None
     clipped: bool = False
+    bulk: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -221,6 +228,32 @@ class BulkCopy(Stmt):
     shape: tuple[int, ...]
     barrier: Buffer
     barrier_index: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BulkStore(Stmt):
+    """The copy engine stores the box of `shape` elements of `src` (a shared buffer, whose
+    last dimensions the box fills from `src_index`) into `dst` (a global buffer) at
+    `dst_index`, `shape` giving the extents of `dst`'s dimensions; elements of the box outside
+    `dst` are not written. One thread issues it, as a group of its own (``bulk_group``): the
+    copy engine reads `src` in the background, and the thread may write `src` again only after
+    a `BulkWait` has waited for the group's reads.
+    """
+
+    dst: Buffer
+    dst_index: tuple[Expr, ...]
+    src: Buffer
+    src_index: tuple[Expr, ...]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BulkWait(Stmt):
+    """The thread waits until at most `pending` of its `BulkStore` groups are still reading
+    their shared memory (`read`), or still writing global memory (not `read`)."""
+
+    pending: int
+    read: bool = True
 
 
 MBARRIER_OPS = ("init", "arrive", "wait")

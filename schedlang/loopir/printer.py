@@ -26,6 +26,8 @@ from .nodes import (
     Barrier,
     Buffer,
     BulkCopy,
+    BulkStore,
+    BulkWait,
     CallExtern,
     For,
     If,
@@ -80,7 +82,7 @@ def stmt_head(stmt: Stmt) -> str:
     if isinstance(stmt, Allocate):
         return _allocate_str(stmt.buffer)
     if isinstance(stmt, Barrier):
-        return "barrier()"
+        return "barrier(warpgroup)" if stmt.warpgroup else "barrier()"
     if isinstance(stmt, MatrixOp):
         return matrix_op_str(stmt)
     if isinstance(stmt, CallExtern):
@@ -101,6 +103,14 @@ def stmt_head(stmt: Stmt) -> str:
         box = " x ".join(str(n) for n in stmt.shape)
         at = f"{stmt.barrier.name}[{expr_str(stmt.barrier_index)}]"
         return f"{stmt.dst.name}[{dst}] = bulk_copy({stmt.src.name}[{src}], box {box}) -> {at}"
+    if isinstance(stmt, BulkStore):
+        dst = ", ".join(expr_str(i) for i in stmt.dst_index)
+        src = ", ".join(expr_str(i) for i in stmt.src_index)
+        box = " x ".join(str(n) for n in stmt.shape)
+        return f"{stmt.dst.name}[{dst}] = bulk_store({stmt.src.name}[{src}], box {box})"
+    if isinstance(stmt, BulkWait):
+        what = "reads" if stmt.read else "stores"
+        return f"bulk_wait({what}, pending={stmt.pending})"
     if isinstance(stmt, MBarrier):
         at = f"{stmt.barrier.name}[{expr_str(stmt.index)}]"
         if stmt.op == "init":
@@ -132,7 +142,8 @@ def matrix_op_str(s: MatrixOp) -> str:
         name = "wgmma" if s.dst.buffer.scope == "wgmma.accumulator" else "mma_sync"
         return f"{dst} += {name}({a} @ {b})"
     clipped = f" within {s.dst.buffer.name}" if s.clipped else ""
-    return f"{dst} = {s.op}_matrix({tile_str(s.srcs[0])}){clipped}"
+    by = ", by the copy engine" if s.bulk else ""
+    return f"{dst} = {s.op}_matrix({tile_str(s.srcs[0])}{by}){clipped}"
 
 
 def tile_str(t: Tile) -> str:

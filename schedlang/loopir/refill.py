@@ -123,7 +123,7 @@ def retarget(stmt: Stmt, old: Buffer, new: Buffer, which: Expr) -> Stmt:
             return Store(new, (which,) + s.indices, s.value)
         if isinstance(s, MatrixOp) and any(t.buffer is old for t in (s.dst, *s.srcs)):
             srcs = tuple(tile(t) for t in s.srcs)
-            return MatrixOp(s.op, tile(s.dst), srcs, s.value, s.clipped)
+            return MatrixOp(s.op, tile(s.dst), srcs, s.value, s.clipped, s.bulk)
         if isinstance(s, AsyncCopy) and s.dst is old:
             return AsyncCopy(new, (which,) + s.dst_index, s.src, s.src_index, s.lanes, s.when)
         return None

@@ -19,6 +19,8 @@ from .nodes import (
     AsyncWait,
     Barrier,
     BulkCopy,
+    BulkStore,
+    BulkWait,
     CallExtern,
     For,
     If,
@@ -192,6 +194,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (*s.dst_index, *s.src_index, *when)
     if isinstance(s, BulkCopy):
         return (*s.dst_index, *s.src_index, s.barrier_index)
+    if isinstance(s, BulkStore):
+        return (*s.dst_index, *s.src_index)
     if isinstance(s, MBarrier):
         return tuple(e for e in (s.index, s.parity, s.when) if e is not None)
     return ()
@@ -265,7 +269,7 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         value = None if s.value is None else ex(s.value)
         if value is s.value and all(a is b for a, b in zip(tiles, (s.dst, *s.srcs))):
             return s
-        return MatrixOp(s.op, tiles[0], tiles[1:], value, s.clipped)
+        return MatrixOp(s.op, tiles[0], tiles[1:], value, s.clipped, s.bulk)
     if isinstance(s, AsyncCopy):
         dst, src = tuple(ex(i) for i in s.dst_index), tuple(ex(i) for i in s.src_index)
         when = None if s.when is None else ex(s.when)
@@ -281,6 +285,11 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         ):
             return s
         return BulkCopy(s.dst, dst, s.src, src, s.shape, s.barrier, at)
+    if isinstance(s, BulkStore):
+        dst, src = tuple(ex(i) for i in s.dst_index), tuple(ex(i) for i in s.src_index)
+        if all(a is b for a, b in zip(dst + src, s.dst_index + s.src_index)):
+            return s
+        return BulkStore(s.dst, dst, s.src, src, s.shape)
     if isinstance(s, MBarrier):
         index = ex(s.index)
         parity = None if s.parity is None else ex(s.parity)
@@ -288,7 +297,7 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         if index is s.index and parity is s.parity and when is s.when:
             return s
         return MBarrier(s.op, s.barrier, index, s.count, parity, s.pending, when)
-    if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait)):
+    if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait, BulkWait)):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")
 

@@ -63,6 +63,7 @@ class TensorPlan:
     srcs: tuple[TileOf, ...]
     clipped: bool = False  # a store cut by the edge of its tensor: only what lies inside
     warpgroup: bool = False  # run by a warpgroup (threadIdx.y's 4 warps) rather than a warp
+    bulk: bool = False  # a store by the copy engine through shared memory (`loopir.bulk_store`)
     call: UserCall | None = None  # a declared intrinsic's calls (`user_tensorize`)
 
     @property
@@ -499,6 +500,8 @@ class _Checker:
         if (steps[0], steps[1]) != (nd - 2, nd - 1):
             raise self.fail(f"the tile of '{producer.name}' must be its last two dimensions")
         src = TileOf(read.tensor.op, (nd - 2, nd - 1), self.intrin.shape)
+        if self.intrin.tma:
+            self._bulk_store(dims)
         return TensorPlan(
             stage.name,
             inner,
@@ -506,7 +509,25 @@ class _Checker:
             TileOf(op, dims, src.shape),
             (src,),
             warpgroup=self.intrin.warpgroup,
+            bulk=self.intrin.tma,
         )
+
+    def _bulk_store(self, dims: tuple[int, int]) -> None:
+        """The copy engine stores boxes of a tensor in global memory whose rows run along its
+        last dimension."""
+        scope = self.placement.scope(self.stage)
+        if scope != "global":
+            raise self.fail(
+                f"store_matrix(tma=True) stores to a tensor in global memory, but "
+                f"'{self.stage.name}' is in {scope} memory; use store_matrix without tma"
+            )
+        last = len(self.stage.op.shape) - 1
+        if dims[1] != last:
+            raise self.fail(
+                f"store_matrix(tma=True) stores rows of the tile along '{self.stage.name}''s "
+                "last dimension, but its columns run along another; reorder the tile loops "
+                "or use store_matrix without tma"
+            )
 
     def _own_dims(self, inner, roots, fragment: bool = True) -> tuple[int, int]:
         data = list(self.stage.root_axes[: len(self.stage.op.axis)])

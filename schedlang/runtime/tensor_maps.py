@@ -61,10 +61,10 @@ def _encode(m: TensorMap, plan: DevicePlan, pointers: Sequence[int], bound: dict
     bad = [s for s in strides if s % 16]
     if bad or pointers[m.param] % 16:
         raise LaunchError(
-            f"'{buffer.name}' is read by the copy engine (pipeline(tma=True)), which needs rows "
+            f"'{buffer.name}' is {m.verb} by the copy engine ({m.asked_by}), which needs rows "
             f"whose lengths are multiples of 16 bytes, but its shape {tuple(shape)} of "
             f"{buffer.dtype} has rows of {dims[0] * item} bytes; pad its last dimension to a "
-            f"multiple of {16 // item} elements, or pipeline without tma"
+            f"multiple of {16 // item} elements, or use {m.asked_by.split('(')[0]} without tma"
         )
     if min(dims) <= 0:
         dims = [max(1, n) for n in dims]  # an empty tensor: no copy runs, the map must exist

@@ -31,7 +31,10 @@ of shared memory:
   n a multiple of 8 up to 256), A and B read from shared stages swizzled by 128 bytes
   (``s[A_shared].swizzle(128)``), either of their dimensions contiguous; the accumulator is a
   ``wgmma.accumulator`` fragment, 64 x n a tile, held by the warpgroup's 128 threads;
-- ``store_matrix(n, m=64)``: the store of such a tile.
+- ``store_matrix(n, m=64)``: the store of such a tile; with ``tma=True`` (to a tensor in
+  global memory) it goes through shared memory in pieces of 128-byte rows, each stored by the
+  copy engine in the background, so the warpgroup's next products start at once and a tile
+  cut by the edge of the tensor is clipped by the copy engine itself.
 
 The warpgroup's 4 warps are ``threadIdx.y`` (extent 4, left unbound by these stages, as
 ``threadIdx.x`` is); warpgroups, if several, are ``threadIdx.z``.
@@ -59,6 +62,7 @@ class TensorIntrin:
     shape: tuple[int, ...]
     scope: str | None = None
     tf32: bool = False  # float32 data rounded to TF32 (m16n8k8)
+    tma: bool = False  # a store by the copy engine, through shared memory
 
     @property
     def warpgroup(self) -> bool:
@@ -103,16 +107,23 @@ def wgmma(n: int = 128) -> TensorIntrin:
     return TensorIntrin(f"sl.intrin.wgmma(n={n})", "mma", (M_WARPGROUP, n, K))
 
 
-def store_matrix(n: int = 16, m: int = 16) -> TensorIntrin:
+def store_matrix(n: int = 16, m: int = 16, tma: bool = False) -> TensorIntrin:
     """A store of an `m` x `n` accumulator tile out of its fragment: m = 16 for a warp's
-    ``wmma.accumulator``, m = 64 for a warpgroup's ``wgmma.accumulator``."""
+    ``wmma.accumulator``, m = 64 for a warpgroup's ``wgmma.accumulator``. With `tma` (m = 64,
+    sm_90), the copy engine stores it from shared memory (module doc)."""
+    if not isinstance(tma, bool):
+        raise ValueError(f"store_matrix: tma must be True or False, got {tma!r}")
     if m == M_WARPGROUP and not isinstance(m, bool):
         n = _wide_n(n, "store_matrix")
-        return TensorIntrin(f"sl.intrin.store_matrix(n={n}, m=64)", "store", (M_WARPGROUP, n))
+        extra = ", tma=True" if tma else ""
+        name = f"sl.intrin.store_matrix(n={n}, m=64{extra})"
+        return TensorIntrin(name, "store", (M_WARPGROUP, n), tma=tma)
     if m != M or isinstance(m, bool):
         raise ValueError(
             f"store_matrix: m must be 16 (a warp's tile) or 64 (a warpgroup's), got {m!r}"
         )
+    if tma:
+        raise ValueError("store_matrix: tma=True stores a warpgroup's tile (m=64) on sm_90")
     n = _n(n, "store_matrix")
     return TensorIntrin(f"sl.intrin.store_matrix(n={n})", "store", (M, n))
 

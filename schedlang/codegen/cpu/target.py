@@ -22,8 +22,11 @@ from ...loopir.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
     AsyncCopy,
+    Barrier,
     Buffer,
     BulkCopy,
+    BulkStore,
+    BulkWait,
     CallExtern,
     For,
     MatrixOp,
@@ -95,8 +98,8 @@ class CpuTarget(Target):
             "use parallel/vectorize or target cuda"
         )
 
-    def barrier(self, em: StmtEmitter) -> None:
-        del em  # one thread runs each block: nothing to wait for
+    def barrier(self, em: StmtEmitter, stmt: Barrier) -> None:
+        del em, stmt  # one thread runs each block: nothing to wait for
 
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         tags = ", ".join(stmt.tags)
@@ -138,6 +141,12 @@ class CpuTarget(Target):
         raise LoweringError(BULK_COPIES_NEED_CUDA)
 
     def mbarrier(self, em: StmtEmitter, stmt: MBarrier) -> None:
+        raise LoweringError(BULK_COPIES_NEED_CUDA)
+
+    def bulk_store(self, em: StmtEmitter, stmt: BulkStore) -> None:
+        raise LoweringError(BULK_COPIES_NEED_CUDA)
+
+    def bulk_wait(self, em: StmtEmitter, stmt: BulkWait) -> None:
         raise LoweringError(BULK_COPIES_NEED_CUDA)
 
     def external_math(self, name: str, dtype: str) -> str:

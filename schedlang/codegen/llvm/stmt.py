@@ -22,6 +22,8 @@ from ...loopir.nodes import (
     AsyncWait,
     Barrier,
     BulkCopy,
+    BulkStore,
+    BulkWait,
     CallExtern,
     For,
     If,
@@ -75,7 +77,7 @@ class StmtEmitter(ExprEmitter):
         if isinstance(s, Store):
             self.store(s)
         elif isinstance(s, Barrier):
-            self.target.barrier(self)
+            self.target.barrier(self, s)
         elif isinstance(s, ThreadAllReduce):
             self.target.thread_allreduce(self, s)
         elif isinstance(s, MatrixOp):
@@ -88,6 +90,10 @@ class StmtEmitter(ExprEmitter):
             self.target.bulk_copy(self, s)
         elif isinstance(s, MBarrier):
             self.target.mbarrier(self, s)
+        elif isinstance(s, BulkStore):
+            self.target.bulk_store(self, s)
+        elif isinstance(s, BulkWait):
+            self.target.bulk_wait(self, s)
         elif isinstance(s, AsyncCommit):
             self.target.async_commit(self)
         elif isinstance(s, AsyncWait):

@@ -23,8 +23,11 @@ if TYPE_CHECKING:
     from ...loopir.nodes import (
         Allocate,
         AsyncCopy,
+        Barrier,
         Buffer,
         BulkCopy,
+        BulkStore,
+        BulkWait,
         CallExtern,
         For,
         If,
@@ -63,8 +66,8 @@ class Target(ABC):
         """Emit a loop of kind ``bound`` (its variable is the hardware index `loop.thread`)."""
 
     @abstractmethod
-    def barrier(self, em: StmtEmitter) -> None:
-        """Emit a barrier among the threads of a block."""
+    def barrier(self, em: StmtEmitter, stmt: Barrier) -> None:
+        """Emit a barrier among the threads of a block (of a warpgroup: `Barrier`)."""
 
     @abstractmethod
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
@@ -102,6 +105,14 @@ class Target(ABC):
     @abstractmethod
     def mbarrier(self, em: StmtEmitter, stmt: MBarrier) -> None:
         """Emit the memory-barrier operation `stmt` (see its docstring)."""
+
+    @abstractmethod
+    def bulk_store(self, em: StmtEmitter, stmt: BulkStore) -> None:
+        """Start the copy engine's store `stmt`, as a group of its own."""
+
+    @abstractmethod
+    def bulk_wait(self, em: StmtEmitter, stmt: BulkWait) -> None:
+        """Wait for this thread's bulk stores as `stmt` says."""
 
     def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:  # noqa: B027 (no-op by default)
         """Called before each statement that is not a container (`Seq`, `For`, `If`, `Let`,

@@ -15,6 +15,15 @@ A box whose rows are longer than a swizzled buffer's swizzle goes as one copy pe
 a panel is exactly such a box. Its address in shared memory is the buffer's own at the panel's
 first element, which swizzling leaves where it is (row 0 of a 1024-byte aligned panel).
 
+A `BulkStore` is the other direction, ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.
+bulk_group``: the copy engine reads a box from shared memory and writes it to the tensor
+(clipped to its shape), as a *bulk group* of the issuing thread, committed at once; that
+thread's ``cp.async.bulk.wait_group[.read]`` (`BulkWait`) waits for its groups' reads (the
+shared memory may then be written again) or writes. The warpgroup that wrote the box meets at
+a named barrier of its own (``bar.sync 1 + threadIdx.z, 128``), each writer's
+``fence.proxy.async`` before it, since the copy engine reads shared memory through another
+proxy than the threads' stores.
+
 The barriers are PTX's ``mbarrier`` on 64-bit words of shared memory: ``init`` with the
 arrivals per phase, ``arrive`` (with ``expect_tx``, the bytes the phase also waits for), and a
 wait that polls ``try_wait.parity`` in a loop. LLVM has no intrinsics for the copy or the
@@ -33,7 +42,7 @@ from llvmlite import ir
 
 from ...errors import InternalError, LoweringError
 from ...ir.expr import Const, const
-from ...loopir.nodes import Buffer, BulkCopy, MBarrier
+from ...loopir.nodes import Buffer, BulkCopy, BulkStore, BulkWait, MBarrier
 from ...loopir.visit import walk_stmt
 from ..llvm.expr import panels
 from ..llvm.types import I32
@@ -56,6 +65,16 @@ class TensorMap:
     dtype: str
     box: tuple[int, ...]
     swizzle: int
+    store: bool = False  # written by `BulkStore`s rather than read by `BulkCopy`s
+
+    @property
+    def verb(self) -> str:
+        return "written" if self.store else "read"
+
+    @property
+    def asked_by(self) -> str:
+        """The schedule primitive that asked for the copy engine."""
+        return "store_matrix(tma=True)" if self.store else "pipeline(tma=True)"
 
 
 def check_arch(arch: str) -> None:
@@ -70,21 +89,30 @@ def check_arch(arch: str) -> None:
 
 
 def tensor_maps(plan_buffers: tuple[Buffer, ...], bodies) -> tuple[TensorMap, ...]:
-    """The tensor maps the bulk copies of `bodies` use, each once, in order of first use."""
+    """The tensor maps the bulk copies and stores of `bodies` use, each once, in order of
+    first use."""
     found: list[TensorMap] = []
     for body in bodies:
         for s in walk_stmt(body):
-            if isinstance(s, BulkCopy):
+            if isinstance(s, (BulkCopy, BulkStore)):
                 m = _map_of(s, plan_buffers)
                 if m not in found:
                     found.append(m)
     return tuple(found)
 
 
-def _map_of(s: BulkCopy, plan_buffers: tuple[Buffer, ...]) -> TensorMap:
-    param = next((k for k, b in enumerate(plan_buffers) if b is s.src), None)
+def _param(tensor: Buffer, plan_buffers: tuple[Buffer, ...]) -> int:
+    param = next((k for k, b in enumerate(plan_buffers) if b is tensor), None)
     if param is None:
-        raise InternalError(f"the bulk copy's source '{s.src.name}' is not a kernel parameter")
+        raise InternalError(f"the copy engine's tensor '{tensor.name}' is not a kernel parameter")
+    return param
+
+
+def _map_of(s: BulkCopy | BulkStore, plan_buffers: tuple[Buffer, ...]) -> TensorMap:
+    if isinstance(s, BulkStore):  # a box of 128-byte rows: one copy
+        box = tuple(reversed(s.shape))
+        return TensorMap(_param(s.dst, plan_buffers), s.dst.dtype, box, s.src.swizzle, True)
+    param = _param(s.src, plan_buffers)
     box = list(reversed(s.shape))
     cut = panels(s.dst)
     if cut is not None:
@@ -122,6 +150,35 @@ def emit_bulk_copy(
         )
         args = [dst, tmap, bar, first, *coords[1:]]
         _asm(em, text, "r,l,r" + ",r" * rank, args)
+
+
+def emit_bulk_store(
+    em: StmtEmitter, s: BulkStore, buffers: tuple[Buffer, ...], maps: dict[TensorMap, ir.Value]
+) -> None:
+    """The store of `s`'s box from shared memory, committed as a bulk group of its own."""
+    rank = len(s.shape)
+    tmap = em.b.ptrtoint(maps[_map_of(s, buffers)], ir.IntType(64))
+    src = _shared_address(em, s.src, s.src_index)
+    coords = [_i32(em, em.value(i)) for i in reversed(s.dst_index)]
+    places = ", ".join(f"${k + 2}" for k in range(rank))
+    text = (
+        f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{places}}}], [$1];"
+    )
+    _asm(em, text, "l,r" + ",r" * rank, [tmap, src, *coords])
+    _asm(em, "cp.async.bulk.commit_group;", "", [])
+
+
+def emit_bulk_wait(em: StmtEmitter, s: BulkWait) -> None:
+    """Wait until at most `s.pending` of this thread's bulk stores still read (or write)."""
+    read = ".read" if s.read else ""
+    _asm(em, f"cp.async.bulk.wait_group{read} {s.pending};", "", [])
+
+
+def warpgroup_barrier(em: StmtEmitter, group: ir.Value) -> None:
+    """``bar.sync`` of the 128 threads of warpgroup `group` (an i64), on a named barrier of
+    its own: 0 is the block's."""
+    named = em.b.add(_i32(em, group), ir.Constant(I32, 1))
+    _asm(em, "bar.sync $0, 128;", "r", [named])
 
 
 def emit_mbarrier(em: StmtEmitter, s: MBarrier) -> None:

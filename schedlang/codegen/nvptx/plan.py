@@ -31,6 +31,7 @@ from ...ir import dtype as dt
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
 from ...loopir.bulk_pipeline import split_roles
+from ...loopir.bulk_store import bulk_stores
 from ...loopir.fragments import lane_size
 from ...loopir.host_loops import host_loop
 from ...loopir.nodes import (
@@ -261,7 +262,7 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
 def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]) -> KernelPlan:
     _on_chip_in_blocks(func, body)
     # the kernel's alone: `func` stays as the interpreter runs it
-    body = unswitch_products(split_roles(body))
+    body = bulk_stores(unswitch_products(split_roles(body)))
     block = _block(func, body)
     _check_matrix_ops(func, body, block)
     _check_accumulator_registers(func, body, block)

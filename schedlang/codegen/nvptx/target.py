@@ -30,8 +30,11 @@ from ...loopir.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
     AsyncCopy,
+    Barrier,
     Buffer,
     BulkCopy,
+    BulkStore,
+    BulkWait,
     For,
     If,
     MatrixOp,
@@ -48,7 +51,14 @@ from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
 from .async_copy import emit_async_commit, emit_async_copy, emit_async_wait
-from .bulk_copy import TensorMap, emit_bulk_copy, emit_mbarrier
+from .bulk_copy import (
+    TensorMap,
+    emit_bulk_copy,
+    emit_bulk_store,
+    emit_bulk_wait,
+    emit_mbarrier,
+    warpgroup_barrier,
+)
 from .bulk_copy import check_arch as check_bulk_arch
 from .matrix_memory import LaneIndex, lane_index
 from .mma import emit_matrix_op
@@ -166,10 +176,13 @@ class NvptxTarget(Target):
             return False
         return int(loop.extent.value) == self.kernel.block_size(loop.thread)
 
-    def barrier(self, em: StmtEmitter) -> None:
-        if self._products:  # the tensor cores read what this thread wrote before the barrier
-            proxy_fence(em)
-        barrier(em.b)
+    def barrier(self, em: StmtEmitter, stmt: Barrier) -> None:
+        if self._products or stmt.warpgroup:  # the tensor cores or the copy engine read what
+            proxy_fence(em)  # this thread wrote before the barrier
+        if stmt.warpgroup:
+            warpgroup_barrier(em, self._hardware_index(em, "threadIdx.z"))
+        else:
+            barrier(em.b)
 
     def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:
         if self._products:
@@ -219,6 +232,14 @@ class NvptxTarget(Target):
     def mbarrier(self, em: StmtEmitter, stmt: MBarrier) -> None:
         check_bulk_arch(self.arch)
         emit_mbarrier(em, stmt)
+
+    def bulk_store(self, em: StmtEmitter, stmt: BulkStore) -> None:
+        check_bulk_arch(self.arch)
+        emit_bulk_store(em, stmt, self._buffers, self._maps)
+
+    def bulk_wait(self, em: StmtEmitter, stmt: BulkWait) -> None:
+        check_bulk_arch(self.arch)
+        emit_bulk_wait(em, stmt)
 
     def async_wait(self, em: StmtEmitter, pending: int) -> None:
         emit_async_wait(em, pending, self.arch)

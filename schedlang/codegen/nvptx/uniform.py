@@ -32,6 +32,8 @@ from ...loopir.nodes import (
     AsyncWait,
     Barrier,
     BulkCopy,
+    BulkStore,
+    BulkWait,
     For,
     If,
     Let,
@@ -47,7 +49,17 @@ from ...loopir.visit import walk_stmt
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 # never narrowed (bulk copies and memory barriers stand in the thread loops that pick their threads)
-_EVERY_THREAD = (Barrier, ThreadAllReduce, MatrixOp, AsyncCommit, AsyncWait, BulkCopy, MBarrier)
+_EVERY_THREAD = (
+    Barrier,
+    ThreadAllReduce,
+    MatrixOp,
+    AsyncCommit,
+    AsyncWait,
+    BulkCopy,
+    BulkStore,
+    BulkWait,
+    MBarrier,
+)
 
 
 def guard_uniform_stores(body: Stmt, block: tuple[int, int, int]) -> Stmt:
