@@ -231,16 +231,14 @@ def bench_gemm_fp16_variants(repeat: int) -> list[Row]:
 def bench_gemm_wgmma(repeat: int) -> list[Row]:
     """The warpgroup GEMM (`examples/gpu_gemm_wgmma.py`, wgmma on sm_90a), float16 and
     bfloat16 operands summed in float32 and stored in the operands' dtype, against cuBLAS:
-    the default schedule, and the copy engine's (`FAST`), with persistent blocks (one a
-    multiprocessor) where the tiles are whole: measured faster at 4096^3 and 8192^3, slower at
-    4000^3 (`NOTES.md`)."""
+    the default schedule, and the copy engine's (`FAST`: copies and stores by the copy engine)
+    on persistent blocks (one a multiprocessor)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for dtype, n in itertools.product(("float16", "bfloat16"), (4096, 4000, 8192)):
         rows.append(_gemm_wgmma_row(n, dtype, {}, f"gemm {n}^3 {dtype} (wgmma)", repeat))
-        whole = n % 256 == 0
-        fast = dict(gpu_gemm_wgmma.FAST, persistent=sms) if whole else gpu_gemm_wgmma.FAST
-        name = f"gemm {n}^3 {dtype} (wgmma, copy engine{', persistent' if whole else ''})"
+        fast = dict(gpu_gemm_wgmma.FAST, persistent=sms)
+        name = f"gemm {n}^3 {dtype} (wgmma, copy engine, persistent)"
         rows.append(_gemm_wgmma_row(n, dtype, fast, name, repeat))
     return rows
 
@@ -505,6 +503,9 @@ def bench_conv2d_wgmma(repeat: int) -> list[Row]:
         ),
         "tma, 256x128 blocks, 4 stages, persistent": dict(
             tma=True, block_rows=256, stages=4, persistent=sms
+        ),
+        "tma, 128x256 blocks, 4 stages, persistent, tma stores": dict(
+            tma=True, block_cols=256, stages=4, persistent=sms, tma_store=True
         ),
     }
     return _conv2d_wgmma_rows(variants, repeat)

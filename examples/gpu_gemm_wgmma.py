@@ -33,8 +33,9 @@ __all__ = ["FAST", "build", "gemm", "schedule", "stage_tile"]
 GROUP_ROWS = 64  # a warpgroup's accumulator tile: 64 x n
 K_TILE = 16
 # the fastest options measured on the H100 and H200 (benchmarks/NOTES.md): tiles copied by the
-# copy engine from a producer warpgroup, 128 x 256 blocks, 4 stages
-FAST = dict(tma=True, block_cols=256, stages=4)
+# copy engine from a producer warpgroup, 128 x 256 blocks, 4 stages, results stored by the copy
+# engine
+FAST = dict(tma=True, block_cols=256, stages=4, tma_store=True)
 
 
 def schedule(

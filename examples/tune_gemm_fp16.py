@@ -1,12 +1,13 @@
 """The float16 GEMM on Hopper's warpgroup tensor cores (`examples.gpu_gemm_wgmma`) as a
 template: block shape, k step, pipeline depth, the copy engine and block grouping are knobs.
 
-The space (384 points): block rows 64/128/256 (one to four warpgroups), block columns
+The space (768 points): block rows 64/128/256 (one to four warpgroups), block columns
 64/128/192/256, k step 64/128, 2 to 5 pipeline stages, copies by the threads or by the copy
-engine (TMA), and blocks launched in order or in groups of 8 block columns. The template
-declares invalid the points whose stages would not fit in a multiprocessor's 227 KB of shared
-memory; the fastest options `gpu_gemm_wgmma.FAST` (128 x 256, step 64, 4 stages, TMA) are one
-of the points.
+engine (TMA), results stored from registers or by the copy engine, and blocks launched in order
+or in groups of 8 block columns. The template declares invalid the points whose stages (and
+staged results) would not fit in a multiprocessor's 227 KB of shared memory; the fastest
+options `gpu_gemm_wgmma.FAST` (128 x 256, step 64, 4 stages, TMA loads and stores) are one of
+the points.
 
     python -m examples.tune_gemm_fp16 4096      # on a Hopper GPU
 """
@@ -19,6 +20,7 @@ import schedlang as sl
 from examples import gpu_gemm_wgmma
 
 SHARED_BYTES = 227 * 1024  # what one block may have on sm_90
+STAGED_PIECE = 64 * 128  # a warpgroup's staging buffer for stores by the copy engine
 
 
 @sl.tune.template
@@ -29,14 +31,17 @@ def gemm(cfg, m, n, k, dtype="float16"):
     step = cfg.choice("step", [64, 128])
     stages = cfg.choice("stages", [2, 3, 4, 5])
     tma = cfg.flag("tma")
+    tma_store = cfg.flag("tma_store")
     group = cfg.choice("group", [0, 8])
     cfg.add_flop(2.0 * m * n * k)
     staged = (block_rows + block_cols) * step * 2 * stages
     if staged > SHARED_BYTES:
         raise sl.tune.Invalid(f"{stages} stages of {staged // stages} bytes exceed 227 KB")
+    if tma_store and staged + block_rows // 64 * STAGED_PIECE > SHARED_BYTES:
+        raise sl.tune.Invalid(f"{stages} stages leave no room for the staged results")
     s = gpu_gemm_wgmma.schedule(
         a, b, c, block_rows=block_rows, block_cols=block_cols, step=step, stages=stages,
-        tma=tma, group=group,
+        tma=tma, group=group, tma_store=tma_store,
     )  # fmt: skip
     return s, [a, b, c]
 

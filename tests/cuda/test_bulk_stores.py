@@ -50,7 +50,7 @@ def _built(shape, dtype, out, options):
 
 def _kernel_body(shape, dtype, out, options):
     a, b, c = example.gemm(*shape, dtype, out)
-    s = example.schedule(a, b, c, **options, tma_store=True)
+    s = example.schedule(a, b, c, **dict(options, tma_store=True))
     return plan_kernels(sl.lower(s, [a, b, c])).kernels[0].body
 
 

@@ -70,13 +70,15 @@ def test_the_fp16_gemm_template_has_the_fastest_options_among_its_points():
     from examples import gpu_gemm_wgmma, tune_gemm_fp16
 
     task = tune_gemm_fp16.gemm(256, 512, 256)
-    assert len(task.space) == 384
+    assert len(task.space) == 768
     fast = {"block_rows": 128, "block_cols": 256, "step": 64, "stages": 4, "tma": True,
-            "group": 0}  # fmt: skip
+            "tma_store": True, "group": 0}  # fmt: skip
     s, (a, b, c) = task.instantiate(fast)
     assert str(s) == str(gpu_gemm_wgmma.schedule(a, b, c, **gpu_gemm_wgmma.FAST))
     with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
         task.instantiate(dict(fast, block_rows=256, stages=5))
+    with pytest.raises(sl.tune.Invalid, match="no room for the staged results"):
+        task.instantiate(dict(fast, block_rows=256, block_cols=192, stages=4))
 
 
 def test_an_fp16_gemm_template_point_runs_on_the_simulated_tensor_cores():
@@ -84,7 +86,8 @@ def test_an_fp16_gemm_template_point_runs_on_the_simulated_tensor_cores():
 
     task = tune_gemm_fp16.gemm(128, 136, 128)
     s, (a, b, c) = task.instantiate({"block_rows": 64, "block_cols": 64, "step": 64,
-                                     "stages": 2, "tma": False, "group": 0})  # fmt: skip
+                                     "stages": 2, "tma": False, "tma_store": False,
+                                     "group": 0})  # fmt: skip
     kernel = sl.build(s, [a, b, c], target="cuda -arch=sm_90")
     rng = np.random.default_rng(2)
     x = random_array((128, 128), "float16", rng)
