@@ -591,6 +591,15 @@ def bench_compile(repeat: int) -> list[Row]:
         gpu_gemm_fp16.build(n, n, n, "float16", "float16").launch_config  # noqa: B018
         half.append(time.perf_counter() - start)
     print(f"compile fp16 tensor-core gemm, schedule to loaded module: {show(half)} ms")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    group = []
+    for k in range(3):
+        n = 4096 + 256 * (k + 1)
+        options = dict(gpu_gemm_wgmma.FAST, persistent=sms)
+        start = time.perf_counter()
+        gpu_gemm_wgmma.build(n, n, n, "float16", "float16", **options).launch_config  # noqa: B018
+        group.append(time.perf_counter() - start)
+    print(f"compile fp16 wgmma gemm (FAST, persistent), to loaded module: {show(group)} ms")
     ours = [_fresh_process(_OURS_FRESH, 4096 + 128 * k) for k in range(3)]
     peer = [_fresh_process(_TRITON_FRESH, 4096 + 128 * k) for k in range(3)]
     print(f"compile gemm, first in a fresh process: {show(ours)} ms; Triton: {show(peer)} ms")

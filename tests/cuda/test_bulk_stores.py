@@ -18,7 +18,7 @@ import schedlang as sl
 from examples import gpu_gemm_wgmma as example
 from schedlang.codegen.nvptx.plan import plan_kernels
 from schedlang.loopir.bulk_store import bulk_stores
-from schedlang.loopir.nodes import Allocate, Buffer, BulkStore, BulkWait
+from schedlang.loopir.nodes import Allocate, Buffer, BulkStore, BulkWait, MatrixOp, Tile, seq
 from schedlang.loopir.visit import walk_stmt
 from schedlang.schedule.errors import TensorizeError
 
@@ -188,3 +188,25 @@ def test_rows_the_copy_engine_cannot_write_are_a_launch_error():
     x, y, z = _inputs(128, 300, 64, "bfloat16", "bfloat16")
     with pytest.raises(sl.LaunchError, match=r"'C' is written by the copy engine \(store_matrix"):
         kernel(x, y, z)
+
+
+def _bulk_store(name: str, shape: tuple[int, ...], dtype: str) -> MatrixOp:
+    """A warpgroup's 64 x 64 store marked for the copy engine, into the last two dimensions of
+    a new tensor of `shape`."""
+    zero = sl.const(0, "int64")
+    acc = Buffer("acc", (sl.const(64, "int64"),) * 2, "float32", "wgmma.accumulator")
+    dst = Buffer(name, tuple(sl.const(n, "int64") for n in shape), dtype)
+    nd = len(shape)
+    tile = Tile(dst, (zero,) * nd, (nd - 2, nd - 1), (64, 64))
+    return MatrixOp("store", tile, (Tile(acc, (zero, zero), (0, 1), (64, 64)),), bulk=True)
+
+
+def test_stores_of_two_dtypes_in_one_kernel_are_refused():
+    kernel = seq(_bulk_store("C", (64, 64), "float16"), _bulk_store("D", (64, 64), "float32"))
+    with pytest.raises(sl.LoweringError, match="one dtype per kernel, but this one stores"):
+        bulk_stores(kernel)
+
+
+def test_a_tensor_of_six_dimensions_is_refused():
+    with pytest.raises(sl.LoweringError, match="tensors of 1-5 dimensions, and it has 6"):
+        bulk_stores(_bulk_store("C", (2, 2, 2, 2, 64, 64), "float16"))

@@ -262,8 +262,9 @@ def _on_chip_in_blocks(func: LoweredFunc, body: Stmt) -> None:
 def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]) -> KernelPlan:
     _on_chip_in_blocks(func, body)
     # the kernel's alone: `func` stays as the interpreter runs it
-    body = bulk_stores(unswitch_products(split_roles(body)))
+    body = unswitch_products(split_roles(body))
     block = _block(func, body)
+    body = bulk_stores(body)
     _check_matrix_ops(func, body, block)
     _check_accumulator_registers(func, body, block)
     guarded = guard_uniform_stores(body, block)
