@@ -132,9 +132,9 @@ def _bound(s: Stmt, tag: str) -> bool:
 
 
 def _groups(path: list[Stmt]) -> int:
-    """How many warpgroups the store has (the plan checked their loop's range constant)."""
+    """How many warpgroups the store has (the plan checked their loop's extent constant)."""
     loop = _warpgroup_loop(path)
-    return 1 if loop is None else int(loop.min.value) + int(loop.extent.value)
+    return 1 if loop is None else int(loop.extent.value)
 
 
 def _slots(kernel: Stmt, groups: int) -> int:
