@@ -49,11 +49,11 @@ from .visit import rebuild_stmt, stmt_children, transform_stmt, walk_stmt
 PIECE_BYTES = 128  # a staging row: the 128-byte swizzle's width, and the copy engine's
 ROWS = 64  # a warpgroup's accumulator tile
 SHARED_LIMIT = 227 * 1024  # shared memory of one block on sm_90 (opt-in)
-ALIGN = 1024  # a swizzled buffer's alignment (`shared_layout`)
 
 
-def bulk_stores(kernel: Stmt) -> Stmt:
-    """`kernel` with its bulk stores made as the module doc says."""
+def bulk_stores(kernel: Stmt, used: int) -> Stmt:
+    """`kernel` with its bulk stores made as the module doc says; `used`: the bytes of shared
+    memory the kernel's own buffers take."""
     stores = [s for s in walk_stmt(kernel) if isinstance(s, MatrixOp) and s.bulk]
     if not stores:
         return kernel
@@ -69,7 +69,7 @@ def bulk_stores(kernel: Stmt) -> Stmt:
         _check(s, width)
     paths = [_path(kernel, s) for s in stores]
     groups = max(_groups(path) for path in paths)
-    slots = _slots(kernel, groups)
+    slots = _slots(used, groups)
     staging = Buffer(
         "store.staging",
         tuple(const(n, "int64") for n in (groups, slots, ROWS, width)),
@@ -137,15 +137,9 @@ def _groups(path: list[Stmt]) -> int:
     return 1 if loop is None else int(loop.extent.value)
 
 
-def _slots(kernel: Stmt, groups: int) -> int:
-    """Two staging buffers per warpgroup where the block's shared memory has room, else one."""
-    used = 0
-    for s in walk_stmt(kernel):
-        if isinstance(s, Allocate) and s.buffer.scope == "shared":
-            count = 1
-            for n in s.buffer.shape:
-                count *= int(n.value) if isinstance(n, Const) else 0
-            used += -(-count * dt.itemsize(s.buffer.dtype) // ALIGN) * ALIGN
+def _slots(used: int, groups: int) -> int:
+    """Two staging buffers per warpgroup where the block's shared memory has room beside the
+    `used` bytes of the kernel's own buffers, else one."""
     piece = ROWS * PIECE_BYTES
     for slots in (2, 1):
         if used + groups * slots * piece <= SHARED_LIMIT:

@@ -20,7 +20,7 @@ from examples import gpu_gemm_wgmma as example
 from schedlang.schedule.errors import FactorError
 
 from .ptxas import assemble
-from .test_tensor_cores import _close, _inputs
+from .test_tensor_cores import _close, _inputs, _runs_right
 from .test_wgmma import _built as wgmma_built
 from .test_wgmma import _conv as wgmma_conv
 
@@ -310,10 +310,7 @@ def test_a_padded_convolution_simulated(shape, out, options):
 @pytest.mark.usefixtures("gpu")
 @pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
 def test_on_the_gpu(shape, dtype, out, options):
-    kernel, (a, b, c) = _built(shape, dtype, out, options)
-    x, y, z = _inputs(*shape, dtype, out, seed=5)
-    kernel(x, y, z)
-    _close(z, sl.reference(c, {a: x, b: y}), out)
+    _runs_right(_built, shape, dtype, out, options)
 
 
 @pytest.mark.gpu

@@ -16,14 +16,14 @@ import pytest
 
 import schedlang as sl
 from examples import gpu_gemm_wgmma as example
-from schedlang.codegen.nvptx.plan import plan_kernels
+from schedlang.codegen.nvptx.plan import plan_kernels, shared_bytes
 from schedlang.loopir.bulk_store import bulk_stores
 from schedlang.loopir.nodes import Allocate, Buffer, BulkStore, BulkWait, MatrixOp, Tile, seq
 from schedlang.loopir.visit import walk_stmt
 from schedlang.schedule.errors import TensorizeError
 
 from .ptxas import assemble
-from .test_tensor_cores import _close, _inputs
+from .test_tensor_cores import _close, _inputs, _runs_right
 from .test_wgmma import _built as wgmma_built
 from .test_wgmma import _conv as wgmma_conv
 
@@ -120,7 +120,8 @@ def test_the_store_must_be_a_warpgroups():
         sl.intrin.store_matrix(n=16, tma=True)
     with pytest.raises(ValueError, match="tma must be True or False"):
         sl.intrin.store_matrix(n=64, m=64, tma=1)
-    assert repr(sl.intrin.store_matrix(n=64, m=64, tma=True)).endswith("tma=True)")
+    stored = sl.intrin.store_matrix(n=64, m=64, tma=True)
+    assert repr(stored) == "sl.intrin.store_matrix(n=64, m=64, tma=True)" and stored.tma
 
 
 def test_a_store_to_shared_memory_is_refused():
@@ -145,18 +146,16 @@ def test_too_little_shared_memory_is_refused():
     a, b, c = example.gemm(128, 128, 64, "float16", "float16")
     lowered = sl.lower(example.schedule(a, b, c, stages=2, tma_store=True), [a, b, c])
     big = Buffer("big", (sl.const(220 * 1024, "int64"),), "uint8", "shared")
+    kernel = Allocate(big, lowered.body)
     with pytest.raises(sl.LoweringError, match=r"other buffers take 2\d\d KB of the 227"):
-        bulk_stores(Allocate(big, lowered.body))
+        bulk_stores(kernel, shared_bytes(kernel))
 
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("gpu")
 @pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
 def test_on_the_gpu(shape, dtype, out, options):
-    kernel, (a, b, c) = _built(shape, dtype, out, options)
-    x, y, z = _inputs(*shape, dtype, out, seed=5)
-    kernel(x, y, z)
-    _close(z, sl.reference(c, {a: x, b: y}), out)
+    _runs_right(_built, shape, dtype, out, options)
 
 
 @pytest.mark.gpu
@@ -204,9 +203,9 @@ def _bulk_store(name: str, shape: tuple[int, ...], dtype: str) -> MatrixOp:
 def test_stores_of_two_dtypes_in_one_kernel_are_refused():
     kernel = seq(_bulk_store("C", (64, 64), "float16"), _bulk_store("D", (64, 64), "float32"))
     with pytest.raises(sl.LoweringError, match="one dtype per kernel, but this one stores"):
-        bulk_stores(kernel)
+        bulk_stores(kernel, 0)
 
 
 def test_a_tensor_of_six_dimensions_is_refused():
     with pytest.raises(sl.LoweringError, match="tensors of 1-5 dimensions, and it has 6"):
-        bulk_stores(_bulk_store("C", (2, 2, 2, 2, 64, 64), "float16"))
+        bulk_stores(_bulk_store("C", (2, 2, 2, 2, 64, 64), "float16"), 0)

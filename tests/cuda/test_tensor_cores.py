@@ -56,6 +56,14 @@ def _close(got, want, out):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
+def _runs_right(built, shape, dtype, out, options, seed=5):
+    """The GEMM kernel `built` makes of `options` computes the reference on the GPU."""
+    kernel, (a, b, c) = built(shape, dtype, out, options)
+    x, y, z = _inputs(*shape, dtype, out, seed=seed)
+    kernel(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), out)
+
+
 def _tf32_reference(x, y):
     from schedlang.loopir.interpret.matrix import tf32
 
@@ -140,10 +148,7 @@ def test_a_tensorized_schedule_cannot_run_on_the_cpu():
 @pytest.mark.usefixtures("gpu")
 @pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
 def test_on_the_gpu(shape, dtype, out, options):
-    kernel, (a, b, c) = _built(shape, dtype, out, options)
-    x, y, z = _inputs(*shape, dtype, out, seed=5)
-    kernel(x, y, z)
-    _close(z, sl.reference(c, {a: x, b: y}), out)
+    _runs_right(_built, shape, dtype, out, options)
 
 
 @pytest.mark.gpu

@@ -18,7 +18,7 @@ from examples import gpu_gemm_wgmma as example
 from schedlang.schedule.errors import TensorizeError
 
 from .ptxas import assemble
-from .test_tensor_cores import _close, _inputs
+from .test_tensor_cores import _close, _inputs, _runs_right
 
 CASES = [
     # (m, n, k), operands, output, schedule options
@@ -146,10 +146,7 @@ def test_the_block_needs_four_warps_in_y():
 @pytest.mark.usefixtures("gpu")
 @pytest.mark.parametrize(("shape", "dtype", "out", "options"), CASES)
 def test_on_the_gpu(shape, dtype, out, options):
-    kernel, (a, b, c) = _built(shape, dtype, out, options)
-    x, y, z = _inputs(*shape, dtype, out, seed=5)
-    kernel(x, y, z)
-    _close(z, sl.reference(c, {a: x, b: y}), out)
+    _runs_right(_built, shape, dtype, out, options)
 
 
 @pytest.mark.gpu

@@ -264,7 +264,7 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]
     # the kernel's alone: `func` stays as the interpreter runs it
     body = unswitch_products(split_roles(body))
     block = _block(func, body)
-    body = bulk_stores(body)
+    body = bulk_stores(body, shared_bytes(body))
     _check_matrix_ops(func, body, block)
     _check_accumulator_registers(func, body, block)
     guarded = guard_uniform_stores(body, block)
@@ -421,6 +421,17 @@ def _block_loops(
         lets = {**lets, s.var: substitute_expr(s.value, lets)}
     for child in stmt_children(s):
         _block_loops(func, child, lets, inside, found)
+
+
+def shared_bytes(body: Stmt) -> int:
+    """The shared memory of `body`'s constant-sized buffers, each at a swizzle's alignment (an
+    upper bound of their layout's size)."""
+    total = 0
+    for s in walk_stmt(body):
+        if isinstance(s, Allocate) and s.buffer.scope == "shared":
+            nbytes = (constant_count(s.buffer) or 0) * dt.itemsize(s.buffer.dtype)
+            total += -(-nbytes // SWIZZLE_ALIGN) * SWIZZLE_ALIGN
+    return total
 
 
 def _shared_layout(
