@@ -30,8 +30,8 @@ from . import (
 from . import sum as sl_sum
 from .errors import LoweringError
 from .ir.tensor import Tensor
+from .platform_info import parallel_threads
 from .runtime.arrays import aligned_copy, aligned_empty
-from .runtime.parallel import workers
 from .schedule.schedule import Schedule
 
 BN = 32  # the tutorial's block size, also the length of packedB's rows
@@ -226,7 +226,7 @@ def _run_cpu(
         Row(name, float(np.median(times)), matches[name], _spread(times))
         for name, times in samples.items()
     ]
-    return annotate(rows, workers())
+    return annotate(rows, parallel_threads())
 
 
 YARDSTICK = "numpy matmul (yardstick)"

@@ -214,7 +214,8 @@ def platform_report() -> list[tuple[str, str]]:
     rows.append(("CUDA", _yes_no(probe_cuda())))
     rows.append(("ptxas", _yes_no(probe_ptxas())))
     rows.append(("target='auto'", auto_target()))
-    rows.append(("CPU cores", f"{usable_cores()} usable (parallel loops run on as many threads)"))
+    rows.append(("CPU cores", f"{usable_cores()} usable"))
+    rows.append(("parallel loops", _threads_row()))
     return rows
 
 
@@ -223,6 +224,32 @@ def usable_cores() -> int:
     narrows, else every core."""
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     return max(1, len(usable) if usable else (os.cpu_count() or 1))
+
+
+THREADS_VARIABLE = "SCHEDLANG_NUM_THREADS"
+
+
+def parallel_threads() -> int:
+    """Threads a CPU parallel loop runs on, the calling one included: the usable cores, or
+    what ``SCHEDLANG_NUM_THREADS`` says (as ``OMP_NUM_THREADS`` or TVM's ``TVM_NUM_THREADS``)."""
+    told = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not told:
+        return usable_cores()
+    if not told.isdigit() or int(told) < 1:
+        raise ValueError(
+            f"{THREADS_VARIABLE}={told!r} is not a thread count: set it to a positive integer, "
+            "or unset it to use every usable core"
+        )
+    return int(told)
+
+
+def _threads_row() -> str:
+    try:
+        threads = parallel_threads()
+    except ValueError as error:
+        return str(error)
+    told = f" ({THREADS_VARIABLE})" if os.environ.get(THREADS_VARIABLE, "").strip() else ""
+    return f"{threads} threads{told}"
 
 
 def _yes_no(probe: Probe) -> str:

@@ -7,15 +7,14 @@ import ctypes
 import numpy as np
 
 from ..codegen.cpu.cache import CompiledCpu, compile_cpu
-from ..codegen.cpu.parallel import PARALLEL_FOR
 from ..codegen.cpu.trampoline import UNUSUAL, guard
 from ..codegen.llvm.function import OUT_OF_MEMORY
-from ..errors import LaunchError, entry_point
+from ..errors import InternalError, LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from .arguments import check_arguments, written_params
 from .fast_path import guard_spec
 from .outputs import OutputPlan
-from .parallel import parallel_for_address, take_error
+from .parallel import runtime_imports
 from .scalars import ScalarArguments
 from .size_limits import SizeLimits
 from .wall_time import median_seconds
@@ -51,7 +50,7 @@ class Kernel:
     @classmethod
     def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
         """Compile `lowered` for this machine's CPU (cached)."""
-        return cls(lowered, compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}))
+        return cls(lowered, compile_cpu(lowered, runtime_imports(lowered)))
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> object:
@@ -79,11 +78,7 @@ class Kernel:
     def _failure(self, status: int) -> LaunchError:
         if status == OUT_OF_MEMORY:
             return LaunchError(f"kernel '{self.lowered.name}' ran out of memory for a buffer")
-        error = LaunchError(f"kernel '{self.lowered.name}': a parallel loop failed to run")
-        cause = take_error()
-        if cause is not None:
-            error.__cause__ = cause
-        return error
+        return InternalError(f"kernel '{self.lowered.name}' returned the unknown status {status}")
 
     @entry_point(also=(TypeError, ValueError))
     def time(self, *arrays: np.ndarray, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:

@@ -1,81 +1,81 @@
-"""The thread pool behind ``parallel`` loops on the CPU.
+"""The pool of threads behind ``parallel`` loops on the CPU, loaded once per process.
 
-Compiled kernels call ``schedlang_parallel_for(task, closure, n)`` (see
-`schedlang.codegen.cpu.parallel`), which is `parallel_for` below behind a ctypes callback. It
-cuts ``[0, n)`` into one contiguous chunk per core and runs ``task(closure, lo, hi)`` on them:
-the first chunk in the calling thread, the others on a pool of ``workers() - 1`` threads.
-ctypes releases the GIL for the duration of each foreign call, so the chunks run in parallel.
+The fork-join itself is native code (`schedlang.codegen.cpu.pool`), compiled by LLVM the first
+time a kernel with a ``parallel`` loop is built in a process (the disk cache keeps the object
+file, so later processes only link it) and never unloaded: its threads and its fork handler
+live as long as the process. Kernels call it by address and never call back into Python.
+
+The pool has `parallel_threads()` participants, the caller included, fixed when it is loaded:
+``schedlang info``'s usable cores, or ``SCHEDLANG_NUM_THREADS``. With one, loops run serially.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
-from concurrent.futures import ThreadPoolExecutor
+import functools
+import hashlib
 
-from ..codegen.llvm.function import PARALLEL_FAILED
-from ..platform_info import usable_cores
-
-TASK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-PARALLEL_FOR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-_state = threading.local()  # parallel_for runs in the thread that called the kernel
+from ..codegen import disk_cache
+from ..codegen.cpu import jit as cpu_jit
+from ..codegen.cpu.pool import ATFORK_NAMES, PARALLEL_FOR, SETUP, STARTED, pool_module
+from ..errors import LaunchError
+from ..loopir.nodes import For, LoweredFunc
+from ..loopir.visit import walk_stmt
+from ..platform_info import parallel_threads
 
 
-def workers() -> int:
-    """Threads that run parallel loops: one per core this process may run on."""
-    return usable_cores()
+class _Pool:
+    """The linked runtime: its addresses, and the objects that keep its code mapped."""
+
+    def __init__(self) -> None:
+        try:
+            threads = parallel_threads()
+        except ValueError as error:
+            raise LaunchError(str(error)) from None
+        text = pool_module(cpu_jit.host().target.triple, _atfork())
+        obj = disk_cache.load_or_make(_disk_path(text), lambda: cpu_jit.object_code(text))
+        symbols = (PARALLEL_FOR, SETUP, STARTED)
+        self._linked, addresses = cpu_jit.link_symbols(obj, symbols, {}, text)
+        self.parallel_for = addresses[PARALLEL_FOR]
+        setup = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(addresses[SETUP])
+        self.started = ctypes.CFUNCTYPE(ctypes.c_int32)(addresses[STARTED])
+        if setup(threads) != 0:
+            raise LaunchError("the CPU's parallel runtime could not register its fork handler")
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(workers() - 1 or 1, thread_name_prefix="schedlang")
-        return _pool
+def _atfork() -> str:
+    for name in ATFORK_NAMES:
+        if cpu_jit.symbol_address(name):
+            return name
+    raise LaunchError(
+        "the C library has neither of " + " and ".join(ATFORK_NAMES) + ": parallel loops "
+        "cannot be made safe across fork() here; remove `parallel` from the schedule"
+    )
 
 
-def chunks(n: int, parts: int) -> list[tuple[int, int]]:
-    """``[0, n)`` as at most `parts` contiguous, nonempty ranges of near-equal size."""
-    parts = max(1, min(parts, n))
-    size, extra = divmod(n, parts)
-    ranges, lo = [], 0
-    for k in range(parts):
-        hi = lo + size + (1 if k < extra else 0)
-        ranges.append((lo, hi))
-        lo = hi
-    return ranges if n > 0 else []
+@functools.cache
+def _pool() -> _Pool:
+    return _Pool()
 
 
-def parallel_for(task_address: int, closure: int, n: int) -> int:
-    """Run ``task(closure, lo, hi)`` over ``[0, n)``; the worst status the chunks return."""
-    try:
-        task = TASK(task_address)
-        ranges = chunks(n, workers())
-        if not ranges:
-            return 0
-        futures = [_executor().submit(task, closure, lo, hi) for lo, hi in ranges[1:]]
-        status = task(closure, *ranges[0])
-        for future in futures:
-            status = max(status, future.result())
-        return status
-    except BaseException as error:  # an exception must not cross the C frames of the kernel
-        _state.error = error
-        return PARALLEL_FAILED
+def runtime_imports(func: LoweredFunc) -> dict[str, int]:
+    """The runtime's symbols the CPU code of `func` calls (name -> address): the pool is
+    loaded only for kernels with a parallel loop."""
+    for stmt in walk_stmt(func.body):
+        if isinstance(stmt, For) and stmt.kind == "parallel":
+            return {PARALLEL_FOR: _pool().parallel_for}
+    return {}
 
 
-def take_error() -> BaseException | None:
-    """The exception that made `parallel_for` fail in this thread, once."""
-    error = getattr(_state, "error", None)
-    _state.error = None
-    return error
+def started_workers() -> int:
+    """Worker threads running in this process now (0 before its first parallel loop, and
+    in a forked child until its own first one)."""
+    return _pool().started()
 
 
-_callback = PARALLEL_FOR(parallel_for)
-
-
-def parallel_for_address() -> int:
-    """The address compiled kernels call for ``schedlang_parallel_for``."""
-    return ctypes.cast(_callback, ctypes.c_void_p).value
+def _disk_path(text: str):
+    folder = disk_cache.directory()
+    if folder is None:
+        return None
+    key = hashlib.sha256(f"{text} {cpu_jit.host().target.key}".encode()).hexdigest()
+    return folder / f"pool-{key}.o"

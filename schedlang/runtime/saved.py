@@ -83,16 +83,14 @@ def revive(saved: dict, origin: str) -> object:
     from ..codegen.cpu import jit as cpu_jit
     from ..codegen.cpu.cache import CompiledCpu
     from ..codegen.cpu.module import entry_symbol
-    from ..codegen.cpu.parallel import PARALLEL_FOR
     from .kernel import Kernel
-    from .parallel import parallel_for_address
+    from .parallel import runtime_imports
 
     lowered, text = saved["lowered"], saved["llvm_ir"]
     obj = saved["object"]
     if saved["host"] != cpu_jit.host().target.key:  # another CPU: its own machine code
         obj = cpu_jit.object_code(text)
     symbol = entry_symbol(lowered)
-    imports = {PARALLEL_FOR: parallel_for_address()}
-    linked, address = cpu_jit.link(obj, symbol, imports, text)
+    linked, address = cpu_jit.link(obj, symbol, runtime_imports(lowered), text)
     compiled = CompiledCpu(lowered, origin, address, linked, text, obj)
     return Kernel(lowered, compiled, saved["target"])

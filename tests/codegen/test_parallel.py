@@ -1,4 +1,4 @@
-"""Parallel loops: any extent (0 included), chunking, nesting, captured variables."""
+"""Parallel loops: any extent (0 included), nesting, captured variables."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 import schedlang as sl
 from schedlang.loopir.nodes import Buffer, For, Load, LoweredFunc, Store
 from schedlang.runtime.kernel import Kernel
-from schedlang.runtime.parallel import chunks
 from tests.loopir.nests import loop_var
 
 
@@ -28,14 +27,6 @@ def test_parallel_loop_of_any_extent(size):
     out = np.full(size, np.nan, np.float32)
     kernel(x, out)
     np.testing.assert_array_equal(out, x * 3.0 + 1.0)
-
-
-@pytest.mark.parametrize("n,parts", [(0, 2), (1, 2), (3, 2), (7, 3), (10, 4), (5, 8)])
-def test_chunks_cover_the_range_once(n, parts):
-    ranges = chunks(n, parts)
-    covered = [i for lo, hi in ranges for i in range(lo, hi)]
-    assert covered == list(range(n))
-    assert all(hi > lo for lo, hi in ranges) and len(ranges) <= parts
 
 
 def test_nested_parallel_loops_run_the_inner_one_serially():

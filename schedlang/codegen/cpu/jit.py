@@ -143,6 +143,13 @@ def _defined(module: llvm.ModuleRef, name: str) -> bool:
         return False
 
 
+def symbol_address(name: str) -> int:
+    """The address of the C symbol `name` in this process, 0 where there is none."""
+    with _lock:
+        host()
+        return llvm.address_of_symbol(name) or 0
+
+
 def object_code(text: str) -> bytes:
     with _lock:
         return host().machine.emit_object(optimized(text))
@@ -161,17 +168,26 @@ def optimized_ir(text: str) -> str:
 def link(obj: bytes, symbol: str, imports: Mapping[str, int], text: str) -> tuple[Linked, int]:
     """Load `obj` (compiled from the IR `text`) into the process: the `Linked` keeps it loaded,
     the int is `symbol`'s address."""
+    linked, addresses = link_symbols(obj, (symbol,), imports, text)
+    return linked, addresses[symbol]
+
+
+def link_symbols(
+    obj: bytes, symbols: tuple[str, ...], imports: Mapping[str, int], text: str
+) -> tuple[Linked, dict[str, int]]:
+    """`link` for code that exports several `symbols`: their addresses by name."""
     library = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
     for name, address in imports.items():
         library.import_symbol(name, address)
-    library.export_symbol(symbol)
+    for symbol in symbols:
+        library.export_symbol(symbol)
     with _lock:
         jit = _next_jit()
         try:
             tracker = library.link(jit, f"schedlang{next(_names)}")
         except RuntimeError as error:
-            raise failed(f"link '{symbol}'", error, text) from None
-    return Linked(tracker, jit), tracker[symbol]
+            raise failed(f"link '{symbols[0]}'", error, text) from None
+    return Linked(tracker, jit), {symbol: tracker[symbol] for symbol in symbols}
 
 
 class Linked:

@@ -1,12 +1,12 @@
-"""``parallel`` loops on the CPU: the body is outlined and a runtime thread pool runs it.
+"""``parallel`` loops on the CPU: the body is outlined and the native pool (`pool`) runs it.
 
 For a loop ``for v in [min, min + n)`` the kernel packs what the body reads from outside (buffer
 pointers and variables) into a closure struct and calls ``schedlang_parallel_for(task, closure,
-n)``, a function the runtime provides at link time. The runtime splits ``[0, n)`` into chunks and
-calls ``task(closure, lo, hi)`` on its threads; `task` unpacks the closure and calls the outlined
-body, whose buffer arguments are ``noalias`` (the runtime checks that outputs overlap no other
-argument) so the optimiser treats them as it treats the kernel's own arguments. Every call
-returns a status; a nonzero one ends the kernel with that failure.
+n)``, which the runtime links in. It splits ``[0, n)`` into chunks and calls ``task(closure, lo,
+hi)`` on its threads; `task` unpacks the closure and calls the outlined body, whose buffer
+arguments are ``noalias`` (the runtime checks that outputs overlap no other argument) so the
+optimiser treats them as it treats the kernel's own arguments. A task fails only for want of
+memory for a buffer of its own; that failure ends the kernel.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from ...ir.expr import Expr, Var
 from ...loopir.nodes import Allocate, AsyncCopy, Buffer, For, Load, Store
 from ...loopir.visit import stmt_exprs, walk_expr, walk_stmt
 from ..llvm.control import for_range
-from ..llvm.function import OUT_OF_MEMORY, PARALLEL_FAILED, FunctionScope
+from ..llvm.function import OUT_OF_MEMORY, FunctionScope
 from ..llvm.intrinsics import function
 from ..llvm.types import I32, I64, PTR
+from .pool import PARALLEL_FOR
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
-
-PARALLEL_FOR = "schedlang_parallel_for"
 
 
 def parallel_loop(em: StmtEmitter, loop: For) -> None:
@@ -83,14 +82,11 @@ def _field(b: ir.IRBuilder, struct_t: ir.LiteralStructType, ptr: ir.Value, k: in
 
 
 def _check(em: StmtEmitter, status: ir.Value) -> None:
-    """Continue when `status` is 0; else leave the kernel with the failure it reports."""
+    """Continue when `status` is 0; else leave the kernel out of memory, the one failure of a
+    task."""
     b = em.b
     ok = b.append_basic_block("parallel.ok")
-    failed = b.append_basic_block("parallel.failed")
-    b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), ok, failed)
-    b.position_at_end(failed)
-    out_of_memory = b.icmp_signed("==", status, ir.Constant(I32, OUT_OF_MEMORY))
-    b.cbranch(out_of_memory, em.scope.fail(OUT_OF_MEMORY), em.scope.fail(PARALLEL_FAILED))
+    b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), ok, em.scope.fail(OUT_OF_MEMORY))
     b.position_at_end(ok)
 
 

@@ -4,7 +4,7 @@ Generated functions return an ``i32`` status (0: done), or nothing (GPU kernels,
 failure paths). Stack slots (``alloca``) must sit in the
 entry block to be promoted to registers, so the entry block only holds them and branches to the
 code. Buffers released when the function ends register a cleanup, run on every exit: the normal
-return and the failure returns (out of memory, an error in the parallel runtime).
+return and the failure return (out of memory).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from .types import I32, PTR
 
 OK = 0
 OUT_OF_MEMORY = 1
-PARALLEL_FAILED = 2
 
 
 class FunctionScope:
