@@ -10,6 +10,10 @@ what a call costs the program that makes it) and the whole loop's until the devi
 which a GPU running short kernels back to back bounds from below. GPU rounds are 500 calls, so
 that the driver's queue of launches never fills and holds a call back.
 
+CPU parallel loops: the same add with its loop ``parallel`` against the serial kernel, and a
+loop of one iteration per thread (almost no work) parallel against serial, whose difference
+is what a parallel loop's fork-join costs.
+
     python benchmarks/launch.py [--calls 20000] [--rounds 7]
 """
 
@@ -27,15 +31,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import schedlang as sl  # noqa: E402
+from schedlang.platform_info import parallel_threads  # noqa: E402
 
 N = 1024
 
 
-def vector_add(target: str):
-    a = sl.placeholder((N,), name="A")
-    b = sl.placeholder((N,), name="B")
-    c = sl.compute((N,), lambda i: a[i] + b[i], name="C")
+def vector_add(target: str, parallel: bool = False, n: int = N):
+    a = sl.placeholder((n,), name="A")
+    b = sl.placeholder((n,), name="B")
+    c = sl.compute((n,), lambda i: a[i] + b[i], name="C")
     s = sl.create_schedule(c.op)
+    if parallel:
+        s[c].parallel(c.op.axis[0])
     if target == "cuda":
         bx, tx = s[c].split(c.op.axis[0], factor=256)
         s[c].bind(bx, sl.thread_axis("blockIdx.x"))
@@ -90,6 +97,7 @@ def main() -> None:
         args.rounds,
         lambda: None,
     )
+    fork_join = _parallel(rows, a, b, c, args.calls, args.rounds)
     if sl.cuda_available():
         _gpu(rows, 500, args.rounds * 4)
     print("| call | us per call | spread | peer | peer us | ours/peer | waited: ours, peer |")
@@ -97,6 +105,23 @@ def main() -> None:
     for name, m, spread, peer, t, m_done, t_done in rows:
         waited = f"{m_done:.2f}, {t_done:.2f}"
         print(f"| {name} | {m:.2f} | {spread:.0%} | {peer} | {t:.2f} | {m / t:.2f}x | {waited} |")
+    print(f"\nfork-join of a parallel loop on {parallel_threads()} threads: {fork_join:.2f} us")
+
+
+def _parallel(rows: list, a, b, c, calls: int, rounds: int) -> float:
+    """The parallel rows; returns the fork-join's microseconds."""
+    serial, parallel = vector_add("cpu"), vector_add("cpu", parallel=True)
+    parallel(a, b, c)
+    assert np.array_equal(c, a + b)
+    ours, peer = (lambda: parallel(a, b, c)), (lambda: serial(a, b, c))
+    compare(rows, "cpu, parallel add", ours, "serial add", peer, calls, rounds, lambda: None)
+    p = parallel_threads()
+    x, y, z = a[:p].copy(), b[:p].copy(), c[:p].copy()
+    serial, parallel = vector_add("cpu", n=p), vector_add("cpu", parallel=True, n=p)
+    ours, peer = (lambda: parallel(x, y, z)), (lambda: serial(x, y, z))
+    name = f"cpu, parallel loop of {p}"
+    compare(rows, name, ours, "serial loop", peer, calls, rounds, lambda: None)
+    return rows[-1][1] - rows[-1][4]
 
 
 def _gpu(rows: list, calls: int, rounds: int) -> None:

@@ -1,1 +1,1 @@
-"""Running compiled kernels: argument checks, the CPU thread pool, timing."""
+"""Running compiled kernels: argument checks, the CPU's parallel pool, timing."""
