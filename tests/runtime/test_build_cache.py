@@ -155,6 +155,31 @@ def test_a_damaged_entry_is_built_again_and_replaced(cache):
     assert entry.read_bytes() == whole
 
 
+def _scaled(scale: float):
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    c = sl.compute((n,), lambda i: a[i] * scale - 1.0, name="C")
+    return sl.create_schedule(c.op), [a, c]
+
+
+def test_a_build_copied_under_another_schedules_key_is_built_again(cache):
+    """A backup restored or a folder synced can put one schedule's build where another's
+    belongs: the entry is sealed with its name, so the second schedule is built, not loaded
+    as the first."""
+    first, second = _scaled(2.0), _scaled(3.0)
+    sl.build(*first)
+    (one,) = (cache / "builds").rglob("*.pkl")
+    sl.build(*second)
+    (two,) = set((cache / "builds").rglob("*.pkl")) - {one}
+    good = two.read_bytes()
+    two.write_bytes(one.read_bytes())
+    x = np.random.default_rng(4).standard_normal(31).astype(np.float32)
+    s, (a, c) = second
+    out = sl.build(s, [a, c])(x)
+    np.testing.assert_allclose(out, sl.reference(c, {a: x}), rtol=1e-6)
+    assert two.read_bytes() == good  # replaced
+
+
 def test_the_warnings_of_a_build_are_said_again_when_it_is_loaded(cache):
     def build():
         a = sl.placeholder((8, 50), name="A")
