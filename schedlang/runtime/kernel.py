@@ -6,7 +6,7 @@ import ctypes
 
 import numpy as np
 
-from ..codegen.cpu.cache import CompiledCpu, compile_cpu
+from ..codegen.cpu.compiled import CompiledCpu
 from ..codegen.cpu.parallel import PARALLEL_FOR
 from ..codegen.cpu.trampoline import UNUSUAL, guard
 from ..codegen.llvm.function import OUT_OF_MEMORY
@@ -51,6 +51,8 @@ class Kernel:
     @classmethod
     def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
         """Compile `lowered` for this machine's CPU (cached)."""
+        from ..codegen.cpu.cache import compile_cpu  # the code generator: not for a revival
+
         return cls(lowered, compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}))
 
     @entry_point(also=(TypeError, ValueError))

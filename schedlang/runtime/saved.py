@@ -94,7 +94,7 @@ def contents(kernel: object) -> dict:
         "format": FORMAT,
         "target": kernel.target,
         "lowered": kernel.lowered,
-        "host": cpu_jit.host().target.key,
+        "host": cpu_jit.host().key,
         "llvm_ir": compiled.llvm_ir,
         "object": compiled.object_code,
     }
@@ -110,15 +110,14 @@ def revive(saved: dict, origin: str) -> object:
         compiled = CompiledCuda(plan, saved["arch"], saved["llvm_ir"], saved["ptx"])
         return CudaKernel(plan.func, compiled, saved["target"])
     from ..codegen.cpu import jit as cpu_jit
-    from ..codegen.cpu.cache import CompiledCpu
-    from ..codegen.cpu.module import entry_symbol
+    from ..codegen.cpu.compiled import CompiledCpu, entry_symbol
     from ..codegen.cpu.parallel import PARALLEL_FOR
     from .kernel import Kernel
     from .parallel import parallel_for_address
 
     lowered, text = saved["lowered"], saved["llvm_ir"]
     obj = saved["object"]
-    if saved["host"] != cpu_jit.host().target.key:  # another CPU: its own machine code
+    if saved["host"] != cpu_jit.host().key:  # another CPU: its own machine code
         obj = cpu_jit.object_code(text)
     symbol = entry_symbol(lowered)
     imports = {PARALLEL_FOR: parallel_for_address()}
