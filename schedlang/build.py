@@ -84,7 +84,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
         _refuse_tensor_cores(s)
         _refuse_hardware_indices(s)
-        host = lambda: f"cpu {cpu_jit.host().target.key}"  # noqa: E731
+        host = lambda: f"cpu {cpu_jit.host().key}"  # noqa: E731
         return cached(s, args, name, host, lambda: _build_cpu(s, args, name))
     from .codegen.nvptx import libdevice
     from .codegen.nvptx.arch import check_arch
@@ -128,12 +128,13 @@ def _build_cpu(s: Schedule, args: list[Tensor], name: str) -> Kernel:
 def _refuse_tensor_cores(s: Schedule) -> None:
     """The cpu target has no tensor cores and no copy engine: named at the tensorize or the
     pipeline that asked for them."""
-    from .codegen.cpu.target import BULK_COPIES_NEED_CUDA
     from .schedule import records as rec
     from .schedule.errors import message
 
     for r in s.records:
         if isinstance(r, rec.Pipeline) and r.tma:
+            from .codegen.cpu.target import BULK_COPIES_NEED_CUDA  # the code generator's
+
             call = f"pipeline(stages={r.stages}, tma=True)"
             raise LoweringError(message(r.stage, call, r.loc, BULK_COPIES_NEED_CUDA))
     for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage

@@ -82,7 +82,11 @@ def _folder(s: Schedule, args: Sequence[Tensor], name: str) -> Path | None:
 
 
 def _entry(folder: Path, target: str) -> Path:
-    return folder / f"{hashlib.sha256(target.encode()).hexdigest()[:32]}.pkl"
+    """The file of the build in `folder` for `target`: named by a hash of both, since an entry
+    is checked against its file's name (`disk_cache`), so that one put in another schedule's
+    folder is a miss."""
+    key = f"{folder.name}\n{target}"
+    return folder / f"{hashlib.sha256(key.encode()).hexdigest()}.pkl"
 
 
 def _revive(payload: bytes, path: Path) -> object | None:

@@ -7,20 +7,19 @@ turns the disk cache off. Deleting the folder at any time is safe.
 
 The disk is the user's: a file can be cut short by a full disk or a killed process, changed by
 a failing drive, or left by an older schedlang; the folder can be read-only or not a folder at
-all. Machine code loaded from such a file would fail to link or, worse, run, so every entry
-carries a header (magic, format version, payload length, SHA-256 of the payload) that is checked
-before the payload is used. An entry that cannot be read or fails the check is a miss: the code
-is compiled again and the entry replaced. An entry that cannot be written is skipped, with one
-warning per process that says why and how to fix it. The CPU object cache (`cache`) and the
-GPU cubin cache (``runtime/cubin_cache``) and the cache of whole builds (`build_cache`) go
-through here.
+all; a backup restored or a folder synced can put one entry under another's name. Machine code
+loaded from such a file would fail to link or, worse, run (or run as another kernel), so every
+entry is sealed (`sealed`: magic, format version, length, SHA-256, and the file name it was
+written under, which is the hash of its key) and checked before it is used. An entry that cannot
+be read or fails the check is a miss: the code is compiled again and the entry replaced. An
+entry that cannot be written is skipped, with one warning per process that says why and how to
+fix it. The CPU object cache (`cache`) and the GPU cubin cache (``runtime/cubin_cache``) and
+the cache of whole builds (`build_cache`) go through here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,11 +27,11 @@ from pathlib import Path
 import platformdirs
 
 from ..errors import warn
+from .sealed import Unsealed, seal, unseal
 
 VARIABLE = "SCHEDLANG_CACHE_DIR"
 MAGIC = b"SLCACHE\0"
-VERSION = 1
-_HEADER = struct.Struct("<8sIQ32s")  # magic, format version, payload length, SHA-256
+VERSION = 2  # 2: the entry's name is sealed with it
 
 _warned = False  # whether this process has said that the cache cannot be written
 
@@ -48,40 +47,36 @@ def directory() -> Path | None:
     return None if folder.strip().lower() in OFF else Path(folder)
 
 
-def pack(payload: bytes) -> bytes:
-    """`payload` with the header that `unpack` checks."""
-    digest = hashlib.sha256(payload).digest()
-    return _HEADER.pack(MAGIC, VERSION, len(payload), digest) + payload
+def pack(payload: bytes, name: str) -> bytes:
+    """`payload` sealed for the file `name`, as `unpack` checks it."""
+    return seal(MAGIC, VERSION, name, payload)
 
 
-def unpack(entry: bytes) -> bytes | None:
-    """The payload of `entry`, or None when `entry` is not exactly what `pack` made (cut
-    short, extended, altered, empty, or from another format)."""
-    if len(entry) < _HEADER.size:
+def unpack(entry: bytes, name: str) -> bytes | None:
+    """The payload of `entry` read from the file `name`, or None when `entry` is not exactly
+    what `pack` made for that name (cut short, extended, altered, empty, from another format,
+    or another key's entry)."""
+    try:
+        return unseal(MAGIC, VERSION, name, entry)
+    except Unsealed:
         return None
-    magic, version, length, digest = _HEADER.unpack_from(entry)
-    payload = entry[_HEADER.size :]
-    if magic != MAGIC or version != VERSION or length != len(payload):
-        return None
-    if hashlib.sha256(payload).digest() != digest:
-        return None
-    return payload
 
 
 def read(path: Path) -> bytes | None:
-    """The verified payload stored at `path`, or None for a miss (no file, unreadable, bad)."""
+    """The verified payload stored at `path`, or None for a miss (no file, unreadable, bad,
+    or written under another name: each file's name must be the hash of its whole key)."""
     try:
         entry = path.read_bytes()
     except OSError:
         return None
-    return unpack(entry)
+    return unpack(entry, path.name)
 
 
 def write(path: Path, payload: bytes) -> bool:
     """Store `payload` at `path` atomically (a reader never sees half an entry); False, with a
     warning the first time in this process, when the disk refuses."""
     try:
-        _write_atomically(path, pack(payload))
+        _write_atomically(path, pack(payload, path.name))
     except OSError as error:
         _warn_unwritable(path.parent, error)
         return False

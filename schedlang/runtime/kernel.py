@@ -6,7 +6,7 @@ import ctypes
 
 import numpy as np
 
-from ..codegen.cpu.cache import CompiledCpu, compile_cpu
+from ..codegen.cpu.compiled import CompiledCpu
 from ..codegen.cpu.trampoline import UNUSUAL, guard
 from ..codegen.llvm.function import OUT_OF_MEMORY
 from ..errors import InternalError, LaunchError, entry_point
@@ -50,6 +50,8 @@ class Kernel:
     @classmethod
     def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
         """Compile `lowered` for this machine's CPU (cached)."""
+        from ..codegen.cpu.cache import compile_cpu  # the code generator: not for a revival
+
         return cls(lowered, compile_cpu(lowered, runtime_imports(lowered)))
 
     @entry_point(also=(TypeError, ValueError))

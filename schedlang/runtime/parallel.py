@@ -14,10 +14,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+from pathlib import Path
+
+from llvmlite import __version__ as llvmlite_version
 
 from ..codegen import disk_cache
 from ..codegen.cpu import jit as cpu_jit
-from ..codegen.cpu.pool import ATFORK_NAMES, PARALLEL_FOR, SETUP, STARTED, pool_module
 from ..errors import LaunchError
 from ..loopir.nodes import For, LoweredFunc
 from ..loopir.visit import walk_stmt
@@ -28,27 +30,36 @@ class _Pool:
     """The linked runtime: its addresses, and the objects that keep its code mapped."""
 
     def __init__(self) -> None:
+        from ..codegen.cpu import pool  # the generator, for a process's first parallel kernel
+
         try:
             threads = parallel_threads()
         except ValueError as error:
             raise LaunchError(str(error)) from None
-        text = pool_module(cpu_jit.host().target.triple, _atfork())
-        obj = disk_cache.load_or_make(_disk_path(text), lambda: cpu_jit.object_code(text))
-        symbols = (PARALLEL_FOR, SETUP, STARTED)
+        atfork = _atfork(pool.ATFORK_NAMES)
+        texts: list[str] = []
+
+        def compiled() -> bytes:
+            texts.append(pool.pool_module(cpu_jit.host().triple, atfork))
+            return cpu_jit.object_code(texts[0])
+
+        obj = disk_cache.load_or_make(_disk_path(atfork), compiled)
+        text = texts[0] if texts else "(the pool's object file, read from the disk cache)"
+        symbols = (pool.PARALLEL_FOR, pool.SETUP, pool.STARTED)
         self._linked, addresses = cpu_jit.link_symbols(obj, symbols, {}, text)
-        self.parallel_for = addresses[PARALLEL_FOR]
-        setup = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(addresses[SETUP])
-        self.started = ctypes.CFUNCTYPE(ctypes.c_int32)(addresses[STARTED])
+        self.parallel_for = addresses[pool.PARALLEL_FOR]
+        setup = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(addresses[pool.SETUP])
+        self.started = ctypes.CFUNCTYPE(ctypes.c_int32)(addresses[pool.STARTED])
         if setup(threads) != 0:
             raise LaunchError("the CPU's parallel runtime could not register its fork handler")
 
 
-def _atfork() -> str:
-    for name in ATFORK_NAMES:
+def _atfork(names: tuple[str, ...]) -> str:
+    for name in names:
         if cpu_jit.symbol_address(name):
             return name
     raise LaunchError(
-        "the C library has neither of " + " and ".join(ATFORK_NAMES) + ": parallel loops "
+        "the C library has neither of " + " and ".join(names) + ": parallel loops "
         "cannot be made safe across fork() here; remove `parallel` from the schedule"
     )
 
@@ -63,6 +74,8 @@ def runtime_imports(func: LoweredFunc) -> dict[str, int]:
     loaded only for kernels with a parallel loop."""
     for stmt in walk_stmt(func.body):
         if isinstance(stmt, For) and stmt.kind == "parallel":
+            from ..codegen.cpu.pool import PARALLEL_FOR
+
             return {PARALLEL_FOR: _pool().parallel_for}
     return {}
 
@@ -73,9 +86,13 @@ def started_workers() -> int:
     return _pool().started()
 
 
-def _disk_path(text: str):
+def _disk_path(atfork: str) -> Path | None:
+    """Where the pool's object file is cached: keyed by its generator's source, LLVM, the host
+    and the fork-handler function, so that no IR is made to find it."""
     folder = disk_cache.directory()
     if folder is None:
         return None
-    key = hashlib.sha256(f"{text} {cpu_jit.host().target.key}".encode()).hexdigest()
-    return folder / f"pool-{key}.o"
+    source = (Path(__file__).parents[1] / "codegen" / "cpu" / "pool.py").read_bytes()
+    digest = hashlib.sha256(source)
+    digest.update(f"{llvmlite_version} {cpu_jit.host().key} {atfork}".encode())
+    return folder / f"pool-{digest.hexdigest()}.o"

@@ -6,7 +6,13 @@ lowered function (its parameters, sizes and loop nest, which the argument checks
 and `simulate` read), and for the CPU the object code of the host it was built on (with the
 LLVM IR, compiled again where the loading host's CPU is another), for CUDA the PTX and the
 launch plan. Loading links the object code or hands the PTX to the driver on the first call:
-no lowering, no LLVM. The file is a pickle: load only files you trust, as with ``torch.load``.
+no lowering, no LLVM.
+
+The file is sealed (`codegen.sealed`: a mark, the format's version, the length and SHA-256 of
+what follows), and checked before anything in it is unpickled or run: a file damaged on disk,
+cut short, of another format or not schedlang's at all is a LaunchError that names the file and
+says which, never machine code run as it is. The body is a pickle: load only files you trust,
+as with ``torch.load`` (the checksum finds damage, not a forger).
 """
 
 from __future__ import annotations
@@ -14,15 +20,28 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from ..codegen.nvptx.compiled import CompiledCuda
+from ..codegen import sealed
 from ..errors import LaunchError
 
-FORMAT = "schedlang saved kernel 2"
+MARK = b"SLKERNEL"
+VERSION = 3  # 3: sealed; 2 and earlier were bare pickles
+FORMAT = f"schedlang saved kernel {VERSION}"  # also the entries of `build_cache`
+
+_UNSEALED = {
+    sealed.FOREIGN: "is not a kernel saved by schedlang (it does not start as kernel.export "
+    "writes files; files exported by a schedlang older than format 3 must be exported again)",
+    sealed.TRUNCATED: "is cut short: it is a kernel saved by schedlang missing its end (a full "
+    "disk or a copy stopped early); export the kernel again",
+    sealed.DAMAGED: "is damaged: its checksum does not match its contents, so it was changed "
+    "after kernel.export wrote it; export the kernel again",
+    sealed.MISPLACED: "is damaged: it is not the body kernel.export wrote; export the kernel again",
+}
 
 
 def export(kernel: object, path: str | Path) -> None:
     """Write `kernel` (a CPU `Kernel` or a `CudaKernel`) to `path`."""
-    Path(path).write_bytes(pickle.dumps(contents(kernel), protocol=pickle.HIGHEST_PROTOCOL))
+    body = pickle.dumps(contents(kernel), protocol=pickle.HIGHEST_PROTOCOL)
+    Path(path).write_bytes(sealed.seal(MARK, VERSION, "", body))
 
 
 def load(path: str | Path) -> object:
@@ -32,17 +51,26 @@ def load(path: str | Path) -> object:
 
 def read(path: str | Path) -> dict:
     """The contents saved at `path` (what `revive` takes); a LaunchError where `path` holds
-    no kernel saved by this version of schedlang."""
+    no kernel saved by this version of schedlang, intact."""
     try:
-        saved = pickle.loads(Path(path).read_bytes())
-    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as error:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise LaunchError(f"cannot read the saved kernel {path}: {error.strerror}") from None
+    try:
+        body = sealed.unseal(MARK, VERSION, "", data)
+    except sealed.Unsealed as error:
+        if error.reason == sealed.VERSION:
+            raise LaunchError(
+                f"{path} is a kernel saved by another version of schedlang (format "
+                f"{error.found}, this one reads {VERSION}); export it again with this version"
+            ) from None
+        raise LaunchError(f"{path} {_UNSEALED[error.reason]}") from None
+    try:
+        saved = pickle.loads(body)
+    except Exception as error:  # intact but not ours: written by hand with our mark
         raise LaunchError(f"{path} is not a kernel saved by schedlang ({error})") from None
     if not isinstance(saved, dict) or saved.get("format") != FORMAT:
-        raise LaunchError(
-            f"{path} is not a kernel saved by this version of schedlang (format "
-            f"{saved.get('format') if isinstance(saved, dict) else None!r}, expected "
-            f"{FORMAT!r}); export it again"
-        )
+        raise LaunchError(f"{path} is not a kernel saved by schedlang (no kernel inside)")
     return saved
 
 
@@ -66,7 +94,7 @@ def contents(kernel: object) -> dict:
         "format": FORMAT,
         "target": kernel.target,
         "lowered": kernel.lowered,
-        "host": cpu_jit.host().target.key,
+        "host": cpu_jit.host().key,
         "llvm_ir": compiled.llvm_ir,
         "object": compiled.object_code,
     }
@@ -75,20 +103,20 @@ def contents(kernel: object) -> dict:
 def revive(saved: dict, origin: str) -> object:
     """The kernel of `contents`; `origin` says where it came from (in its compile key)."""
     if "ptx" in saved:
+        from ..codegen.nvptx.compiled import CompiledCuda
         from .cuda_kernel import CudaKernel
 
         plan = saved["plan"]
         compiled = CompiledCuda(plan, saved["arch"], saved["llvm_ir"], saved["ptx"])
         return CudaKernel(plan.func, compiled, saved["target"])
     from ..codegen.cpu import jit as cpu_jit
-    from ..codegen.cpu.cache import CompiledCpu
-    from ..codegen.cpu.module import entry_symbol
+    from ..codegen.cpu.compiled import CompiledCpu, entry_symbol
     from .kernel import Kernel
     from .parallel import runtime_imports
 
     lowered, text = saved["lowered"], saved["llvm_ir"]
     obj = saved["object"]
-    if saved["host"] != cpu_jit.host().target.key:  # another CPU: its own machine code
+    if saved["host"] != cpu_jit.host().key:  # another CPU: its own machine code
         obj = cpu_jit.object_code(text)
     symbol = entry_symbol(lowered)
     linked, address = cpu_jit.link(obj, symbol, runtime_imports(lowered), text)

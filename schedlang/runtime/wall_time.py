@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 
@@ -18,4 +17,6 @@ def median_seconds(run: Callable[[], object], repeat: int, warmup: int) -> float
         start = time.perf_counter()
         run()
         samples.append(time.perf_counter() - start)
+    import statistics  # a few milliseconds to import, which a kernel's build need not pay
+
     return statistics.median(samples)

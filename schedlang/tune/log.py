@@ -4,8 +4,12 @@ A line holds everything needed to trust and replay a trial without the process t
 the task's key (algorithm, template, space, target and device), the template's name and
 arguments, the knobs' values, the schedule as the Python that makes it, the status, the time,
 the device and the versions of what built it. Lines are appended and flushed one by one, so a
-run that is stopped keeps what it measured, and a line cut short by a crash is skipped on
-reading.
+run that is stopped keeps what it measured.
+
+A log is a file like any other: a line cut short by a crash, bytes a failing disk changed, an
+edit by hand. Each line is checked on reading (JSON of a trial, each field of its type, a
+status schedlang writes, an ok trial's time a positive number) and one that fails is skipped
+with a warning naming the file and line: never fatal to a run, and never chosen as the best.
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
-from ..errors import entry_point
+from ..errors import entry_point, warn
 from .knobs import TuneError
 
 STATUSES = ("ok", "illegal", "wrong", "failed")
@@ -83,9 +87,16 @@ class Trial:
 class Log:
     """Trials, in the order they were made."""
 
-    def __init__(self, trials: Iterable[Trial] = (), path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        trials: Iterable[Trial] = (),
+        path: str | Path | None = None,
+        lines: Iterable[int] | None = None,
+    ) -> None:
         self.trials = list(trials)
         self.path = None if path is None else Path(path)
+        # the line of `path` each trial was read from (None: made in this process)
+        self.lines = None if lines is None else list(lines)
 
     def __len__(self) -> int:
         return len(self.trials)
@@ -160,22 +171,94 @@ class Log:
 
 @entry_point
 def load(path: str | Path) -> Log:
-    """The trials logged at `path` (JSON lines; an unreadable line, such as one cut short when
-    a run was killed, is skipped)."""
+    """The trials logged at `path` (JSON lines; a line that is not a trial, such as one cut
+    short when a run was killed, is skipped with a warning)."""
     path = Path(path)
-    return Log(_read(path), path)
+    found = _read(path)
+    return Log([t for _, t in found], path, [line for line, _ in found])
 
 
-def _read(path: Path) -> list[Trial]:
+def skipped(path: Path | None, line: int | None, why: str) -> None:
+    """Warn that the trial at `line` of the log `path` is not used, and why."""
+    where = f"line {line} of the tuning log {path}" if line else f"a trial of {path}"
+    warn(f"{where} is skipped: {why}; tuning goes on without it (it can be deleted)")
+
+
+def _read(path: Path) -> list[tuple[int, Trial]]:
+    """Each trial of `path` with its line number; lines that are not trials are skipped."""
     if not path.exists():
         return []
     trials = []
-    for line in path.read_text().splitlines():
-        try:
-            trials.append(Trial(**json.loads(line)))
-        except (json.JSONDecodeError, TypeError):
+    for line, raw in enumerate(path.read_bytes().splitlines(), 1):
+        if not raw.strip():
             continue
+        try:
+            trials.append((line, _trial(raw)))
+        except ValueError as error:
+            skipped(path, line, str(error))
     return trials
+
+
+_TYPES = {
+    "key": str,
+    "template": str,
+    "args": str,
+    "number": int,
+    "knobs": dict,
+    "status": str,
+    "seconds": (int, float, type(None)),
+    "error": str,
+    "build_s": (int, float),
+    "measure_s": (int, float),
+    "text": str,
+    "device": str,
+    "target": str,
+    "versions": dict,
+    "when": str,
+    "module": str,
+}
+
+
+def _trial(raw: bytes) -> Trial:
+    """The trial a log's line holds; a ValueError that says what is wrong with it."""
+    try:
+        record = json.loads(raw.decode())
+    except UnicodeDecodeError:
+        raise ValueError("it is not text (binary bytes)") from None
+    except json.JSONDecodeError:
+        raise ValueError("it is not JSON (cut short by a stopped run, or changed)") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"it holds a JSON {type(record).__name__}, not a trial")
+    names = {f.name for f in fields(Trial)}
+    unknown = sorted(set(record) - names)
+    missing = [
+        f.name
+        for f in fields(Trial)
+        if f.name not in record and f.default is MISSING and f.default_factory is MISSING
+    ]
+    if unknown or missing:
+        raise ValueError(f"its fields differ from a trial's (unknown {unknown}, missing {missing})")
+    for name, value in record.items():
+        if not isinstance(value, _TYPES[name]) or isinstance(value, bool):
+            raise ValueError(f"its {name} is {value!r}, not a {_type_name(_TYPES[name])}")
+    trial = Trial(**record)
+    if trial.status not in STATUSES:
+        raise ValueError(f"its status is {trial.status!r}, not one of {', '.join(STATUSES)}")
+    if trial.number < 0:
+        raise ValueError(f"its configuration number is {trial.number}, not >= 0")
+    for name in ("seconds", "build_s", "measure_s"):
+        value = getattr(trial, name)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"its {name} is {value!r}, not a time (a number >= 0)")
+    if trial.ok and not trial.seconds:
+        raise ValueError(f"it ran correctly in {trial.seconds!r} seconds, which no run takes")
+    return trial
+
+
+def _type_name(types: type | tuple[type, ...]) -> str:
+    kinds = types if isinstance(types, tuple) else (types,)
+    names = {int: "number", float: "number", str: "string", dict: "JSON object"}
+    return " or ".join(dict.fromkeys(names.get(k, "null") for k in kinds))
 
 
 def append(path: Path | None, trial: Trial) -> None:

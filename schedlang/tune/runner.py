@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..errors import entry_point, warn
 from .building import Built
 from .knobs import TuneError
-from .log import Log, Trial, append, load
+from .log import Log, Trial, append, load, skipped
 from .progress import Progress
 from .search import make_search
 
@@ -83,7 +83,7 @@ def run(
         device = measurer.device
         key = _key(task, build_target, device, sizes)
         path = _log_path(log, key)
-        earlier = _earlier(load(path).trials, key, space) if path and cache else []
+        earlier = _earlier(load(path), key, space) if path and cache else []
         chooser = make_search(search, space, seed)
         for t in earlier:
             chooser.seen(t.number, t.seconds if t.ok else None)
@@ -262,18 +262,24 @@ def _build_target(resolved, measurer) -> str:
     return f"cuda -arch={arch}{more}"
 
 
-def _earlier(trials, key: str, space) -> list:
-    """The trials of `key` a run starts from: those whose knobs still name the same
-    configuration; a failure (a compile process that died, a lost worker) is tried again."""
+def _earlier(log: Log, key: str, space) -> list:
+    """The trials of `key` a run starts from; a failure (a compile process that died, a lost
+    worker) is tried again. The key holds the space, so a trial of `key` whose knobs do not
+    name its configuration was changed after it was written: skipped, with a warning."""
     kept = []
-    for t in trials:
+    for t, line in zip(log.trials, log.lines or [None] * len(log), strict=True):
         if t.key != key or t.status == "failed":
             continue
         try:
-            if space.number_of(t.knobs) == t.number:
-                kept.append(t)
-        except TuneError:
+            found = space.number_of(t.knobs)
+        except TuneError as error:
+            skipped(log.path, line, f"its knobs {t.knobs} are not of this task ({error})")
             continue
+        if found != t.number:
+            why = f"its knobs {t.knobs} are configuration {found}, not its number {t.number}"
+            skipped(log.path, line, why)
+            continue
+        kept.append(t)
     return kept
 
 

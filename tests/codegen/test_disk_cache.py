@@ -60,8 +60,14 @@ def compiles(monkeypatch) -> list[int]:
 
 
 def test_a_packed_payload_unpacks_to_itself():
-    assert disk_cache.unpack(disk_cache.pack(PAYLOAD)) == PAYLOAD
-    assert disk_cache.unpack(disk_cache.pack(b"")) == b""
+    assert disk_cache.unpack(disk_cache.pack(PAYLOAD, "a.o"), "a.o") == PAYLOAD
+    assert disk_cache.unpack(disk_cache.pack(b"", "a.o"), "a.o") == b""
+
+
+def test_an_entry_unpacks_only_under_the_name_it_was_packed_for():
+    entry = disk_cache.pack(PAYLOAD, "0c20.o")
+    assert disk_cache.unpack(entry, "d41d.o") is None
+    assert disk_cache.unpack(entry, "0c20.o.bak") is None
 
 
 def _flipped(entry: bytes, at: int) -> bytes:
@@ -79,21 +85,22 @@ def _flipped(entry: bytes, at: int) -> bytes:
         pytest.param(lambda e: _flipped(e, 8), id="version"),
         pytest.param(lambda e: _flipped(e, 12), id="length"),
         pytest.param(lambda e: _flipped(e, 20), id="digest"),
+        pytest.param(lambda e: _flipped(e, 54), id="name"),
         pytest.param(lambda e: _flipped(e, len(e) - 300), id="payload"),
         pytest.param(lambda e: np.random.default_rng(3).bytes(len(e)), id="random"),
         pytest.param(lambda e: PAYLOAD, id="older-format"),
     ],
 )
 def test_a_damaged_entry_does_not_unpack(damage):
-    assert disk_cache.unpack(damage(disk_cache.pack(PAYLOAD))) is None
+    assert disk_cache.unpack(damage(disk_cache.pack(PAYLOAD, "a.o")), "a.o") is None
 
 
 def test_every_single_flipped_bit_is_caught():
-    entry = disk_cache.pack(PAYLOAD[:40])
+    entry = disk_cache.pack(PAYLOAD[:40], "a.o")
     for at in range(len(entry)):
         for bit in range(8):
             bad = entry[:at] + bytes([entry[at] ^ (1 << bit)]) + entry[at + 1 :]
-            assert disk_cache.unpack(bad) is None, (at, bit)
+            assert disk_cache.unpack(bad, "a.o") is None, (at, bit)
 
 
 # Reading and writing one entry.
@@ -111,7 +118,7 @@ def test_a_missing_or_unreadable_entry_is_a_miss(tmp_path, monkeypatch):
     assert disk_cache.read(tmp_path / "absent.o") is None
     assert disk_cache.read(tmp_path) is None  # a folder where the file should be
     entry = tmp_path / "entry.o"
-    entry.write_bytes(disk_cache.pack(PAYLOAD))
+    entry.write_bytes(disk_cache.pack(PAYLOAD, entry.name))
 
     def refused(self):
         raise PermissionError(errno.EACCES, "Permission denied", str(self))
@@ -122,7 +129,7 @@ def test_a_missing_or_unreadable_entry_is_a_miss(tmp_path, monkeypatch):
 
 def test_load_or_make_replaces_a_damaged_entry(tmp_path):
     path = tmp_path / "entry.o"
-    path.write_bytes(disk_cache.pack(PAYLOAD)[:-5])
+    path.write_bytes(disk_cache.pack(PAYLOAD, path.name)[:-5])
     made = []
     assert disk_cache.load_or_make(path, lambda: made.append(1) or PAYLOAD) == PAYLOAD
     assert made == [1] and disk_cache.read(path) == PAYLOAD
@@ -194,7 +201,7 @@ def _build_and_check(scale: float = 2.0) -> None:
 def _flip_machine_code(entry: bytes) -> bytes:
     """`entry` with every byte of its executable sections inverted (the object is ELF64 here):
     linked unchecked, such code runs into illegal instructions instead of failing to link."""
-    start = len(entry) - len(disk_cache.unpack(entry))
+    start = entry.index(b"\x7fELF")
     obj = bytearray(entry[start:])
     table, entry_size, count = struct.unpack_from("<Q", obj, 0x28)[0], obj[0x3A], obj[0x3C]
     flipped = 0
@@ -220,7 +227,7 @@ def _kernel_objects(folder):
         pytest.param(lambda e: b"", id="empty"),
         pytest.param(lambda e: np.random.default_rng(5).bytes(len(e)), id="random"),
         pytest.param(_flip_machine_code, id="flipped"),
-        pytest.param(lambda e: disk_cache.unpack(e), id="older-format"),
+        pytest.param(lambda e: e[e.index(b"\x7fELF") :], id="older-format"),
     ],
 )
 def test_a_damaged_object_is_compiled_again_and_replaced(cache_dir, compiles, damage):
@@ -237,6 +244,21 @@ def test_a_damaged_object_is_compiled_again_and_replaced(cache_dir, compiles, da
     cache.clear_memory_cache()
     _build_and_check()
     assert compiles == [1, 1]  # and used
+
+
+def test_an_object_copied_under_another_kernels_key_is_compiled_again(cache_dir, compiles):
+    """A backup restored or a folder synced can put one kernel's object under another's name:
+    the object is sealed with its name, so the second kernel is compiled, not run as the first."""
+    _build_and_check(2.0)
+    (first,) = _kernel_objects(cache_dir)
+    _build_and_check(3.0)
+    (second,) = set(_kernel_objects(cache_dir)) - {first}
+    good = second.read_bytes()
+    second.write_bytes(first.read_bytes())
+    cache.clear_memory_cache()
+    _build_and_check(3.0)
+    assert compiles == [1, 1, 1]
+    assert second.read_bytes() == good
 
 
 def test_a_cache_path_that_is_a_file_warns_once_and_builds(monkeypatch, tmp_path, fresh):

@@ -60,6 +60,67 @@ def test_a_second_process_loads_the_cpu_build_without_lowering(tmp_path):
     assert _run(PROGRAM, tmp_path, "forbid") == "ok"
 
 
+REVIVAL = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import schedlang as sl
+    from schedlang.codegen.cpu import jit
+
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    c = sl.compute((n,), lambda i: a[i] * 3.0 - 2.0, name="C")
+    s = sl.create_schedule(c.op)
+    outer, inner = s[c].split(c.op.axis[0], factor=8)
+    s[c].vectorize(inner)
+    if sys.argv[1] == "first":  # builds, stores the build and exports it
+        sl.build(s, [a, c]).export(sys.argv[2])
+        sys.exit()
+    def refuse(*args, **kwargs):
+        raise AssertionError("LLVM compiled code in a revival")
+    jit.object_code = refuse
+    before = set(sys.modules)
+    kernel = sl.build(s, [a, c]) if sys.argv[1] == "build" else sl.load(sys.argv[2])
+    x = np.random.default_rng(2).standard_normal(29).astype(np.float32)
+    np.testing.assert_allclose(kernel(x), sl.reference(c, {a: x}), rtol=1e-6)
+    print(" ".join(sorted(set(sys.modules) - before)))
+    """
+)
+
+# What a revival must not import: the polyhedral layer, the GPU's code generator, the CPU's
+# LLVM IR translator (a revival links object code, it makes none).
+NOT_FOR_A_REVIVAL = (
+    "islpy",
+    "schedlang.poly",
+    "schedlang.codegen.nvptx",
+    "schedlang.codegen.cpu.cache",
+    "schedlang.codegen.cpu.module",
+    "schedlang.codegen.cpu.target",
+    "schedlang.codegen.llvm.stmt",
+    "schedlang.codegen.llvm.expr",
+    "schedlang.driver",
+    "statistics",
+)
+
+
+@pytest.mark.parametrize("how", ["build", "load"])
+def test_a_revived_cpu_kernel_imports_no_compiler_it_does_not_need(tmp_path, how):
+    """A second process building a kernel on disk, or loading a saved one, links object code:
+    each module of the code generators it imported would be tens of milliseconds of start."""
+    path = str(tmp_path / "kernel.sl")
+    _run(REVIVAL, tmp_path, "first", path)
+    imported = _run(REVIVAL, tmp_path, how, path).split()
+    assert "schedlang.runtime.kernel" in imported  # measured from before the revival
+    wrong = [
+        m
+        for m in imported
+        if m.split(".")[0] in NOT_FOR_A_REVIVAL
+        or m.startswith(tuple(f"{name}." for name in NOT_FOR_A_REVIVAL))
+        or m in NOT_FOR_A_REVIVAL
+    ]
+    assert not wrong, wrong
+
+
 GPU_PROGRAM = textwrap.dedent(
     """
     import sys
@@ -153,6 +214,31 @@ def test_a_damaged_entry_is_built_again_and_replaced(cache):
     entry.write_bytes(whole[: len(whole) // 2])
     _check(sl.build(s, args))
     assert entry.read_bytes() == whole
+
+
+def _scaled(scale: float):
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    c = sl.compute((n,), lambda i: a[i] * scale - 1.0, name="C")
+    return sl.create_schedule(c.op), [a, c]
+
+
+def test_a_build_copied_under_another_schedules_key_is_built_again(cache):
+    """A backup restored or a folder synced can put one schedule's build where another's
+    belongs: the entry is sealed with its name, so the second schedule is built, not loaded
+    as the first."""
+    first, second = _scaled(2.0), _scaled(3.0)
+    sl.build(*first)
+    (one,) = (cache / "builds").rglob("*.pkl")
+    sl.build(*second)
+    (two,) = set((cache / "builds").rglob("*.pkl")) - {one}
+    good = two.read_bytes()
+    two.write_bytes(one.read_bytes())
+    x = np.random.default_rng(4).standard_normal(31).astype(np.float32)
+    s, (a, c) = second
+    out = sl.build(s, [a, c])(x)
+    np.testing.assert_allclose(out, sl.reference(c, {a: x}), rtol=1e-6)
+    assert two.read_bytes() == good  # replaced
 
 
 def test_the_warnings_of_a_build_are_said_again_when_it_is_loaded(cache):

@@ -96,6 +96,33 @@ def test_asking_again_answers_from_the_log(tuned, monkeypatch):
     assert again.best() == log.best()
 
 
+def test_damaged_lines_of_the_task_being_run_are_skipped_never_the_best(tuned, tmp_path):
+    """Lines of this very task's key, damaged: a negative time (which would win), a time that
+    is not a number, knobs that are not its configuration's, binary bytes. The run warns of
+    each, by file and line, answers from the good lines and measures nothing again."""
+    task, log, path = tuned
+    good = [json.loads(line) for line in path.read_text().splitlines()]
+    ok = next(t for t in good if t["status"] == "ok")
+    other = next(t for t in good if t["number"] != ok["number"])
+    damaged = [
+        {**ok, "seconds": -1.0},
+        {**ok, "seconds": "0.000001"},
+        {**ok, "knobs": other["knobs"], "seconds": 1e-9},
+        {**ok, "knobs": {"no_such_knob": 1}, "seconds": 1e-9},
+    ]
+    copy = tmp_path / "log.jsonl"
+    lines = [json.dumps(t).encode() for t in good + damaged] + [b"\x00\xff\x13binary"]
+    copy.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.warns(sl.SchedlangWarning) as said:
+        again = _run(templates.matmul(13, 21, 19), tmp_path)
+    assert again.best() == log.best()
+    assert sorted(t.number for t in again) == sorted(t.number for t in log)
+    messages = [str(w.message) for w in said]
+    for line in range(len(good) + 1, len(lines) + 1):
+        assert any(f"line {line} of the tuning log {copy} is skipped" in m for m in messages)
+    assert f"line {len(good) + 3} " in "".join(m for m in messages if "not its number" in m)
+
+
 def test_a_run_asking_for_more_goes_on_from_the_log(tmp_path):
     first = _run(templates.matmul(9, 17, 11), tmp_path, trials=3, search="random")
     assert len(first) == 3
@@ -231,8 +258,10 @@ def test_a_log_line_cut_short_is_skipped_and_the_next_starts_afresh(tmp_path):
     first = _run(templates.matmul(5, 7, 9), tmp_path, trials=2)
     path = tmp_path / "log.jsonl"
     path.write_text(path.read_text() + '{"key": "cut sho')  # a run killed mid-line
-    more = _run(templates.matmul(5, 7, 9), tmp_path, trials=3)
-    assert len(sl.tune.load(path)) == 3
+    with pytest.warns(sl.SchedlangWarning, match="line 3 of the tuning log .* is not JSON"):
+        more = _run(templates.matmul(5, 7, 9), tmp_path, trials=3)
+    with pytest.warns(sl.SchedlangWarning, match="line 3 of the tuning log"):
+        assert len(sl.tune.load(path)) == 3
     assert [t.number for t in more][:2] == [t.number for t in first]
 
 

@@ -25,30 +25,10 @@ from .. import disk_cache
 from ..fingerprint import fingerprint
 from ..llvm.text import module_text
 from . import jit as cpu_jit
-from .module import build_module, entry_symbol
+from .compiled import CompiledCpu, entry_symbol
+from .module import build_module
 
 _memory: weakref.WeakValueDictionary[str, CompiledCpu] = weakref.WeakValueDictionary()
-
-
-class CompiledCpu:
-    """A lowered function compiled and linked into this process, until this object goes."""
-
-    def __init__(
-        self, func: LoweredFunc, key: str, address: int, linked: object, text: str, obj: bytes
-    ) -> None:
-        self.func, self.key, self.address = func, key, address
-        self.symbol = entry_symbol(func)
-        self.llvm_ir = text
-        self.object_code = obj  # what a saved kernel stores
-        self._linked = linked  # keeps the machine code mapped
-
-    @property
-    def asm(self) -> str:
-        return cpu_jit.assembly(self.llvm_ir)
-
-    @property
-    def optimized_ir(self) -> str:
-        return cpu_jit.optimized_ir(self.llvm_ir)
 
 
 def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:

@@ -23,12 +23,15 @@ import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
 from ...errors import InternalError, LoweringError
 from ..llvm.passes import run_passes
-from .target import CpuTarget
+
+if TYPE_CHECKING:
+    from .target import CpuTarget
 
 LINKS_PER_JIT = 64
 
@@ -40,8 +43,23 @@ _jit_links = 0
 
 @dataclass(frozen=True)
 class Host:
-    target: CpuTarget
+    triple: str
+    cpu: str
+    features: str
     machine: llvm.TargetMachine
+
+    @property
+    def key(self) -> str:
+        """What code compiled for this host depends on (`CpuTarget.key`)."""
+        return f"cpu {self.triple} {self.cpu} {self.features}"
+
+    @functools.cached_property
+    def target(self) -> CpuTarget:
+        """The code generator's target; imported here, since a kernel revived from disk only
+        links and needs none of it."""
+        from .target import CpuTarget
+
+        return CpuTarget(self.triple, self.cpu, self.features)
 
 
 @functools.cache
@@ -49,16 +67,28 @@ def host() -> Host:
     """The host's target and target machine, made on first use (LLVM initialisation is slow)."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    libm = ctypes.util.find_library("m")
-    if libm is not None:
-        llvm.load_library_permanently(libm)
+    _load_libm()
     triple = llvm.get_process_triple()
     cpu = llvm.get_host_cpu_name()
     features = llvm.get_host_cpu_features().flatten()
     machine = llvm.Target.from_triple(triple).create_target_machine(
         cpu=cpu, features=features, opt=3, codemodel="jitdefault", jit=True
     )
-    return Host(CpuTarget(triple, cpu, features), machine)
+    return Host(triple, cpu, features, machine)
+
+
+def _load_libm() -> None:
+    """Make the C math library's functions visible to linked code: by its usual name on
+    Linux, else where `ctypes.util.find_library` finds it (which runs a subprocess, a few
+    milliseconds of every process that builds or loads a kernel)."""
+    try:
+        llvm.load_library_permanently("libm.so.6")
+        return
+    except RuntimeError:
+        pass
+    libm = ctypes.util.find_library("m")
+    if libm is not None:
+        llvm.load_library_permanently(libm)
 
 
 def failed(what: str, error: Exception, text: str) -> InternalError:

@@ -8,8 +8,6 @@ arguments are ``noalias``: the runtime checks that no output overlaps another ar
 
 from __future__ import annotations
 
-import re
-
 from llvmlite import ir
 
 from ...loopir.nodes import LoweredFunc
@@ -17,11 +15,7 @@ from ..llvm.function import FunctionScope
 from ..llvm.stmt import StmtEmitter
 from ..llvm.target import Target
 from ..llvm.types import I32, I64, PTR
-
-
-def entry_symbol(func: LoweredFunc) -> str:
-    """The exported name of `func`'s entry point."""
-    return "sl_" + re.sub(r"\W", "_", func.name)
+from .compiled import entry_symbol
 
 
 def build_module(func: LoweredFunc, target: Target, triple: str) -> ir.Module:

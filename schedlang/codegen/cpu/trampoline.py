@@ -130,13 +130,27 @@ def guard(spec: GuardSpec, entry: int) -> Guard | None:
 @functools.lru_cache(maxsize=256)
 def _compiled(spec: GuardSpec, layout: ArrayLayout) -> tuple[Linked, ctypes._CFuncPtr]:
     """The guard's machine code for `spec`, shared by kernels of one spec, from the disk
-    cache where it is there."""
+    cache where it is there (found by `spec` itself: no IR is made for a guard on disk)."""
+    made = []
+
+    def compile_guard() -> bytes:
+        made.append(_text(spec, layout))
+        return cpu_jit.object_code(made[0])
+
+    obj = disk_cache.load_or_make(_disk_path(spec, layout), compile_guard)
+    shown = made[0] if made else f"(the guard of {spec}, read from the disk cache)"
+    linked, address = cpu_jit.link(obj, _NAME, {}, shown)
+    call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)(address)
+    return linked, call
+
+
+def _text(spec: GuardSpec, layout: ArrayLayout) -> str:
+    """The guard's LLVM IR."""
     count, sizes = len(spec.params), len(spec.size_limits)
     module = ir.Module(name="guard")
     module.triple = cpu_jit.host().target.triple
     module.data_layout = str(cpu_jit.host().machine.target_data)
-    name = "schedlang_guard"
-    fn = ir.Function(module, ir.FunctionType(_I32, [_I64, _I64]), name)
+    fn = ir.Function(module, ir.FunctionType(_I32, [_I64, _I64]), _NAME)
     start = fn.append_basic_block("entry")
     unusual = fn.append_basic_block("unusual")
     ir.IRBuilder(unusual).ret(ir.Constant(_I32, UNUSUAL))
@@ -202,19 +216,22 @@ def _compiled(spec: GuardSpec, layout: ArrayLayout) -> tuple[Linked, ctypes._CFu
     entry_t = ir.FunctionType(_I32, [_I8P, _I8P])
     target = b.inttoptr(constant(0), entry_t.as_pointer())
     b.ret(b.call(target, [b.bitcast(pointers, _I8P), b.bitcast(values, _I8P)]))
-    text = str(module)
-    obj = disk_cache.load_or_make(_disk_path(text), lambda: cpu_jit.object_code(text))
-    linked, address = cpu_jit.link(obj, name, {}, text)
-    call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)(address)
-    return linked, call
+    return str(module)
 
 
-def _disk_path(text: str) -> Path | None:
+def _disk_path(spec: GuardSpec, layout: ArrayLayout) -> Path | None:
+    """Where the guard of `spec` is kept: keyed by what its code is made from (`spec`, the
+    layout, this file's source, LLVM's version and the host), not by its IR, so that finding
+    it costs no IR."""
     folder = disk_cache.directory()
     if folder is None:
         return None
-    versions = f"{llvmlite_version} {cpu_jit.host().target.key}"
-    return folder / f"guard-{hashlib.sha256(f'{versions} {text}'.encode()).hexdigest()}.o"
+    made_from = f"{_SOURCE} {llvmlite_version} {cpu_jit.host().key} {layout} {spec}"
+    return folder / f"guard-{hashlib.sha256(made_from.encode()).hexdigest()}.o"
+
+
+_NAME = "schedlang_guard"
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # this generator's version
 
 
 def _const(value: int) -> ir.Constant:
