@@ -49,9 +49,11 @@ class Kernel:
         self._table = None if self._guard is None else self._guard.table
 
     @classmethod
-    def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
-        """Compile `lowered` for this machine's CPU (cached)."""
-        return cls(lowered, compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}))
+    def for_cpu(cls, lowered: LoweredFunc, contract: bool = True) -> Kernel:
+        """Compile `lowered` for this machine's CPU (cached); `contract`: whether ``a * b + c``
+        may become one fused multiply-add (the target option ``-fp-contract``)."""
+        compiled = compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}, contract)
+        return cls(lowered, compiled, "cpu" if contract else "cpu -fp-contract=off")
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> object:
