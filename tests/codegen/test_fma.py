@@ -102,3 +102,18 @@ def test_contraction_option_errors(target, message):
     s = sl.create_schedule(tensors[-1])
     with pytest.raises(sl.LoweringError, match=message):
         sl.build(s, tensors, target=target)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_on_the_gpu_without_contraction_the_results_are_the_reference_bits(dtype):
+    tensors = multiply_add(dtype=dtype)
+    rng = np.random.default_rng(12)
+    values = [rng.standard_normal(4099).astype(dtype) for _ in range(3)]
+    want = sl.evaluate(tensors[-1], dict(zip(tensors, values)))
+    results = {}
+    for target in ("cuda", "cuda -fp-contract=off"):
+        kernel = sl.build(gpu_schedule(tensors), tensors, target=target)
+        results[target] = kernel(*values[:3])
+    assert np.count_nonzero(results["cuda"] != want) > 40  # fused: one rounding
+    np.testing.assert_array_equal(results["cuda -fp-contract=off"], want)
