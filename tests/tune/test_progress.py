@@ -42,7 +42,8 @@ def test_outside_a_kernel_the_bar_is_drawn_on_stderr(capsys):
 def test_in_a_jupyter_kernel_the_bar_is_one_output():
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    code = f"""sys.path.insert(0, {str(ROOT)!r})
+    code = f"""import sys
+sys.path.insert(0, {str(ROOT)!r})
 from schedlang.tune.progress import Progress
 progress = Progress(40, True, "tuning t")
 for k in range(40):
