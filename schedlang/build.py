@@ -24,47 +24,79 @@ TARGETS = ("cpu", "cuda", "auto")
 
 @dataclass(frozen=True)
 class ResolvedTarget:
-    """A target string read: its name, and for cuda the architecture (None: the GPU's own)
-    and the blocks per multiprocessor ptxas must leave room for (0: its choice)."""
+    """A target string read: its name, for cuda the architecture (None: the GPU's own) and
+    the blocks per multiprocessor ptxas must leave room for (0: its choice), and whether
+    ``a * b + c`` may become one fused multiply-add (`contract`)."""
 
     name: str
     arch: str | None = None
     min_blocks: int = 0
+    contract: bool = True
+
+    @property
+    def options(self) -> str:
+        """The options that change the code, as a target string spells them after its name."""
+        return "" if self.contract else " -fp-contract=off"
 
 
 def resolve_target(target: str) -> ResolvedTarget:
     """A target string: ``"cpu"``, ``"cuda"``, ``"auto"`` (CUDA when a GPU and driver are
-    usable here, else the CPU), the cuda target with options: ``-arch=sm_80`` and
-    ``-min-blocks-per-sm=2`` (CUDA's ``__launch_bounds__`` minimum: ptxas keeps each thread's
-    registers few enough for that many blocks to run at once on a multiprocessor)."""
+    usable here, else the CPU), with options. Every target takes ``-fp-contract=off`` (clang's
+    ``-ffp-contract=off``: each ``*`` and ``+`` rounds on its own, as the reference evaluator
+    computes them; by default they may fuse, see docs/math.md). The cuda target also takes
+    ``-arch=sm_80`` and ``-min-blocks-per-sm=2`` (CUDA's ``__launch_bounds__`` minimum: ptxas
+    keeps each thread's registers few enough for that many blocks to run at once on a
+    multiprocessor)."""
     words = target.split() if isinstance(target, str) else []
     if not words or words[0] not in TARGETS:
         raise LoweringError(f"unknown target {target!r}; use 'cpu', 'cuda' or 'auto'")
     name, options = words[0], words[1:]
-    arch, min_blocks = None, 0
+    arch, min_blocks, contract = None, 0, True
     for option in options:
         key, _, value = option.partition("=")
-        if name == "cuda" and key == "-arch":
+        if key == "-fp-contract":
+            contract = _contract(target, value)
+        elif name == "cuda" and key == "-arch":
             arch = value
         elif name == "cuda" and key == "-min-blocks-per-sm" and value.isdigit() and int(value):
             min_blocks = int(value)
-        else:
+        elif name == "cuda":
             raise LoweringError(
                 f"target {target!r}: unknown option {option!r}; the cuda target takes "
                 "-arch=sm_XY and -min-blocks-per-sm=N (N a positive integer)"
+            )
+        else:
+            raise LoweringError(
+                f"target {target!r}: unknown option {option!r}; the {name} target takes "
+                "-fp-contract=on|off only (-arch and -min-blocks-per-sm are the cuda target's)"
             )
     if name == "auto":
         from .platform_info import auto_target
 
         name = auto_target()
-    return ResolvedTarget(name, arch, min_blocks)
+    return ResolvedTarget(name, arch, min_blocks, contract)
+
+
+def _contract(target: str, value: str) -> bool:
+    if value not in ("on", "off"):
+        raise LoweringError(
+            f"target {target!r}: -fp-contract is 'on' (a * b + c may fuse into one "
+            f"multiply-add, the default) or 'off' (each operation rounds), not {value!r}"
+        )
+    return value == "on"
 
 
 @entry_point
 def build(
     s: Schedule, args: list[Tensor], target: str = "cpu", name: str = "main"
 ) -> Kernel | CudaKernel:
-    """Compile schedule `s` into a kernel over the buffers of `args` (in order)."""
+    """Compile schedule `s` into a kernel over the buffers of `args` (in order).
+
+    `target` is ``"cpu"``, ``"cuda"`` or ``"auto"`` (CUDA where a GPU is usable), followed by
+    options: ``-fp-contract=off`` on any target computes ``a * b + c`` with two roundings, as
+    the reference does, instead of one fused multiply-add (docs/math.md); the cuda target
+    also takes ``-arch=sm_XY`` and ``-min-blocks-per-sm=N``. Example:
+    ``sl.build(s, [A, B, C], target="cuda -arch=sm_90 -fp-contract=off")``."""
     resolved = resolve_target(target)
     with paused():
         from .runtime.extern_calls import build_with_externs, extern_ops
@@ -84,8 +116,8 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
         _refuse_tensor_cores(s)
         _refuse_hardware_indices(s)
-        host = lambda: f"cpu {cpu_jit.host().key}"  # noqa: E731
-        return cached(s, args, name, host, lambda: _build_cpu(s, args, name))
+        host = lambda: f"cpu {cpu_jit.host().key}{resolved.options}"  # noqa: E731
+        return cached(s, args, name, host, lambda: _build_cpu(s, args, name, resolved))
     from .codegen.nvptx import libdevice
     from .codegen.nvptx.arch import check_arch
     from .runtime import cuda_start
@@ -100,7 +132,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
     def shown() -> str:
         more = f" -min-blocks-per-sm={resolved.min_blocks}" if resolved.min_blocks else ""
-        return f"cuda -arch={arch()}{more}"
+        return f"cuda -arch={arch()}{more}{resolved.options}"
 
     def make() -> CudaKernel:
         from .codegen.nvptx.compile import compile_cuda
@@ -111,18 +143,19 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
         # CUDA starts beside the lowering, which needs no GPU; a build on disk needs neither
         cuda_start.start()
         lowered = apply_lowering_rules(lower_for_gpu(s, args, name), "cuda")
-        compiled = compile_cuda(lowered, arch(), resolved.min_blocks)
+        compiled = compile_cuda(lowered, arch(), resolved.min_blocks, resolved.contract)
         return CudaKernel(compiled.plan.func, compiled, shown())
 
     return cached(s, args, name, lambda: f"{shown()} math={libdevice.find()}", make)
 
 
-def _build_cpu(s: Schedule, args: list[Tensor], name: str) -> Kernel:
+def _build_cpu(s: Schedule, args: list[Tensor], name: str, resolved: ResolvedTarget) -> Kernel:
     from .driver import lower
     from .loopir.intrin_lowering import apply_lowering_rules
     from .runtime.kernel import Kernel
 
-    return Kernel.for_cpu(apply_lowering_rules(lower(s, args, name), "cpu"))
+    lowered = apply_lowering_rules(lower(s, args, name), "cpu")
+    return Kernel.for_cpu(lowered, contract=resolved.contract)
 
 
 def _refuse_tensor_cores(s: Schedule) -> None:

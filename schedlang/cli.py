@@ -35,7 +35,23 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target", default="auto", choices=("auto", "cpu", "cuda"), help="where to run"
     )
-    parser.add_argument("--size", type=int, default=512, help="M = N = K of the matmul")
+    parser.add_argument(
+        "--size", type=_matmul_size, default=512, help="M = N = K of the matmul (default 512)"
+    )
+
+
+def _matmul_size(text: str) -> int:
+    """A positive integer, else argparse's usage error (exit status 2) naming the option: an
+    empty or negative matmul would reach numpy as a traceback, or time nothing."""
+    try:
+        size = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if size < 1:
+        raise argparse.ArgumentTypeError(
+            f"{size} is not a matmul size; give a positive integer (M = N = K), e.g. --size 256"
+        )
+    return size
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -12,7 +12,8 @@ tutorials instead (`demo_cuda`), with torch's matmul as the yardstick.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ from . import (
     var,
 )
 from . import sum as sl_sum
+from .demo_numpy import YARDSTICK, faster, yardstick
 from .errors import LoweringError
 from .ir.tensor import Tensor
 from .platform_info import parallel_threads
@@ -162,13 +164,14 @@ def run(size: int = 512, target: str = "auto", show_loops: bool = True) -> bool:
 
         rows = run_cuda(size, a_np, b_np, expected, show_loops)
     else:
-        rows = _run_cpu(a_np, b_np, expected, show_loops)
+        rows, numpy_line = _run_cpu(a_np, b_np, expected, show_loops)
     _print_table(f"matmul {size}x{size}x{size} float32, compiled for {where}", rows, size)
     if name != "cuda":
         print(
             "spread: the interquartile range of the timed rounds over their median; the steps "
             "and numpy are timed in interleaved rounds"
         )
+        print(numpy_line)
     return all(row.matches != "NO" for row in rows)
 
 
@@ -200,10 +203,11 @@ class Row:
 
 def _run_cpu(
     a_np: np.ndarray, b_np: np.ndarray, expected: np.ndarray, show_loops: bool
-) -> list[Row]:
-    """A `Row` per step of `STEPS` and for numpy's matmul. Every kernel is built and checked
-    first, then all are timed in interleaved rounds (`interleaved_rounds`), so that a moment
-    of a noisy machine slows one round of every step rather than every round of one."""
+) -> tuple[list[Row], str]:
+    """A `Row` per step of `STEPS` and for numpy's matmul, and the line that says how numpy
+    was timed (`demo_numpy`). Every kernel is built and checked first, then all are timed in
+    interleaved rounds (`interleaved_rounds`), so that a moment of a noisy machine slows one
+    round of every step rather than every round of one."""
     size = a_np.shape[0]
     calls: dict[str, Callable[[], object]] = {}
     matches: dict[str, str] = {}
@@ -219,17 +223,19 @@ def _run_cpu(
         kernel(a_np, b_np, out)
         matches[step.name] = "yes" if np.allclose(out, expected, rtol=1e-3, atol=1e-3) else "NO"
         calls[step.name] = lambda k=kernel, o=out: k(a_np, b_np, o)
-    calls[YARDSTICK] = lambda: np.matmul(a_np, b_np)
-    matches[YARDSTICK] = "-"
-    samples = interleaved_rounds(calls)
+    stick = yardstick()
+    for key in stick.settings:
+        calls[key] = lambda: np.matmul(a_np, b_np)
+    samples = interleaved_rounds(calls, setups=stick.setups)
+    best, note, line = faster(stick, samples)
     rows = [
         Row(name, float(np.median(times)), matches[name], _spread(times))
         for name, times in samples.items()
+        if name in matches
     ]
-    return annotate(rows, parallel_threads())
-
-
-YARDSTICK = "numpy matmul (yardstick)"
+    times = samples[best]
+    rows.append(Row(YARDSTICK, float(np.median(times)), "-", _spread(times), note))
+    return annotate(rows, parallel_threads()), line
 
 
 def interleaved_rounds(
@@ -237,23 +243,28 @@ def interleaved_rounds(
     budget: float = 3.0,
     rounds: tuple[int, int] = (5, 21),
     clock: Callable[[], float] = time.perf_counter,
+    setups: Mapping[str, Callable[[], AbstractContextManager]] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds of each call in each round: as many rounds as `budget` allows (within
-    `rounds`), each round calling every function once, in an order rotated round by round."""
+    `rounds`), each round calling every function once, in an order rotated round by round.
+    A call named in `setups` runs inside that context (a BLAS thread limit), entered and left
+    outside the timed part."""
     names = list(calls)
-    first = {}
-    for name in names:  # a warm-up, which also says what a round costs
-        start = clock()
-        calls[name]()
-        first[name] = clock() - start
+    setups = setups or {}
+
+    def timed(name: str) -> float:
+        with setups.get(name, nullcontext)():
+            start = clock()
+            calls[name]()
+            return clock() - start
+
+    first = {name: timed(name) for name in names}  # a warm-up, which says what a round costs
     count = int(budget / max(sum(first.values()), 1e-9))
     count = min(max(count, rounds[0]), rounds[1])
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(count):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = clock()
-            calls[name]()
-            samples[name].append(clock() - start)
+            samples[name].append(timed(name))
     return samples
 
 

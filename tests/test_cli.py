@@ -226,6 +226,43 @@ def test_demo_builds_checks_and_times_every_schedule(capsys):
     rows = [line for line in out.splitlines() if " yes" in line]  # a note may follow
     assert [row.split("  ")[0] for row in rows] == [step.name for step in STEPS]
     assert "numpy matmul (yardstick)" in out
+    assert re.search(r"numpy: np.matmul through .+ the table shows the faster, \d BLAS thread", out)
+
+
+@pytest.mark.parametrize(
+    "size, message",
+    [
+        ("-5", "argument --size: -5 is not a matmul size; give a positive integer"),
+        ("0", "argument --size: 0 is not a matmul size; give a positive integer"),
+        ("big", "argument --size: 'big' is not an integer"),
+    ],
+)
+def test_demo_size_must_be_a_positive_integer(size, message):
+    completed = subprocess.run(
+        [sys.executable, "-m", "schedlang", "demo", "--quiet", "--target", "cpu", "--size", size],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 2
+    assert message in completed.stderr and "usage: schedlang demo" in completed.stderr
+    assert "Traceback" not in completed.stderr and completed.stdout == ""
+
+
+def test_demo_cuda_target_without_a_gpu_fails_in_a_process():
+    """The exit status a shell sees, with the driver shown no GPU (where one is present)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "schedlang", "demo", "--quiet", "--target", "cuda"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert completed.returncode == 2, completed.stdout
+    assert "the cuda demo needs a usable GPU" in completed.stderr
+    assert "Traceback" not in completed.stderr
 
 
 def test_demo_steps_are_the_tutorials():

@@ -4,11 +4,14 @@ step and cannot reorder them; a step slower than the one before says so in the t
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
+import pytest
 
 from schedlang.demo import Row, annotate, interleaved_rounds
+from schedlang.demo_numpy import YARDSTICK, faster, yardstick
 
 
 class Machine:
@@ -70,3 +73,45 @@ def test_a_slower_step_and_a_parallel_step_without_gain_say_so():
     assert notes[5] == ""
     faster = annotate(rows[:2] + [Row("+ parallel", 0.2, "yes", 0.02)], cores=8)
     assert faster[-1].note == ""
+
+
+def test_a_setup_is_entered_outside_the_timed_call():
+    machine = Machine(set(), 0.0)
+    entered = []
+
+    @contextlib.contextmanager
+    def slow_setup():
+        machine.now += 1.0  # a costly limit, which the timing must leave out
+        entered.append(True)
+        yield
+        machine.now += 1.0
+
+    calls = {"limited": machine.work(0.01), "plain": machine.work(0.02)}
+    samples = interleaved_rounds(
+        calls, budget=0.1, rounds=(4, 4), clock=machine.clock, setups={"limited": slow_setup}
+    )
+    np.testing.assert_allclose(samples["limited"], [0.01] * 4)
+    np.testing.assert_allclose(samples["plain"], [0.02] * 4)
+    assert len(entered) == 5  # the warm-up and each round
+
+
+def test_the_yardstick_limits_the_blas_and_reports_the_faster_setting():
+    from threadpoolctl import threadpool_info
+
+    stick = yardstick()
+    default, *rest = stick.settings
+    assert stick.settings[default].threads is None
+    if not rest:
+        pytest.skip(f"the BLAS runs one thread by default here: {stick.blas}")
+    (one,) = rest
+    with stick.setups[one]():
+        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
+    samples = {default: [0.026, 0.027, 0.025], one: [0.004, 0.0039, 0.0041]}
+    best, note, line = faster(stick, samples)
+    assert best == one
+    assert note.startswith("1 BLAS thread; ") and "BLAS threads: 26.000 ms" in note
+    assert line.startswith("numpy: np.matmul through ")
+    assert line.endswith(
+        "(threadpoolctl) in the same rounds; the table shows the faster, 1 BLAS thread"
+    )
+    assert all(key.startswith(YARDSTICK) for key in stick.settings)

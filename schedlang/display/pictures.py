@@ -17,6 +17,7 @@ from .sizes import bind_sizes
 from .tiles import UNWRITTEN, tile_map
 
 ANNOTATE_LIMIT = 256  # elements up to which each cell of a tile map is labelled
+ROW = 32  # elements per row of a 1-d tile map: cells wide enough for a label
 
 
 def figure(**kwargs):
@@ -38,18 +39,27 @@ def plot_tiles(kernel_or_lowered: object, tensor: object, **sizes: int):
     interpreter at `sizes` (``M=64, N=64``; a size no argument shows must be given) and
     records the hardware indices around each store (`display.tiles`). On a CPU the colours are
     the iterations of parallel loops. Cells are labelled with the thread's ``x,y`` when the
-    tensor has at most `ANNOTATE_LIMIT` elements. For 1-d and 2-d tensors; returns the Figure,
-    whose image holds the block number of each element (masked where nothing writes).
+    tensor has at most `ANNOTATE_LIMIT` elements. For 1-d and 2-d tensors: a 1-d tensor longer
+    than `ROW` is drawn in rows of `ROW` elements (as text wraps; a row's label is the index it
+    starts at), since one row of hundreds of cells is a strip too thin to read. Each block has
+    a colour of its own, however many there are. Returns the Figure, whose image holds the
+    block number of each element (masked where nothing writes, and after a 1-d tensor's end).
     """
     tiles = tile_map(kernel_or_lowered, tensor, sizes)
-    ids = _as_2d(tiles.block_ids, tiles.tensor, "plot_tiles")
-    threads = tiles.threads.reshape(ids.shape + (3,))
+    ids = tiles.block_ids
+    threads = tiles.threads
+    width = None
+    if ids.ndim == 1 and ids.size > ROW:
+        width = ROW
+        ids, threads = _wrapped(ids, width), _wrapped(threads, width)
+    ids = _as_2d(ids, tiles.tensor, "plot_tiles")
+    threads = threads.reshape(ids.shape + (3,))
     count = int(ids.max(initial=UNWRITTEN)) + 1
     fig = figure(figsize=_size(ids.shape))
     ax = fig.add_subplot()
     ax.imshow(
         np.ma.masked_equal(ids, UNWRITTEN),
-        cmap=_cycle_colours(max(count, 1)),
+        cmap=distinct_colours(max(count, 1)),
         vmin=-0.5,
         vmax=max(count, 1) - 0.5,
         interpolation="nearest",
@@ -67,9 +77,24 @@ def plot_tiles(kernel_or_lowered: object, tensor: object, **sizes: int):
     if tiles.block_kind == "block":
         title += "; label = threadIdx x,y"
     ax.set_title(title)
-    ax.set_xlabel("last index")
+    if width is None:
+        ax.set_xlabel("last index")
+    else:
+        rows = range(ids.shape[0])
+        ax.set_yticks(list(rows), [str(r * width) for r in rows])
+        ax.set_ylabel("index at the row's start")
+        ax.set_xlabel(f"index within the row ({width} per row)")
     fig.tight_layout()
     return fig
+
+
+def _wrapped(values: np.ndarray, width: int) -> np.ndarray:
+    """A 1-d array (of numbers or of index triples) in rows of `width`, the last row filled
+    with `UNWRITTEN` past the end."""
+    rows = -(-values.shape[0] // width)
+    padded = np.full((rows * width,) + values.shape[1:], UNWRITTEN, values.dtype)
+    padded[: values.shape[0]] = values
+    return padded.reshape((rows, width) + values.shape[1:])
 
 
 def plot_footprint(
@@ -183,12 +208,22 @@ def _size(shape: tuple[int, ...]) -> tuple[float, float]:
     return (max(3.0, cols * scale + 1.5), max(2.0, rows * scale + 1.2))
 
 
-def _cycle_colours(n: int):
+def distinct_colours(n: int):
+    """`n` colours, no two alike: matplotlib's tab20 up to 20 (its pairs of a hue, dark and
+    light, look apart side by side); beyond, the turbo colour map sampled at `n` even steps
+    and taken in an order that strides across it, so that neighbouring blocks (numbers k and
+    k + 1) get colours far apart rather than two shades of one."""
+    from math import gcd
+
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap
 
     base = colormaps["tab20"].colors
-    return ListedColormap([base[k % len(base)] for k in range(n)])
+    if n <= len(base):
+        return ListedColormap(list(base[:n]))
+    samples = colormaps["turbo"](np.linspace(0.0, 1.0, n))
+    stride = next(s for s in range(max(2, round(n * 0.382)), n) if gcd(s, n) == 1)
+    return ListedColormap([samples[k * stride % n] for k in range(n)])
 
 
 def _two_colours():

@@ -93,7 +93,10 @@ class CudaKernel:
         For checking a GPU schedule against `sl.reference` on a machine without a GPU, and for
         notebooks that show it there. It follows the CUDA execution model (each thread its
         own local memory, shared memory per block, barriers), so a schedule that is right here
-        is right on the GPU; it is slow (keep sizes small). Arrays are numpy arrays.
+        is right on the GPU; it is slow (keep sizes small). Arrays are numpy arrays. Its
+        arithmetic is the reference's: ``a * b + c`` rounds twice, as a kernel built with
+        ``-fp-contract=off`` computes it; by default the GPU fuses it, which moves a result
+        by up to half an ulp of the product (docs/math.md).
         """
         from ..loopir.interpret import run
 

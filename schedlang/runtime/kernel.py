@@ -48,11 +48,13 @@ class Kernel:
         self._table = None if self._guard is None else self._guard.table
 
     @classmethod
-    def for_cpu(cls, lowered: LoweredFunc) -> Kernel:
-        """Compile `lowered` for this machine's CPU (cached)."""
+    def for_cpu(cls, lowered: LoweredFunc, contract: bool = True) -> Kernel:
+        """Compile `lowered` for this machine's CPU (cached); `contract`: whether ``a * b + c``
+        may become one fused multiply-add (the target option ``-fp-contract``)."""
         from ..codegen.cpu.cache import compile_cpu  # the code generator: not for a revival
 
-        return cls(lowered, compile_cpu(lowered, runtime_imports(lowered)))
+        compiled = compile_cpu(lowered, runtime_imports(lowered), contract)
+        return cls(lowered, compiled, "cpu" if contract else "cpu -fp-contract=off")
 
     @entry_point(also=(TypeError, ValueError))
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> object:

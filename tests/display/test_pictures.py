@@ -9,11 +9,13 @@ import pytest
 
 import schedlang as sl
 from schedlang.display.ceilings import Ceilings
+from schedlang.display.pictures import ROW, distinct_colours
 from schedlang.display.tiles import tile_map
 
 from .algorithms import cpu_tiled, gpu_shared, matmul
 
 pytest.importorskip("matplotlib", reason="pictures need matplotlib (the test extra has it)")
+from matplotlib.colors import to_rgb  # noqa: E402
 
 
 def _image(fig) -> np.ndarray:
@@ -99,3 +101,55 @@ def test_pictures_say_how_to_get_matplotlib(monkeypatch):
     a, b, c = matmul()
     with pytest.raises(ImportError, match="pip install 'matplotlib>=3.8'"):
         sl.plot_tiles(sl.lower(sl.create_schedule(c), [a, b, c]), c, M=2, N=2, K=2)
+
+
+def _vector_blocks(n: int, block: int):
+    """B = 2 A over n elements, blocks of `block` threads (one element each), built for cuda."""
+    a = sl.placeholder((n,), name="A")
+    b = sl.compute((n,), lambda i: a[i] * 2.0, name="B")
+    s = sl.create_schedule(b)
+    bx, tx = s[b].split(b.op.axis[0], factor=block)
+    s[b].bind(bx, sl.thread_axis("blockIdx.x"))
+    s[b].bind(tx, sl.thread_axis("threadIdx.x"))
+    return sl.build(s, [a, b], target="cuda"), b
+
+
+def test_a_long_vector_is_drawn_in_rows():
+    kernel, b = _vector_blocks(200, 16)
+    fig = sl.plot_tiles(kernel, b)
+    image = _image(fig)
+    rows = -(-200 // ROW)
+    assert image.shape == (rows, ROW)
+    expected = np.full(rows * ROW, -1)
+    expected[:200] = np.arange(200) // 16
+    np.testing.assert_array_equal(image.ravel(), expected)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(r * ROW) for r in range(rows)]
+    assert ax.get_xlabel() == f"index within the row ({ROW} per row)"
+    width, height = fig.get_size_inches()
+    cell = (width - 1.5) / ROW  # inches per (square) cell: room for its thread's label
+    assert cell >= 0.2 and height >= rows * cell and len(ax.texts) == 200
+
+
+def test_a_short_vector_stays_one_row():
+    kernel, b = _vector_blocks(12, 4)
+    image = _image(sl.plot_tiles(kernel, b))
+    np.testing.assert_array_equal(image, [np.arange(12) // 4])
+
+
+@pytest.mark.parametrize("count", [5, 20, 24, 97])
+def test_every_block_has_a_colour_of_its_own(count):
+    colours = distinct_colours(count).colors
+    rgb = np.array([to_rgb(c) for c in colours])
+    assert len(rgb) == count and len({tuple(c) for c in rgb}) == count
+    neighbours = np.abs(np.diff(rgb, axis=0)).sum(axis=1)
+    assert neighbours.min() > 0.15  # blocks k and k + 1 are told apart at a glance
+
+
+def test_a_plot_of_24_tasks_uses_24_colours():
+    a, b, c = matmul()
+    fig = sl.plot_tiles(sl.lower(cpu_tiled(c, tile=2), [a, b, c]), c, M=48, N=4, K=2)
+    np.testing.assert_array_equal(_image(fig), np.indices((48, 4))[0] // 2)
+    image = fig.axes[0].images[0]
+    rgb = image.cmap(image.norm(np.arange(24)))
+    assert len({tuple(c) for c in rgb}) == 24

@@ -40,6 +40,7 @@ def test_notebook_runs_top_to_bottom(path, monkeypatch):
         if output.get("output_type") == "error"
     ]
     assert not errors
+    assert not _redrawn(notebook), "a progress bar stored one output per redraw"
     pictures = [
         output
         for cell in notebook.cells
@@ -48,6 +49,23 @@ def test_notebook_runs_top_to_bottom(path, monkeypatch):
         if "image/png" in output.get("data", {})
     ]
     assert pictures, f"{path.name} shows no picture"  # each notebook shows one at least
+
+
+def _redrawn(notebook) -> list[str]:
+    """The stream outputs that redraw a line (a progress bar written as text), which a
+    notebook stores, and the site shows, once per redraw."""
+    return [
+        output.text[:60]
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream" and "\r" in output.text
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_stored_outputs_hold_no_redrawn_lines(path):
+    assert not _redrawn(nbformat.read(path, as_version=4))
 
 
 def test_every_notebook_is_on_the_site():

@@ -31,9 +31,12 @@ from .module import build_module
 _memory: weakref.WeakValueDictionary[str, CompiledCpu] = weakref.WeakValueDictionary()
 
 
-def compile_cpu(func: LoweredFunc, imports: Mapping[str, int]) -> CompiledCpu:
-    """`func` compiled for the host; `imports` are the runtime's symbols (name -> address)."""
-    target = cpu_jit.host().target
+def compile_cpu(
+    func: LoweredFunc, imports: Mapping[str, int], contract: bool = True
+) -> CompiledCpu:
+    """`func` compiled for the host; `imports` are the runtime's symbols (name -> address);
+    `contract`: whether ``a * b + c`` may fuse (`Target.contract`)."""
+    target = cpu_jit.host().target.with_contract(contract)
     key = fingerprint(func, target.key + "".join(func.imports))
     hit = _memory.get(key)
     if hit is not None:

@@ -59,12 +59,20 @@ class CpuTarget(Target):
 
     name = "cpu"
 
-    def __init__(self, triple: str, cpu: str, features: str) -> None:
+    def __init__(self, triple: str, cpu: str, features: str, contract: bool = True) -> None:
         self.triple, self.cpu, self.features = triple, cpu, features
+        self.contract = contract
+
+    def with_contract(self, contract: bool) -> CpuTarget:
+        """This CPU, with ``a * b + c`` fused or not (`Target.contract`)."""
+        if contract == self.contract:
+            return self
+        return CpuTarget(self.triple, self.cpu, self.features, contract)
 
     @property
     def key(self) -> str:
-        return f"cpu {self.triple} {self.cpu} {self.features}"
+        options = "" if self.contract else " -fp-contract=off"
+        return f"cpu {self.triple} {self.cpu} {self.features}{options}"
 
     def address_space(self, scope: str) -> int:
         return 0

@@ -175,7 +175,7 @@ class ExprEmitter:
 
     def _binary(self, e: Binary) -> ir.Value:
         b, dtype, op = self.b, e.dtype, e.op
-        if op == "+" and dtype in ("float32", "float64"):
+        if op == "+" and dtype in ("float32", "float64") and self.target.contract:
             fused = self._multiply_add(e)
             if fused is not None:
                 return fused

@@ -40,9 +40,13 @@ if TYPE_CHECKING:
 
 
 class Target(ABC):
-    """A code generation target; `key` names it in compile caches."""
+    """A code generation target; `key` names it in compile caches. `contract`: whether
+    ``a * b + c`` is emitted as ``llvm.fmuladd``, which the backend fuses into one instruction
+    with a single rounding where the machine has one (off: each operation rounds, as in the
+    reference evaluator)."""
 
     name: str
+    contract: bool = True
 
     @property
     @abstractmethod

@@ -48,21 +48,25 @@ def machine(arch: str) -> llvm.TargetMachine:
     return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version(arch)}", opt=3)
 
 
-def compile_cuda(func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 0) -> CompiledCuda:
+def compile_cuda(
+    func: LoweredFunc, arch: str = DEFAULT_ARCH, min_blocks: int = 0, contract: bool = True
+) -> CompiledCuda:
     """`func`, as lowered, through the GPU loop-IR passes (`gpu_passes`; the plan holds the
     result) to PTX kernels for `arch`, each leaving room for `min_blocks` blocks per
-    multiprocessor when positive. Cached by the fingerprint of `func` before the passes, which
-    are deterministic and multiply its size by unrolling; with the options and the math
-    library that calls link (libdevice or schedlang's own). Kept while a kernel holds it."""
+    multiprocessor when positive, with ``a * b + c`` fused where `contract` (off: the NVPTX
+    backend emits ``mul.rn``/``add.rn``, which ptxas never fuses). Cached by the fingerprint
+    of `func` before the passes, which are deterministic and multiply its size by unrolling;
+    with the options and the math library that calls link (libdevice or schedlang's own).
+    Kept while a kernel holds it."""
     math = "libdevice" if libdevice.find() is not None else "softmath"
-    key = fingerprint(func, f"cuda {check_arch(arch)} {min_blocks} {math}")
+    key = fingerprint(func, f"cuda {check_arch(arch)} {min_blocks} {contract} {math}")
     hit = _memory.get(key)
     if hit is not None:
         return hit
     plan = plan_kernels(gpu_passes(func))
     arch = _for_products(plan, arch)
     tm = machine(arch)
-    text = module_text(build_module(plan, arch, str(tm.target_data), min_blocks))
+    text = module_text(build_module(plan, arch, str(tm.target_data), min_blocks, contract))
     ptx = _ptx(text, [k.name for k in plan.kernels], tm)
     compiled = CompiledCuda(plan, arch, text, ptx)
     _memory[key] = compiled

@@ -30,17 +30,24 @@ from .target import NvptxTarget
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
 
 
-def build_module(plan: DevicePlan, arch: str, data_layout: str, min_blocks: int = 0) -> ir.Module:
+def build_module(
+    plan: DevicePlan, arch: str, data_layout: str, min_blocks: int = 0, contract: bool = True
+) -> ir.Module:
     module = ir.Module(name=plan.func.name)
     module.triple = NVPTX_TRIPLE
     module.data_layout = data_layout
     for kernel in plan.kernels:
-        _kernel(module, plan, kernel, arch, min_blocks)
+        _kernel(module, plan, kernel, arch, min_blocks, contract)
     return module
 
 
 def _kernel(
-    module: ir.Module, plan: DevicePlan, kernel: KernelPlan, arch: str, min_blocks: int
+    module: ir.Module,
+    plan: DevicePlan,
+    kernel: KernelPlan,
+    arch: str,
+    min_blocks: int,
+    contract: bool,
 ) -> None:
     buffers, sizes, maps = plan.buffers, plan.sizes, plan.tensor_maps
     nbuffers = len(buffers)
@@ -56,7 +63,7 @@ def _kernel(
         arg.attributes.align = MAP_ALIGN
     scope = FunctionScope(entry)
     map_args = dict(zip(maps, entry.args[first_map:]))
-    em = StmtEmitter(scope, NvptxTarget(arch, kernel, buffers, map_args))
+    em = StmtEmitter(scope, NvptxTarget(arch, kernel, buffers, map_args, contract))
     for buffer, arg in zip(buffers, entry.args):
         em.buffers[buffer] = arg
     for var, arg in zip(sizes, entry.args[nbuffers:]):

@@ -84,9 +84,11 @@ class NvptxTarget(Target):
         kernel: KernelPlan,
         buffers: tuple[Buffer, ...] = (),
         maps: dict[TensorMap, ir.Value] | None = None,
+        contract: bool = True,
     ) -> None:
         self.arch = arch
         self.kernel = kernel
+        self.contract = contract
         self._buffers = buffers  # the plan's, in parameter order
         self._maps = maps or {}  # tensor map -> its kernel parameter
         self._indices: dict[str, ir.Value] = {}  # hardware index -> its i64, read at entry
@@ -97,7 +99,7 @@ class NvptxTarget(Target):
 
     @property
     def key(self) -> str:
-        return f"cuda {self.arch}"
+        return f"cuda {self.arch}" + ("" if self.contract else " -fp-contract=off")
 
     def address_space(self, scope: str) -> int:
         return {"global": GLOBAL, "shared": SHARED}.get(scope, LOCAL)  # fragments are local
