@@ -53,7 +53,7 @@ class Kernel:
         """Compile `lowered` for this machine's CPU (cached)."""
         return cls(lowered, compile_cpu(lowered, {PARALLEL_FOR: parallel_for_address()}))
 
-    @entry_point(also=(TypeError, ValueError))
+    @entry_point(also=(TypeError, ValueError), deep=False)
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> object:
         if self._checked is not None and not sizes:
             status = self._checked(id(arrays), self._table)  # a tuple, alive throughout
@@ -85,7 +85,7 @@ class Kernel:
             error.__cause__ = cause
         return error
 
-    @entry_point(also=(TypeError, ValueError))
+    @entry_point(also=(TypeError, ValueError), deep=False)
     def time(self, *arrays: np.ndarray, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls, after `warmup` untimed ones."""
         if repeat < 1 or warmup < 0:  # before the arguments are checked, as always
