@@ -161,11 +161,60 @@ def _internal(function: Callable, error: Exception) -> InternalError:
     )
 
 
-def entry_point(function: F | None = None, *, also: tuple[type[Exception], ...] = ()):
+# Python's stack depth inside schedlang's entry points. The algorithm's expressions, the
+# loop nests of long chains of stages and isl's ASTs of them are trees that schedlang's
+# passes walk recursively, a few frames per level: 1000 frames (Python's default) ended a
+# 400-term sum or a chain of 600 stages. Python 3.11's calls between Python functions use
+# no C stack, so the limit guards the C stack only where a walk recurses through C (any(),
+# sum()): at most a few thousand levels deep, within the main thread's 8 MiB and a worker
+# thread's. `tests/ir/test_deep.py` builds 2000-term expressions and 1000-stage chains.
+DEEP_RECURSION = 40_000
+_deep_lock = threading.Lock()
+_deep_here = threading.local()  # .inside: this thread is in a `deep_recursion` block
+_deep_callers = 0  # threads inside such a block
+_outside_limit = 0  # the limit to restore when the last one leaves
+
+
+class deep_recursion:  # noqa: N801 (used as a function: ``with deep_recursion():``)
+    """Python's recursion limit at least `DEEP_RECURSION` in the block, restored when the last
+    thread in such a block leaves it. A class, not a generator: an exception passing through
+    it gets no frame of its own (`entry_point` trims tracebacks to the user's frames)."""
+
+    __slots__ = ("outermost",)
+
+    def __enter__(self) -> None:
+        global _deep_callers, _outside_limit
+        self.outermost = not getattr(_deep_here, "inside", False)
+        if not self.outermost:
+            return
+        _deep_here.inside = True
+        with _deep_lock:
+            if _deep_callers == 0:
+                _outside_limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(_outside_limit, DEEP_RECURSION))
+            _deep_callers += 1
+
+    def __exit__(self, kind, value, tb) -> bool:
+        global _deep_callers
+        if self.outermost:
+            _deep_here.inside = False
+            with _deep_lock:
+                _deep_callers -= 1
+                if _deep_callers == 0:
+                    sys.setrecursionlimit(_outside_limit)
+        return False
+
+
+def entry_point(
+    function: F | None = None, *, also: tuple[type[Exception], ...] = (), deep: bool = True
+):
     """Mark a function users call: a `SchedlangError` other than `InternalError` (and the types
     in `also`, e.g. the `TypeError`/`ValueError` of a kernel call's arguments) leaves it with a
     traceback of the user's frames alone, so that it ends at the line that made the mistake
     (JAX's ``api_boundary``). The exception, its message and its cause are unchanged.
+
+    Inside it Python may recurse `DEEP_RECURSION` frames deep (`deep_recursion`); a kernel's
+    call, which walks no tree and must cost microseconds, passes ``deep=False``.
 
     Any other exception raised by schedlang's own code (an `islpy.Error`, an LLVM error, a
     Python `KeyError`...) leaves as an `InternalError` that says so, caused by the original:
@@ -174,19 +223,20 @@ def entry_point(function: F | None = None, *, also: tuple[type[Exception], ...] 
     def mark(function: F) -> F:
         @functools.wraps(function)
         def entered(*args, **kwargs):
-            try:
-                return function(*args, **kwargs)
-            except (SchedlangError, *also) as error:
-                full = os.environ.get("SCHEDLANG_TRACEBACK", "").lower() == "full"
-                if not full and not isinstance(error, InternalError):
-                    error.with_traceback(_users_frames(error.__traceback__))
-                raise  # a bare raise adds no frame of its own
-            except MemoryError:
-                raise
-            except Exception as error:
-                if not _raised_by_schedlang(error.__traceback__):
+            with deep_recursion() if deep else contextlib.nullcontext():
+                try:
+                    return function(*args, **kwargs)
+                except (SchedlangError, *also) as error:
+                    full = os.environ.get("SCHEDLANG_TRACEBACK", "").lower() == "full"
+                    if not full and not isinstance(error, InternalError):
+                        error.with_traceback(_users_frames(error.__traceback__))
+                    raise  # a bare raise adds no frame of its own
+                except MemoryError:
                     raise
-                raise _internal(function, error) from error
+                except Exception as error:
+                    if not _raised_by_schedlang(error.__traceback__):
+                        raise
+                    raise _internal(function, error) from error
 
         return entered  # type: ignore[return-value]
 

@@ -6,6 +6,7 @@ it: ``C[i, j] = sum(A[i, k] * B[k, j], k in [0, K))``.
 
 from __future__ import annotations
 
+from ..errors import deep_recursion
 from .expr import Binary, Call, Cast, Compare, Const, Expr, Read, Reduce, Select, Unary, Var
 from .intrinsics import EXTERN, INTRIN
 from .tensor import ComputeOp, IterVar, Tensor
@@ -41,7 +42,7 @@ def _precedence(e: Expr) -> int:
 
 
 def _wrap(e: Expr, parens: bool) -> str:
-    text = expr_str(e)
+    text = _text(e)
     return f"({text})" if parens else text
 
 
@@ -52,7 +53,13 @@ def _const_str(c: Const) -> str:
 
 
 def expr_str(e: Expr) -> str:
-    """`e` as text, e.g. ``A[i, k] * B[k, j] + 1.0``."""
+    """`e` as text, e.g. ``A[i, k] * B[k, j] + 1.0``: as deep as the expression nests (a sum
+    of 1000 terms, a chain of 1000 inlined stages)."""
+    with deep_recursion():
+        return _text(e)
+
+
+def _text(e: Expr) -> str:
     if isinstance(e, Var):
         return e.name
     if isinstance(e, IterVar):
@@ -60,7 +67,7 @@ def expr_str(e: Expr) -> str:
     if isinstance(e, Const):
         return _const_str(e)
     if isinstance(e, Binary) and e.op in ("min", "max"):
-        return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
+        return f"{e.op}({_text(e.a)}, {_text(e.b)})"
     if isinstance(e, (Binary, Compare)):
         p = _precedence(e)
         chained = isinstance(e, Compare)
@@ -72,27 +79,27 @@ def expr_str(e: Expr) -> str:
         inner = _wrap(e.a, _precedence(e.a) < p)
         return f"not {inner}" if e.op == "not" else f"{e.op}{inner}"
     if isinstance(e, Select):
-        parts = ", ".join(expr_str(x) for x in (e.cond, e.true_value, e.false_value))
+        parts = ", ".join(_text(x) for x in (e.cond, e.true_value, e.false_value))
         return f"select({parts})"
     if isinstance(e, Cast):
-        return f"{e.dtype}({expr_str(e.value)})"
+        return f"{e.dtype}({_text(e.value)})"
     if isinstance(e, Call):
-        args = ", ".join(expr_str(a) for a in e.args)
+        args = ", ".join(_text(a) for a in e.args)
         for kind, call in ((EXTERN, "call_pure_extern"), (INTRIN, "call_intrin")):
             if e.name.startswith(kind):  # a function or intrinsic by name: say so
                 return f'{call}("{e.name[len(kind) :]}", {args})'
         return f"{e.name}({args})"
     if isinstance(e, Read):
-        return f"{e.tensor.name}[{', '.join(expr_str(i) for i in e.indices)}]"
+        return f"{e.tensor.name}[{', '.join(_text(i) for i in e.indices)}]"
     if isinstance(e, Reduce):
-        parts = [expr_str(e.source)]
+        parts = [_text(e.source)]
         parts += [f"{ax.var.name} in {ax.dom}" for ax in e.axis]
         if e.where is not None:
-            parts.append(f"where={expr_str(e.where)}")
+            parts.append(f"where={_text(e.where)}")
         return f"{e.combiner.name}({', '.join(parts)})"
     extension = getattr(e, "sl_str", None)
     if extension is not None:
-        return extension(expr_str)
+        return extension(_text)
     return f"<{type(e).__name__}>"
 
 

@@ -10,7 +10,7 @@ pipeline across them knows how many steps it fills ahead.
 
 from __future__ import annotations
 
-from ..ir.expr import Binary, Compare, Expr, Var
+from ..ir.expr import Binary, Compare, Const, Expr, Var
 from ..schedule.errors import FactorError, message
 from .nodes import For, If, Let, Stmt
 from .visit import walk_expr, walk_stmt
@@ -35,10 +35,14 @@ def fused_loops(gen, group, nest: For) -> Stmt:
     """isl's nest of `group`'s root loops (from `nest`, the outermost isl made: it makes no
     loop for a root loop of one value) as the fused loop."""
     loops, body = [], nest
+    full = gen.extents.get(group.fuse.stage, {})
+    ragged = False  # a loop's range depends on the loops around it (tails)
     for component in group.components[group.components.index(gen.var_axis[nest.var]) :]:
         inner = [loop.var for loop in loops]
         here = isinstance(body, For) and gen.var_axis.get(body.var) is component
-        if here and not any(v in inner for n in (body.min, body.extent) for v in _vars(n)):
+        outer_vars = here and any(v in inner for n in (body.min, body.extent) for v in _vars(n))
+        if here and (not outer_vars or (group.tiles and full.get(component) is not None)):
+            ragged = ragged or outer_vars
             loops.append(body)
             body = body.body
         elif any(
@@ -46,6 +50,8 @@ def fused_loops(gen, group, nest: For) -> Stmt:
         ):
             return _unfused(gen, group, nest)  # not one perfect, rectangular nest
     itype = gen.itype
+    if ragged:
+        loops, body = _boxed(gen, loops, body, full)
     total = loops[0].extent
     for loop in loops[1:]:
         total = Binary("*", total, loop.extent, itype)
@@ -84,6 +90,28 @@ def fused_loops(gen, group, nest: For) -> Stmt:
     if kinds[0] == "bound":
         return gen._bound(group.leaves[0], made[0], gen.const(0), outer, inner_loop)
     return For(made[0], gen.const(0), outer, kinds[0], inner_loop, None)
+
+
+def _boxed(gen, loops: list[For], body: Stmt, full: dict) -> tuple[list[For], Stmt]:
+    """A nest of tile loops with tails as a box: each inner loop over every value of its
+    loop (its constant extent), `body` guarded to the values isl's loop took there."""
+    itype = gen.itype
+    conds: list[Expr] = []
+    boxed = [loops[0]]
+    for loop in loops[1:]:
+        extent = full[gen.var_axis[loop.var]]
+        whole = isinstance(loop.min, Const) and loop.min.value == 0
+        whole = whole and isinstance(loop.extent, Const) and loop.extent.value == extent
+        if not whole:
+            end = Binary("+", loop.min, loop.extent, itype)
+            conds += [Compare("<=", loop.min, loop.var), Compare("<", loop.var, end)]
+        boxed.append(For(loop.var, gen.const(0), gen.const(extent), loop.kind, loop.body))
+    if conds:
+        cond = conds[0]
+        for more in conds[1:]:
+            cond = Binary("and", cond, more, "bool")
+        body = If(cond, body)
+    return boxed, body
 
 
 def _unfused(gen, group, nest: For) -> Stmt:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
-from ..errors import InternalError
+from ..errors import InternalError, LoweringError
 from ..ir.expr import (
     Binary,
     Cast,
@@ -28,12 +28,13 @@ from ..ir.expr import (
 )
 from ..ir.tensor import Operation
 from ..ir.visit import substitute, transform
+from ..poly.isl_calls import Callbacks, OutOfOperations, budget
 from ..poly.loops import deferred_fuses, deferred_splits
 from ..poly.placement import Placed
 from ..poly.tensorize import TensorPlan, TileOf
 from ..schedule import records as rec
 from ..schedule.axis import Axis
-from ..schedule.errors import AnnotationError, BindError, message
+from ..schedule.errors import AnnotationError, BindError, FactorError, message
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
@@ -60,6 +61,10 @@ _BINARY = {
     _OPS.or_: "or",
     _OPS.or_else: "or",
 }
+# isl operations one statement's indices may take (`_leaf`): the examples' kernels take under
+# 100 000 (the wgmma GEMM's), about a second; isl, which holds the GIL, is not interrupted by
+# Ctrl-C, and a question past this many operations would take it minutes
+LEAF_OPERATIONS = 1_000_000
 _COMPARE = {_OPS.eq: "==", _OPS.le: "<=", _OPS.lt: "<", _OPS.ge: ">=", _OPS.gt: ">"}
 
 
@@ -153,17 +158,11 @@ def generate(
     def at_domain(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
         sched = isl.Map.from_union_map(build.get_schedule())
         p = by_name[sched.get_tuple_name(isl.dim_type.in_)]
-        iter_to_dom = isl.PwMultiAff.from_map(sched.reverse())
-        offsets = {op: _offsets(p, op, iter_to_dom, build) for op in p.offsets}
-        leaves.append(
-            _Leaf(
-                p,
-                _pieces(p.root_values, iter_to_dom, build),
-                _pieces(p.store_index, iter_to_dom, build),
-                offsets,
-                _thread_values(schedule, p, iter_to_dom, build),
-            )
-        )
+        try:
+            with budget(sched.get_ctx(), LEAF_OPERATIONS):
+                leaves.append(_leaf(schedule, p, sched, build))
+        except OutOfOperations:
+            _refuse_leaf(schedule[p.stmt.stage])
         return node.set_annotation(isl.Id(f"leaf{len(leaves) - 1}"))
 
     union = None
@@ -171,14 +170,52 @@ def generate(
         m = isl.UnionMap.from_map(p.sched)
         union = m if union is None else union.union(m)
     build = isl.AstBuild.from_context(params_context)
-    build, _handle = build.set_at_each_domain(at_domain)
-    # equalities made explicit first: isl's AST generation then runs about 10% faster
-    ast = build.node_from_schedule_map(union.detect_equalities())
+    with Callbacks() as calls:
+        build, _handle = build.set_at_each_domain(calls.wrap(at_domain, lambda node, _: node))
+        # equalities made explicit first: isl's AST generation then runs about 10% faster
+        ast = build.node_from_schedule_map(union.detect_equalities())
     translator = _Translator(
         schedule, extents, leaves, param_vars, buffers, cross_thread, index_dtype, plans or {}
     )
     body = translator.node(ast)
     return translator.keep_block_loops(body), translator.reductions
+
+
+def _leaf(schedule: Schedule, p: Placed, sched: isl.Map, build: isl.AstBuild) -> _Leaf:
+    """What a statement instance needs, as expressions of the loop iterators around it."""
+    iter_to_dom = isl.PwMultiAff.from_map(sched.reverse())
+    return _Leaf(
+        p,
+        _pieces(p.root_values, iter_to_dom, build),
+        _pieces(p.store_index, iter_to_dom, build),
+        {op: _offsets(p, op, iter_to_dom, build) for op in p.offsets},
+        _thread_values(schedule, p, iter_to_dom, build),
+    )
+
+
+def _refuse_leaf(stage: Stage) -> None:
+    """isl ran out of `LEAF_OPERATIONS` recovering a statement's indices from its loops:
+    loops fused across tails (a split that does not divide) give a fused index whose
+    inverse has cases that multiply with every loop fused."""
+    fuses = [r for r in stage.relations if isinstance(r, rec.Fuse)]
+    what = (
+        f"isl could not recover the indices of '{stage.name}' from its loops within "
+        f"{LEAF_OPERATIONS} operations"
+    )
+    if not fuses:
+        raise LoweringError(f"In schedule for '{stage.name}': {what}; simplify its loop nest")
+    fuse = max(fuses, key=lambda r: len(r.axes))
+    call = f"fuse({', '.join(a.name for a in fuse.axes)})"
+    raise FactorError(
+        message(
+            stage.name,
+            call,
+            fuse.loc,
+            f"{what}: the fused loops have tails (splits that do not divide), and the "
+            "cases of the fused index multiply with every loop fused; fuse fewer loops, or "
+            "split by factors that divide the extents",
+        )
+    )
 
 
 class _Translator:

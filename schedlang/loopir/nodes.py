@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import deep_recursion
 from ..ir.expr import CommReducer, Expr, Var
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.stage import HARDWARE_TAGS
@@ -66,7 +67,8 @@ class Stmt:
     def __str__(self) -> str:
         from .printer import stmt_str
 
-        return stmt_str(self)
+        with deep_recursion():  # a chain of many stages nests as deep
+            return stmt_str(self)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -338,9 +340,11 @@ class LoweredFunc:
     def __str__(self) -> str:
         from .printer import func_str
 
-        return func_str(self)
+        with deep_recursion():  # a chain of many stages nests as deep
+            return func_str(self)
 
     def _repr_html_(self) -> str:
         from .html import func_html
 
-        return func_html(self)
+        with deep_recursion():
+            return func_html(self)

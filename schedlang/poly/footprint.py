@@ -25,6 +25,7 @@ from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from .isl_calls import Callbacks
 from .placement import Placement
 from .space import Params
 from .statements import build_statements, inline_bodies
@@ -84,7 +85,8 @@ def footprint(
         domain = _fix(p.domain, params, sizes, axes, values)
         image = p.to_root.apply_range(acc.relation).intersect_domain(domain).range()
         image = image.project_out(isl.dim_type.param, 0, image.dim(isl.dim_type.param))
-        image.foreach_point(lambda point: _mark(elements, point))
+        with Callbacks() as calls:  # a Ctrl-C in `_mark` stops the walk (`isl_calls`)
+            image.foreach_point(calls.wrap(lambda point: _mark(elements, point)))
     return Footprint(stage.name, input_name, values, free, elements)
 
 

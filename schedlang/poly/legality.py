@@ -22,6 +22,7 @@ from ..errors import InternalError
 from ..schedule import records as rec
 from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
+from .isl_calls import Callbacks
 from .loops import deferred_fuses
 from .placement import Placed, Placement
 from .scans import Scan, check_steps, current, find_scans, step_order
@@ -75,7 +76,8 @@ def check_legality(
         dst = by_name[dep.get_tuple_name(isl.dim_type.out)]
         _check_pair(schedule, dep, src, dst, cross_thread, problems)
 
-    deps.foreach_map(check)
+    with Callbacks() as calls:  # a Ctrl-C in `check` stops the check (`isl_calls`)
+        deps.foreach_map(calls.wrap(check))
     _check_reductions(schedule, placement, params, cross_thread, problems)
     if problems:
         raise LegalityError(problems[0])

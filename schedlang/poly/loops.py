@@ -156,7 +156,7 @@ def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedG
         if not isinstance(r, rec.Fuse):
             continue
         if all(extents.get(a) is not None for a in r.axes[1:]):
-            if _tiles(stage, r):
+            if _tiles(stage, r, extents):
                 found.append(_tile_group(stage, r, extents))
             continue
         call = f"fuse({', '.join(a.name for a in r.axes)})"
@@ -223,12 +223,14 @@ def _check_nothing_at(stage: Stage, made: tuple, refuse) -> None:
                 refuse(f"'{other.name}' cannot be computed at its loops")
 
 
-def _tiles(stage: Stage, fuse: rec.Fuse) -> bool:
+def _tiles(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -> bool:
     """Whether `fuse` fuses the tile loops of a stage computed at the root, three or more,
-    with stages computed inside them. isl states such a fused index exactly, but the code it
-    makes for a stage computed inside (a tile's fill) recovers each tile index by cases: a
-    convolution's four tile loops fused gave six cases a fill, each origin a select of
-    quasi-affine pieces, in 15 s of lowering at a 5 x 5 image."""
+    with stages computed inside them or with tails. isl states such a fused index exactly, but
+    the code it makes for a stage computed inside (a tile's fill) recovers each tile index by
+    cases: a convolution's four tile loops fused gave six cases a fill, each origin a select
+    of quasi-affine pieces, in 15 s of lowering at a 5 x 5 image. Across tails (splits that do
+    not divide) the cases multiply with every loop fused: the four tile loops of a 65 x 65
+    stage tiled by 8 took isl minutes."""
     if len(fuse.axes) < 3 or isinstance(stage.attach, rec.ComputeAt):
         return False
     leaves = stage.leaves
@@ -237,6 +239,8 @@ def _tiles(stage: Stage, fuse: rec.Fuse) -> bool:
         return False  # fused again: isl's exact map serves that
     if not all(a in leaves for a in made):
         return False
+    if _ragged(stage, extents) & set(fuse.axes):
+        return True
     inside = set(leaves[leaves.index(made[-1]) + 1 :])
     return any(
         isinstance(other.attach, rec.ComputeAt)
@@ -244,6 +248,22 @@ def _tiles(stage: Stage, fuse: rec.Fuse) -> bool:
         and other.attach.axis in inside
         for other in stage.schedule.stages
     )
+
+
+def _ragged(stage: Stage, extents: dict[Axis, int | None]) -> set[Axis]:
+    """The stage's loops whose range depends on the loops around them: the inner loop of a
+    split that leaves a tail, and every loop made of one of them."""
+    ragged: set[Axis] = set()
+    for r in stage.relations:
+        if isinstance(r, rec.Split):
+            parent, outer, inner = (extents.get(a) for a in (r.parent, r.outer, r.inner))
+            if r.parent in ragged:
+                ragged |= {r.outer, r.inner}
+            elif None in (parent, outer, inner) or outer * inner != parent:
+                ragged.add(r.inner)
+        elif any(a in ragged for a in r.axes):
+            ragged.add(r.fused)
+    return ragged
 
 
 def _tile_group(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -> FusedGroup:

@@ -52,7 +52,7 @@ class CudaKernel:
         self.output_plan = OutputPlan(lowered, self._written)
         self._scalars = ScalarArguments(lowered, self._written, self.output_plan.inputs)
 
-    @entry_point(also=(TypeError, ValueError))
+    @entry_point(also=(TypeError, ValueError), deep=False)
     def __call__(self, *arrays: object, stream: object = None, **sizes: int) -> object:
         handle = None if stream is None else stream_handle(stream)
         if self._usual is not None and not sizes and self._usual.launch(arrays, handle):
@@ -104,7 +104,7 @@ class CudaKernel:
         check_arguments(self.lowered, self._written, arrays, sizes, self._limits)  # as a call
         run(self.lowered, list(arrays), named_sizes(self.lowered, sizes))
 
-    @entry_point(also=(TypeError, ValueError))
+    @entry_point(also=(TypeError, ValueError), deep=False)
     def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls after `warmup`, measured with CUDA
         events around the kernels alone: the arguments are placed, the grids evaluated and the

@@ -56,7 +56,7 @@ class Kernel:
         compiled = compile_cpu(lowered, runtime_imports(lowered), contract)
         return cls(lowered, compiled, "cpu" if contract else "cpu -fp-contract=off")
 
-    @entry_point(also=(TypeError, ValueError))
+    @entry_point(also=(TypeError, ValueError), deep=False)
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> object:
         if self._checked is not None and not sizes:
             status = self._checked(id(arrays), self._table)  # a tuple, alive throughout
@@ -84,7 +84,7 @@ class Kernel:
             return LaunchError(f"kernel '{self.lowered.name}' ran out of memory for a buffer")
         return InternalError(f"kernel '{self.lowered.name}' returned the unknown status {status}")
 
-    @entry_point(also=(TypeError, ValueError))
+    @entry_point(also=(TypeError, ValueError), deep=False)
     def time(self, *arrays: np.ndarray, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """Median seconds per call over `repeat` calls, after `warmup` untimed ones."""
         if repeat < 1 or warmup < 0:  # before the arguments are checked, as always

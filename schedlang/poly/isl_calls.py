@@ -1,0 +1,89 @@
+"""Calls into isl that stay interruptible and bounded.
+
+islpy runs a Python callback (an AST build's `at_each_domain`, a `foreach_*`) from inside isl;
+an exception raised there, Ctrl-C's KeyboardInterrupt among them, is printed and turned into a
+failure of the whole isl call (an `islpy.Error` with no message), and an interrupt raised as
+islpy enters the callback corrupted the heap. So Ctrl-C in a notebook did not stop a build, or
+crashed the kernel. Around such a call, `Callbacks` only notes a Ctrl-C (its handler raises
+nothing), its callbacks then skip their work, and the Ctrl-C is delivered to the previous
+handler when isl returns; an exception a callback raises is kept and raised then too.
+
+isl holds the GIL while it computes, so nothing interrupts one long isl operation. Where a
+question can grow without bound (recovering loop indices from a fused index, whose cases
+multiply with each loop fused), `budget` bounds isl's own count of operations, and the caller
+refuses the schedule when isl runs out, instead of computing for minutes.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import islpy as isl
+
+
+class Callbacks:
+    """The Python callbacks of one isl call: use it as a context manager around the call."""
+
+    def __init__(self) -> None:
+        self.raised: BaseException | None = None
+        self.interrupted = False
+        self._previous = None  # the SIGINT handler to restore
+
+    def wrap(self, fn: Callable, skipped: Callable = lambda *args: None) -> Callable:
+        """`fn` for isl. Once interrupted, or once `fn` has raised, later calls return
+        ``skipped(*args)`` instead (an AST callback's node, unchanged), and isl finishes with
+        cheap callbacks; `__exit__` raises what `fn` raised."""
+
+        def called(*args):
+            if self.interrupted or self.raised is not None:
+                return skipped(*args)
+            try:
+                return fn(*args)
+            except BaseException as error:  # SystemExit included
+                self.raised = error
+                return skipped(*args)
+
+        return called
+
+    def _note(self, signum, frame) -> None:
+        self.interrupted = True
+
+    def __enter__(self) -> Callbacks:
+        main = threading.current_thread() is threading.main_thread()
+        if main and signal.getsignal(signal.SIGINT) is not None:
+            self._previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(self, kind, value, tb) -> bool:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            if self.interrupted:
+                signal.raise_signal(signal.SIGINT)  # to the handler Ctrl-C was meant for
+        if self.raised is not None:
+            raise self.raised from None  # isl's messageless error says nothing more
+        return False
+
+
+class OutOfOperations(Exception):
+    """isl ran out of the operations `budget` allowed."""
+
+
+@contextmanager
+def budget(ctx: isl.Context, operations: int) -> Iterator[None]:
+    """Let isl compute at most `operations` steps (its count: pivots of its tableaux and the
+    like) in the block; `OutOfOperations` where it needs more. The ctx's limit is restored."""
+    previous = ctx.get_max_operations()
+    ctx.reset_operations()
+    ctx.set_max_operations(operations)
+    try:
+        yield
+    except isl.Error as error:
+        if "maximal number of operations" not in str(error):
+            raise
+        raise OutOfOperations(str(error)) from None
+    finally:
+        ctx.set_max_operations(previous)
+        ctx.reset_operations()
