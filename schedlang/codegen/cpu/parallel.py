@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.expr import Expr, Var
-from ...loopir.nodes import Allocate, AsyncCopy, Buffer, For, Load, Store
-from ...loopir.visit import stmt_exprs, walk_expr, walk_stmt
+from ...loopir.nodes import For
 from ..llvm.control import for_range
-from ..llvm.function import OUT_OF_MEMORY, FunctionScope
+from ..llvm.function import FunctionScope
 from ..llvm.intrinsics import function
 from ..llvm.types import I32, I64, PTR
+from .outline import captures, check_status, fresh_name
 from .pool import PARALLEL_FOR
 
 if TYPE_CHECKING:
@@ -32,9 +31,9 @@ def parallel_loop(em: StmtEmitter, loop: For) -> None:
     from ..llvm.stmt import StmtEmitter
 
     b, module = em.b, em.b.module
-    variables, buffers = _captures(em, loop)
+    variables, buffers = captures(em, loop)
     values = [em.vars[v].value for v in variables]
-    name = _fresh_name(module, f"{em.scope.fn.name}.parallel")
+    name = fresh_name(module, f"{em.scope.fn.name}.parallel")
 
     body_t = ir.FunctionType(I32, [PTR] * len(buffers) + [v.type for v in values] + [I64] * 3)
     body_fn = ir.Function(module, body_t, f"{name}.body")
@@ -73,54 +72,9 @@ def parallel_loop(em: StmtEmitter, loop: For) -> None:
     count = b.select(b.icmp_signed(">", extent, zero), extent, zero)
     runner = function(module, PARALLEL_FOR, I32, [PTR, PTR, I64])
     status = b.call(runner, [task_fn, slot, count])
-    _check(em, status)
+    check_status(em, status)
 
 
 def _field(b: ir.IRBuilder, struct_t: ir.LiteralStructType, ptr: ir.Value, k: int) -> ir.Value:
     indices = [ir.Constant(I32, 0), ir.Constant(I32, k)]
     return b.gep(ptr, indices, inbounds=True, source_etype=struct_t)
-
-
-def _check(em: StmtEmitter, status: ir.Value) -> None:
-    """Continue when `status` is 0; else leave the kernel out of memory, the one failure of a
-    task."""
-    b = em.b
-    ok = b.append_basic_block("parallel.ok")
-    b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), ok, em.scope.fail(OUT_OF_MEMORY))
-    b.position_at_end(ok)
-
-
-def _fresh_name(module: ir.Module, prefix: str) -> str:
-    k = 0
-    while f"{prefix}{k}" in module.globals:
-        k += 1
-    return f"{prefix}{k}"
-
-
-def _captures(em: StmtEmitter, loop: For) -> tuple[list[Var], list[Buffer]]:
-    """The variables and buffers bound outside `loop` that its body uses, in a fixed order."""
-    variables: dict[Var, None] = {}
-    buffers: dict[Buffer, None] = {}
-
-    def see(e: Expr) -> None:
-        for node in walk_expr(e):
-            if isinstance(node, Var) and node in em.vars:
-                variables[node] = None
-            elif isinstance(node, Load):
-                see_buffer(node.buffer)
-
-    def see_buffer(buffer: Buffer) -> None:
-        if buffer in em.buffers:
-            buffers[buffer] = None
-        for e in (*buffer.shape, *(buffer.strides or ())):
-            see(e)
-
-    for s in walk_stmt(loop.body):
-        for e in stmt_exprs(s):
-            see(e)
-        if isinstance(s, (Store, Allocate)):
-            see_buffer(s.buffer)
-        elif isinstance(s, AsyncCopy):
-            see_buffer(s.dst)
-            see_buffer(s.src)
-    return list(variables), list(buffers)

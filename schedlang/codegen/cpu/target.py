@@ -31,6 +31,7 @@ from ...loopir.nodes import (
     For,
     MatrixOp,
     MBarrier,
+    Seq,
     ThreadAllReduce,
 )
 from ..llvm.async_copy import emit_synchronous_copy
@@ -40,6 +41,7 @@ from ..llvm.intrinsics import function
 from ..llvm.storage import constant_count
 from ..llvm.target import Target
 from ..llvm.types import I64, PTR, storage_type
+from .outline import sequence
 from .parallel import parallel_loop
 
 if TYPE_CHECKING:
@@ -99,6 +101,9 @@ class CpuTarget(Target):
 
     def parallel_loop(self, em: StmtEmitter, loop: For) -> None:
         parallel_loop(em, loop)
+
+    def sequence(self, em: StmtEmitter, seq: Seq) -> None:
+        sequence(em, seq)
 
     def bound_loop(self, em: StmtEmitter, loop: For) -> None:
         raise LoweringError(

@@ -35,6 +35,7 @@ from llvmlite import __version__ as llvmlite_version
 from llvmlite import ir
 
 from .. import disk_cache
+from ..llvm.control import for_range
 from . import jit as cpu_jit
 from .guard_spec import GuardSpec
 from .jit import Linked
@@ -157,6 +158,8 @@ def _text(spec: GuardSpec, layout: ArrayLayout) -> str:
     b = ir.IRBuilder(start)
     pointers = b.alloca(_I8P, ir.Constant(_I32, max(1, count)))
     values = b.alloca(_I64, ir.Constant(_I32, max(1, sizes)))
+    starts = b.alloca(_I64, ir.Constant(_I32, max(1, count)))  # each array's bytes
+    ends = b.alloca(_I64, ir.Constant(_I32, max(1, count)))
     steps = iter(range(1 << 30))
 
     def require(cond: ir.Value) -> None:
@@ -176,7 +179,6 @@ def _text(spec: GuardSpec, layout: ArrayLayout) -> str:
 
     require(b.icmp_signed("==", field(args, layout.tuple_size, _I64), _const(count)))
     found: dict[int, ir.Value] = {}
-    ranges = []
     for k, (dtype, written, dims) in enumerate(spec.params):
         obj = field(args, layout.tuple_items + 8 * k, _I64)
         require(b.icmp_unsigned("==", field(obj, layout.type, _I64), constant(1)))
@@ -202,21 +204,36 @@ def _text(spec: GuardSpec, layout: ArrayLayout) -> str:
             require(b.icmp_signed("<=", elements, _const(spec.count_limit)))
         data = field(obj, layout.data, _I64)
         b.store(b.inttoptr(data, _I8P), b.gep(pointers, [ir.Constant(_I32, k)]))
-        ranges.append((written, data, b.add(data, b.mul(elements, _const(dtype.itemsize)))))
-    for k, (written, lo, hi) in enumerate(ranges):
-        for j, (_, other_lo, other_hi) in enumerate(ranges):
-            if written and j != k:  # empty ranges never overlap: lo < other_hi fails for one
-                apart = b.or_(
-                    b.icmp_unsigned("<=", hi, other_lo), b.icmp_unsigned("<=", other_hi, lo)
-                )
-                empty = b.or_(
-                    b.icmp_unsigned("==", lo, hi), b.icmp_unsigned("==", other_lo, other_hi)
-                )
-                require(b.or_(apart, empty))
+        end = b.add(data, b.mul(elements, _const(dtype.itemsize)))
+        b.store(data, b.gep(starts, [ir.Constant(_I32, k)]))
+        b.store(end, b.gep(ends, [ir.Constant(_I32, k)]))
+    _require_apart(b, module, spec, starts, ends, require)
     entry_t = ir.FunctionType(_I32, [_I8P, _I8P])
     target = b.inttoptr(constant(0), entry_t.as_pointer())
     b.ret(b.call(target, [b.bitcast(pointers, _I8P), b.bitcast(values, _I8P)]))
     return str(module)
+
+
+def _require_apart(b: ir.IRBuilder, module: ir.Module, spec: GuardSpec, starts, ends, require):
+    """No output's bytes overlap another argument's (empty ranges overlap nothing). A loop
+    over the outputs and the arguments rather than a check per pair: a kernel of a hundred
+    outputs would otherwise give LLVM ten thousand branches to optimise (a minute)."""
+    outputs = [k for k, (_, written, _) in enumerate(spec.params) if written]
+    if not outputs:
+        return
+    table_t = ir.ArrayType(_I32, len(outputs))
+    table = ir.GlobalVariable(module, table_t, "outputs")
+    table.global_constant, table.linkage = True, "internal"
+    table.initializer = ir.Constant(table_t, outputs)
+    zero = ir.Constant(_I32, 0)
+    with for_range(b, zero, ir.Constant(_I32, len(outputs)), "output") as o:
+        k = b.load(b.gep(table, [zero, o]))
+        lo, hi = (b.load(b.gep(bound, [k])) for bound in (starts, ends))
+        with for_range(b, zero, ir.Constant(_I32, len(spec.params)), "other") as j:
+            other_lo, other_hi = (b.load(b.gep(bound, [j])) for bound in (starts, ends))
+            apart = b.or_(b.icmp_unsigned("<=", hi, other_lo), b.icmp_unsigned("<=", other_hi, lo))
+            empty = b.or_(b.icmp_unsigned("==", lo, hi), b.icmp_unsigned("==", other_lo, other_hi))
+            require(b.or_(b.or_(apart, empty), b.icmp_signed("==", j, k)))
 
 
 def _disk_path(spec: GuardSpec, layout: ArrayLayout) -> Path | None:

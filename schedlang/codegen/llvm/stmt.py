@@ -56,8 +56,7 @@ class StmtEmitter(ExprEmitter):
 
     def stmt(self, s: Stmt) -> None:
         if isinstance(s, Seq):
-            for child in s.stmts:
-                self.stmt(child)
+            self.target.sequence(self, s)
         elif isinstance(s, For):
             self.loop(s)
         elif isinstance(s, If):

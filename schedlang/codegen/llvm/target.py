@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         If,
         MatrixOp,
         MBarrier,
+        Seq,
         Stmt,
         ThreadAllReduce,
     )
@@ -117,6 +118,11 @@ class Target(ABC):
     @abstractmethod
     def bulk_wait(self, em: StmtEmitter, stmt: BulkWait) -> None:
         """Wait for this thread's bulk stores as `stmt` says."""
+
+    def sequence(self, em: StmtEmitter, seq: Seq) -> None:
+        """Translate the statements of `seq` in order (a target may move some elsewhere)."""
+        for child in seq.stmts:
+            em.stmt(child)
 
     def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:  # noqa: B027 (no-op by default)
         """Called before each statement that is not a container (`Seq`, `For`, `If`, `Let`,
