@@ -164,11 +164,11 @@ def _internal(function: Callable, error: Exception) -> InternalError:
 # Python's stack depth inside schedlang's entry points. The algorithm's expressions, the
 # loop nests of long chains of stages and isl's ASTs of them are trees that schedlang's
 # passes walk recursively, a few frames per level: 1000 frames (Python's default) ended a
-# 400-term sum or a chain of 600 stages. Python 3.11's calls between Python functions use
-# no C stack, so the limit guards the C stack only where a walk recurses through C (any(),
-# sum()): at most a few thousand levels deep, within the main thread's 8 MiB and a worker
-# thread's. `tests/ir/test_deep.py` builds 2000-term expressions and 1000-stage chains.
-DEEP_RECURSION = 40_000
+# 400-term sum or a chain of 600 stages. Where a walk recurses through C (a generator fed to
+# tuple(), any(), sum()), each frame also takes C stack, about 250 bytes: 40 000 frames ran
+# past the main thread's 8 MiB and crashed the process (a 20 000-term sum), 16 000 stay
+# within half of it. Deeper algorithms get an `AlgorithmError` (`_too_deep`).
+DEEP_RECURSION = 16_000
 _deep_lock = threading.Lock()
 _deep_here = threading.local()  # .inside: this thread is in a `deep_recursion` block
 _deep_callers = 0  # threads inside such a block
@@ -205,6 +205,15 @@ class deep_recursion:  # noqa: N801 (used as a function: ``with deep_recursion()
         return False
 
 
+def _too_deep(function) -> AlgorithmError:
+    return AlgorithmError(
+        f"{function.__name__}: the algorithm is deeper than schedlang walks (more than "
+        f"{DEEP_RECURSION} frames: an expression of thousands of terms, or a chain of "
+        "thousands of stages inlined into one); compute parts of the expression as stages of "
+        "their own (sl.compute), or write a long sum with a reduce axis (sl.sum)"
+    )
+
+
 def entry_point(
     function: F | None = None, *, also: tuple[type[Exception], ...] = (), deep: bool = True
 ):
@@ -233,6 +242,10 @@ def entry_point(
                     raise  # a bare raise adds no frame of its own
                 except MemoryError:
                     raise
+                except RecursionError as error:
+                    if not deep or not _raised_by_schedlang(error.__traceback__):
+                        raise
+                    raise _too_deep(function) from None
                 except Exception as error:
                     if not _raised_by_schedlang(error.__traceback__):
                         raise

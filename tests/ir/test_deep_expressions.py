@@ -4,7 +4,9 @@ printers allow `DEEP_RECURSION` frames (Python's default of 1000 ended a 400-ter
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 
@@ -71,3 +73,32 @@ def test_the_recursion_limit_is_raised_inside_entry_points_only():
 
     assert inside() >= DEEP_RECURSION
     assert sys.getrecursionlimit() == outside
+
+
+def test_an_expression_too_deep_to_walk_is_refused_not_a_crash():
+    """Walks that recurse through C take C stack too: past what the stack holds the process
+    crashed (a 20 000-term sum); schedlang refuses it by name instead."""
+    script = textwrap.dedent(
+        """
+        import schedlang as sl
+
+        a = sl.placeholder((8,), name="A")
+
+        def body(i):
+            e = a[i]
+            for t in range(20_000):
+                e = e + a[i] * float(t % 7)
+            return e
+
+        c = sl.compute((8,), body, name="C")
+        try:
+            sl.build(sl.create_schedule(c), [a, c])
+        except sl.AlgorithmError as error:
+            print(error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the algorithm is deeper than schedlang walks" in done.stdout
