@@ -312,7 +312,15 @@ def _describe_backwards(schedule, dep, src, dst, violating) -> str:
     fix = "restore the order of the dependent loops"
     names = (src.stmt.stage.name, dst.stmt.stage.name)
     scan = next((sc for sc in find_scans(schedule) if all(_in_body(sc, n) for n in names)), None)
-    if scan is not None and names[0] != names[1]:
+    attach = schedule[names[1]].attach
+    if scan is not None and names[0] != names[1] and isinstance(attach, rec.ComputeAt):
+        fix = (
+            f"'{names[1]}' runs steps of the scan '{scan.stage.name}' but is computed at loop "
+            f"'{attach.axis.name}' of '{attach.target}', outside the loop over the steps, so it "
+            "computes steps before the steps they read: compute it at the loop over the steps, "
+            "or inside it"
+        )
+    elif scan is not None and names[0] != names[1]:
         updates = {w for w, op in scan.writes.items() if w is current(schedule, op.update)}
         both = all(schedule[n].op in updates for n in names)
         fix = (

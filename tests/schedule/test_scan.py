@@ -84,10 +84,13 @@ def _through_a_body_stage(depth=1):
     init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
     body = [sl.compute((m, n), lambda t, i: state[t - 1, i] * 0.5, name="doubled")]
     for k in range(1, depth):
-        before = body[-1]
-        body.append(sl.compute((m, n), lambda t, i: before[t, i] + 1, name=f"body{k}"))
+        body.append(_plus_one(body[-1], f"body{k}"))
     update = sl.compute((m, n), lambda t, i: body[-1][t, i] + x[t, i], name="update")
     return x, body, update, sl.scan(init, update, state)
+
+
+def _plus_one(before, name):
+    return sl.compute(before.shape, lambda t, i: before[t, i] + 1, name=name)
 
 
 @pytest.mark.parametrize("depth", [1, 2])
@@ -141,6 +144,25 @@ def test_steps_through_body_stages_do_not_run_at_the_same_time(kind, target, dep
         rf"time \({kind.replace('vectorize', 'vectorized')}\); loop 't' runs the steps of the "
         r"scan 'scan', and each step reads an earlier one \(through 'doubled'\), so the steps "
         r"run one after another: keep 't' serial"
+    )
+
+
+def test_a_body_stage_computed_outside_the_step_loop_is_refused():
+    """Computed at the columns, outside the steps, it computed every step before the steps
+    it reads (the kernel read NaN)."""
+    x, body, update, result = _through_a_body_stage()
+    s = sl.create_schedule(result)
+    t, i = update.op.axis
+    s[update].reorder(i, t)
+    s[body[0]].compute_at(s[update], i)
+    with pytest.raises(ScheduleError) as error:
+        sl.build(s, [x, result])
+    assert error.match(
+        r"In schedule for 'doubled': schedule at test_scan.py:\d+: doubled\[t=2, i=0\] needs "
+        r"the value update\[t=1, i=0\] produces, but the schedule runs it first; 'doubled' runs "
+        r"steps of the scan 'scan' but is computed at loop 'i' of 'update', outside the loop "
+        r"over the steps, so it computes steps before the steps they read: compute it at the "
+        r"loop over the steps, or inside it"
     )
 
 
