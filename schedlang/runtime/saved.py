@@ -17,7 +17,7 @@ from pathlib import Path
 from ..codegen.nvptx.compiled import CompiledCuda
 from ..errors import LaunchError
 
-FORMAT = "schedlang saved kernel 2"
+FORMAT = "schedlang saved kernel 3"
 
 
 def export(kernel: object, path: str | Path) -> None:
