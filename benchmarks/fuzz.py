@@ -12,7 +12,11 @@ writing outside its outputs (tests/fuzz).
 ``--family`` (repeatable) keeps the campaign to some families (all of tests/fuzz/algorithms.py
 by default); ``tensor_cores`` is the tensor-core GEMM family of tests/fuzz/tensor_cores.py, the
 example's schedule with drawn parameters and deliberate defects, for the simt and cuda targets
-only and on its own. The report gives the outcomes per family as well as in all.
+only and on its own. The report gives the outcomes per family as well as in all: besides
+kernels that matched and schedules refused when built, cases drawn at sizes their algorithm
+cannot run at (a scan whose init gives more rows than the call's steps) are "refused at the
+call", by every kernel and the reference, and a scan recipe whose steps run at the same time
+through a body stage must be refused when built ("scan steps at the same time: refused").
 
 The examples run in chunks, each under its own hypothesis seed (derived from ``--seed``), so
 a failure costs one chunk: hypothesis minimises it, the minimal example is printed, and the

@@ -19,7 +19,7 @@ from .loopir.divmod import simplify_divisions
 from .loopir.double_buffer import double_buffer
 from .loopir.from_isl import generate, param_expr
 from .loopir.index_type import index_dtype
-from .loopir.nodes import Buffer, LoweredFunc
+from .loopir.nodes import Buffer, LoweredFunc, ScanRows
 from .loopir.pipeline import pipeline
 from .loopir.printer import constant_bytes
 from .loopir.registers import left_to_llvm
@@ -32,7 +32,7 @@ from .poly.bounds import check_bounds
 from .poly.legality import check_legality
 from .poly.local_reads import check_local_reads
 from .poly.placement import Placement
-from .poly.scans import aliases, find_scans, first_step
+from .poly.scans import Scan, aliases, find_scans, first_step, rows_to_check
 from .poly.space import Params
 from .poly.statements import build_statements, inline_bodies
 from .poly.stored import check_storable
@@ -80,6 +80,7 @@ def _lower(
     params = Params([op for stage in s.stages for op in stage.ops])
     scans = find_scans(s)
     params.aliases = aliases(scans)
+    scan_rows = tuple(_scan_rows(scan) for scan in rows_to_check(scans, params))
     bodies = inline_bodies(s)
     statements = build_statements(s, bodies, params, first_step(scans))
     _dump("statements", lambda: "\n".join(f"{t.name} {t.role}: {t.domain}" for t in statements))
@@ -122,7 +123,12 @@ def _lower(
     body = simplify_divisions(body)
     _dump("simplified", body)
     imports = tuple(code for stage in s.stages for code in stage.imports)
-    return LoweredFunc(name, tuple(params_bufs), sizes, body, index, imports)
+    return LoweredFunc(name, tuple(params_bufs), sizes, body, index, imports, scan_rows)
+
+
+def _scan_rows(scan: Scan) -> ScanRows:
+    first = scan.ops[0]
+    return ScanRows(first.scan_name, first.init.name, first.state.name, scan.rows, first.shape[0])
 
 
 def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:

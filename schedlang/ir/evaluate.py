@@ -38,7 +38,7 @@ from .graph import post_order, together
 from .integers import as_int
 from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
-from .scan import ScanOp, body_ops
+from .scan import ScanOp, body_ops, check_rows
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from .visit import walk
 
@@ -343,6 +343,9 @@ def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:
     """The states of one scan, step by step: each step evaluates the row of every body op at
     that step, reading the states' earlier rows (an element read before it is computed, or
     outside the steps, reads NaN or the dtype's lowest value)."""
+    rows = _size_value(scan_ops[0].init.shape[0], ctx.sizes)
+    steps = _size_value(scan_ops[0].shape[0], ctx.sizes)
+    check_rows(scan_ops[0], rows, steps, _sizes_str(scan_ops[0].shape[0], ctx.sizes))
     body = _body(scan_ops)
     for op in [*scan_ops, *body]:
         shape = tuple(_size_value(e, ctx.sizes) for e in op.shape)
@@ -351,8 +354,6 @@ def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:
         first = ctx.values[op.init.op]
         ctx.values[op][: len(first)] = first
         ctx.values[op.state.op] = ctx.values[op]  # the update reads the result's rows so far
-    rows = _size_value(scan_ops[0].init.shape[0], ctx.sizes)
-    steps = _size_value(scan_ops[0].shape[0], ctx.sizes)
     for t in range(rows, steps):
         for op in body:
             shape = ctx.values[op].shape

@@ -10,7 +10,9 @@ Several states step together: give lists, and get one tensor per state.
 `S` has no loops of its own: its rows are written in place by the stages of `init` and
 `update` (and the stages between the state and the update, the scan's *body*), which are
 scheduled as any stages are. The polyhedral layer checks that the schedule computes each step
-after the steps it reads (`poly.scans`).
+after the steps it reads (`poly.scans`). The init's rows must fit the state: more of them than
+the state has steps is refused here when both are constants, and otherwise when the scan is
+lowered or called (`check_rows`, `loopir.scan_rows`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import AlgorithmError, entry_point
-from .expr import Expr
+from .expr import Const, Expr
 from .graph import post_order
 from .printer import expr_str
 from .tensor import ComputeOp, Operation, Outputs, PlaceholderOp, Tensor
@@ -40,6 +42,11 @@ class ScanOp(Operation):
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:
         return (self.init, self.update)
+
+    @property
+    def scan_name(self) -> str:
+        """The name given to `sl.scan` (its states are named after it)."""
+        return self.name if self.outputs is None else self.outputs.name
 
     def group_inputs(self) -> list[Tensor]:
         """The inputs of all the scan's states in the order their stages must run: every
@@ -93,6 +100,11 @@ def scan(
         _check_state(name, k, i, u, s, state_ops)
     if not all(_same(i.shape[0], inits[0].shape[0]) for i in inits):
         raise AlgorithmError(f"scan '{name}': every init has the same number of rows")
+    rows, steps = inits[0].shape[0], states[0].shape[0]
+    if isinstance(rows, Const) and isinstance(steps, Const) and rows.value > steps.value:
+        raise AlgorithmError(
+            rows_past_steps(name, inits[0].name, states[0].name, rows.value, steps.value)
+        )
     outputs = Outputs(name) if len(states) > 1 else None
     ops = tuple(
         ScanOp(
@@ -148,6 +160,38 @@ def _check_state(name: str, k: int, init: Tensor, update: Tensor, state: Tensor,
         )
     if any(op in states for op in post_order([init.op])):
         raise AlgorithmError(f"{what}: the init '{init.name}' reads a state; only updates do")
+
+
+def rows_past_steps(
+    scan: str, init: str, state: str, rows: object, steps: object, extent: str = "", sizes: str = ""
+) -> str:
+    """The message for an init that gives more rows than the state has steps (its rows would
+    be written past the end of the result): `steps` rows, `extent` the state's symbolic
+    extent and `sizes` the sizes that gave it, where it has one."""
+    noun = "row" if steps == 1 else "rows"
+    if extent:
+        where = f" ({sizes})"
+        fix = f"call it with sizes where {extent} >= {rows}, or give fewer init rows"
+    else:
+        where = ""
+        fix = f"give the state at least {rows} rows, or the init fewer"
+    return (
+        f"scan '{scan}': the init '{init}' gives {rows} rows, but the state '{state}' has "
+        f"{steps} {noun} along its steps{where}, so the init's rows would be written past its "
+        f"end; {fix}"
+    )
+
+
+def check_rows(op: ScanOp, rows: int, steps: int, sizes: str) -> None:
+    """Raise AlgorithmError where the scan of `op` gives more `rows` in its init than its
+    state has `steps` (at the `sizes` that give them)."""
+    if rows <= steps:
+        return
+    extent = op.shape[0]
+    symbolic = "" if isinstance(extent, Const) else expr_str(extent)
+    raise AlgorithmError(
+        rows_past_steps(op.scan_name, op.init.name, op.state.name, rows, steps, symbolic, sizes)
+    )
 
 
 def _states_read(op: ScanOp, states: dict[Operation, ScanOp]) -> set[Operation]:

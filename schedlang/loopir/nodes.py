@@ -322,13 +322,26 @@ def seq(*stmts: Stmt | None) -> Stmt:
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 
+@dataclass(frozen=True, slots=True)
+class ScanRows:
+    """A scan whose init gives `rows` rows into a state of `steps` steps, at sizes where they
+    may not fit: a call checks ``rows <= steps`` (`scan_rows`), since the init's rows would
+    be written past the end of the state's buffer."""
+
+    scan: str
+    init: str
+    state: str
+    rows: Expr
+    steps: Expr
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class LoweredFunc:
     """A lowered schedule: `params` are the argument buffers in call order, `sizes` the
     symbolic sizes read off them, `body` the loop nest, `index_dtype` the type its loop
     variables and index arithmetic are declared in (`index_type`), whose range a call's sizes
     must fit; `imports` is LLVM IR defining the C functions its calls call (`CallExtern`),
-    linked into the CPU kernel."""
+    linked into the CPU kernel; `scan_rows` are what a call checks of its sizes besides."""
 
     name: str
     params: tuple[Buffer, ...]
@@ -336,6 +349,7 @@ class LoweredFunc:
     body: Stmt
     index_dtype: str = "int32"
     imports: tuple[str, ...] = ()
+    scan_rows: tuple[ScanRows, ...] = ()
 
     def __str__(self) -> str:
         from .printer import func_str

@@ -57,6 +57,11 @@ def func_str(func: LoweredFunc) -> str:
     """`func` as ``def name(params):`` followed by its loop nest (no trailing newline)."""
     params = ", ".join(f"{b.name}: {type_str(b)}" for b in func.params)
     lines = [f"def {func.name}({params}):"]
+    for each in func.scan_rows:  # what a call checks of its sizes besides their ranges
+        lines.append(
+            f"  # a call checks {expr_str(each.rows)} <= {expr_str(each.steps)}: the init of "
+            f"scan '{each.scan}' gives {expr_str(each.rows)} rows"
+        )
     _emit(func.body, 1, lines)
     return "\n".join(lines)
 

@@ -6,9 +6,12 @@ must go forward (its schedule delta is lexicographically positive; the updates o
 may be reordered among themselves), and no dependence may be
 carried by a loop whose iterations run at the same time (parallel, vectorized, bound to blocks,
 threads or virtual threads), except a reduction over a loop bound to ``threadIdx.*``, which the
-CUDA backend combines across threads. Statements computed at another stage's loop are correct by
-construction of their footprint (their init runs before their updates by construction too); for
-them only their own reduction is checked, within one instance of the loops they are computed in.
+CUDA backend combines across threads. A statement computed at another stage's loop reads
+what its own producers computed there correctly by construction of their footprint (and its init
+runs before its updates by construction too): its writes are no sources of the analysis, and of
+its own reduction only the updates' concurrency is checked, within one instance of the loops it is
+computed in. Its reads of what stages at the root write are dependences like any: a scan's body
+stage computed at the update's step loop reads the step before, so that loop must stay serial.
 Every two updates of one element are checked for concurrency, not only those dataflow links.
 """
 
@@ -35,8 +38,8 @@ def check_legality(
     schedule: Schedule, placement: Placement, params: Params, scans: list[Scan]
 ) -> set:
     """Raise `LegalityError` for an illegal schedule; return the cross-thread reduction axes."""
-    placed = [p for p in placement.all() if p.prefix_len == 0]
-    if not placed:
+    placed = placement.all()
+    if not any(p.prefix_len == 0 for p in placed):
         return set()
     order = {stage.name: k for k, stage in enumerate(schedule.stages)}
     steps = step_order(scans, order)
@@ -47,20 +50,25 @@ def check_legality(
         n = len(p.stmt.root_vars)
         xs = [f"x{k}" for k in range(n)]
         # The algorithm's order: stage after stage, except that a scan's body runs step
-        # after step (`poly.scans`), at the scan's place.
+        # after step (`poly.scans`), at the scan's place. Every copy of an instance computed
+        # at a loop takes that instance's place.
         name = p.stmt.stage.name
         at = [str(steps[name]), xs[0]] if name in steps else [str(order[name]), "0"]
         outs = at + [str(order[name]), str(role)] + xs + ["0"] * (width - n)
-        seq = isl.Map(f"{{ {p.stmt.name}[{', '.join(xs)}] -> [{', '.join(outs)}] }}")
-        seq = isl.UnionMap.from_map(seq.intersect_domain(p.domain))
+        seq = isl.Map(f"{{ {p.stmt.root_space}[{', '.join(xs)}] -> [{', '.join(outs)}] }}")
+        # A copy in a box overhanging the statement's domain reads nothing it needs.
+        to_root = p.to_root.intersect_range(p.stmt.domain.set_tuple_name(p.stmt.root_space))
+        seq = isl.UnionMap.from_map(to_root.apply_range(seq).intersect_domain(p.domain))
         original = seq if original is None else original.union(seq)
         for acc in p.stmt.reads:
-            r = isl.UnionMap.from_map(p.to_root.apply_range(acc.relation))
+            r = isl.UnionMap.from_map(to_root.apply_range(acc.relation))
             reads = r if reads is None else reads.union(r)
+        if p.prefix_len:  # its values live in its own buffer, read by construction
+            continue
         for write in [p.stmt.write, *p.stmt.other_writes]:
             w = isl.UnionMap.from_map(p.to_root.apply_range(write))
             writes = w if writes is None else writes.union(w)
-    if reads is None:
+    if reads is None or writes is None:
         return set()
     info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
     flow = info.set_schedule_map(original).compute_flow()
@@ -152,7 +160,10 @@ def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, 
             return
         backwards = tied.intersect(dim_relation(n, d, "<"))
         if not reordering_ok and not backwards.is_empty():
-            problems.append(_describe_backwards(schedule, dep, src, dst, backwards))
+            problems.append(
+                _steps_on_threads(schedule, dep, src, dst, backwards)
+                or _describe_backwards(schedule, dep, src, dst, backwards)
+            )
             return
         entry = src.template[d]
         concurrent = _kind_of(schedule, entry)
@@ -181,22 +192,44 @@ def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, 
 
 def _instances(dep: isl.Map, src: Placed, dst: Placed, violating: isl.Map) -> tuple[str, str]:
     back = src.sched.apply_range(violating).apply_range(dst.sched.reverse())
-    point = dep.intersect(back).wrap().sample_point()
+    sizes, coords = sample_values(dep.intersect(back).wrap().sample_point())
+    n_src = src.domain.dim(isl.dim_type.set)
+    first = describe_instance(src, coords[:n_src], sizes)
+    return first, describe_instance(dst, coords[n_src:], sizes)
+
+
+def sample_values(point: isl.Point) -> tuple[dict[str, int], list[int]]:
+    """The sizes and the coordinates of `point`."""
     space = point.get_space()
+    sizes = {
+        space.get_dim_name(isl.dim_type.param, k): point.get_coordinate_val(
+            isl.dim_type.param, k
+        ).to_python()
+        for k in range(space.dim(isl.dim_type.param))
+    }
     coords = [
         point.get_coordinate_val(isl.dim_type.set, k).to_python()
         for k in range(space.dim(isl.dim_type.set))
     ]
-    n_src = src.domain.dim(isl.dim_type.set)
-    return describe_instance(src, coords[:n_src]), describe_instance(dst, coords[n_src:])
+    return sizes, coords
 
 
-def describe_instance(p: Placed, coords: list[int]) -> str:
-    """`C[i=3, k=1]`: a statement instance at extended-domain coordinates `coords`."""
-    coords = coords[p.prefix_len :]
-    op = p.stmt.stage.op
-    lows = [0] * len(op.axis) + [getattr(iv.dom.min, "value", 0) for iv in op.reduce_axis]
-    parts = [f"{v.name}={c + low}" for v, c, low in zip(p.stmt.root_vars, coords, lows)]
+def describe_instance(p: Placed, coords: list[int], sizes: dict[str, int]) -> str:
+    """`C[i=3, k=1]`: a statement instance at extended-domain coordinates `coords` (and
+    `sizes`), by the values of its own variables (not those relative to the box of a copy
+    computed at a loop)."""
+    fixed = " and ".join(f"{name} = {value}" for name, value in sizes.items()) or "0 = 0"
+    listed = ", ".join(sizes)
+    point = isl.Set(f"[{listed}] -> {{ [{', '.join(str(c) for c in coords)}] : {fixed} }}")
+    point = point.set_tuple_name(p.domain.get_tuple_name()).align_params(p.domain.get_space())
+    values = point.intersect(p.domain).apply(isl.Map.from_pw_multi_aff(p.root_values))
+    sample = values.sample_point()
+    if sample.is_void():
+        raise InternalError(f"{p.stmt.name} has no instance at {coords}")
+    parts = [
+        f"{v.name}={sample.get_coordinate_val(isl.dim_type.set, k).to_python()}"
+        for k, v in enumerate(p.stmt.root_vars)
+    ]
     return f"{p.stmt.stage.name}[{', '.join(parts)}]"
 
 
@@ -217,7 +250,9 @@ def _describe_carried(schedule, dep, src, dst, carried, kind, record, axis) -> s
             fix = "bind the reduce axis to threadIdx.* for a cross-thread reduction, or rfactor it"
     else:
         what = f"{first} writes a value that {second} reads"
-        fix = "make the loop serial, or compute the producer at root"
+        fix = _scan_fix(schedule, src, dst, axis) or (
+            "make the loop serial, or compute the producer at root"
+        )
     if isinstance(record, rec.Bind):
         call = f"bind({axis.name}, {kind})"
     else:
@@ -230,6 +265,48 @@ def _describe_carried(schedule, dep, src, dst, carried, kind, record, axis) -> s
     )
 
 
+def _steps_on_threads(schedule, dep, src: Placed, dst: Placed, backwards) -> str | None:
+    """A scan's steps on threads: the steps of one loop bound to threadIdx.* run at the same
+    time. The loop moves to the end of the schedule (as threads do), so the step before
+    comes out after the step that reads it, but what went wrong is the binding."""
+    if _stepped_scan(schedule, src, dst) is None:
+        return None
+    n = backwards.dim(isl.dim_type.in_)
+    for d, entry in enumerate(src.template):
+        concurrent = _kind_of(schedule, entry)
+        if concurrent is None or entry != dst.template[d]:
+            continue
+        carried = backwards.intersect(dim_relation(n, d, "!="))
+        if not carried.is_empty():
+            kind, record = concurrent
+            return _describe_carried(schedule, dep, src, dst, carried, kind, record, entry[1])
+    return None
+
+
+def _stepped_scan(schedule, src: Placed, dst: Placed) -> Scan | None:
+    """The scan whose step `src` writes and whose later step `dst` computes, if any."""
+    for scan in find_scans(schedule):
+        writes = any(op in scan.writes for op in src.stmt.stage.ops)
+        if writes and _in_body(scan, dst.stmt.stage.name):
+            return scan
+    return None
+
+
+def _scan_fix(schedule, src: Placed, dst: Placed, axis) -> str | None:
+    """The advice for a dependence from one step of a scan to a later one."""
+    scan = _stepped_scan(schedule, src, dst)
+    if scan is None:
+        return None
+    reader = dst.stmt.stage.name
+    updates = {current(schedule, op.update) for op in scan.ops}
+    through = "" if dst.stmt.stage.op in updates else f" (through '{reader}')"
+    return (
+        f"loop '{axis.name}' runs the steps of the scan '{scan.stage.name}', and each step "
+        f"reads an earlier one{through}, so the steps run one after another: keep "
+        f"'{axis.name}' serial and run a loop inside it at the same time instead"
+    )
+
+
 def _describe_backwards(schedule, dep, src, dst, violating) -> str:
     first, second = _instances(dep, src, dst, violating)
     last = schedule.records[-1] if schedule.records else None
@@ -237,7 +314,15 @@ def _describe_backwards(schedule, dep, src, dst, violating) -> str:
     fix = "restore the order of the dependent loops"
     names = (src.stmt.stage.name, dst.stmt.stage.name)
     scan = next((sc for sc in find_scans(schedule) if all(_in_body(sc, n) for n in names)), None)
-    if scan is not None and names[0] != names[1]:
+    attach = schedule[names[1]].attach
+    if scan is not None and names[0] != names[1] and isinstance(attach, rec.ComputeAt):
+        fix = (
+            f"'{names[1]}' runs steps of the scan '{scan.stage.name}' but is computed at loop "
+            f"'{attach.axis.name}' of '{attach.target}', outside the loop over the steps, so it "
+            "computes steps before the steps they read: compute it at the loop over the steps, "
+            "or inside it"
+        )
+    elif scan is not None and names[0] != names[1]:
         updates = {w for w, op in scan.writes.items() if w is current(schedule, op.update)}
         both = all(schedule[n].op in updates for n in names)
         fix = (

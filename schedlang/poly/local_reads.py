@@ -18,7 +18,7 @@ import islpy as isl
 from ..schedule import records as rec
 from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
-from .legality import describe_instance, dim_relation
+from .legality import describe_instance, dim_relation, sample_values
 from .placement import Placed, Placement
 from .space import Params
 
@@ -75,14 +75,10 @@ def _tag(schedule: Schedule, entry) -> str | None:
 
 def _describe(schedule, pairs, crossing, src: Placed, dst: Placed, axis, tag) -> str:
     pair = pairs.intersect(src.sched.apply_range(crossing).apply_range(dst.sched.reverse()))
-    point = pair.wrap().sample_point()
-    coords = [
-        point.get_coordinate_val(isl.dim_type.set, k).to_python()
-        for k in range(point.get_space().dim(isl.dim_type.set))
-    ]
+    sizes, coords = sample_values(pair.wrap().sample_point())
     n_src = src.domain.dim(isl.dim_type.set)
-    writer = describe_instance(src, coords[:n_src])
-    reader = describe_instance(dst, coords[n_src:])
+    writer = describe_instance(src, coords[:n_src], sizes)
+    reader = describe_instance(dst, coords[n_src:], sizes)
     name = src.stmt.stage.name
     record = schedule.record_for(rec.Bind, axis)
     return message(

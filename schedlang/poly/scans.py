@@ -7,7 +7,9 @@ dataflow from one step to the next. The update and the stages between the state 
 (`first_step`). In the algorithm's own order (`step_order`) the body runs one step after
 another, all of its stages in step t before any in step t + 1; the legality check holds the
 schedule to that order, and a read of a step that no earlier step computes is an error
-(`check_steps`).
+(`check_steps`). The init's rows are stored into the first rows of the scan's buffer at any
+size, so a state with fewer steps than the init gives rows is refused: now where that holds at
+every size, at the call where it holds at some (`rows_to_check`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import islpy as isl
 from ..errors import AlgorithmError
 from ..ir.expr import Expr
 from ..ir.printer import expr_str
-from ..ir.scan import ScanOp, body_ops
+from ..ir.scan import ScanOp, body_ops, rows_past_steps
 from ..ir.tensor import Operation
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from .affine import aff_text
+from .space import Params
 
 
 @dataclass
@@ -106,3 +110,28 @@ def check_steps(no_source: isl.UnionMap, scans: list[Scan], tensor_name) -> None
                     "no earlier step computes; an update reads the state at earlier steps "
                     "only (state[t - 1, ...]), and the init's rows"
                 )
+
+
+def rows_to_check(scans: list[Scan], params: Params) -> list[Scan]:
+    """The scans whose init gives more rows than the state has steps at some sizes but not at
+    others: a call checks its sizes (`loopir.scan_rows`). Where it does at every size, the
+    init's rows could never fit, and that is an error now."""
+    found = []
+    for scan in scans:
+        first = scan.ops[0]
+        rows, steps = aff_text(scan.rows, params.names), aff_text(first.shape[0], params.names)
+        past = isl.Set(f"{params.prefix} {{ : {rows} > {steps} }}").intersect_params(params.context)
+        if past.is_empty():
+            continue
+        if params.context.is_subset(past):
+            raise AlgorithmError(
+                rows_past_steps(
+                    first.scan_name,
+                    first.init.name,
+                    first.state.name,
+                    expr_str(scan.rows),
+                    expr_str(first.shape[0]),
+                )
+            )
+        found.append(scan)
+    return found

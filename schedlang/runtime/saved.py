@@ -24,7 +24,7 @@ from ..codegen import sealed
 from ..errors import LaunchError
 
 MARK = b"SLKERNEL"
-VERSION = 3  # 3: sealed; 2 and earlier were bare pickles
+VERSION = 4  # 4: lowered functions hold their call-time checks; 3: sealed; 2: bare pickles
 FORMAT = f"schedlang saved kernel {VERSION}"  # also the entries of `build_cache`
 
 _UNSEALED = {

@@ -8,7 +8,8 @@ before it runs. Which values to compare, and with what, depends only on the kern
 listed here at build; a call then makes a few integer comparisons: each size against its
 limit, each array with a symbolic shape by its element count, and in the rare kernel that
 has them, the element counts of its temporaries and the ends of loops over sizes that no
-array shows (``n + 1``, ``n * m``), evaluated from the sizes.
+array shows (``n + 1``, ``n * m``), evaluated from the sizes. A scan whose init may give more
+rows than its state has steps is checked the same way (`loopir.scan_rows`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..ir.expr import Binary, Const, Expr, Var
 from ..ir.printer import expr_str
 from ..ir.visit import walk
 from ..loopir.nodes import Allocate, Buffer, For, LoweredFunc
+from ..loopir.scan_rows import ScanRowChecks
 from ..loopir.visit import walk_stmt
 
 
@@ -45,6 +47,7 @@ class SizeLimits:
         )
         checked |= {expr_str(_flat_count(b)) for b in func.params}
         self._derived: tuple[tuple[str, Expr, Exact], ...] = ()
+        self._scan_rows = ScanRowChecks(func)
         if narrow:
             largest = [limit for _, _, limit in self._sizes]
             self._derived = tuple(
@@ -56,12 +59,13 @@ class SizeLimits:
     @property
     def needed(self) -> bool:
         """Whether a call has anything to check."""
-        return bool(self._sizes or self._arrays or self._derived)
+        return bool(self._sizes or self._arrays or self._derived or self._scan_rows)
 
     @property
     def derived(self) -> bool:
-        """Whether a call must evaluate expressions of the sizes (temporaries, loop ends)."""
-        return bool(self._derived)
+        """Whether a call must evaluate expressions of the sizes (temporaries, loop ends, a
+        scan's rows)."""
+        return bool(self._derived or self._scan_rows)
 
     def size_limits(self) -> tuple[int, ...]:
         """The largest value of each size, in `func.sizes` order."""
@@ -73,7 +77,9 @@ class SizeLimits:
 
     def check(self, values: Sequence[int], shaped: Sequence[object]) -> None:
         """Raise ValueError unless every size in `values` and every count of `shaped` (one
-        object with a ``.shape`` per parameter, its shape already checked) fits."""
+        object with a ``.shape`` per parameter, its shape already checked) fits, and
+        LaunchError unless every scan's init fits its state."""
+        self._scan_rows.check(values)
         for k, v, limit in self._sizes:
             if values[k] > limit:
                 raise ValueError(self._size_message(v, values[k], limit))

@@ -134,3 +134,24 @@ def test_a_host_loop_launches_its_kernel_once_a_step_with_the_step_set(monkeypat
     assert [values[2:] for values in fake.launched] == [(6, 40, 0)] + [
         (6, 40, t) for t in range(1, 6)
     ]
+
+
+def test_a_scan_whose_init_does_not_fit_its_steps_is_refused_before_anything_runs(monkeypatch):
+    """Two init rows and one step: the init's rows would be stored past the scan's end."""
+    fake = FakeDriver(parameters=4)
+    install(monkeypatch, fake)
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((2, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((2, n), lambda t, i: x[t, i], name="init")
+    update = sl.compute((m, n), lambda t, i: state[t - 1, i] + state[t - 2, i], name="update")
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    for stage in (init, update):
+        outer, inner = s[stage].split(stage.op.axis[1], factor=32)
+        s[stage].bind(outer, sl.thread_axis("blockIdx.x"))
+        s[stage].bind(inner, sl.thread_axis("threadIdx.x"))
+    kernel = sl.build(s, [x, result], target="cuda")
+    with pytest.raises(sl.LaunchError, match=r"the init 'init' gives 2 rows, but the state"):
+        kernel(GpuTensor((2, 40)), GpuTensor((1, 40), 1 << 41))
+    assert "cuLaunchKernel" not in fake.names()

@@ -18,13 +18,16 @@ EXTENTS = (1, 2, 3, 4, 5, 7, 8, 11, 13, 16)
 @dataclass
 class Case:
     """An algorithm ready to schedule: its inputs and outputs, the intermediate stages to
-    store in arguments too (`stored`), and the value of each symbolic size, by name."""
+    store in arguments too (`stored`), and the value of each symbolic size, by name. Where
+    those sizes are ones the algorithm cannot run at, `refusal` is the pattern of the error
+    every kernel (a `LaunchError`) and the reference (an `AlgorithmError`) must give."""
 
     family: str
     inputs: list[sl.Tensor]
     outputs: list[sl.Tensor]
     sizes: dict[str, int] = field(default_factory=dict)
     stored: list[sl.Tensor] = field(default_factory=list)
+    refusal: str | None = None
 
     @property
     def computed(self) -> list[sl.Tensor]:
@@ -272,20 +275,44 @@ def argmax(data, sizes: Sizes) -> Case:
 
 
 def scan(data, sizes: Sizes) -> Case:
-    """A recurrence over the rows (S[t] = S[t - 1] * 0.5 + X[t]), its step computed directly
-    or through a body stage that reads the state."""
-    steps, width = sizes.extent(), sizes.extent()
+    """A recurrence over the rows whose first one to three rows the init gives (S[t] =
+    S[t - 1] * 0.5 + S[t - rows] * 0.25 + X[t]), its step computed directly or through a body
+    stage that reads the state. Now and then the state has fewer steps than the init gives
+    rows at the call's size: the kernel and the reference must refuse it (`Case.refusal`);
+    constant extents that cannot fit are refused when the scan is written, and not drawn."""
+    rows = data.draw(st.integers(1, 3), label="scan init rows")
+    width = sizes.extent()
+    if rows > 1 and data.draw(st.integers(0, 4), label="scan steps short of its rows") == 0:
+        steps = sl.var(f"n{len(sizes.values)}")
+        sizes.values[steps.name] = data.draw(st.integers(1, rows - 1))
+    else:
+        steps = sizes.extent()
+    refusal = None
+    if isinstance(steps, int):
+        rows = min(rows, steps)
+    elif sizes.values[steps.name] < rows:
+        refusal = (
+            f"the init 'init' gives {rows} rows, but the state 'state' has "
+            f"{sizes.values[steps.name]} rows? along its steps"
+        )
+    first = sl.placeholder((rows, width), name="first")
     x = sl.placeholder((steps, width), name="X")
     state = sl.placeholder((steps, width), name="state")
-    init = sl.compute((1, width), lambda _, i: x[0, i], name="init")
+    init = sl.compute((rows, width), lambda t, i: first[t, i], name="init")
+
+    def far(t, i):
+        return state[t - rows, i] * 0.25 if rows > 1 else 0.0
+
     if data.draw(st.booleans()):
         update = sl.compute(
-            (steps, width), lambda t, i: state[t - 1, i] * 0.5 + x[t, i], name="update"
+            (steps, width), lambda t, i: state[t - 1, i] * 0.5 + far(t, i) + x[t, i], name="update"
         )
     else:
         half = sl.compute((steps, width), lambda t, i: state[t - 1, i] * 0.5, name="half")
-        update = sl.compute((steps, width), lambda t, i: half[t, i] + x[t, i], name="update")
-    return Case("scan", [x], [sl.scan(init, update, state)])
+        update = sl.compute(
+            (steps, width), lambda t, i: half[t, i] + far(t, i) + x[t, i], name="update"
+        )
+    return Case("scan", [first, x], [sl.scan(init, update, state)], refusal=refusal)
 
 
 FAMILIES = {

@@ -5,6 +5,11 @@ loop of a stage that does not read the producer, axes of another stage).
 A primitive that raises must raise a `ScheduleError` that names it and leave the schedule as
 it was, so drawing goes on after a rejected primitive: the schedules that reach lowering are
 the ones a user gets after fixing a mistake in a notebook.
+
+A few recipes draw what random moves seldom reach: TE's shared-memory GEMM, and a scan's body
+stage computed at its step loop with the steps, or the loops inside them, run at the same time.
+A schedule function returns whether the schedule it drew must be refused (steps at the same
+time read each other through the body stage).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 import schedlang as sl
+from schedlang.ir.expr import Const
+from schedlang.ir.scan import ScanOp, body_ops
 from schedlang.ir.tensor import ComputeOp
 from schedlang.schedule import records as rec
 
@@ -245,6 +252,42 @@ class Scheduler:
             self.buffering(s[cache])
         self.tally.count("shared gemm recipe")
 
+    def scan_body(self) -> tuple[ScanOp, list[sl.Stage]] | None:
+        """The schedule's scan and its body stages but the update, where it has them."""
+        scans = [x.op for x in self.s.stages if isinstance(x.op, ScanOp)]
+        if len(scans) != 1:
+            return None
+        update = scans[0].update.op
+        body = [self.s[op] for op in body_ops([update], {scans[0].state.op}) if op is not update]
+        return (scans[0], body) if body else None
+
+    def scan_steps(self, scan: ScanOp, body: list[sl.Stage]) -> bool:
+        """The body stages computed at the update's step loop, then either the steps run at
+        the same time (parallel or vectorized, or bound to blocks or threads on the GPU),
+        which must be refused wherever two steps follow the init's rows (one reading the
+        other), or the loops inside them (the columns). Returns whether the schedule must be
+        refused."""
+        update = self.s[scan.update]
+        t, i = update.op.axis
+        for stage in body:
+            stage.compute_at(update, t)
+        steps = self.draw(st.booleans(), label="scan steps at the same time")
+        if self.gpu and steps:
+            update.bind(t, sl.thread_axis(self.draw(st.sampled_from(GPU_TAGS[:3]))))
+        elif self.gpu:
+            for stage in [*body, update]:
+                threads = self.draw(st.sampled_from(THREADS))
+                outer, inner = stage.split(stage.op.axis[1], factor=threads)
+                stage.bind(outer, sl.thread_axis("blockIdx.x"))
+                stage.bind(inner, sl.thread_axis("threadIdx.x"))
+        else:
+            kind = self.draw(st.sampled_from(CPU_KINDS[1:]))
+            getattr(update, kind)(t if steps else i)
+        self.tally.count(f"scan recipe: {'steps' if steps else 'columns'} at the same time")
+        extent, rows = scan.shape[0], scan.init.shape[0]
+        known = isinstance(extent, Const) and isinstance(rows, Const)
+        return steps and not (known and extent.value - rows.value < 2)  # else none to wait
+
     def bind_roots(self) -> None:
         """Bind each stage computed at the root, and not bound yet, to blocks and threads:
         its outermost data loop split by a number of threads, the outer part to blockIdx.x."""
@@ -263,17 +306,30 @@ class Scheduler:
             self.attempt("bind", lambda s=stage, x=inner: s.bind(x, sl.thread_axis("threadIdx.x")))
 
 
-def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> None:
-    """Up to a dozen primitives of every kind but bind."""
-    Scheduler(data, s, tally, gpu=False).random_moves(data.draw(st.integers(0, 12)))
+def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
+    """Now and then the scan recipe, else up to a dozen primitives of every kind but bind.
+    Returns whether the schedule must be refused."""
+    scheduler = Scheduler(data, s, tally, gpu=False)
+    scan = scheduler.scan_body()
+    if scan is not None and data.draw(st.integers(0, 2), label="scan recipe") == 0:
+        return scheduler.scan_steps(*scan)
+    scheduler.random_moves(data.draw(st.integers(0, 12)))
+    return False
 
 
-def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> None:
-    """Now and then TE's shared-memory GEMM recipe first (where the algorithm is a matmul),
-    then random primitives (binds included), then the stages left at the root bound to blocks
-    and threads."""
+def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
+    """Now and then the scan recipe and the stages left at the root bound, else now and then
+    TE's shared-memory GEMM recipe first (where the algorithm is a matmul), then random
+    primitives (binds included), then the stages left at the root bound to blocks and
+    threads. Returns whether the schedule must be refused."""
     scheduler = Scheduler(data, s, tally, gpu=True)
+    scan = scheduler.scan_body()
+    if scan is not None and data.draw(st.integers(0, 2), label="scan recipe") == 0:
+        refused = scheduler.scan_steps(*scan)
+        scheduler.bind_roots()
+        return refused
     if data.draw(st.integers(0, 3), label="shared gemm recipe") == 0:
         scheduler.shared_gemm()
     scheduler.random_moves(data.draw(st.integers(0, 12)))
     scheduler.bind_roots()
+    return False

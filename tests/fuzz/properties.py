@@ -1,13 +1,16 @@
 """The fuzzer's properties, one per way of running a schedule. Each draws an algorithm and a
 schedule from hypothesis's `data`, and either counts an acceptable error in `tally` or runs
 the kernel with guard zones around every argument and NaN-poisoned outputs, then compares
-with the reference. Anything else raises (see `verdict`).
+with the reference. A schedule drawn to be refused (`moves`) must be, and a case whose sizes
+the algorithm cannot run at (`Case.refusal`) must be refused at the call by every kernel and
+by the reference, its arrays untouched. Anything else raises (see `verdict`).
 
 `test_fuzz` runs them as a bounded sample in CI; ``benchmarks/fuzz.py`` runs long campaigns.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 
@@ -17,7 +20,7 @@ from hypothesis import strategies as st
 
 import schedlang as sl
 from schedlang.loopir.interpret import run
-from tests.schedule.util import random_inputs
+from tests.schedule.util import concrete_shape, random_inputs
 
 from .algorithms import FAMILIES, Case, draw_case, intermediates
 from .guards import DeviceGuarded, Guarded
@@ -31,8 +34,8 @@ Runner = Callable[[list[Guarded]], None]
 def cpu_property(data, tally: Tally, families: tuple[str, ...] = tuple(FAMILIES)) -> None:
     """A schedule without binds, run by the loop-IR interpreter and compiled for the CPU."""
     with watchdog(TIMEOUT_S):
-        case, s = _scheduled(data, tally, cpu_schedule, families)
-        check_cpu(case, s, tally, _seed(data))
+        case, s, refused = _scheduled(data, tally, cpu_schedule, families)
+        check_cpu(case, s, tally, _seed(data), refused)
 
 
 def gpu_interpreter_property(
@@ -40,20 +43,22 @@ def gpu_interpreter_property(
 ) -> None:
     """A GPU schedule built for the cuda target, run by the SIMT interpreter."""
     with watchdog(TIMEOUT_S):
-        case, s = _scheduled(data, tally, gpu_schedule, families)
-        check_simt(case, s, tally, _seed(data))
+        case, s, refused = _scheduled(data, tally, gpu_schedule, families)
+        check_simt(case, s, tally, _seed(data), refused)
 
 
 def gpu_device_property(data, tally: Tally, families: tuple[str, ...] = tuple(FAMILIES)) -> None:
     """A GPU schedule run on the GPU."""
     with watchdog(TIMEOUT_S):
-        case, s = _scheduled(data, tally, gpu_schedule, families)
-        check_device(case, s, tally, _seed(data))
+        case, s, refused = _scheduled(data, tally, gpu_schedule, families)
+        check_device(case, s, tally, _seed(data), refused)
 
 
-def check_cpu(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
-    """`s` answered rightly by the interpreter and the CPU JIT."""
-    kernel = _build(case, s, "cpu", tally)
+def check_cpu(
+    case: Case, s: sl.Schedule, tally: Tally, seed: int = 0, refused: bool = False
+) -> None:
+    """`s` answered rightly by the interpreter and the CPU JIT (`refused`: by a refusal)."""
+    kernel = _build(case, s, "cpu", tally, refused)
     if kernel is None:
         return
     runners: dict[str, Runner] = {
@@ -63,11 +68,13 @@ def check_cpu(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
     _compare(seed, case, runners, tally)
 
 
-def check_simt(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
+def check_simt(
+    case: Case, s: sl.Schedule, tally: Tally, seed: int = 0, refused: bool = False
+) -> None:
     """`s` built for the cuda target (no GPU needed): its PTX assembled by ptxas where ptxas
     is installed, its loop IR run by the SIMT interpreter, which also finds races and barriers
     that only some threads reach."""
-    kernel = _build(case, s, "cuda", tally)
+    kernel = _build(case, s, "cuda", tally, refused)
     if kernel is None:
         return
     if shutil.which("ptxas"):
@@ -80,9 +87,11 @@ def check_simt(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
     _compare(seed, case, runners, tally)
 
 
-def check_device(case: Case, s: sl.Schedule, tally: Tally, seed: int = 0) -> None:
+def check_device(
+    case: Case, s: sl.Schedule, tally: Tally, seed: int = 0, refused: bool = False
+) -> None:
     """`s` run on the GPU, its arguments in guarded device buffers."""
-    kernel = _build(case, s, "cuda", tally)
+    kernel = _build(case, s, "cuda", tally, refused)
     if kernel is None:
         return
 
@@ -99,15 +108,16 @@ def _seed(data) -> int:
     return data.draw(st.integers(0, 2**16), label="input seed")
 
 
-def _scheduled(data, tally: Tally, schedule, families) -> tuple[Case, sl.Schedule]:
+def _scheduled(data, tally: Tally, schedule, families) -> tuple[Case, sl.Schedule, bool]:
+    """A case, its schedule, and whether the schedule must be refused."""
     case = draw_case(data, families)
     tally.family = case.family
     tally.count(f"family: {case.family}")
     s = sl.create_schedule(case.outputs)
-    schedule(data, s, tally)
+    refused = schedule(data, s, tally)
     _draw_stored(data, case, tally)
     note(f"{case.describe()}\n{s}")
-    return case, s
+    return case, s, refused
 
 
 def _draw_stored(data, case: Case, tally: Tally) -> None:
@@ -119,17 +129,29 @@ def _draw_stored(data, case: Case, tally: Tally) -> None:
         tally.count("intermediates in args")
 
 
-def _build(case: Case, s: sl.Schedule, target: str, tally: Tally):
-    """The kernel, or None after counting an error the user can act on."""
+def _build(case: Case, s: sl.Schedule, target: str, tally: Tally, refused: bool = False):
+    """The kernel, or None after counting an error the user can act on; a FuzzFailure where
+    a schedule that must be `refused` builds."""
     try:
-        return sl.build(s, case.inputs + case.computed, target=target)
+        kernel = sl.build(s, case.inputs + case.computed, target=target)
     except sl.SchedlangError as err:
         tally.count(lowering_verdict(err))
+        if refused:
+            tally.count("scan steps at the same time: refused")
         return None
+    if refused:
+        raise FuzzFailure(
+            "a scan whose steps run at the same time, reading each other through its body "
+            "stage, was built"
+        )
+    return kernel
 
 
 def _compare(seed: int, case: Case, runners: dict[str, Runner], tally: Tally) -> None:
     values = random_inputs(case.inputs, case.sizes, seed)
+    if case.refusal is not None:
+        _check_refusals(case, values, runners, tally)
+        return
     wants = sl.reference(case.computed, values)
     for backend, execute in runners.items():
         inputs = [Guarded(values[p].shape, values[p]) for p in case.inputs]
@@ -160,3 +182,29 @@ def _compare(seed: int, case: Case, runners: dict[str, Runner], tally: Tally) ->
                     f"{want[first]}"
                 )
     tally.count("ran and matched")
+
+
+def _check_refusals(case: Case, values: dict, runners: dict[str, Runner], tally: Tally) -> None:
+    """Sizes the algorithm cannot run at: the reference and every kernel refuse them, saying
+    why, and no array is touched."""
+    try:
+        sl.reference(case.computed, values)
+    except sl.AlgorithmError as err:
+        if not re.search(case.refusal, str(err)):
+            raise FuzzFailure(f"the reference refused with another reason: {err}") from err
+    else:
+        raise FuzzFailure(f"the reference ran at sizes it must refuse ({case.refusal})")
+    for backend, execute in runners.items():
+        inputs = [Guarded(values[p].shape, values[p]) for p in case.inputs]
+        outputs = [Guarded(concrete_shape(t, case.sizes)) for t in case.computed]
+        try:
+            execute(inputs + outputs)
+        except sl.LaunchError as err:
+            if not re.search(case.refusal, str(err)):
+                raise FuzzFailure(f"{backend} refused with another reason: {err}") from err
+        else:
+            raise FuzzFailure(f"{backend} ran at sizes it must refuse ({case.refusal})")
+        for tensor, g in zip(case.inputs + case.computed, inputs + outputs):
+            if g.damage() is not None or g.changed():
+                raise FuzzFailure(f"{backend}: refused, but '{tensor.name}' was written")
+    tally.count("refused at the call")

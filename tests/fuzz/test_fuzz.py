@@ -49,6 +49,26 @@ def test_gpu_schedules_on_the_gpu(data):
     gpu_device_property(data, Tally())
 
 
+SCANS = Tally()
+
+
+@sample(100)
+@given(data=st.data())
+def test_scan_schedules(data):
+    """Scans with several init rows, fewer steps than rows at the call (refused by every
+    kernel and the reference), and body stages whose steps run at the same time (refused)."""
+    cpu_property(data, SCANS, families=("scan",))
+
+
+def test_the_scan_sample_drew_refusals_and_kernels():
+    if not SCANS.counts:
+        pytest.skip("the sample did not run")
+    counts = SCANS.by_family["scan"]
+    assert counts["ran and matched"] > 0, counts
+    assert counts["refused at the call"] > 0, counts
+    assert counts["scan steps at the same time: refused"] > 0, counts
+
+
 TENSOR_CORES = Tally()
 
 

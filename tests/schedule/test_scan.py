@@ -76,6 +76,96 @@ def test_a_body_stage_computed_inside_the_update():
         sl.lower(left, [x, result])
 
 
+def _through_a_body_stage(depth=1):
+    """state -> `depth` body stages -> update: each step reads the one before through them."""
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    body = [sl.compute((m, n), lambda t, i: state[t - 1, i] * 0.5, name="doubled")]
+    for k in range(1, depth):
+        body.append(_plus_one(body[-1], f"body{k}"))
+    update = sl.compute((m, n), lambda t, i: body[-1][t, i] + x[t, i], name="update")
+    return x, body, update, sl.scan(init, update, state)
+
+
+def _plus_one(before, name):
+    return sl.compute(before.shape, lambda t, i: before[t, i] + 1, name=name)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_body_stages_at_the_step_loop_with_concurrent_columns(depth):
+    x, body, update, result = _through_a_body_stage(depth)
+    s = sl.create_schedule(result)
+    t, i = update.op.axis
+    for stage in body:
+        s[stage].compute_at(s[update], t)
+        s[stage].parallel(stage.op.axis[1])
+    s[update].parallel(i)
+    kernel = sl.build(s, [x, result])
+    for steps, width in ((1, 3), (23, 7), (40, 33)):
+        data, out = _floats(steps, width), _poisoned(steps, width)
+        kernel(data, out)
+        np.testing.assert_allclose(out, sl.reference(result, {x: data}), rtol=1e-5)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize(
+    "kind, target",
+    [
+        ("parallel", "cpu"),
+        ("vectorize", "cpu"),
+        ("blockIdx.x", "cuda"),
+        ("threadIdx.x", "cuda"),
+    ],
+)
+def test_steps_through_body_stages_do_not_run_at_the_same_time(kind, target, depth):
+    """Without its body stages the update reads the step before itself and the step loop is
+    refused for that; through them it is the same dependence, one stage removed."""
+    x, body, update, result = _through_a_body_stage(depth)
+    s = sl.create_schedule(result)
+    t = update.op.axis[0]
+    for stage in body:
+        s[stage].compute_at(s[update], t)
+    if kind == "parallel":
+        s[update].parallel(t)
+    elif kind == "vectorize":
+        s[update].vectorize(t)
+    else:
+        s[update].bind(t, sl.thread_axis(kind))
+    call = {"vectorize": r"vectorize\(t\)", "parallel": r"parallel\(t\)"}.get(
+        kind, rf"bind\(t, {kind}\)"
+    )
+    with pytest.raises(ScheduleError) as error:
+        sl.build(s, [x, result], target=target)
+    assert error.match(
+        rf"In schedule for 'update': {call} at test_scan.py:\d+: update\[t=1, i=0\] writes a "
+        r"value that doubled\[t=2, i=0\] reads, but loop 't' runs its iterations at the same "
+        rf"time \({kind.replace('vectorize', 'vectorized')}\); loop 't' runs the steps of the "
+        r"scan 'scan', and each step reads an earlier one \(through 'doubled'\), so the steps "
+        r"run one after another: keep 't' serial"
+    )
+
+
+def test_a_body_stage_computed_outside_the_step_loop_is_refused():
+    """Computed at the columns, outside the steps, it computed every step before the steps
+    it reads (the kernel read NaN)."""
+    x, body, update, result = _through_a_body_stage()
+    s = sl.create_schedule(result)
+    t, i = update.op.axis
+    s[update].reorder(i, t)
+    s[body[0]].compute_at(s[update], i)
+    with pytest.raises(ScheduleError) as error:
+        sl.build(s, [x, result])
+    assert error.match(
+        r"In schedule for 'doubled': schedule at test_scan.py:\d+: doubled\[t=2, i=0\] needs "
+        r"the value update\[t=1, i=0\] produces, but the schedule runs it first; 'doubled' runs "
+        r"steps of the scan 'scan' but is computed at loop 'i' of 'update', outside the loop "
+        r"over the steps, so it computes steps before the steps they read: compute it at the "
+        r"loop over the steps, or inside it"
+    )
+
+
 def test_two_steps_of_init_and_a_recurrence_of_order_two():
     """Fibonacci-like rows: S[t] = S[t - 1] + S[t - 2], the first two rows given."""
     m, n = sl.var("m"), sl.var("n")

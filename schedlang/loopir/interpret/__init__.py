@@ -24,6 +24,7 @@ from ...ir import dtype as dt
 from ...ir.evaluate import _bind_sizes
 from ...ir.expr import Var
 from ..nodes import LoweredFunc
+from ..scan_rows import ScanRowChecks
 from .compile import compile_func
 from .runtime import DivergentBarrierError, RaceError, Runtime
 
@@ -67,6 +68,8 @@ def run(
                 f"pass it as sizes={{{v.name}: value}}"
             )
         values.append(np.array(bound[v], dtype=dt.to_numpy(v.dtype))[()])
+    if func.scan_rows:
+        ScanRowChecks(func).check([bound.get(v, 0) for v in func.sizes])  # theirs are bound
     runtime = Runtime(compiled.threaded)
     try:
         with np.errstate(all="ignore"):
