@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from .. import build as build_kernel
 from .. import lower as lower_schedule
+from ..errors import entry_point
 from ..ir.expr import Var
 from ..schedule.records import ComputeInline
 from .runtime import Module
 from .target import as_target
 
 
+@entry_point
 def lower(
     inputs: object,
     args: list | None = None,
@@ -24,6 +26,7 @@ def lower(
     return lower_schedule(inputs, kept, name)
 
 
+@entry_point
 def build(
     inputs: object,
     args: list | None = None,

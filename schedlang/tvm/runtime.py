@@ -50,7 +50,11 @@ class Device:
 
 
 def device(dev_type: object, dev_id: int = 0) -> Device:
-    """The device of a target name (``"llvm"``, ``"cuda"``, ...) or a device type number."""
+    """The device of a target name (``"llvm"``, ``"cuda"``, ...; its options, as in
+    ``"llvm -mcpu=core-avx2"``, say nothing of where arrays live, as in TE) or a device type
+    number."""
+    if isinstance(dev_type, str) and dev_type.split():
+        dev_type = dev_type.split()[0]
     kind = _NAMES.get(dev_type) if isinstance(dev_type, str) else dev_type
     if kind not in _KINDS:
         raise LaunchError(f"unknown device {dev_type!r}; use 'cpu' ('llvm') or 'cuda'")

@@ -94,7 +94,7 @@ def test_a_cuda_module_carries_its_ptx_as_the_imported_device_module(tmp_path):
 
 def test_targets_devices_and_arrays_spelled_as_in_te():
     assert tvm.target.Target("cuda", host="llvm").kind.name == "cuda"
-    assert tvm.target.Target("c").kind.name == "llvm"
+    assert tvm.device("llvm -mcpu=core-avx2") == tvm.device("c") == tvm.cpu(0)
     with pytest.raises(tvm.TVMError, match="'llvm' .* and 'cuda' only"):
         tvm.target.Target("opencl")
     assert tvm.device("cuda", 0) == tvm.cuda(0) == tvm.gpu(0)
