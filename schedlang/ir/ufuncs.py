@@ -82,11 +82,17 @@ def apply_ufunc(ufunc: object, method: str, inputs: tuple, kwargs: dict) -> Expr
     )
 
 
-def not_a_number(e: Expr, kind: str) -> AlgorithmError:
+class NotANumberError(AlgorithmError, TypeError):
+    """An expression asked for as a Python number. A `TypeError` too, as Python raises for any
+    object that is not a number, so that code trying ``int(extent)`` and catching `TypeError`
+    (a symbolic extent) keeps working."""
+
+
+def not_a_number(e: Expr, kind: str) -> NotANumberError:
     """The error for ``float(e)`` or ``int(e)`` (`kind`), which Python's ``math`` functions
     call: an expression has no value until a kernel runs."""
     conversion = "float32" if kind == "float" else "int32"
-    return AlgorithmError(
+    return NotANumberError(
         f"the expression '{e}' is not a Python number ({kind}() of it was asked, as Python's "
         f"math functions do): use schedlang's functions on expressions, e.g. sl.exp(x) for "
         f"math.exp(x), sl.sqrt(x) for math.sqrt(x), and x.astype('{conversion}') to convert"

@@ -88,3 +88,10 @@ def test_python_int_of_an_expression_points_to_astype():
     A = sl.placeholder((4,), name="A")
     with pytest.raises(AlgorithmError, match=r"int\(\) of it was asked.*x.astype\('int32'\)"):
         int(A[0] + 1.0)
+
+
+def test_code_that_catches_the_type_error_of_int_still_works():
+    """Python raises TypeError for int() of what is no number; code relies on it."""
+    n = sl.var("n")
+    with pytest.raises(TypeError, match="'n' is not a Python number"):
+        int(n)
