@@ -138,6 +138,12 @@ def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
     for position, a in enumerate(args):
         if isinstance(a, Read) and not a.indices:  # a scalar parameter: its 0-d input
             a = a.tensor
+        if isinstance(a, Var):
+            raise LoweringError(
+                f"argument '{a.name}' is a size (an sl.var), not a tensor: a kernel reads its "
+                f"sizes off the shapes of its arrays, so leave it out of args (and pass it by "
+                f"name, kernel(..., {a.name}=value), where no array shows it)"
+            )
         op = a.op if isinstance(a, Tensor) else a
         if not isinstance(op, Operation) or op not in s._by_op:
             raise LoweringError(f"argument {a!r} is not a tensor of this schedule")
@@ -153,13 +159,14 @@ def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
 
 def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params: Params):
     buffers: dict[Operation, Buffer] = {}
+    names = _Names()
     for op in arg_ops:
         if op in params.aliases:
             raise LoweringError(
                 f"'{op.name}' is part of a scan (its rows are the scan's); list the scan's "
                 "tensor in args instead"
             )
-        buffers[op] = Buffer(op.name, tuple(op.shape), op.dtype, "global")
+        buffers[op] = Buffer(names.fresh(op.name), tuple(op.shape), op.dtype, "global")
     local = []
     for stage, op in [(each, op) for each in s.stages for op in each.ops]:
         if op in buffers or op in params.aliases:
@@ -189,7 +196,7 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
             leads = tuple(const(n, "int32") for n in storage.leads)
             shape = leads + tuple(box)
         buffer = Buffer(
-            stage.name if len(stage.ops) == 1 else op.name,
+            names.fresh(stage.name if len(stage.ops) == 1 else op.name),
             shape,
             op.dtype,
             placement.scope(stage),
@@ -205,6 +212,23 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
     for op, scan_op in params.aliases.items():
         buffers[op] = buffers[scan_op]  # a scan's rows are written and read in place
     return buffers, [buffers[op] for op in arg_ops], local
+
+
+class _Names:
+    """Buffer names, each given once: two tensors may share a name (two placeholders "A"), and
+    the loop nest, the kernel's messages and its parameters name them A and A_1, as loop
+    variables are named."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+
+    def fresh(self, name: str) -> str:
+        found, k = name, 0
+        while found in self._taken:
+            k += 1
+            found = f"{name}_{k}"
+        self._taken.add(found)
+        return found
 
 
 def _store_predicates(s: Schedule, buffers: dict) -> dict[Buffer, rec.StorePredicate]:

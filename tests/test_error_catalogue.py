@@ -6,7 +6,8 @@ Each entry of the page is a `### title`, a python block (the file ``example.py``
 the machine. Without a GPU, the GPU's examples run against the recorded driver of an H100 (their
 errors come before anything is launched); libdevice is hidden for the examples that need it
 missing. Parts of a message that vary between machines (paths searched, the GPU's name and
-limits, the driver loader's words) are normalised on both sides before comparing.
+limits, the driver loader's words, the host CPU's name and triple) are normalised on both
+sides before comparing.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _VARYING = [
     (re.compile(r"\(searched: [^)]*\)"), "(searched: ...)"),
     (re.compile(r"but .+? (runs|allows|gives a block) at most \d+"), r"but GPU \1 at most N"),
     (re.compile(r"on this machine \(.*\); "), "on this machine (...); "),
+    (re.compile(r"this CPU \([^)]*\)"), "this CPU (...)"),
+    (re.compile(r"the one it runs on \([^)]*\)"), "the one it runs on (...)"),
 ]
 
 

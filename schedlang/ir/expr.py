@@ -184,6 +184,31 @@ class Expr:
         )
 
     @entry_point
+    def __abs__(self):
+        from .math import abs as absolute
+
+        return absolute(self)
+
+    @entry_point
+    def __float__(self):
+        from .ufuncs import not_a_number
+
+        raise not_a_number(self, "float")
+
+    @entry_point
+    def __int__(self):
+        from .ufuncs import not_a_number
+
+        raise not_a_number(self, "int")
+
+    @entry_point
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """``np.exp(x)`` is ``sl.exp(x)``, and so on for numpy's ufuncs that schedlang has."""
+        from .ufuncs import apply_ufunc
+
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    @entry_point
     def astype(self, dtype: object) -> Expr:
         """This expression converted to `dtype` (C conversion rules; floats truncate to ints)."""
         return cast(self, dtype)
@@ -249,7 +274,12 @@ class Compare(Expr):
             return self.a is self.b
         if self.op == "!=":
             return self.a is not self.b
-        return Expr.__bool__(self)
+        raise AlgorithmError(
+            f"cannot use the expression '{self}' as a Python bool (in `if`, `and`, `or`, "
+            "`not`, or Python's max() and min(), which compare their arguments): use "
+            "sl.if_then_else(cond, a, b), sl.all(...), sl.any(...), or the operators & | ~; "
+            "for the larger or smaller of two expressions, sl.max(a, b) or sl.min(a, b)"
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -76,9 +76,13 @@ def aff_text(e: Expr, names: Mapping[Var, str]) -> str:
             raise NonAffine(e)
         if e.op in ("//", "%"):
             divisor = _constant(e.b)
-            if divisor is None or divisor <= 0:
+            if divisor is None or divisor == 0:
                 raise NonAffine(e)
             inner = aff_text(e.a, names)
+            if divisor < 0:  # a // -d == (-a) // d and a % -d == -((-a) % d), as Python floors
+                inner, divisor = f"(-{inner})", -divisor
+                if e.op == "%":
+                    return f"(-({inner} mod {divisor}))"
             if e.op == "//":
                 return f"floor({inner} / {divisor})"
             return f"({inner} mod {divisor})"

@@ -29,9 +29,10 @@ from ..ir.expr import Var
 from ..ir.integers import as_int
 from ..loopir.nodes import CallExtern, LoweredFunc, MatrixOp, Store
 from ..loopir.visit import walk_stmt
+from .argument_kinds import dtype_error, untracked
 from .device_array import DeviceArray
 from .dlpack_abi import HOST_DEVICES, device_name
-from .dlpack_import import device_of
+from .dlpack_import import device_of, host_array
 from .size_limits import SizeLimits
 
 
@@ -62,14 +63,16 @@ def check_arguments(
     """Validate `arrays` (and `sizes` given by name) for `func`, whose `written` parameters
     and `limits` were worked out at build; raise ValueError/TypeError."""
     params = func.params
+    named_sizes(func, sizes)  # an array passed by name is refused before the count
     if len(arrays) != len(params):
         names = ", ".join(b.name for b in params)
         raise TypeError(
             f"kernel '{func.name}' takes {len(params)} arrays ({names}), got {len(arrays)}"
         )
-    arrays = [_on_host(buffer, array) for buffer, array in zip(params, arrays)]
-    for buffer, array in zip(params, arrays):
-        _check_array(buffer, array)
+    given = [untracked(b.name, array, out) for b, array, out in zip(params, arrays, written)]
+    arrays = [_on_host(buffer, array) for buffer, array in zip(params, given)]
+    for buffer, array, original, out in zip(params, arrays, given, written):
+        _check_array(buffer, array, original, out)
     values = size_values(func, arrays, sizes)
     limits.check(values, arrays)
     arrays = [_layout(buffer, array, out) for buffer, array, out in zip(params, arrays, written)]
@@ -134,21 +137,19 @@ def _on_host(buffer, array: object) -> object:
             f"argument '{buffer.name}' is in {device_name(device[0])} memory, but this kernel "
             "runs on the cpu; copy it to the host or build the kernel with target='cuda'"
         )
-    return np.from_dlpack(array)
+    return host_array(buffer.name, array, buffer.dtype)
 
 
-def _check_array(buffer, array: object) -> None:
+def _check_array(buffer, array: object, original: object, out: bool) -> None:
+    """`array` (what `original` gave on the host) fits the parameter `buffer`, an output
+    when `out`."""
     if not isinstance(array, np.ndarray):
         raise TypeError(
             f"argument '{buffer.name}' must be a numpy array (or a host array with __dlpack__), "
             f"got {type(array).__name__}"
         )
-    expected = dt.to_numpy(buffer.dtype)
-    if array.dtype != expected:
-        raise TypeError(
-            f"argument '{buffer.name}' must have dtype {buffer.dtype}, got {array.dtype}: "
-            f"convert it with .astype({expected.name!r})"
-        )
+    if array.dtype != dt.to_numpy(buffer.dtype):
+        raise dtype_error(buffer.name, buffer.dtype, array.dtype, original, out)
     if array.ndim != len(buffer.shape):
         raise ValueError(
             f"argument '{buffer.name}' must have {len(buffer.shape)} dimension(s), "
@@ -162,6 +163,13 @@ def named_sizes(func: LoweredFunc, sizes: Mapping[str, int]) -> dict[Var, int]:
     by_name = {v.name: v for v in func.sizes}
     given = {}
     for name, value in sizes.items():
+        if name not in by_name and any(b.name == name for b in func.params):
+            order = ", ".join(b.name for b in func.params)
+            raise TypeError(
+                f"kernel '{func.name}' takes its arrays by position, in the order of args: "
+                f"kernel({order}); '{name}' was passed by name (names are for the sizes no "
+                "array shows)"
+            )
         if name not in by_name:
             known = ", ".join(by_name) or "none"
             raise TypeError(f"kernel '{func.name}' has no size '{name}' (its sizes: {known})")

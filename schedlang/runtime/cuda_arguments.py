@@ -23,9 +23,10 @@ import numpy as np
 from ..ir import dtype as dt
 from ..loopir.nodes import Buffer, LoweredFunc
 from . import cuda_driver, dlpack_import
-from .arguments import size_values
+from .argument_kinds import dtype_error, untracked
+from .arguments import named_sizes, size_values
 from .device_array import DeviceArray
-from .dlpack_abi import HOST_DEVICES, KDL_CUDA, device_name, numpy_dtype
+from .dlpack_abi import HOST_DEVICES, KDL_CUDA, device_name
 from .size_limits import SizeLimits
 
 ALIGN = 16  # nvptx.shared_layout.BUFFER_ALIGN: the alignment the kernels assume of every buffer
@@ -82,14 +83,16 @@ def place_arguments(
     """Check `arrays` for `func` (ValueError/TypeError; `written` and `limits` worked out at
     build) and give each a device pointer."""
     params = func.params
+    named_sizes(func, sizes)  # an array passed by name is refused before the count
     if len(arrays) != len(params):
         names = ", ".join(b.name for b in params)
         raise TypeError(
             f"kernel '{func.name}' takes {len(params)} arrays ({names}), got {len(arrays)}"
         )
-    views = [_view(buffer, array) for buffer, array in zip(params, arrays)]
-    for buffer, view, out in zip(params, views, written):
-        _check_type(buffer, view)
+    given = [untracked(b.name, array, out) for b, array, out in zip(params, arrays, written)]
+    views = [_view(buffer, array) for buffer, array in zip(params, given)]
+    for buffer, view, original, out in zip(params, views, given, written):
+        _check_type(buffer, view, original, out)
         if out and view.readonly:
             raise ValueError(f"argument '{buffer.name}' is an output but its array is read-only")
     values = size_values(func, views, sizes)
@@ -132,7 +135,7 @@ def _view(buffer: Buffer, array: object) -> _View:
             f"{type(array).__name__}"
         )
     if device[0] in HOST_DEVICES:
-        host = np.from_dlpack(array)
+        host = dlpack_import.host_array(buffer.name, array, buffer.dtype)
         return _View(host.shape, host.dtype, 0, host, not host.flags.writeable)
     if device[0] != KDL_CUDA:
         raise ValueError(
@@ -153,13 +156,7 @@ def _interface_view(buffer: Buffer, interface: dict) -> _View:
 
 def _dlpack_view(buffer: Buffer, capsule: object) -> _View:
     tensor = dlpack_import.read(buffer.name, capsule)
-    dtype = numpy_dtype(tensor.code, tensor.bits) if tensor.lanes == 1 else None
-    if dtype is None:
-        raise TypeError(
-            f"argument '{buffer.name}' has the DLPack element type code {tensor.code} with "
-            f"{tensor.bits} bits and {tensor.lanes} lane(s), which no schedlang dtype stores; "
-            f"convert it to {buffer.dtype}"
-        )
+    dtype = dlpack_import.element_dtype(buffer.name, tensor, buffer.dtype)
     strides = None
     if tensor.strides is not None:
         strides = tuple(n * dtype.itemsize for n in tensor.strides)
@@ -211,13 +208,9 @@ def _check_device(buffer: Buffer, ptr: int) -> None:
         )
 
 
-def _check_type(buffer: Buffer, view: _View) -> None:
-    expected = dt.to_numpy(buffer.dtype)
-    if view.dtype != expected:
-        raise TypeError(
-            f"argument '{buffer.name}' must have dtype {buffer.dtype}, got {view.dtype}: "
-            f"convert it with .astype({expected.name!r})"
-        )
+def _check_type(buffer: Buffer, view: _View, original: object, out: bool) -> None:
+    if view.dtype != dt.to_numpy(buffer.dtype):
+        raise dtype_error(buffer.name, buffer.dtype, view.dtype, original, out)
     if len(view.shape) != len(buffer.shape):
         raise ValueError(
             f"argument '{buffer.name}' must have {len(buffer.shape)} dimension(s), "

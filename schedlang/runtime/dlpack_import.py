@@ -11,12 +11,18 @@ which every producer hands out.
 A capsule is read (`read`) before it is taken, so that an argument the checks refuse stays the
 producer's to free (the capsule's destructor does it); a call that goes ahead takes it
 (`Taken`), and releases it once its kernels are done.
+
+numpy reads no ``bfloat16`` from DLPack (it has no such type of its own): `host_array` reads
+such host memory itself, as a numpy array of ml_dtypes' ``bfloat16`` over the producer's
+memory, which holds the taken tensor until the array goes.
 """
 
 from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+
+import numpy as np
 
 from .dlpack_abi import (
     NAME,
@@ -25,6 +31,7 @@ from .dlpack_abi import (
     capsule_pointer,
     capsule_set_name,
     capsule_valid,
+    numpy_dtype,
 )
 
 LEGACY_STREAM = 1  # the Python DLPack spec's number for CUDA's legacy default stream
@@ -102,3 +109,48 @@ class Taken:
 
     def __del__(self) -> None:
         self.release()
+
+
+def element_dtype(name: str, tensor: DLView, wanted: str) -> np.dtype:
+    """The numpy dtype of `tensor`'s elements; a TypeError naming the argument `name` where
+    no schedlang dtype stores them (the kernel `wanted` its dtype)."""
+    dtype = numpy_dtype(tensor.code, tensor.bits) if tensor.lanes == 1 else None
+    if dtype is None:
+        raise TypeError(
+            f"argument '{name}' has the DLPack element type code {tensor.code} with "
+            f"{tensor.bits} bits and {tensor.lanes} lane(s), which no schedlang dtype stores; "
+            f"convert it to {wanted}"
+        )
+    return dtype
+
+
+def host_array(name: str, obj: object, wanted: str) -> np.ndarray:
+    """`obj`'s host memory as a numpy array, without a copy (`wanted`: the kernel's dtype,
+    for the message when no schedlang dtype stores its elements)."""
+    try:
+        return np.from_dlpack(obj)
+    except RuntimeError as error:  # an element type numpy does not read (bfloat16)
+        capsule = obj.__dlpack__()
+        tensor = read(name, capsule)
+        dtype = element_dtype(name, tensor, wanted)
+        if dtype.name != "bfloat16":
+            raise error from None
+        return np.asarray(_Borrowed(tensor, dtype, Taken(capsule))).view(dtype)
+
+
+class _Borrowed:
+    """Host memory of a taken DLPack tensor as numpy's array interface (in unsigned integers
+    of the elements' width, which every numpy reads); the array made from it keeps it, and so
+    the tensor, alive."""
+
+    def __init__(self, tensor: DLView, dtype: np.dtype, taken: Taken) -> None:
+        width = dtype.itemsize
+        strides = None if tensor.strides is None else tuple(n * width for n in tensor.strides)
+        self.__array_interface__ = {
+            "shape": tensor.shape,
+            "typestr": f"<u{width}",
+            "data": (tensor.ptr, False),
+            "strides": strides,
+            "version": 3,
+        }
+        self._taken = taken

@@ -214,13 +214,15 @@ def _source(library: str, spec: GuardSpec) -> str:
         lines.append(f"    if not ({condition}):")
         lines.append("        return False")
 
-    for k, (_, _, dims) in enumerate(spec.params):
+    for k, (_, written, dims) in enumerate(spec.params):
         x = a[k]
         if library == _TORCH:
             require(
                 f"type({x}) is T and {x}.dtype is D{k} and {x}.get_device() == ORD "
                 f"and {x}.is_contiguous()"
             )
+            if written:  # autograd's outputs are the general path's to refuse or detach
+                require(f"not {x}.requires_grad")
             lines.append(f"    p{k} = {x}.data_ptr()")
             lines.append(f"    s{k} = {x}.shape")
             require(f"len(s{k}) == {len(dims)}")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from .. import build as build_kernel
 from .. import lower as lower_schedule
+from ..errors import entry_point
+from ..ir.expr import Var
 from ..schedule.records import ComputeInline
 from .runtime import Module
 from .target import as_target
 
 
+@entry_point
 def lower(
     inputs: object,
     args: list | None = None,
@@ -19,10 +22,11 @@ def lower(
     """The loop nest of schedule `inputs` over `args`, printable (``simple_mode`` is how
     schedlang always prints it)."""
     _no_binds(binds)
-    kept, _ = _kernel_args(inputs, list(args or []))
+    kept, _, _ = _kernel_args(inputs, list(args or []))
     return lower_schedule(inputs, kept, name)
 
 
+@entry_point
 def build(
     inputs: object,
     args: list | None = None,
@@ -35,26 +39,33 @@ def build(
     `Target`); the host of a CUDA target is always the CPU schedlang runs on."""
     _no_binds(binds)
     chosen = as_target(target)
-    kept, skipped = _kernel_args(inputs, list(args or []))
+    kept, skipped, sizes = _kernel_args(inputs, list(args or []))
     kernel = build_kernel(inputs, kept, target=chosen.schedlang, name=name)
-    return Module(kernel, name, skipped)
+    return Module(kernel, name, skipped, sizes)
 
 
-def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...]]:
+def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...], dict[int, str]]:
     """TE's arguments as schedlang's kernel takes them. TE lets an inlined tensor be listed:
     its buffer is passed and nothing writes it. schedlang refuses such an argument in its own
     API (the caller would expect its values); here it is left out of the kernel, and the
-    module drops the array passed at its position (`skipped`), leaving it as it was."""
-    kept, skipped = [], []
+    module drops the array passed at its position (`skipped`), leaving it as it was. TE also
+    lists size variables (``te.var("n")``), whose values a call passes among the arrays:
+    schedlang's kernels read sizes off the arrays, so a size is left out too, and the value
+    passed at its position (`sizes`: position -> name) goes to the kernel by name, which
+    checks it against the arrays' shapes."""
+    kept, skipped, sizes = [], [], {}
     by_op = getattr(s, "_by_op", {})
     for k, a in enumerate(args):
+        if isinstance(a, Var) and a.kind == "size":
+            sizes[k] = a.name
+            continue
         stage = by_op.get(getattr(a, "op", None))
         inlined = stage is not None and isinstance(stage.attach, ComputeInline)
         if inlined and a.op not in s.output_ops:
             skipped.append(k)
         else:
             kept.append(a)
-    return kept, tuple(skipped)
+    return kept, tuple(skipped), sizes
 
 
 def _no_binds(binds: object) -> None:

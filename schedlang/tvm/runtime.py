@@ -50,7 +50,11 @@ class Device:
 
 
 def device(dev_type: object, dev_id: int = 0) -> Device:
-    """The device of a target name (``"llvm"``, ``"cuda"``, ...) or a device type number."""
+    """The device of a target name (``"llvm"``, ``"cuda"``, ...; its options, as in
+    ``"llvm -mcpu=core-avx2"``, say nothing of where arrays live, as in TE) or a device type
+    number."""
+    if isinstance(dev_type, str) and dev_type.split():
+        dev_type = dev_type.split()[0]
     kind = _NAMES.get(dev_type) if isinstance(dev_type, str) else dev_type
     if kind not in _KINDS:
         raise LaunchError(f"unknown device {dev_type!r}; use 'cpu' ('llvm') or 'cuda'")
@@ -158,19 +162,30 @@ class BenchmarkResult:
 class Module:
     """A built function as TE's module: called with its arguments, timed, saved, inspected."""
 
-    def __init__(self, kernel: object, name: str, skipped: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self,
+        kernel: object,
+        name: str,
+        skipped: tuple[int, ...] = (),
+        sizes: dict[int, str] | None = None,
+    ) -> None:
         self.kernel = kernel
         self.entry_name = name
         self.skipped = skipped  # positions of inlined tensors listed in TE's args (`driver`)
+        self.sizes = sizes or {}  # positions of TE's size variables in args, and their names
         self.cuda = getattr(kernel, "target", "cpu").startswith("cuda")
         self.type_key = "cuda" if self.cuda else "llvm"
         self.imported_modules = [DeviceModule(kernel.ptx)] if self.cuda else []
 
     def __call__(self, *args: object) -> None:
-        self.kernel(*self._arrays(args))
+        self.kernel(*self._arrays(args), **self._sizes(args))
 
     def _arrays(self, args: tuple) -> list:
-        return [unwrap(a) for k, a in enumerate(args) if k not in self.skipped]
+        dropped = set(self.skipped) | set(self.sizes)
+        return [unwrap(a) for k, a in enumerate(args) if k not in dropped]
+
+    def _sizes(self, args: tuple) -> dict[str, object]:
+        return {name: args[k] for k, name in self.sizes.items() if k < len(args)}
 
     def __getitem__(self, name: str) -> Module:
         return self.get_function(name)
@@ -195,7 +210,8 @@ class Module:
 
         def evaluate(*args: object) -> BenchmarkResult:
             arrays = function._arrays(args)
-            times = [function.kernel.time(*arrays, repeat=number) for _ in range(repeat)]
+            sizes = function._sizes(args)
+            times = [function.kernel.time(*arrays, repeat=number, **sizes) for _ in range(repeat)]
             return BenchmarkResult(tuple(times))
 
         return evaluate
@@ -217,10 +233,11 @@ class Module:
         self.kernel.export(path)
 
     def _savable(self) -> None:
-        if self.skipped:
+        if self.skipped or self.sizes:
             raise LoweringError(
-                "this module was built with an inlined tensor in its arguments, which a saved "
-                "module would not know to skip; build it without that argument to save it"
+                "this module was built with an inlined tensor or a size variable in its "
+                "arguments, which a saved module would not know to skip; build it without "
+                "that argument to save it"
             )
 
     def import_module(self, module: object) -> None:

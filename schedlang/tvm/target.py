@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import LoweringError
+from ..errors import LoweringError, entry_point
+from .cpu_options import check_cpu_options
 
-CPU_KINDS = ("llvm", "c")  # TE target names compiled for the CPU
+CPU_KINDS = ("llvm",)  # TE target names compiled for the CPU
 CUDA_KINDS = ("cuda", "nvptx")
 
 
@@ -20,10 +21,12 @@ class TargetKind:
 
 
 class Target:
-    """A TE target. ``llvm`` options (``-mcpu=``, ``-mtriple=``, ...) are accepted and the host's
-    own CPU is compiled for, as the tutorials' options name the host; ``cuda`` keeps
-    ``-arch=sm_XY``."""
+    """A TE target. ``llvm`` compiles for the host's own CPU, and its options (``-mcpu=``,
+    ``-mattr=``, ``-mtriple=``) are accepted where this CPU satisfies them and refused by name
+    where it cannot (`cpu_options`); ``cuda`` keeps ``-arch=sm_XY``. ``c`` (C source) is
+    refused: schedlang compiles through LLVM."""
 
+    @entry_point
     def __init__(self, target: object, host: object = None) -> None:
         if isinstance(target, Target):
             target, host = target.text, host if host is not None else target.host
@@ -32,10 +35,17 @@ class Target:
         self.text = target
         words = target.split()
         kind = words[0]
+        if kind == "c":
+            raise LoweringError(
+                f"target {target!r} asks for C source, which schedlang does not write (it "
+                "compiles through LLVM): use 'llvm'"
+            )
         if kind not in CPU_KINDS + CUDA_KINDS:
             raise LoweringError(
                 f"target {target!r}: schedlang compiles for 'llvm' (the CPU) and 'cuda' only"
             )
+        if kind in CPU_KINDS:
+            check_cpu_options(target, words[1:])
         self.kind = TargetKind("llvm" if kind in CPU_KINDS else "cuda")
         self.host = None if host is None else Target(host)
         arch = [w for w in words[1:] if w.startswith("-arch=")]

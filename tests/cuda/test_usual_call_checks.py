@@ -89,9 +89,9 @@ def test_what_the_usual_call_declines_gets_the_general_paths_error(fake, make, e
 class Tensor:
     """What the usual call reads of a torch tensor."""
 
-    def __init__(self, ptr, shape, dtype="f32", device=0, contiguous=True):
+    def __init__(self, ptr, shape, dtype="f32", device=0, contiguous=True, grad=False):
         self.ptr, self.shape, self.dtype = ptr, tuple(shape), dtype
-        self.device, self.contiguous = device, contiguous
+        self.device, self.contiguous, self.requires_grad = device, contiguous, grad
 
     def data_ptr(self):
         return self.ptr
@@ -139,14 +139,23 @@ A, B, C = 1024, 2048, 4096
         (Tensor(A, (100,)), Tensor(B, (100,)), Tensor(A + 256, (100,))),  # C overlaps A
         (Tensor(A, (100,)), Tensor(B, (100,))),  # too few
         (Tensor(A, (100,)), Tensor(B, (100,)), object()),  # not a tensor
+        (Tensor(A, (100,)), Tensor(B, (100,)), Tensor(C, (100,), grad=True)),  # autograd's
     ],
-    ids=["size", "dtype", "device", "strided", "misaligned", "rank", "overlap", "few", "kind"],
+    ids=[
+        *("size", "dtype", "device", "strided", "misaligned", "rank", "overlap", "few", "kind"),
+        "output requires grad",
+    ],
 )
 def test_tensors_that_do_not_fit_are_declined(fake, arrays):
     _, call = _torch_call(fake)
     before = len(fake.calls)
     assert not call(arrays, None)
     assert len(fake.calls) == before
+
+
+def test_an_input_that_requires_grad_is_read_in_place(fake):
+    _, call = _torch_call(fake)
+    assert call((Tensor(A, (100,), grad=True), Tensor(B, (100,)), Tensor(C, (100,))), None)
 
 
 def test_an_empty_output_overlaps_nothing(fake):

@@ -152,3 +152,32 @@ def test_sl_device_arrays_take_the_usual_call_and_wait():
     z = sl.empty((6, 32), "float32")
     kernel(x, y, z)  # the legacy stream, waited for: the result is there
     torch.testing.assert_close(torch.from_numpy(z.numpy()), torch.from_numpy(x.numpy() + y.numpy()))
+
+
+def test_tensors_that_require_grad_on_both_paths():
+    kernel = _add(6, 32)
+    a, b, c = _tensors(6, 32)
+    a.requires_grad_(True)
+    kernel(a, b, c)  # read detached, by the general path, then the usual one
+    kernel(a, b, c)
+    torch.testing.assert_close(c, (a + b).detach())
+    c.requires_grad_(True)
+    for _ in range(2):  # the usual call leaves it to the general path, which refuses it
+        with pytest.raises(ValueError, match="'C' is an output that requires grad"):
+            kernel(a, b, c)
+    with torch.no_grad():
+        c.fill_(float("nan"))
+        kernel(a.detach() * 2, b, c)
+    torch.testing.assert_close(c.detach(), (a * 2 + b).detach())
+
+
+def test_bfloat16_tensors_of_a_bfloat16_kernel():
+    kernel = _add(6, 32, dtype="bfloat16")
+    a, b, c = _tensors(6, 32, torch.bfloat16)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a + b)
+    host = kernel(a.cpu(), b.cpu())  # host tensors copied in and out
+    assert host.dtype == torch.bfloat16 and host.device.type == "cpu"
+    torch.testing.assert_close(host, (a + b).cpu())
+    with pytest.raises(TypeError, match=r"got bfloat16: convert it with .to\(torch.float32\)"):
+        _add(6, 32)(a, b.float(), c.float())

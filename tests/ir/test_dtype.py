@@ -156,3 +156,17 @@ def test_limits_match_numpy(name):
 
 def test_bool_limits():
     assert dt.max_value("bool") is True and dt.min_value("bool") is False
+
+
+def test_python_float_with_an_int_is_float32_in_the_loop_nest_and_the_kernel():
+    """TE's rule, as docs/concepts.md states it: the cast is printed, and the CPU kernel
+    computes in float32 as the reference does (numpy alone would give float64)."""
+    I = sl.placeholder((37,), "int32", name="I")
+    S = sl.compute((37,), lambda i: I[i] * 0.1 - 3.0, name="S")
+    s = sl.create_schedule(S)
+    assert "S[i] = float32(I[i]) * 0.1 - 3.0" in str(sl.lower(s, [I, S]))
+    i = random_array(rng(), 37, "int32", -1000, 1000)
+    out = sl.build(s, [I, S])(i)
+    assert out.dtype == np.float32 and sl.evaluate(S, {I: i}).dtype == np.float32
+    np.testing.assert_allclose(out, sl.evaluate(S, {I: i}), rtol=1e-6, atol=1e-5)
+    assert sl.placeholder((2,), "float", name="F").dtype == "float32"

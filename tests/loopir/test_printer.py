@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+import pytest
+
 import schedlang as sl
 from schedlang.ir.expr import const
 from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, seq
@@ -115,3 +118,26 @@ def test_local_and_bound_loops_print_their_tags():
     assert "allocate C.local: float32[1] in local  # 4 bytes" in text
     assert "        for tx in range(0, 8):  # threadIdx.x\n" in text
     assert text == func_str(tiled_matmul())  # deterministic
+
+
+def test_tensors_of_one_name_are_told_apart():
+    first, second = sl.placeholder((7,), name="A"), sl.placeholder((7,), name="A")
+    B = sl.compute((7,), lambda i: first[i] + second[i] * 2.0, name="B")
+    C = sl.compute((7,), lambda i: B[i] - first[i], name="B")
+    s = sl.create_schedule(C)
+    expected = _text(
+        """
+        def main(A: float32[7], A_1: float32[7], B: float32[7]):
+          allocate B_1: float32[7] in global  # 28 bytes
+          for i in range(0, 7):
+            B_1[i] = A[i] + A_1[i] * 2.0
+          for i_1 in range(0, 7):
+            B[i_1] = B_1[i_1] - A[i_1]
+        """
+    )
+    assert str(sl.lower(s, [first, second, C])) == expected
+    kernel = sl.build(s, [first, second, C])
+    a, b = np.random.default_rng(3).random((2, 7), np.float32)
+    np.testing.assert_allclose(kernel(a, b), sl.evaluate(C, {first: a, second: b}), atol=1e-6)
+    with pytest.raises(TypeError, match=r"argument 'A_1' must have dtype float32, got float64"):
+        kernel(a, b.astype(np.float64))

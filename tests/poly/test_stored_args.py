@@ -170,3 +170,12 @@ def test_a_tensor_listed_twice_in_args_is_refused():
         sl.LoweringError, match=r"'A' is listed twice in args \(positions 0 and 1\)"
     ):
         sl.build(s, [a, a, c])
+
+
+def test_a_size_listed_in_args():
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    b = sl.compute((n,), lambda i: a[i] * 2.0, name="B")
+    match = r"argument 'n' is a size \(an sl.var\), not a tensor.*kernel\(\.\.\., n=value\)"
+    with pytest.raises(sl.LoweringError, match=match):
+        sl.build(sl.create_schedule(b), [a, b, n])

@@ -94,7 +94,7 @@ def test_a_cuda_module_carries_its_ptx_as_the_imported_device_module(tmp_path):
 
 def test_targets_devices_and_arrays_spelled_as_in_te():
     assert tvm.target.Target("cuda", host="llvm").kind.name == "cuda"
-    assert tvm.target.Target("c").kind.name == "llvm"
+    assert tvm.device("llvm -mcpu=core-avx2") == tvm.device("c") == tvm.cpu(0)
     with pytest.raises(tvm.TVMError, match="'llvm' .* and 'cuda' only"):
         tvm.target.Target("opencl")
     assert tvm.device("cuda", 0) == tvm.cuda(0) == tvm.gpu(0)
@@ -472,5 +472,22 @@ def test_an_inlined_tensor_listed_in_te_args_is_passed_and_left_alone():
     f(tvm.nd.array(x), kept, out)
     np.testing.assert_array_equal(out.numpy(), (x + 1) * 2)
     np.testing.assert_array_equal(kept.numpy(), untouched)
-    with pytest.raises(tvm.TVMError, match="inlined tensor in its arguments"):
+    with pytest.raises(tvm.TVMError, match="inlined tensor or a size variable in its arguments"):
         f.export_library("unused.so")
+
+
+def test_size_variables_in_args_are_passed_among_the_arrays():
+    """TE lists a size variable in args and passes its value at that position."""
+    s, (x, y, out) = _scaled_sum()
+    n = x.shape[0]
+    assert "def main(x: float32[n], y: float32[n], out: float32[n])" in str(
+        tvm.lower(s, [x, y, out, n])
+    )
+    f = tvm.build(s, [x, n, y, out], "llvm")
+    dev = tvm.cpu(0)
+    xs, ys, result = _arrays(37, dev)
+    f(xs, 37, ys, result)
+    np.testing.assert_allclose(result.numpy(), xs.numpy() * 3 + ys.numpy(), rtol=1e-5, atol=1e-6)
+    f.time_evaluator(f.entry_name, dev, number=2)(xs, 37, ys, result)
+    with pytest.raises(ValueError, match=r"size 'n' is 36 .* but 37 from dimension 0 of 'x'"):
+        f(xs, 36, ys, result)
