@@ -26,7 +26,7 @@ from .errors import (
 )
 from .intrin import TensorIntrin
 from .pragma import apply_pragma
-from .stage_guards import check_scope, depends_on, keep_in_scan, one_output
+from .stage_guards import check_scope, depends_on, keep_in_scan, one_output, warn_replaced
 from .user_intrin import UserIntrin
 
 if TYPE_CHECKING:
@@ -538,6 +538,7 @@ class Stage:
                 loc,
                 f"'{parent.name}' is itself computed inside '{self.name}'",
             )
+        warn_replaced(self, call, loc)
         self.attach = rec.ComputeAt(self.name, parent.name, target_axis, loc)
         self._record(self.attach)
 
@@ -566,6 +567,7 @@ class Stage:
                     loc,
                     f"stage '{other.name}' is computed at a loop of '{self.name}'",
                 )
+        warn_replaced(self, call, loc)
         self.attach = rec.ComputeInline(self.name, loc)
         self._record(self.attach)
 
