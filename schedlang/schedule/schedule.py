@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ..errors import InternalError, ScheduleError, entry_point, user_location
+from ..errors import InternalError, ScheduleError, entry_point, located, user_location
 from ..ir.expr import Read
 from ..ir.extern import ExternOp
 from ..ir.graph import post_order, together
@@ -294,7 +294,12 @@ def replay(
 
 
 def apply_record(s: Schedule, r: object) -> None:
-    """Apply one record to `s`, as the primitive that made it did."""
+    """Apply one record to `s`, as the primitive that made it did, at the user's line."""
+    with located(r.loc):
+        _apply(s, r)
+
+
+def _apply(s: Schedule, r: object) -> None:
     stage = s[r.stage]
     if isinstance(r, rec.Split):
         stage.split(r.parent, factor=r.factor, nparts=r.nparts)
