@@ -179,7 +179,8 @@ class Schedule:
         return chain
 
     def copy(self) -> Schedule:
-        """An independent schedule with the same records (axes held by the user stay valid)."""
+        """An independent schedule with the same records; the tensors and axes the user
+        holds, those a cache_read, cache_write or rfactor returned included, index it too."""
         return replay(self.roots, self.records, self._made)
 
     def normalize(self) -> Schedule:
@@ -191,9 +192,12 @@ class Schedule:
 
     @entry_point
     def undo(self, steps: int = 1) -> None:
-        """Take back the last `steps` primitives: the schedule becomes the one their removal
-        leaves, in place, so the stages, tensors and axes the user holds name the same loops
-        as before them (those the removed primitives made are gone)."""
+        """Take back the last `steps` primitives, in place: the schedule becomes exactly the
+        one it was before them (the same records, at the same source lines, and the same loop
+        nest). The stages, tensors and axes the user holds name the same stages and loops as
+        before them, also those made by a cache_read, cache_write or rfactor that stays;
+        those the removed primitives made are gone. A primitive applied again after the undo
+        gives what it gave the first time."""
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise ScheduleError(f"undo(steps): steps is a positive integer, not {steps!r}")
         if steps > len(self.records):
