@@ -56,7 +56,7 @@ class Schedule:
             key = key.tensor
         if isinstance(key, Tensor):
             key = key.op
-        if isinstance(key, Stage) and key.schedule is self:
+        if isinstance(key, Stage) and self.holds(key):
             return key
         if isinstance(key, str) and key in self._by_name:
             return self._by_name[key]
@@ -116,6 +116,11 @@ class Schedule:
             candidate = f"{name}_{k}"
             k += 1
         return candidate
+
+    def holds(self, stage: Stage) -> bool:
+        """Whether `stage` is one of this schedule's stages now (`undo` takes out those that
+        the primitives it takes back added)."""
+        return stage.schedule is self and self._by_name.get(stage.name) is stage
 
     def made(self, op: Operation) -> Operation:
         """`op`, just made by a primitive that rewrites the dataflow graph; in a replay, the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import warn
+from ..errors import ScheduleError, warn
 from ..ir.scan import ScanOp
 from . import records as rec
 from .errors import ScopeError, message
@@ -99,5 +99,21 @@ def warn_replaced(stage: Stage, call: str, loc: str) -> None:
             loc,
             f"replaces {before}{where}: a stage has one placement and the last one given "
             "decides (as in TE); s.undo() takes this one back",
+        )
+    )
+
+
+def check_live(stage: Stage, call: str, loc: str) -> None:
+    """Refuse a primitive on a Stage object that `undo` took out of its schedule (with the
+    primitive that added it): its record would name a stage the schedule does not have."""
+    if stage.schedule.holds(stage):
+        return
+    raise ScheduleError(
+        message(
+            stage.name,
+            call,
+            loc,
+            "this stage is no longer part of the schedule: s.undo() took back the primitive "
+            "that added it; apply that primitive again, and schedule the stage it gives",
         )
     )
