@@ -92,10 +92,29 @@ def recorded_warnings() -> Iterator[list[str]]:
         lists.remove(found)
 
 
+@contextlib.contextmanager
+def located(loc: str) -> Iterator[None]:
+    """Inside the block, `user_location` is `loc` in this thread: a primitive applied again
+    by a replay (`undo`, `copy`) keeps the line the user wrote it on, in its record and in
+    the messages that name it."""
+    previous = getattr(_location, "loc", None)
+    _location.loc = loc
+    try:
+        yield
+    finally:
+        _location.loc = previous
+
+
+_location = threading.local()
+
+
 def user_location() -> str:
     """`file.py:LINE` of the innermost caller outside the schedlang package, or ''; in
     IPython and Jupyter, the cell as IPython names it (``Cell In[5], line 8``), since the
     file of a cell is a temporary one whose name means nothing to the user."""
+    fixed = getattr(_location, "loc", None)
+    if fixed is not None:
+        return fixed
     frame, _ = _user_frame(1)
     if frame is None:
         return ""

@@ -53,6 +53,8 @@ def box_clamps(
     `box` (offset `bmin` over the prefix), or None when it keeps its footprint."""
     if expanded or any(c is None for c in box) or len(statements) != 1:
         return None
+    if not box:
+        return None  # a 0-d tensor (a scalar parameter's copy): one element, no edge
     if producer.tensorized is not None:
         return None  # a tensor instruction moves whole tiles: it cannot clamp row by row
     source = _copied(statements[0])

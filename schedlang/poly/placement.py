@@ -315,9 +315,7 @@ class Placement:
         nd = len(producer.op.axis)
         bmin = [box.dim_min(d) for d in range(nd)]
         bmax = [box.dim_max(d) for d in range(nd)]
-        bmin_pma = isl.PwMultiAff.from_pw_aff(bmin[0])
-        for pa in bmin[1:]:
-            bmin_pma = bmin_pma.flat_range_product(isl.PwMultiAff.from_pw_aff(pa))
+        bmin_pma = _corner(needed, bmin)
         tensor = self.params.tensor(producer.op)
         bmin_map = isl.Map.from_pw_multi_aff(bmin_pma).set_tuple_name(isl.dim_type.out, tensor)
         lead_map = _proj(keep, expanded)  # prefix -> the virtual-thread indices of the parts
@@ -681,3 +679,14 @@ class Placement:
 
     def all(self) -> list[Placed]:
         return [p for group in self.placed.values() for p in group]
+
+
+def _corner(needed: isl.Map, bmin: list[isl.PwAff]) -> isl.PwMultiAff:
+    """The box's lower corner as a function of the loops around it; a 0-d tensor (the cache
+    of a scalar parameter) has one element and a corner of no coordinates."""
+    if not bmin:
+        return isl.PwMultiAff.from_map(isl.Map.from_domain(needed.domain()))
+    corner = isl.PwMultiAff.from_pw_aff(bmin[0])
+    for pa in bmin[1:]:
+        corner = corner.flat_range_product(isl.PwMultiAff.from_pw_aff(pa))
+    return corner

@@ -44,13 +44,13 @@ def cache_read(s: Schedule, tensor: object, scope: str, readers: object, loc: st
         for k, ext in enumerate(read.shape)
     )
     body = Read(Tensor(read), tuple(iv.var for iv in axes), read.dtype)
-    cache_op = ComputeOp(s.unique_name(f"{label}.{scope}"), "", axes, (), body)
+    cache_op = s.made(ComputeOp(s.unique_name(f"{label}.{scope}"), "", axes, (), body))
     cache = s.add_stage(cache_op, after=source)
     cache.scope = scope
     for reader in reader_stages:
         for op in reader.ops:
             if read in [t.op for t in op.input_tensors]:
-                s._swap(reader, op, replace(op, body=reads_of(read, op.body, cache_op)))
+                s._swap(reader, op, s.made(replace(op, body=reads_of(read, op.body, cache_op))))
     names_of = tuple(r.name for r in reader_stages)
     s.records.append(rec.CacheRead(source.name, scope, names_of, cache.name, loc))
     return Tensor(cache_op)
@@ -109,10 +109,11 @@ def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor:
     body = substitute(op.body, mapping)
     if isinstance(body, Reduce):
         body = Reduce(body.combiner, body.source, op.reduce_axis, body.where, body.dtype)
-    cache_op = ComputeOp(s.unique_name(f"{stage.name}.{scope}"), op.tag, axes, op.reduce_axis, body)
+    name = s.unique_name(f"{stage.name}.{scope}")
+    cache_op = s.made(ComputeOp(name, op.tag, axes, op.reduce_axis, body))
     cache = s.add_stage(cache_op, after=None, before=stage)
     cache.scope = scope
     copy = Read(Tensor(cache_op), tuple(iv.var for iv in op.axis), op.dtype)
-    s.replace_op(stage, ComputeOp(op.name, op.tag, op.axis, (), copy), keep_loops=False)
+    s.replace_op(stage, s.made(ComputeOp(op.name, op.tag, op.axis, (), copy)), keep_loops=False)
     s.records.append(rec.CacheWrite(stage.name, scope, cache.name, loc))
     return Tensor(cache_op)

@@ -96,13 +96,15 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
     else:
         rf_body = source if where is None else select(where, source, body.combiner.identity)
     rf_axes = data[:factor_axis] + (factored,) + data[factor_axis:]
-    rf_op = ComputeOp(s.unique_name(f"{stage.name}.rf"), op.tag, rf_axes, remaining, rf_body)
+    rf_name = s.unique_name(f"{stage.name}.rf")
+    rf_op = s.made(ComputeOp(rf_name, op.tag, rf_axes, remaining, rf_body))
     rf_stage = s.add_stage(rf_op, before=stage)
     combine = IterVar(Var(f"{chosen.name}.v", "int32", "reduce"), factored.dom, "reduce")
     indices = tuple(iv.var for iv in op.axis)
     indices = indices[:factor_axis] + (combine.var,) + indices[factor_axis:]
     read = Read(Tensor(rf_op), indices, op.dtype)
     total = Reduce(body.combiner, read, (combine,), None, body.dtype)
-    s.replace_op(stage, ComputeOp(op.name, op.tag, op.axis, (combine,), total), keep_loops=False)
+    combined = s.made(ComputeOp(op.name, op.tag, op.axis, (combine,), total))
+    s.replace_op(stage, combined, keep_loops=False)
     s.records.append(rec.RFactor(stage.name, chosen, factor_axis, rf_stage.name, loc))
     return Tensor(rf_op)

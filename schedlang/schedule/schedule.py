@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ..errors import InternalError, ScheduleError, entry_point, user_location
+from ..errors import InternalError, ScheduleError, entry_point, located, user_location
+from ..ir.expr import Read
 from ..ir.extern import ExternOp
 from ..ir.graph import post_order, together
 from ..ir.scan import ScanOp
@@ -26,6 +27,11 @@ class Schedule:
             dict.fromkeys(op for root in self.roots for op in together(root))
         )
         self.records: list[object] = []
+        # The ops cache_read, cache_write and rfactor made, in order; while `replay` applies
+        # the records, those the schedule replayed made, which the same primitives give back
+        # (see `made`), and None otherwise.
+        self._made: list[Operation] = []
+        self._replaying: tuple[Operation, ...] | None = None
         self.stages: list[Stage] = []
         self._by_op: dict[Operation, Stage] = {}
         self._by_name: dict[str, Stage] = {}
@@ -46,9 +52,11 @@ class Schedule:
 
     @entry_point
     def __getitem__(self, key: object) -> Stage:
+        if isinstance(key, Read) and not key.indices:  # a scalar parameter: its 0-d input
+            key = key.tensor
         if isinstance(key, Tensor):
             key = key.op
-        if isinstance(key, Stage) and key.schedule is self:
+        if isinstance(key, Stage) and self.holds(key):
             return key
         if isinstance(key, str) and key in self._by_name:
             return self._by_name[key]
@@ -109,6 +117,28 @@ class Schedule:
             k += 1
         return candidate
 
+    def holds(self, stage: Stage) -> bool:
+        """Whether `stage` is one of this schedule's stages now (`undo` takes out those that
+        the primitives it takes back added)."""
+        return stage.schedule is self and self._by_name.get(stage.name) is stage
+
+    def made(self, op: Operation) -> Operation:
+        """`op`, just made by a primitive that rewrites the dataflow graph; in a replay, the
+        op the same primitive made in the schedule replayed instead. Ops compare by identity,
+        so this is what keeps the tensors and IterVars a user holds (the cache a cache_read
+        returned, a reader's op) naming the same stages and loops after `undo` and in a
+        `copy`."""
+        k = len(self._made)
+        if self._replaying is not None and k < len(self._replaying):
+            earlier = self._replaying[k]
+            if type(earlier) is not type(op) or earlier.name != op.name:
+                raise InternalError(
+                    f"replay made op '{op.name}' where the schedule replayed made '{earlier.name}'"
+                )
+            op = earlier
+        self._made.append(op)
+        return op
+
     def add_stage(self, op: Operation, after: Stage | None = None, before: Stage | None = None):
         """A new stage for `op`, placed right after `after` or right before `before`."""
         stage = Stage(self, op, op.name)
@@ -137,7 +167,7 @@ class Schedule:
             for c in consumer.ops:
                 body = getattr(c, "body", None)
                 if body is not None and old in [t.op for t in c.input_tensors]:
-                    self._swap(consumer, c, replace(c, body=reads_of(old, body, op)))
+                    self._swap(consumer, c, self.made(replace(c, body=reads_of(old, body, op))))
 
     def _owner_of_itervar(self, iv: IterVar) -> str | None:
         for stage in self.stages:
@@ -154,8 +184,9 @@ class Schedule:
         return chain
 
     def copy(self) -> Schedule:
-        """An independent schedule with the same records (axes held by the user stay valid)."""
-        return replay(self.roots, self.records)
+        """An independent schedule with the same records; the tensors and axes the user
+        holds, those a cache_read, cache_write or rfactor returned included, index it too."""
+        return replay(self.roots, self.records, self._made)
 
     def normalize(self) -> Schedule:
         """This schedule (TE's ``s.normalize()``): TE rebases loops whose range does not start
@@ -166,24 +197,29 @@ class Schedule:
 
     @entry_point
     def undo(self, steps: int = 1) -> None:
-        """Take back the last `steps` primitives: the schedule becomes the one their removal
-        leaves, in place, so the stages, tensors and axes the user holds name the same loops
-        as before them (those the removed primitives made are gone)."""
+        """Take back the last `steps` primitives, in place: the schedule becomes exactly the
+        one it was before them (the same records, at the same source lines, and the same loop
+        nest). The stages, tensors and axes the user holds name the same stages and loops as
+        before them, also those made by a cache_read, cache_write or rfactor that stays;
+        those the removed primitives made are gone. A primitive applied again after the undo
+        gives what it gave the first time."""
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise ScheduleError(f"undo(steps): steps is a positive integer, not {steps!r}")
         if steps > len(self.records):
             raise ScheduleError(
                 f"undo({steps}): the schedule has {len(self.records)} primitive(s) to take back"
             )
-        kept = replay(self.roots, self.records[:-steps])
+        kept = replay(self.roots, self.records[:-steps], self._made)
         held = {stage.name: stage for stage in self.stages}
         for stage in kept.stages:  # the user's Stage objects keep working
             if stage.name in held:
                 held[stage.name].__dict__.update(stage.__dict__)
-                held[stage.name].schedule = self
         self.__dict__.update(kept.__dict__)
-        self.stages = [held.get(stage.name, stage) for stage in kept.stages]
-        self._by_op = {op: stage for stage in self.stages for op in stage.ops}
+        mine = {stage: held.get(stage.name, stage) for stage in kept.stages}
+        self.stages = list(mine.values())
+        # Every op that ever was a stage's (a reader's op before a cache_read rewired it is
+        # the user's tensor) keeps finding it, as in the schedule replayed.
+        self._by_op = {op: mine[stage] for op, stage in kept._by_op.items()}
         self._by_name = {stage.name: stage for stage in self.stages}
         for stage in self.stages:
             stage.schedule = self
@@ -253,16 +289,26 @@ def thread_axis(tag: str = "vthread", name: str = "") -> ThreadAxis:
     return ThreadAxis(tag)
 
 
-def replay(outputs: Iterable[Operation], records: Iterable[object]) -> Schedule:
-    """A new schedule of `outputs` with `records` applied in order."""
+def replay(
+    outputs: Iterable[Operation], records: Iterable[object], made: Iterable[Operation] = ()
+) -> Schedule:
+    """A new schedule of `outputs` with `records` applied in order; `made`, the ops the
+    schedule replayed made (`Schedule.made`), are made again by the same primitives."""
     s = Schedule(outputs)
+    s._replaying = tuple(made)
     for r in records:
         apply_record(s, r)
+    s._replaying = None  # primitives applied from now on make new ops
     return s
 
 
 def apply_record(s: Schedule, r: object) -> None:
-    """Apply one record to `s`, as the primitive that made it did."""
+    """Apply one record to `s`, as the primitive that made it did, at the user's line."""
+    with located(r.loc):
+        _apply(s, r)
+
+
+def _apply(s: Schedule, r: object) -> None:
     stage = s[r.stage]
     if isinstance(r, rec.Split):
         stage.split(r.parent, factor=r.factor, nparts=r.nparts)

@@ -12,6 +12,7 @@ from ..ir.scan import ScanOp
 from ..ir.tensor import ComputeOp, IterVar, Operation
 from ..ir.visit import walk
 from . import records as rec
+from . import stage_guards as guards
 from .axis import Axis, ThreadAxis
 from .errors import (
     AnnotationError,
@@ -154,6 +155,7 @@ class Stage:
         return axis
 
     def _require_compute(self, call: str, loc: str) -> None:
+        guards.check_live(self, call, loc)
         if isinstance(self.op, ScanOp):
             what = (
                 f"'{self.name}' is a scan: it has no loops of its own, its rows are computed by "
@@ -506,7 +508,7 @@ class Stage:
         call = f"compute_at(s[{getattr(parent, 'name', parent)}], {getattr(axis, 'name', axis)})"
         self._require_compute(call, loc)
         self._keep_in_scan(call, loc)
-        if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
+        if not isinstance(parent, Stage) or not self.schedule.holds(parent):
             self._fail(
                 PlacementError, call, loc, "the first argument must be a stage of this schedule"
             )
@@ -538,6 +540,7 @@ class Stage:
                 loc,
                 f"'{parent.name}' is itself computed inside '{self.name}'",
             )
+        guards.warn_replaced(self, call, loc)
         self.attach = rec.ComputeAt(self.name, parent.name, target_axis, loc)
         self._record(self.attach)
 
@@ -566,6 +569,7 @@ class Stage:
                     loc,
                     f"stage '{other.name}' is computed at a loop of '{self.name}'",
                 )
+        guards.warn_replaced(self, call, loc)
         self.attach = rec.ComputeInline(self.name, loc)
         self._record(self.attach)
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import ScheduleError, warn
 from ..ir.scan import ScanOp
+from . import records as rec
 from .errors import ScopeError, message
 from .intrin import FRAGMENT_SCOPES
 
@@ -72,3 +74,46 @@ def check_scope(stage: str, call: str, loc: str, scope: object) -> None:
         raise ScopeError(
             message(stage, call, loc, f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
         )
+
+
+def warn_replaced(stage: Stage, call: str, loc: str) -> None:
+    """Say that `call` replaces the stage's compute_inline by a compute_at, or the reverse.
+    A stage has one placement and the last one given decides, as in TE (whose compute_at,
+    compute_inline and compute_root each set the stage's attach type) and Halide; between
+    these two the change is seldom meant, so it is said. compute_root, the way back to the
+    default, and a compute_at that moves the stage to another loop say nothing."""
+    earlier = stage.attach
+    if stage.schedule._replaying is not None or earlier is None:
+        return  # a replay (undo, copy) applies again what was said when it was first applied
+    if isinstance(earlier, rec.ComputeInline) and call.startswith("compute_at("):
+        before = "compute_inline()"
+    elif isinstance(earlier, rec.ComputeAt) and call == "compute_inline()":
+        before = f"compute_at(s[{earlier.target}], {earlier.axis.name})"
+    else:
+        return
+    where = f" at {earlier.loc}" if earlier.loc else ""
+    warn(
+        message(
+            stage.name,
+            call,
+            loc,
+            f"replaces {before}{where}: a stage has one placement and the last one given "
+            "decides (as in TE); s.undo() takes this one back",
+        )
+    )
+
+
+def check_live(stage: Stage, call: str, loc: str) -> None:
+    """Refuse a primitive on a Stage object that `undo` took out of its schedule (with the
+    primitive that added it): its record would name a stage the schedule does not have."""
+    if stage.schedule.holds(stage):
+        return
+    raise ScheduleError(
+        message(
+            stage.name,
+            call,
+            loc,
+            "this stage is no longer part of the schedule: s.undo() took back the primitive "
+            "that added it; apply that primitive again, and schedule the stage it gives",
+        )
+    )

@@ -4,7 +4,9 @@ loop of a stage that does not read the producer, axes of another stage).
 
 A primitive that raises must raise a `ScheduleError` that names it and leave the schedule as
 it was, so drawing goes on after a rejected primitive: the schedules that reach lowering are
-the ones a user gets after fixing a mistake in a notebook.
+the ones a user gets after fixing a mistake in a notebook. After a primitive that applied,
+`undo` now and then takes it back (alone, then applies it again; or with some before it, and
+drawing goes on): what a notebook user does on second thoughts.
 
 A few recipes draw what random moves seldom reach: TE's shared-memory GEMM, and a scan's body
 stage computed at its step loop with the steps, or the loops inside them, run at the same time.
@@ -14,6 +16,8 @@ time read each other through the body stage).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 import schedlang as sl
@@ -22,7 +26,7 @@ from schedlang.ir.scan import ScanOp, body_ops
 from schedlang.ir.tensor import ComputeOp
 from schedlang.schedule import records as rec
 
-from .verdict import Tally, check_primitive_error
+from .verdict import FuzzFailure, Tally, check_primitive_error
 
 SCOPES = ("global", "shared", "local")
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
@@ -69,8 +73,11 @@ class Scheduler:
         return self.draw(st.sampled_from(FACTORS))
 
     def attempt(self, name: str, call) -> object:
-        """Apply one primitive; a ScheduleError must name it and change nothing."""
+        """Apply one primitive; a ScheduleError must name it and change nothing. Now and then
+        the primitive is taken back by `undo` (with some before it), then applied again or
+        not (see `undo`)."""
         before = (len(self.s.records), self.s.describe())
+        kept = list(self.s.records)
         try:
             result = call()
         except sl.ScheduleError as err:
@@ -78,16 +85,44 @@ class Scheduler:
             self.tally.count(f"primitive rejected: {type(err).__name__}")
             return None
         self.tally.count(f"primitive: {name}")
+        if self.draw(st.integers(0, 5), label="undo") == 0:
+            self.undo(name, call, kept)
         return result
+
+    def undo(self, name: str, call, kept: list) -> None:
+        """Take back the primitive `call` just applied, and perhaps some before it: the
+        records must be those before them, at the same lines. Taken back alone, it is applied
+        again and must give the records it gave the first time (the stages, tensors and axes
+        it used still name the same ones); taken back with others, drawing goes on from the
+        schedule left, whose axes the later primitives may miss (a refusal that names them)."""
+        applied = list(self.s.records)
+        added = len(applied) - len(kept)
+        if added == 0:
+            return
+        steps = self.draw(st.integers(added, len(applied)), label="undo steps")
+        self.s.undo(steps)
+        if self.s.records != applied[: len(applied) - steps]:
+            raise FuzzFailure(f"undo({steps}) after {name} left other records:\n{self.s}")
+        if steps > added:
+            self.tally.count("undo: several primitives")
+            return
+        try:
+            call()
+        except sl.ScheduleError as err:
+            raise FuzzFailure(f"{name} applied again after undo() was refused: {err}") from err
+        if _unlocated(self.s.records) != _unlocated(applied):  # called from another line
+            raise FuzzFailure(f"{name} applied again after undo() gave other records:\n{self.s}")
+        self.tally.count("undo: applied again")
 
     # -- the primitives -------------------------------------------------------------------
 
     def split(self, stage: sl.Stage) -> None:
         leaf = self.leaf(stage)
+        factor = self.factor()  # drawn once: `undo` applies the same split again
         if self.draw(st.booleans()):
-            self.attempt("split", lambda: stage.split(leaf, factor=self.factor()))
+            self.attempt("split", lambda: stage.split(leaf, factor=factor))
         else:
-            self.attempt("split", lambda: stage.split(leaf, nparts=self.factor()))
+            self.attempt("split", lambda: stage.split(leaf, nparts=factor))
 
     def tile(self, stage: sl.Stage) -> None:
         x, y = self.leaf(stage), self.leaf(stage)
@@ -304,6 +339,10 @@ class Scheduler:
             outer, inner = split
             self.attempt("bind", lambda s=stage, x=outer: s.bind(x, sl.thread_axis("blockIdx.x")))
             self.attempt("bind", lambda s=stage, x=inner: s.bind(x, sl.thread_axis("threadIdx.x")))
+
+
+def _unlocated(records: list) -> list:
+    return [replace(r, loc="") for r in records]
 
 
 def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:

@@ -30,10 +30,24 @@ def sample(examples: int):
     )
 
 
+CPU = Tally()
+
+
 @sample(500)
 @given(data=st.data())
 def test_cpu_schedules(data):
-    cpu_property(data, Tally())
+    cpu_property(data, CPU)
+
+
+def test_the_cpu_sample_took_primitives_back():
+    """The sample above drew undo after primitives, alone (then the primitive again) and with
+    primitives before it, and still reached kernels that matched (it runs first, in file
+    order)."""
+    if not CPU.counts:
+        pytest.skip("the sample did not run")
+    assert CPU.counts["undo: applied again"] > 0
+    assert CPU.counts["undo: several primitives"] > 0
+    assert CPU.counts["ran and matched"] > 0
 
 
 @sample(300)

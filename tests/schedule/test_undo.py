@@ -9,6 +9,8 @@ import pytest
 
 import schedlang as sl
 
+from .util import check
+
 
 def _row_sum():
     n = sl.var("n")
@@ -95,3 +97,28 @@ def test_undo_of_more_than_there_is_is_refused(steps, match):
     with pytest.raises(sl.ScheduleError, match=match):
         s.undo(steps)
     assert len(s.records) == 1
+
+
+def test_a_stage_that_undo_took_back_is_refused():
+    m, r, _ = _row_sum()
+    s = sl.create_schedule(r)
+    stage = s[s.cache_read(m, "local", [r])]
+    s.undo()
+    with pytest.raises(
+        sl.ScheduleError,
+        match=r"^In schedule for 'M.local': split\(ax0, factor=4\) at test_undo.py:\d+: this "
+        r"stage is no longer part of the schedule: s.undo\(\) took back the primitive that "
+        r"added it; apply that primitive again, and schedule the stage it gives$",
+    ):
+        stage.split(stage.op.axis[0], factor=4)
+    assert s.records == []
+    again = s[s.cache_read(m, "local", [r])]  # a stage of the same name, made anew
+    with pytest.raises(sl.ScheduleError, match="'M.local' is not part of this schedule"):
+        s[stage]
+    with pytest.raises(sl.ScheduleError, match="must be a stage of this schedule"):
+        again.compute_at(stage, stage.op.axis[0])
+    with pytest.raises(sl.ScheduleError, match="no longer part of the schedule"):
+        stage.compute_at(s[r], r.op.axis[0])
+    assert len(s.records) == 1
+    again.compute_at(s[r], r.op.axis[0])
+    check(s, [m], [r], {"n": 5})

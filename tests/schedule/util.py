@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 import schedlang as sl
-from schedlang.ir.expr import Var
+from schedlang.ir.expr import Read, Var
 from schedlang.loopir.interpret import run
 from tests.codegen.util import cpu_can_run, run_cpu
 
@@ -19,7 +19,10 @@ SEED = 20240611
 
 
 def concrete_shape(tensor, sizes: Mapping[str, int]) -> tuple[int, ...]:
-    """The shape of `tensor` with each symbolic size replaced by ``sizes[name]``."""
+    """The shape of `tensor` with each symbolic size replaced by ``sizes[name]``; a scalar
+    parameter (``sl.var(name, "float32")``) is its 0-d input."""
+    if isinstance(tensor, Read):
+        tensor = tensor.tensor
     return tuple(sizes[d.name] if isinstance(d, Var) else int(d) for d in tensor.shape)
 
 
@@ -31,7 +34,7 @@ def random_inputs(placeholders, sizes: Mapping[str, int], seed: int = SEED) -> d
         shape = concrete_shape(p, sizes)
         mag = gen.uniform(0.5, 2.0, size=shape)
         sign = np.where(gen.random(shape) < 0.5, -1.0, 1.0)
-        out[p] = (mag * sign).astype(np.float32)
+        out[p] = np.asarray(mag * sign, dtype=np.float32)  # 0-d for a scalar parameter
     return out
 
 
