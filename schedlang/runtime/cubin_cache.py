@@ -1,21 +1,26 @@
 """Compiled GPU code kept on disk, so a new process skips the driver's PTX compilation.
 
-With the disk cache on (`disk_cache`: the default), the PTX of a kernel is compiled to a cubin
-by the driver's linker (the same compiler `cuModuleLoadData` runs on PTX) and the cubin is
+With the disk cache on (`disk_cache`: the default) and NVIDIA's ptxas installed, the PTX of a
+kernel is assembled to a cubin by ptxas for the architecture the PTX targets, and the cubin is
 stored under a key of the PTX's hash and the device's architecture; later processes load the
-cubin directly. With it off, nothing is written, and PTX is loaded as it is. The files go through
-`codegen.disk_cache`: a cubin that fails its checksum is compiled again, and a folder that cannot
-be written only costs the time of compiling.
+cubin directly. Without ptxas, or with the cache off, nothing is written and the driver
+compiles the PTX on load (keeping its own cache of it). The files go through
+`codegen.disk_cache`: a cubin that fails its checksum is assembled again, and a folder that
+cannot be written only costs the time of assembling.
+
+Not the driver's linker (``cuLinkAddData``), which this cache used before: on an H100 with the
+CUDA 13 driver its cubins of kernels that pipeline tiles through the copy engine fault with
+misaligned addresses, where ptxas's cubins and the driver's own loading of the PTX run right.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
+import re
 from pathlib import Path
-from typing import Any
 
 from ..codegen import disk_cache
+from ..codegen.nvptx.assemble import assemble
 
 
 def path_for(ptx: str, arch: str) -> Path | None:
@@ -27,25 +32,24 @@ def path_for(ptx: str, arch: str) -> Path | None:
     return folder / "cuda" / f"{key}.cubin"
 
 
-def cubin(cuda: Any, check, ptx: str, arch: str, what: str) -> bytes | None:
-    """The cubin of `ptx` for `arch`, from the disk when a verified one is there, else compiled
-    and stored; None when the disk cache is off (the driver then compiles the PTX itself)."""
+def cubin(ptx: str, arch: str) -> bytes | None:
+    """The cubin of `ptx` for `arch`, from the disk when a verified one is there, else
+    assembled and stored; None when the disk cache is off or ptxas is missing (the driver
+    then compiles the PTX itself)."""
     path = path_for(ptx, arch)
     if path is None:
         return None
-    return disk_cache.load_or_make(path, lambda: compile_ptx(cuda, check, ptx, what))
+    cached = disk_cache.read(path)
+    if cached is not None:
+        return cached
+    made = compile_ptx(ptx)
+    if made is not None:
+        disk_cache.write(path, made)
+    return made
 
 
-def compile_ptx(cuda: Any, check, ptx: str, what: str) -> bytes:
-    """The cubin the driver's linker makes of `ptx` for the current context's device."""
-    state = check(cuda.cuLinkCreate(0, [], []), f"starting the linker for {what}")
-    try:
-        data = ptx.encode() + b"\0"
-        kind = cuda.CUjitInputType.CU_JIT_INPUT_PTX
-        added = cuda.cuLinkAddData(state, kind, data, len(data), b"kernel.ptx", 0, [], [])
-        check(added, f"compiling the PTX of {what}")
-        done = check(cuda.cuLinkComplete(state), f"linking {what}")
-        pointer, size = done
-        return ctypes.string_at(int(pointer), int(size))
-    finally:
-        cuda.cuLinkDestroy(state)
+def compile_ptx(ptx: str) -> bytes | None:
+    """ptxas's cubin of `ptx`, for the architecture its ``.target`` names (``sm_90a`` keeps
+    its ``a``); None where ptxas is missing or refuses it."""
+    target = re.search(r"^\.target\s+(sm_\w+)", ptx, re.MULTILINE)
+    return None if target is None else assemble(ptx, target.group(1))

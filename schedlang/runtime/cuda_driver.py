@@ -173,7 +173,7 @@ def _load(ptx: str, what: str) -> tuple:
     cuda = driver()
     arch, cubin = _offered.pop(hashlib.sha256(ptx.encode()).hexdigest(), (None, None))
     if arch is None or arch.rstrip("af") != device().arch:
-        cubin = cubin_cache.cubin(cuda, check, ptx, device().arch, what)
+        cubin = cubin_cache.cubin(ptx, device().arch)
     data = ptx.encode() + b"\0" if cubin is None else cubin
     image = np.frombuffer(data, np.uint8)
     return cuda.cuModuleLoadData(image.ctypes.data)

@@ -16,8 +16,6 @@ import functools
 import hashlib
 from pathlib import Path
 
-from llvmlite import __version__ as llvmlite_version
-
 from ..codegen import disk_cache
 from ..codegen.cpu import jit as cpu_jit
 from ..errors import LaunchError
@@ -43,7 +41,7 @@ class _Pool:
             texts.append(pool.pool_module(cpu_jit.host().triple, atfork))
             return cpu_jit.object_code(texts[0])
 
-        obj = disk_cache.load_or_make(_disk_path(atfork), compiled)
+        obj = disk_cache.load_or_make(_disk_path(pool.version(atfork)), compiled)
         text = texts[0] if texts else "(the pool's object file, read from the disk cache)"
         symbols = (pool.PARALLEL_FOR, pool.SETUP, pool.STARTED)
         self._linked, addresses = cpu_jit.link_symbols(obj, symbols, {}, text)
@@ -86,13 +84,11 @@ def started_workers() -> int:
     return _pool().started()
 
 
-def _disk_path(atfork: str) -> Path | None:
-    """Where the pool's object file is cached: keyed by its generator's source, LLVM, the host
-    and the fork-handler function, so that no IR is made to find it."""
+def _disk_path(version: str) -> Path | None:
+    """Where the pool's object file is cached: under its generator's `version`, so that no
+    IR is made to find it."""
     folder = disk_cache.directory()
     if folder is None:
         return None
-    source = (Path(__file__).parents[1] / "codegen" / "cpu" / "pool.py").read_bytes()
-    digest = hashlib.sha256(source)
-    digest.update(f"{llvmlite_version} {cpu_jit.host().key} {atfork}".encode())
-    return folder / f"pool-{digest.hexdigest()}.o"
+    digest = hashlib.sha256(f"{version} {cpu_jit.host().key}".encode()).hexdigest()
+    return folder / f"pool-{digest}.o"

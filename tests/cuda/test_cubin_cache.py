@@ -38,7 +38,7 @@ def compiled_cubins(monkeypatch, tmp_path) -> list[str]:
     monkeypatch.setattr(disk_cache, "_warned", False)
     asked: list[str] = []
 
-    def compile_ptx(cuda, check, ptx, what):
+    def compile_ptx(ptx):
         asked.append(ptx)
         return f"cubin of {ptx}".encode()
 
@@ -56,13 +56,13 @@ def compiled_cubins(monkeypatch, tmp_path) -> list[str]:
     ],
 )
 def test_a_damaged_cubin_is_compiled_again_and_replaced(compiled_cubins, damage):
-    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") == b"cubin of ptx a"
+    assert cubin_cache.cubin("ptx a", "sm_90") == b"cubin of ptx a"
     path = cubin_cache.path_for("ptx a", "sm_90")
     good = path.read_bytes()
     path.write_bytes(damage(good))
-    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") == b"cubin of ptx a"
+    assert cubin_cache.cubin("ptx a", "sm_90") == b"cubin of ptx a"
     assert compiled_cubins == ["ptx a", "ptx a"] and path.read_bytes() == good
-    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") == b"cubin of ptx a"
+    assert cubin_cache.cubin("ptx a", "sm_90") == b"cubin of ptx a"
     assert len(compiled_cubins) == 2
 
 
@@ -71,14 +71,14 @@ def test_an_unwritable_cubin_folder_warns_once_and_compiles(compiled_cubins, tmp
     with pytest.warns(sl.SchedlangWarning, match="cannot write to .*SCHEDLANG_CACHE_DIR=off"):
         for ptx in ("ptx a", "ptx b"):
             assert (
-                cubin_cache.cubin(None, None, ptx, "sm_90", "kernel") == f"cubin of {ptx}".encode()
+                cubin_cache.cubin(ptx, "sm_90") == f"cubin of {ptx}".encode()
             )
     assert compiled_cubins == ["ptx a", "ptx b"]
 
 
 def test_with_the_cache_off_the_driver_gets_the_ptx(monkeypatch, compiled_cubins):
     monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")
-    assert cubin_cache.cubin(None, None, "ptx a", "sm_90", "kernel") is None
+    assert cubin_cache.cubin("ptx a", "sm_90") is None
     assert compiled_cubins == []
 
 
@@ -170,3 +170,38 @@ def test_an_unwritable_cache_runs_on_the_gpu(monkeypatch, tmp_path, counted_comp
 def _flip_middle(entry: bytes) -> bytes:
     start, end = len(entry) // 4, 3 * len(entry) // 4
     return entry[:start] + bytes(v ^ 0xFF for v in entry[start:end]) + entry[end:]
+
+
+def test_ptxas_assembles_for_the_target_the_ptx_names(monkeypatch):
+    asked: list[str] = []
+    monkeypatch.setattr(cubin_cache, "assemble", lambda ptx, arch: asked.append(arch) or b"c")
+    ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+    assert cubin_cache.compile_ptx(ptx) == b"c" and asked == ["sm_90a"]
+
+
+def test_without_ptxas_nothing_is_cached_and_the_driver_gets_the_ptx(monkeypatch, tmp_path):
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cubin_cache, "assemble", lambda ptx, arch: None)
+    assert cubin_cache.cubin(".target sm_90\n", "sm_90") is None
+    assert not (tmp_path / "cuda").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+def test_a_pipelined_copy_runs_from_a_cached_cubin(monkeypatch, tmp_path):
+    """The driver's linker made cubins of copy-engine pipelines that faulted (misaligned
+    address); the cached cubin is ptxas's."""
+    from schedlang.runtime import cuda_driver as driver
+
+    from .test_bulk_copies import _copy_schedule
+
+    monkeypatch.setenv("SCHEDLANG_CACHE_DIR", str(tmp_path))
+    s, args = _copy_schedule(64, (32, 16), lambda a, i, j: a[i, j] * 2, dtype="float16")
+    kernel = sl.build(s, args, target="cuda")
+    x = np.random.default_rng(2).uniform(1, 2, (64, 64)).astype("float16")
+    for _ in range(2):  # compiled and stored, then loaded from the file
+        driver._modules.clear()
+        y = np.full((64, 64), np.nan, "float16")
+        kernel(x, y)
+        np.testing.assert_array_equal(y, x * 2)
+    assert disk_cache.read(cubin_cache.path_for(kernel.ptx, driver.device().arch)) is not None

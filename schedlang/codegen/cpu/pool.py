@@ -27,9 +27,12 @@ Workers are started on first use, so a process that never runs a parallel loop h
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+from llvmlite import __version__ as llvmlite_version
 from llvmlite import ir
 
 from ..llvm.types import I8, I32, I64, PTR
@@ -48,6 +51,13 @@ LOCK_BYTES = 64  # room for a glibc pthread_mutex_t / pthread_cond_t (40 / 48 by
 
 # a task: (closure, lo, hi) -> status; typed so that llvmlite can call through the pointer
 TASK = ir.FunctionType(I32, [PTR, I64, I64]).as_pointer()
+
+
+def version(atfork: str) -> str:
+    """What the pool's machine code depends on besides the host: this generator's source,
+    LLVM's version and the fork-handler function."""
+    source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return f"{source} {llvmlite_version} {atfork}"
 
 
 def pool_module(triple: str, atfork: str) -> str:
