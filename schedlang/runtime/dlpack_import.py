@@ -129,7 +129,8 @@ def host_array(name: str, obj: object, wanted: str) -> np.ndarray:
     for the message when no schedlang dtype stores its elements)."""
     try:
         return np.from_dlpack(obj)
-    except RuntimeError as error:  # an element type numpy does not read (bfloat16)
+    except (RuntimeError, BufferError) as error:  # an element type numpy does not read
+        # (bfloat16): numpy raises the one or the other by version
         capsule = obj.__dlpack__()
         tensor = read(name, capsule)
         dtype = element_dtype(name, tensor, wanted)
