@@ -44,6 +44,7 @@ class Scheduler:
         self.s = s
         self.tally = tally
         self.gpu = gpu
+        self.undo_several = True  # off while a recipe applies primitives with axes it holds
 
     # -- drawing --------------------------------------------------------------------------
 
@@ -99,7 +100,8 @@ class Scheduler:
         added = len(applied) - len(kept)
         if added == 0:
             return
-        steps = self.draw(st.integers(added, len(applied)), label="undo steps")
+        most = len(applied) if self.undo_several else added
+        steps = self.draw(st.integers(added, most), label="undo steps")
         self.s.undo(steps)
         if self.s.records != applied[: len(applied) - steps]:
             raise FuzzFailure(f"undo({steps}) after {name} left other records:\n{self.s}")
@@ -259,6 +261,7 @@ class Scheduler:
         k_step = self.draw(st.sampled_from([1, 2, 3, 4, 8]), label="gemm k step")
         vector = self.draw(st.sampled_from([1, 2, 4]), label="gemm copy vector")
         s, c = self.s, out.output(0)
+        self.undo_several = False  # the recipe goes on with the axes it made
         caches = [s.cache_read(t, "shared", [c]) for t in (a, b)]
         local = s.cache_write(c, "local")
         by, yi = s[c].split(c.op.axis[0], factor=tile)
@@ -285,6 +288,7 @@ class Scheduler:
             s[cache].bind(fx, sl.thread_axis("threadIdx.x"))
             s[cache].bind(fy, sl.thread_axis("threadIdx.y"))
             self.buffering(s[cache])
+        self.undo_several = True
         self.tally.count("shared gemm recipe")
 
     def scan_body(self) -> tuple[ScanOp, list[sl.Stage]] | None:
