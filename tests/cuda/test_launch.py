@@ -116,13 +116,7 @@ def test_a_host_loop_launches_its_kernel_once_a_step_with_the_step_set(monkeypat
     state = sl.placeholder((m, n), name="state")
     init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
     update = sl.compute((m, n), lambda t, i: state[t - 1, i] + x[t, i], name="update")
-    result = sl.scan(init, update, state)
-    s = sl.create_schedule(result)
-    for stage in (init, update):
-        outer, inner = s[stage].split(stage.op.axis[1], factor=32)
-        s[stage].bind(outer, sl.thread_axis("blockIdx.x"))
-        s[stage].bind(inner, sl.thread_axis("threadIdx.x"))
-    kernel = sl.build(s, [x, result], target="cuda")
+    kernel = _scan_kernel(x, init, update, state)
     fake.parameters = 5
     data = np.ones((6, 40), np.float32)
     kernel(data, np.empty_like(data))
@@ -136,6 +130,17 @@ def test_a_host_loop_launches_its_kernel_once_a_step_with_the_step_set(monkeypat
     ]
 
 
+def _scan_kernel(x, init, update, state):
+    """The scan of `init` and `update` with its columns on blocks of 32 threads, for cuda."""
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    for stage in (init, update):
+        outer, inner = s[stage].split(stage.op.axis[1], factor=32)
+        s[stage].bind(outer, sl.thread_axis("blockIdx.x"))
+        s[stage].bind(inner, sl.thread_axis("threadIdx.x"))
+    return sl.build(s, [x, result], target="cuda")
+
+
 def test_a_scan_whose_init_does_not_fit_its_steps_is_refused_before_anything_runs(monkeypatch):
     """Two init rows and one step: the init's rows would be stored past the scan's end."""
     fake = FakeDriver(parameters=4)
@@ -145,13 +150,7 @@ def test_a_scan_whose_init_does_not_fit_its_steps_is_refused_before_anything_run
     state = sl.placeholder((m, n), name="state")
     init = sl.compute((2, n), lambda t, i: x[t, i], name="init")
     update = sl.compute((m, n), lambda t, i: state[t - 1, i] + state[t - 2, i], name="update")
-    result = sl.scan(init, update, state)
-    s = sl.create_schedule(result)
-    for stage in (init, update):
-        outer, inner = s[stage].split(stage.op.axis[1], factor=32)
-        s[stage].bind(outer, sl.thread_axis("blockIdx.x"))
-        s[stage].bind(inner, sl.thread_axis("threadIdx.x"))
-    kernel = sl.build(s, [x, result], target="cuda")
+    kernel = _scan_kernel(x, init, update, state)
     with pytest.raises(sl.LaunchError, match=r"the init 'init' gives 2 rows, but the state"):
         kernel(GpuTensor((2, 40)), GpuTensor((1, 40), 1 << 41))
     assert "cuLaunchKernel" not in fake.names()
