@@ -37,6 +37,7 @@ from .poly.space import Params
 from .poly.statements import build_statements, inline_bodies
 from .poly.stored import check_storable
 from .poly.tensorize import plan_tensorize, restrict_to_tiles
+from .runtime.interrupt import interruptible
 from .schedule import records as rec
 from .schedule.errors import ScopeError, message
 from .schedule.schedule import Schedule
@@ -54,7 +55,7 @@ def lower(s: Schedule, args: list[Tensor], name: str = "main", draft: bool = Fal
     """The loop nest of schedule `s`, as a function of the buffers of `args` (in order). A
     `draft` is for reading only: a fragment stage not yet tensorized shows as plain loops (as
     TE prints it before ``tensorize``), which no build accepts."""
-    with paused():
+    with paused(), interruptible():
         try:
             return _lower(s, list(args), name, draft=draft)
         except ScheduleError as error:
@@ -66,7 +67,7 @@ def lower_for_gpu(s: Schedule, args: list[Tensor], name: str = "main") -> Lowere
     """As `lower`, but loops marked unrolled stay loops: the GPU passes unroll those whose
     variables index registers, and LLVM the others (`registers.left_to_llvm`), so that no
     pass in between walks copies it has no use for."""
-    with paused():
+    with paused(), interruptible():
         try:
             return _lower(s, list(args), name, keep=left_to_llvm)
         except ScheduleError as error:

@@ -8,8 +8,10 @@ crashed the kernel. Around such a call, `Callbacks` only notes a Ctrl-C (its han
 nothing), its callbacks then skip their work, and the Ctrl-C is delivered to the previous
 handler when isl returns; an exception a callback raises is kept and raised then too.
 
-isl holds the GIL while it computes, so nothing interrupts one long isl operation. Where a
-question can grow without bound (recovering loop indices from a fused index, whose cases
+isl holds the GIL while it computes, so Python's own handler cannot interrupt one long isl
+operation: during a build, `schedlang.runtime.interrupt` puts a native handler first, which
+aborts isl's context, and registers itself here as the `deferral` that callbacks use instead of
+a Python handler (the native one must stay installed). Where a question can grow without bound (recovering loop indices from a fused index, whose cases
 multiply with each loop fused), `budget` bounds isl's own count of operations, and the caller
 refuses the schedule when isl runs out, instead of computing for minutes.
 """
@@ -20,8 +22,25 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 import islpy as isl
+
+
+class Deferral(Protocol):
+    """A SIGINT handler that can hold a Ctrl-C back while isl runs Python callbacks."""
+
+    def defer(self) -> int:
+        """Hold Ctrl-C back from now; the previous state, for `resume`."""
+
+    def pending(self) -> bool:
+        """A Ctrl-C came while held back."""
+
+    def resume(self, previous: int) -> bool:
+        """Go back to `previous`; True where a held-back Ctrl-C is now to be delivered."""
+
+
+deferral: Deferral | None = None  # the handler installed for the build in progress, if any
 
 
 class Callbacks:
@@ -31,6 +50,8 @@ class Callbacks:
         self.raised: BaseException | None = None
         self.interrupted = False
         self._previous = None  # the SIGINT handler to restore
+        self._deferral: Deferral | None = None
+        self._outer = 0  # the deferral's state before this call
 
     def wrap(self, fn: Callable, skipped: Callable = lambda *args: None) -> Callable:
         """`fn` for isl. Once interrupted, or once `fn` has raised, later calls return
@@ -38,7 +59,7 @@ class Callbacks:
         cheap callbacks; `__exit__` raises what `fn` raised."""
 
         def called(*args):
-            if self.interrupted or self.raised is not None:
+            if self.interrupted or self.raised is not None or self._held():
                 return skipped(*args)
             try:
                 return fn(*args)
@@ -51,13 +72,22 @@ class Callbacks:
     def _note(self, signum, frame) -> None:
         self.interrupted = True
 
+    def _held(self) -> bool:
+        return self._deferral is not None and self._deferral.pending()
+
     def __enter__(self) -> Callbacks:
         main = threading.current_thread() is threading.main_thread()
-        if main and signal.getsignal(signal.SIGINT) is not None:
+        if main and deferral is not None:
+            self._deferral = deferral
+            self._outer = deferral.defer()
+        elif main and signal.getsignal(signal.SIGINT) is not None:
             self._previous = signal.signal(signal.SIGINT, self._note)
         return self
 
     def __exit__(self, kind, value, tb) -> bool:
+        if self._deferral is not None and self._deferral.resume(self._outer):
+            self.interrupted = True
+            signal.raise_signal(signal.SIGINT)  # now to Python's handler, through the native one
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             if self.interrupted:

@@ -1,14 +1,17 @@
 """Ctrl-C stops a build. islpy turns an exception raised in a Python callback (Ctrl-C's
 KeyboardInterrupt among them) into a messageless failure of the isl call; schedlang's callbacks
-keep it and raise it again once isl returns (`poly.isl_calls`)."""
+keep it and raise it again once isl returns (`poly.isl_calls`). A long isl call without
+callbacks is stopped by a native handler that aborts isl's context (`runtime.interrupt`)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +20,9 @@ import pytest
 
 import schedlang as sl
 from schedlang.loopir import from_isl
+from schedlang.poly import isl_calls
 from schedlang.poly.isl_calls import Callbacks
+from schedlang.runtime import interrupt
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,3 +94,81 @@ def test_sigint_during_a_long_build_raises_keyboard_interrupt_promptly():
     assert time.perf_counter() - sent < 10
     last = err.strip().splitlines()[-1]
     assert last == "KeyboardInterrupt", err[-2000:]
+
+
+# one isl call of many seconds, with no Python callback in it: the complement of a set of
+# nine periodic dimensions (about 7 s on a 2-core machine, and more for each dimension added)
+LONG_ISL_CALL = textwrap.dedent(
+    """
+    import islpy as isl
+    from schedlang.runtime.interrupt import interruptible
+
+    dims = ",".join(f"i{k}" for k in range(10))
+    rows = " and ".join(f"0 <= i{k} <= 100 and i{k} mod {k + 3} != 1" for k in range(10))
+    hard = isl.Set(f"[N] -> {{ [{dims}] : {rows} and i0 + i1 <= N }}")
+    print("computing", flush=True)
+    try:
+        with interruptible():
+            hard.complement()
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    print(isl.Set("{ [i] : 0 <= i < 4 }").lexmax())  # isl works again afterwards
+    while True:  # and Ctrl-C is Python's own again
+        pass
+    """
+)
+
+
+def test_sigint_stops_one_long_isl_call():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.Popen(
+        [sys.executable, "-c", LONG_ISL_CALL],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout.readline() == "computing\n"
+        time.sleep(1.0)
+        child.send_signal(signal.SIGINT)
+        sent = time.perf_counter()
+        assert child.stdout.readline() == "interrupted\n"
+        waited = time.perf_counter() - sent
+        assert child.stdout.readline() == "{ [i = 3] }\n"
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert waited < 3, waited
+    assert err.strip().splitlines()[-1] == "KeyboardInterrupt", err[-2000:]
+
+
+def test_the_context_address_is_the_one_isl_computes_with():
+    library = ctypes.CDLL(isl._isl.__file__)
+    direct = interrupt.context_address(isl.DEFAULT_CONTEXT, library)
+    through_a_set = interrupt.context_address(isl.Set("{ [i] }").get_ctx(), library)
+    assert direct is not None and direct == through_a_set
+
+
+def test_a_build_leaves_sigint_to_python():
+    before = signal.getsignal(signal.SIGINT)
+    a = sl.placeholder((9,), name="A")
+    b = sl.compute((9,), lambda i: a[i] + 1.0, name="B")
+    sl.lower(sl.create_schedule(b), [a, b])
+    assert signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)  # Python's handler, not a native one left behind
+
+
+def test_outside_the_main_thread_nothing_is_installed():
+    seen = []
+
+    def build():
+        with interrupt.interruptible():
+            seen.append(isl_calls.deferral)
+
+    worker = threading.Thread(target=build)
+    worker.start()
+    worker.join()
+    assert seen == [None]
