@@ -112,11 +112,11 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     from .build_cache import cached
 
     if resolved.name == "cpu":
-        from .codegen.cpu import jit as cpu_jit
+        from .codegen.cpu.host_key import host_key
 
         _refuse_tensor_cores(s)
         _refuse_hardware_indices(s)
-        host = lambda: f"cpu {cpu_jit.host().key}{resolved.options}"  # noqa: E731
+        host = lambda: f"cpu {host_key()}{resolved.options}"  # noqa: E731
         return cached(s, args, name, host, lambda: _build_cpu(s, args, name, resolved))
     from .codegen.nvptx import libdevice
     from .codegen.nvptx.arch import check_arch

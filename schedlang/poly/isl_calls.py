@@ -11,14 +11,18 @@ handler when isl returns; an exception a callback raises is kept and raised then
 isl holds the GIL while it computes, so Python's own handler cannot interrupt one long isl
 operation: during a build, `schedlang.runtime.interrupt` puts a native handler first, which
 aborts isl's context, and registers itself here as the `deferral` that callbacks use instead of
-a Python handler (the native one must stay installed). Where a question can grow without bound (recovering loop indices from a fused index, whose cases
-multiply with each loop fused), `budget` bounds isl's own count of operations, and the caller
+a Python handler (the native one must stay installed).
+
+Where a question can grow without bound (recovering loop indices from a fused index, whose
+cases multiply with each loop fused), `budget` bounds isl's own count of operations, and the caller
 refuses the schedule when isl runs out, instead of computing for minutes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -117,3 +121,54 @@ def budget(ctx: isl.Context, operations: int) -> Iterator[None]:
     finally:
         ctx.set_max_operations(previous)
         ctx.reset_operations()
+
+
+CHECK_OPERATIONS = 987_654_321  # a value no build sets, to recognise the context by
+
+
+def abort_addresses() -> tuple[int, int] | None:
+    """The address of the ``isl_ctx`` that schedlang computes in (islpy's default context) and
+    of ``isl_ctx_abort``, which a native SIGINT handler calls; None where either is not found
+    for sure. islpy publishes neither: the context's is read from nanobind's instance record
+    and checked by a round trip through ``isl_ctx_get_max_operations``."""
+    library = ctypes.CDLL(isl._isl.__file__)
+    ctx = context_address(isl.DEFAULT_CONTEXT, library)
+    if ctx is None:
+        return None
+    return ctx, ctypes.cast(library.isl_ctx_abort, ctypes.c_void_p).value
+
+
+def resume_after_abort() -> None:
+    """Let isl compute again after a native handler aborted its context."""
+    if isl.DEFAULT_CONTEXT.aborted():
+        isl.DEFAULT_CONTEXT.resume()
+
+
+def context_address(ctx: isl.Context, library: ctypes.CDLL) -> int | None:
+    """The ``isl_ctx *`` that `ctx` wraps, or None where it cannot be found for sure.
+
+    nanobind's instance record is the object header, a 32-bit offset to the C++ object and a
+    word of flags whose third bit says whether the object is stored inline (else the offset
+    leads to a pointer to it); islpy's context object holds the ``isl_ctx *`` first."""
+    header = sys.getsizeof(object())  # refcount and type: 16 bytes
+    if type(ctx).__basicsize__ < header + 16:
+        return None
+    offset = ctypes.c_int32.from_address(id(ctx) + header).value
+    flags = ctypes.c_uint32.from_address(id(ctx) + header + 4).value
+    if offset != header + 8:
+        return None
+    stored = ctypes.c_void_p.from_address(id(ctx) + offset).value
+    if not stored:
+        return None
+    address = stored if flags & 4 else ctypes.c_void_p.from_address(stored).value
+    if not address:
+        return None
+    read = library.isl_ctx_get_max_operations
+    read.restype, read.argtypes = ctypes.c_ulong, [ctypes.c_void_p]
+    before = ctx.get_max_operations()
+    ctx.set_max_operations(CHECK_OPERATIONS)
+    try:
+        seen = read(address)
+    finally:
+        ctx.set_max_operations(before)
+    return address if seen == CHECK_OPERATIONS else None

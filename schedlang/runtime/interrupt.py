@@ -5,12 +5,11 @@ context, so that a long isl call returns at its next counted step, and then to P
 handler, so that the ``KeyboardInterrupt`` follows as soon as isl has returned. On the way out
 the previous handler is restored and the context resumed, so that isl works again afterwards.
 
-This reaches into two things islpy does not publish: the address of the context a Python
-`isl.Context` wraps (read from nanobind's instance record, then checked by a round trip through
-``isl_ctx_get_max_operations``), and isl's exported ``isl_ctx_abort``. Where either is not as
-expected, or the process is not on Linux with glibc (whose ``struct sigaction`` this reads), or
-the build runs outside the main thread, or SIGINT is not Python's, builds run as before: a
-Ctrl-C then waits for the isl call in progress to return.
+The handler needs two addresses islpy does not publish, the context's and ``isl_ctx_abort``'s
+(`poly.isl_calls.abort_addresses`). Where they are not found for sure, or the process is not
+on Linux with glibc (whose ``struct sigaction`` this reads), or the build runs outside the main
+thread, or SIGINT is not Python's, builds run as before: a Ctrl-C then waits for the isl call
+in progress to return.
 """
 
 from __future__ import annotations
@@ -26,15 +25,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import islpy as isl
-
 from ..codegen import disk_cache
 from ..poly import isl_calls
 
 SA_SIGINFO = 4  # Linux's flag for a three-argument handler, which this never chains to
 SIGACTION_BYTES = 256  # more than glibc's struct sigaction (152 bytes on x86-64 and aarch64)
 SA_FLAGS_OFFSET = 8 + 128  # after the handler and the 1024-bit mask
-CHECK_OPERATIONS = 987_654_321  # a value no build sets, to recognise the context by
 
 
 class _State(ctypes.Structure):
@@ -51,7 +47,7 @@ class _Handler:
     """The linked handler, its state record, and what `interruptible` installed."""
 
     def __init__(self, ctx_address: int, abort: int) -> None:
-        from ..codegen.cpu import interrupt
+        from ..codegen.cpu import interrupt, linker
         from ..codegen.cpu import jit as cpu_jit
 
         texts: list[str] = []
@@ -63,7 +59,7 @@ class _Handler:
         obj = disk_cache.load_or_make(_disk_path(interrupt.version()), compiled)
         text = texts[0] if texts else "(the interrupt handler's object file, from the disk cache)"
         symbols = (interrupt.HANDLER, interrupt.STATE)
-        self._linked, addresses = cpu_jit.link_symbols(obj, symbols, {}, text)
+        self._linked, addresses = linker.link_symbols(obj, symbols, {}, text)
         self.address = addresses[interrupt.HANDLER]
         state = ctypes.CFUNCTYPE(ctypes.c_void_p)(addresses[interrupt.STATE])()
         self.state = _State.from_address(state)
@@ -136,8 +132,7 @@ def interruptible() -> Iterator[None]:
         handler.depth -= 1
         if handler.depth == 0:
             handler.uninstall()
-        if isl.DEFAULT_CONTEXT.aborted():
-            isl.DEFAULT_CONTEXT.resume()
+        isl_calls.resume_after_abort()
 
 
 def _python_owns_sigint() -> bool:
@@ -148,41 +143,8 @@ def _python_owns_sigint() -> bool:
 def _handler() -> _Handler | None:
     if sys.platform != "linux" or not _glibc():
         return None
-    library = ctypes.CDLL(isl._isl.__file__)
-    ctx = context_address(isl.DEFAULT_CONTEXT, library)
-    if ctx is None:
-        return None
-    return _Handler(ctx, ctypes.cast(library.isl_ctx_abort, ctypes.c_void_p).value)
-
-
-def context_address(ctx: isl.Context, library: ctypes.CDLL) -> int | None:
-    """The ``isl_ctx *`` that `ctx` wraps, or None where it cannot be found for sure.
-
-    nanobind's instance record is the object header, a 32-bit offset to the C++ object and a
-    word of flags whose third bit says whether the object is stored inline (else the offset
-    leads to a pointer to it); islpy's context object holds the ``isl_ctx *`` first."""
-    header = sys.getsizeof(object())  # refcount and type: 16 bytes
-    if type(ctx).__basicsize__ < header + 16:
-        return None
-    offset = ctypes.c_int32.from_address(id(ctx) + header).value
-    flags = ctypes.c_uint32.from_address(id(ctx) + header + 4).value
-    if offset != header + 8:
-        return None
-    stored = ctypes.c_void_p.from_address(id(ctx) + offset).value
-    if not stored:
-        return None
-    address = stored if flags & 4 else ctypes.c_void_p.from_address(stored).value
-    if not address:
-        return None
-    read = library.isl_ctx_get_max_operations
-    read.restype, read.argtypes = ctypes.c_ulong, [ctypes.c_void_p]
-    before = ctx.get_max_operations()
-    ctx.set_max_operations(CHECK_OPERATIONS)
-    try:
-        seen = read(address)
-    finally:
-        ctx.set_max_operations(before)
-    return address if seen == CHECK_OPERATIONS else None
+    found = isl_calls.abort_addresses()
+    return None if found is None else _Handler(*found)
 
 
 @functools.cache
@@ -201,10 +163,10 @@ def _glibc() -> bool:
 
 
 def _disk_path(version: str) -> Path | None:
-    from ..codegen.cpu import jit as cpu_jit
+    from ..codegen.cpu.host_key import host_key
 
     folder = disk_cache.directory()
     if folder is None:
         return None
-    digest = hashlib.sha256(f"{version} {cpu_jit.host().key}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{version} {host_key()}".encode()).hexdigest()
     return folder / f"interrupt-{digest}.o"

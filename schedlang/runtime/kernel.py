@@ -8,7 +8,7 @@ import numpy as np
 
 from ..codegen.cpu.compiled import CompiledCpu
 from ..codegen.cpu.trampoline import UNUSUAL, guard
-from ..codegen.llvm.function import OUT_OF_MEMORY
+from ..codegen.status import OUT_OF_MEMORY
 from ..errors import InternalError, LaunchError, entry_point
 from ..loopir.nodes import LoweredFunc
 from .arguments import check_arguments, written_params

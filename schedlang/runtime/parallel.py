@@ -17,7 +17,9 @@ import hashlib
 from pathlib import Path
 
 from ..codegen import disk_cache
-from ..codegen.cpu import jit as cpu_jit
+from ..codegen.cpu import linker
+from ..codegen.cpu.host_key import host_key
+from ..codegen.cpu.object_loader import process_symbol
 from ..errors import LaunchError
 from ..loopir.nodes import For, LoweredFunc
 from ..loopir.visit import walk_stmt
@@ -28,7 +30,7 @@ class _Pool:
     """The linked runtime: its addresses, and the objects that keep its code mapped."""
 
     def __init__(self) -> None:
-        from ..codegen.cpu import pool  # the generator, for a process's first parallel kernel
+        from ..codegen.cpu import pool_abi as pool
 
         try:
             threads = parallel_threads()
@@ -38,13 +40,16 @@ class _Pool:
         texts: list[str] = []
 
         def compiled() -> bytes:
-            texts.append(pool.pool_module(cpu_jit.host().triple, atfork))
+            from ..codegen.cpu import jit as cpu_jit
+            from ..codegen.cpu.pool import pool_module  # the generator: a process's first pool
+
+            texts.append(pool_module(cpu_jit.host().triple, atfork))
             return cpu_jit.object_code(texts[0])
 
         obj = disk_cache.load_or_make(_disk_path(pool.version(atfork)), compiled)
         text = texts[0] if texts else "(the pool's object file, read from the disk cache)"
         symbols = (pool.PARALLEL_FOR, pool.SETUP, pool.STARTED)
-        self._linked, addresses = cpu_jit.link_symbols(obj, symbols, {}, text)
+        self._linked, addresses = linker.link_symbols(obj, symbols, {}, text)
         self.parallel_for = addresses[pool.PARALLEL_FOR]
         setup = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(addresses[pool.SETUP])
         self.started = ctypes.CFUNCTYPE(ctypes.c_int32)(addresses[pool.STARTED])
@@ -54,7 +59,7 @@ class _Pool:
 
 def _atfork(names: tuple[str, ...]) -> str:
     for name in names:
-        if cpu_jit.symbol_address(name):
+        if process_symbol(name):
             return name
     raise LaunchError(
         "the C library has neither of " + " and ".join(names) + ": parallel loops "
@@ -72,7 +77,7 @@ def runtime_imports(func: LoweredFunc) -> dict[str, int]:
     loaded only for kernels with a parallel loop."""
     for stmt in walk_stmt(func.body):
         if isinstance(stmt, For) and stmt.kind == "parallel":
-            from ..codegen.cpu.pool import PARALLEL_FOR
+            from ..codegen.cpu.pool_abi import PARALLEL_FOR
 
             return {PARALLEL_FOR: _pool().parallel_for}
     return {}
@@ -90,5 +95,5 @@ def _disk_path(version: str) -> Path | None:
     folder = disk_cache.directory()
     if folder is None:
         return None
-    digest = hashlib.sha256(f"{version} {cpu_jit.host().key}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{version} {host_key()}".encode()).hexdigest()
     return folder / f"pool-{digest}.o"

@@ -109,16 +109,19 @@ def revive(saved: dict, origin: str) -> object:
         plan = saved["plan"]
         compiled = CompiledCuda(plan, saved["arch"], saved["llvm_ir"], saved["ptx"])
         return CudaKernel(plan.func, compiled, saved["target"])
-    from ..codegen.cpu import jit as cpu_jit
+    from ..codegen.cpu import linker
     from ..codegen.cpu.compiled import CompiledCpu, entry_symbol
+    from ..codegen.cpu.host_key import host_key
     from .kernel import Kernel
     from .parallel import runtime_imports
 
     lowered, text = saved["lowered"], saved["llvm_ir"]
     obj = saved["object"]
-    if saved["host"] != cpu_jit.host().key:  # another CPU: its own machine code
+    if saved["host"] != host_key():  # another CPU: its own machine code
+        from ..codegen.cpu import jit as cpu_jit
+
         obj = cpu_jit.object_code(text)
     symbol = entry_symbol(lowered)
-    linked, address = cpu_jit.link(obj, symbol, runtime_imports(lowered), text)
+    linked, address = linker.link(obj, symbol, runtime_imports(lowered), text)
     compiled = CompiledCpu(lowered, origin, address, linked, text, obj)
     return Kernel(lowered, compiled, saved["target"])

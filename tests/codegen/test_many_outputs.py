@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from schedlang.codegen.cpu.guard_ir import guard_text
 from schedlang.codegen.cpu.outline import NESTS_TOGETHER
-from schedlang.codegen.cpu.trampoline import _text, array_layout
+from schedlang.codegen.cpu.trampoline import array_layout
 from schedlang.runtime.fast_path import guard_spec
 
 
@@ -51,7 +52,7 @@ def test_the_guard_checks_overlaps_in_a_loop_not_a_branch_a_pair():
     a, outs, s = _outputs(60)
     kernel = sl.build(s, [a, *outs])
     spec = guard_spec(kernel.lowered, kernel._written, kernel._limits)
-    text = _text(spec, array_layout())
+    text = guard_text(spec, array_layout())
     assert text.count("br i1") < 20 * 61  # a few checks an argument, not 60 * 60 pairs
     x = np.ones(5, np.float32)
     ys = [np.empty(5, np.float32) for _ in outs]

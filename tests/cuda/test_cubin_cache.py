@@ -70,9 +70,7 @@ def test_an_unwritable_cubin_folder_warns_once_and_compiles(compiled_cubins, tmp
     (tmp_path / "cuda").write_text("a file where the cubin folder goes")
     with pytest.warns(sl.SchedlangWarning, match="cannot write to .*SCHEDLANG_CACHE_DIR=off"):
         for ptx in ("ptx a", "ptx b"):
-            assert (
-                cubin_cache.cubin(ptx, "sm_90") == f"cubin of {ptx}".encode()
-            )
+            assert cubin_cache.cubin(ptx, "sm_90") == f"cubin of {ptx}".encode()
     assert compiled_cubins == ["ptx a", "ptx b"]
 
 

@@ -146,8 +146,8 @@ def test_sigint_stops_one_long_isl_call():
 
 def test_the_context_address_is_the_one_isl_computes_with():
     library = ctypes.CDLL(isl._isl.__file__)
-    direct = interrupt.context_address(isl.DEFAULT_CONTEXT, library)
-    through_a_set = interrupt.context_address(isl.Set("{ [i] }").get_ctx(), library)
+    direct = isl_calls.context_address(isl.DEFAULT_CONTEXT, library)
+    through_a_set = isl_calls.context_address(isl.Set("{ [i] }").get_ctx(), library)
     assert direct is not None and direct == through_a_set
 
 

@@ -15,6 +15,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.codegen.cpu import jit as cpu_jit
+from schedlang.codegen.cpu import object_loader
 from schedlang.runtime import cuda_driver, cuda_start
 from tests.cuda.fake_driver import H100, SUCCESS, FakeDriver
 from tests.cuda.kernels import vector_add
@@ -84,7 +85,26 @@ def test_compiled_code_is_shared_while_a_kernel_holds_it_and_unloaded_after(monk
     _check(kernel, a, c, seed=2)
 
 
+def test_loaded_machine_code_is_unmapped_with_its_kernel():
+    s, a, c = _schedule(2000)
+    kernel = sl.build(s, [a, c])
+    loaded = kernel._compiled._linked
+    assert isinstance(loaded, object_loader.LoadedObject)  # x86-64 Linux: no LLVM linker
+    regions = loaded.regions
+    _check(kernel, a, c, seed=1)
+    del kernel, loaded
+    gc.collect()
+    assert all(region.closed for region in regions)
+
+
 def test_a_jit_is_freed_with_the_last_kernel_linked_into_it(monkeypatch):
+    """Where the object loader cannot load a file (`object_loader.Unloadable`), LLVM's JIT
+    links it, and frees its own bookkeeping with the last code linked into it."""
+
+    def unloadable(*args):
+        raise object_loader.Unloadable("as on another machine")
+
+    monkeypatch.setattr(object_loader, "load", unloadable)
     monkeypatch.setattr(cpu_jit, "LINKS_PER_JIT", 2)
     monkeypatch.setattr(cpu_jit, "_jit", None)
     monkeypatch.setattr(cpu_jit, "_jit_links", 0)

@@ -25,6 +25,7 @@ from .. import disk_cache
 from ..fingerprint import fingerprint
 from ..llvm.text import module_text
 from . import jit as cpu_jit
+from . import linker
 from .compiled import CompiledCpu, entry_symbol
 from .module import build_module
 
@@ -46,7 +47,7 @@ def compile_cpu(
         text = cpu_jit.linked_text(text, func.imports)
     cpu_jit.check_defined(text, _called(func))
     obj = disk_cache.load_or_make(_disk_path(key), lambda: cpu_jit.object_code(text))
-    linked, address = cpu_jit.link(obj, entry_symbol(func), imports, text)
+    linked, address = linker.link(obj, entry_symbol(func), imports, text)
     compiled = CompiledCpu(func, key, address, linked, text, obj)
     _memory[key] = compiled
     return compiled

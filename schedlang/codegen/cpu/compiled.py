@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 from ...loopir.nodes import LoweredFunc
-from . import jit as cpu_jit
 
 
 def entry_symbol(func: LoweredFunc) -> str:
@@ -30,8 +29,12 @@ class CompiledCpu:
 
     @property
     def asm(self) -> str:
+        from . import jit as cpu_jit
+
         return cpu_jit.assembly(self.llvm_ir)
 
     @property
     def optimized_ir(self) -> str:
+        from . import jit as cpu_jit
+
         return cpu_jit.optimized_ir(self.llvm_ir)

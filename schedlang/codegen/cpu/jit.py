@@ -4,13 +4,14 @@ Generated IR is parsed, verified, optimised with LLVM's default ``-O3`` pipeline
 manager, tuned for the host CPU and its features, no fast-math; LLVM's own loop unroller is off
 because unrolling is the schedule's decision, and it costs a third of the compile time), compiled
 to an object file (which the compile cache may keep on disk), and linked into the process by
-LLJIT. Anything that fails in here is schedlang's bug, never the user's: it is an `InternalError`
-with the IR attached.
+`linker`: schedlang's own object loader, or LLJIT (`link_symbols`) for a file it does not
+handle. Anything that fails in here is schedlang's bug, never the user's: it is an
+`InternalError` with the IR attached.
 
-Linked code lives as long as the object `link` returns. Each link makes a library in its JIT,
-and a JIT keeps its libraries' bookkeeping (about 9 KB each) after their code is unloaded, so a
-JIT takes `LINKS_PER_JIT` libraries and then gives way to a fresh one; the old one is freed
-with the last code linked into it.
+Code LLJIT links lives as long as the object `link_symbols` returns. Each link makes a library
+in its JIT, and a JIT keeps its libraries' bookkeeping (about 9 KB each) after their code is
+unloaded, so a JIT takes `LINKS_PER_JIT` libraries and then gives way to a fresh one; the old
+one is freed with the last code linked into it.
 """
 
 from __future__ import annotations
@@ -195,17 +196,11 @@ def optimized_ir(text: str) -> str:
         return str(optimized(text))
 
 
-def link(obj: bytes, symbol: str, imports: Mapping[str, int], text: str) -> tuple[Linked, int]:
-    """Load `obj` (compiled from the IR `text`) into the process: the `Linked` keeps it loaded,
-    the int is `symbol`'s address."""
-    linked, addresses = link_symbols(obj, (symbol,), imports, text)
-    return linked, addresses[symbol]
-
-
 def link_symbols(
     obj: bytes, symbols: tuple[str, ...], imports: Mapping[str, int], text: str
 ) -> tuple[Linked, dict[str, int]]:
-    """`link` for code that exports several `symbols`: their addresses by name."""
+    """Load `obj` (compiled from the IR `text`) into the process with LLJIT: the `Linked`
+    keeps it loaded; the addresses of `symbols` by name."""
     library = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
     for name, address in imports.items():
         library.import_symbol(name, address)

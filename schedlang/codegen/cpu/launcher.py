@@ -21,7 +21,7 @@ import functools
 from llvmlite import ir
 
 from . import jit as cpu_jit
-from .jit import Linked
+from . import linker
 
 STREAM = 9
 WORDS = 12
@@ -30,7 +30,7 @@ _NAME = "schedlang_launch"
 
 
 @functools.cache
-def launcher() -> tuple[Linked, ctypes._CFuncPtr]:
+def launcher() -> tuple[object, ctypes._CFuncPtr]:
     """The launch function (see the module) and what keeps its machine code loaded."""
     module = ir.Module(name="launcher")
     module.triple = cpu_jit.host().target.triple
@@ -44,7 +44,7 @@ def launcher() -> tuple[Linked, ctypes._CFuncPtr]:
     args = [words[1], *(b.trunc(words[k], _I32) for k in range(2, 9)), *words[9:]]
     b.ret(b.call(target, args))
     text = str(module)
-    linked, address = cpu_jit.link(cpu_jit.object_code(text), _NAME, {}, text)
+    linked, address = linker.link(cpu_jit.object_code(text), _NAME, {}, text)
     return linked, ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(address)
 
 

@@ -16,8 +16,9 @@ from llvmlite import ir
 from ...ir.expr import Expr, Var
 from ...loopir.nodes import Allocate, AsyncCopy, Buffer, For, Load, Seq, Stmt, Store
 from ...loopir.visit import stmt_exprs, walk_expr, walk_stmt
-from ..llvm.function import OUT_OF_MEMORY, FunctionScope
+from ..llvm.function import FunctionScope
 from ..llvm.types import I32, PTR
+from ..status import OUT_OF_MEMORY
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter

@@ -21,7 +21,7 @@ from ..llvm.function import FunctionScope
 from ..llvm.intrinsics import function
 from ..llvm.types import I32, I64, PTR
 from .outline import captures, check_status, fresh_name
-from .pool import PARALLEL_FOR
+from .pool_abi import PARALLEL_FOR
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter

@@ -27,23 +27,13 @@ Workers are started on first use, so a process that never runs a parallel loop h
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-from llvmlite import __version__ as llvmlite_version
 from llvmlite import ir
 
 from ..llvm.types import I8, I32, I64, PTR
-
-PARALLEL_FOR = "schedlang_parallel_for"
-SETUP = "schedlang_pool_setup"  # (threads) -> pthread_atfork's status, once per process
-STARTED = "schedlang_pool_started"  # () -> the worker threads running now
-
-# glibc exports ``__register_atfork`` (its ``pthread_atfork`` is linked statically into each
-# program); other C libraries export ``pthread_atfork`` itself
-ATFORK_NAMES = ("__register_atfork", "pthread_atfork")
+from .pool_abi import PARALLEL_FOR, SETUP, STARTED
 
 SPINS_BEFORE_SLEEP = 1 << 16  # a worker's pauses (tens of ns each) before it sleeps
 SPINS_BEFORE_YIELD = 1 << 12  # the caller's pauses while others finish, before yielding
@@ -51,13 +41,6 @@ LOCK_BYTES = 64  # room for a glibc pthread_mutex_t / pthread_cond_t (40 / 48 by
 
 # a task: (closure, lo, hi) -> status; typed so that llvmlite can call through the pointer
 TASK = ir.FunctionType(I32, [PTR, I64, I64]).as_pointer()
-
-
-def version(atfork: str) -> str:
-    """What the pool's machine code depends on besides the host: this generator's source,
-    LLVM's version and the fork-handler function."""
-    source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"{source} {llvmlite_version} {atfork}"
 
 
 def pool_module(triple: str, atfork: str) -> str:

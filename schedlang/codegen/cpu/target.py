@@ -36,11 +36,11 @@ from ...loopir.nodes import (
 )
 from ..llvm.async_copy import emit_synchronous_copy
 from ..llvm.control import if_then
-from ..llvm.function import OUT_OF_MEMORY
 from ..llvm.intrinsics import function
 from ..llvm.storage import constant_count
 from ..llvm.target import Target
 from ..llvm.types import I64, PTR, storage_type
+from ..status import OUT_OF_MEMORY
 from .outline import sequence
 from .parallel import parallel_loop
 

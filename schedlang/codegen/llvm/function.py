@@ -14,10 +14,8 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
+from ..status import OK
 from .types import I32, PTR
-
-OK = 0
-OUT_OF_MEMORY = 1
 
 
 class FunctionScope:

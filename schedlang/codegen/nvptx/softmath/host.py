@@ -13,6 +13,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...cpu import jit as cpu_jit
+from ...cpu import linker
 from ...llvm.control import for_range
 from . import FUNCTIONS, define, symbol
 from .emit import I32, I64
@@ -43,7 +44,7 @@ def _compiled() -> tuple[object, int, dict[str, int]]:
     b.position_at_end(done)
     b.ret_void()
     text = str(module)
-    tracker, address = cpu_jit.link(cpu_jit.object_code(text), _ENTRY, {}, text)
+    tracker, address = linker.link(cpu_jit.object_code(text), _ENTRY, {}, text)
     return tracker, address, {t: number for number, t in enumerate(targets)}
 
 
