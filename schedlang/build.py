@@ -137,7 +137,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     def make() -> CudaKernel:
         from .codegen.nvptx.compile import compile_cuda
         from .driver import lower_for_gpu
-        from .loopir.intrin_lowering import apply_lowering_rules
+        from .loopir.intrin.lowering import apply_lowering_rules
         from .runtime.cuda_kernel import CudaKernel
 
         # CUDA starts beside the lowering, which needs no GPU; a build on disk needs neither
@@ -151,7 +151,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
 def _build_cpu(s: Schedule, args: list[Tensor], name: str, resolved: ResolvedTarget) -> Kernel:
     from .driver import lower
-    from .loopir.intrin_lowering import apply_lowering_rules
+    from .loopir.intrin.lowering import apply_lowering_rules
     from .runtime.kernel import Kernel
 
     lowered = apply_lowering_rules(lower(s, args, name), "cpu")

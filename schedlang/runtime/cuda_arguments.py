@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import dtype as dt
-from ..loopir.nodes import Buffer, LoweredFunc
+from ..loopir.core.nodes import Buffer, LoweredFunc
 from . import cuda_driver, dlpack_import
 from .argument_kinds import dtype_error, untracked
 from .arguments import named_sizes, size_values

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..codegen.nvptx.compiled import CompiledCuda
 from ..errors import LaunchError, entry_point
-from ..loopir.nodes import LoweredFunc
+from ..loopir.core.nodes import LoweredFunc
 from ..platform_info import cuda_available
 from . import cuda_driver
 from .arguments import check_arguments, named_sizes, written_params

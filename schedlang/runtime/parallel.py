@@ -19,8 +19,8 @@ from pathlib import Path
 from ..codegen import disk_cache
 from ..codegen.cpu import jit as cpu_jit
 from ..errors import LaunchError
-from ..loopir.nodes import For, LoweredFunc
-from ..loopir.visit import walk_stmt
+from ..loopir.core.nodes import For, LoweredFunc
+from ..loopir.core.visit import walk_stmt
 from ..platform_info import parallel_threads
 
 

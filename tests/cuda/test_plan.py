@@ -13,8 +13,8 @@ from schedlang.codegen.nvptx import libdevice
 from schedlang.codegen.nvptx.plan import HostLoop, plan_kernels
 from schedlang.codegen.nvptx.shared_layout import lay_out_shared
 from schedlang.ir.expr import const
-from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.core.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.platform_info import cuda_available
 from schedlang.runtime import dlpack
 from schedlang.runtime.cuda_launch import check_block, check_grid, grid_of

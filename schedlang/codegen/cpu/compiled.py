@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ...loopir.nodes import LoweredFunc
+from ...loopir.core.nodes import LoweredFunc
 from . import jit as cpu_jit
 
 
