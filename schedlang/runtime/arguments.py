@@ -31,8 +31,8 @@ from ..loopir.core.nodes import CallExtern, LoweredFunc, MatrixOp, Store
 from ..loopir.core.visit import walk_stmt
 from .argument_kinds import dtype_error, untracked
 from .device_array import DeviceArray
-from .dlpack_abi import HOST_DEVICES, device_name
-from .dlpack_import import device_of, host_array
+from .dlpack.abi import HOST_DEVICES, device_name
+from .dlpack.importer import device_of, host_array
 from .size_limits import SizeLimits
 
 

@@ -76,7 +76,7 @@ def read(path: str | Path) -> dict:
 
 def contents(kernel: object) -> dict:
     """What `revive` makes `kernel` again from, as picklable values."""
-    from .cuda_kernel import CudaKernel
+    from .cuda.kernel import CudaKernel
 
     compiled = kernel._compiled
     if isinstance(kernel, CudaKernel):
@@ -104,7 +104,7 @@ def revive(saved: dict, origin: str) -> object:
     """The kernel of `contents`; `origin` says where it came from (in its compile key)."""
     if "ptx" in saved:
         from ..codegen.nvptx.compiled import CompiledCuda
-        from .cuda_kernel import CudaKernel
+        from .cuda.kernel import CudaKernel
 
         plan = saved["plan"]
         compiled = CompiledCuda(plan, saved["arch"], saved["llvm_ir"], saved["ptx"])

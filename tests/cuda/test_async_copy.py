@@ -438,7 +438,7 @@ def test_the_kernels_are_right_in_the_interpreter(make, case):
 
 def _run_on_gpu(func: LoweredFunc, arrays: list[np.ndarray], compile_with) -> np.ndarray:
     import schedlang as sl
-    from schedlang.runtime.cuda_kernel import CudaKernel
+    from schedlang.runtime.cuda.kernel import CudaKernel
 
     kernel = CudaKernel(func, compile_with(func), "cuda")
     placed = [sl.array(x) for x in arrays]

@@ -342,7 +342,7 @@ GPU_CASES = [
 @pytest.mark.parametrize("case", GPU_CASES, ids=lambda case: str(case))
 def test_gpu_warp_gemm_matches_numpy(case):
     import schedlang as sl
-    from schedlang.runtime.cuda_kernel import CudaKernel
+    from schedlang.runtime.cuda.kernel import CudaKernel
 
     func = warp_gemm(**case)
     kernel = CudaKernel(func, compile_cuda(func), "cuda")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dlpack_abi import (
+from .abi import (
     NAME,
     USED_NAME,
     DLManagedTensor,

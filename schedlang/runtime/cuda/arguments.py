@@ -2,7 +2,7 @@
 
 Four kinds of array are accepted. A `DeviceArray` on the GPU, any object exporting
 ``__cuda_array_interface__`` (torch and cupy tensors) and any object exporting DLPack from GPU
-memory (JAX arrays; `dlpack_import`) are passed by pointer, without copies; they must be
+memory (JAX arrays; `dlpack.importer`) are passed by pointer, without copies; they must be
 C-contiguous, in the memory of the device kernels run on, and start at a multiple of `ALIGN`
 bytes (the kernels may move 16 bytes at a time; allocations always do, views at an offset into
 a larger tensor may not). A numpy array (or a `DeviceArray` on the cpu, or a DLPack export of
@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir import dtype as dt
-from ..loopir.core.nodes import Buffer, LoweredFunc
-from . import cuda_driver, dlpack_import
-from .argument_kinds import dtype_error, untracked
-from .arguments import named_sizes, size_values
-from .device_array import DeviceArray
-from .dlpack_abi import HOST_DEVICES, KDL_CUDA, device_name
-from .size_limits import SizeLimits
+from ...ir import dtype as dt
+from ...loopir.core.nodes import Buffer, LoweredFunc
+from ..argument_kinds import dtype_error, untracked
+from ..arguments import named_sizes, size_values
+from ..device_array import DeviceArray
+from ..dlpack import importer
+from ..dlpack.abi import HOST_DEVICES, KDL_CUDA, device_name
+from ..size_limits import SizeLimits
+from . import driver
 
 ALIGN = 16  # nvptx.shared_layout.BUFFER_ALIGN: the alignment the kernels assume of every buffer
 
@@ -56,7 +57,7 @@ class Placed:
     sizes: list[int]
     copies_back: list[tuple[DeviceArray, np.ndarray]] = field(default_factory=list)
     keep: list[object] = field(default_factory=list)  # alive until the kernels are done
-    taken: list[dlpack_import.Taken] = field(default_factory=list)
+    taken: list[importer.Taken] = field(default_factory=list)
     copied: bool = False  # some argument came from the host: a device copy of it is kept
 
     def finish(self) -> None:
@@ -101,7 +102,7 @@ def place_arguments(
     placed = Placed([], values, keep=list(arrays))
     for view, out in zip(views, written):
         if view.capsule is not None:
-            placed.taken.append(dlpack_import.Taken(view.capsule))
+            placed.taken.append(importer.Taken(view.capsule))
         if view.host is None:
             placed.pointers.append(view.ptr)
             continue
@@ -127,7 +128,7 @@ def _view(buffer: Buffer, array: object) -> _View:
     opaque = interface is not None and np.dtype(interface["typestr"]).kind == "V"
     if interface is not None and not (opaque and hasattr(array, "__dlpack__")):
         return _interface_view(buffer, interface)
-    device = dlpack_import.device_of(array)
+    device = importer.device_of(array)
     if device is None:
         raise TypeError(
             f"argument '{buffer.name}' must be a numpy array, an sl.array(..., device='cuda') "
@@ -135,14 +136,14 @@ def _view(buffer: Buffer, array: object) -> _View:
             f"{type(array).__name__}"
         )
     if device[0] in HOST_DEVICES:
-        host = dlpack_import.host_array(buffer.name, array, buffer.dtype)
+        host = importer.host_array(buffer.name, array, buffer.dtype)
         return _View(host.shape, host.dtype, 0, host, not host.flags.writeable)
     if device[0] != KDL_CUDA:
         raise ValueError(
             f"argument '{buffer.name}' is in {device_name(device[0])} memory, but the kernel "
             "runs on a CUDA GPU; move it to the GPU or the host first"
         )
-    return _dlpack_view(buffer, dlpack_import.dlpack_capsule(array))
+    return _dlpack_view(buffer, importer.dlpack_capsule(array))
 
 
 def _interface_view(buffer: Buffer, interface: dict) -> _View:
@@ -155,8 +156,8 @@ def _interface_view(buffer: Buffer, interface: dict) -> _View:
 
 
 def _dlpack_view(buffer: Buffer, capsule: object) -> _View:
-    tensor = dlpack_import.read(buffer.name, capsule)
-    dtype = dlpack_import.element_dtype(buffer.name, tensor, buffer.dtype)
+    tensor = importer.read(buffer.name, capsule)
+    dtype = importer.element_dtype(buffer.name, tensor, buffer.dtype)
     strides = None
     if tensor.strides is not None:
         strides = tuple(n * dtype.itemsize for n in tensor.strides)
@@ -197,10 +198,10 @@ def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: in
 
 
 def _check_device(buffer: Buffer, ptr: int) -> None:
-    cuda = cuda_driver.driver()
+    cuda = driver.driver()
     ordinal = cuda.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     status, value = cuda.cuPointerGetAttribute(ordinal, ptr)
-    device = cuda_driver.device()
+    device = driver.device()
     if status != cuda.CUresult.CUDA_SUCCESS or int(value) != device.ordinal:
         raise ValueError(
             f"argument '{buffer.name}' is not in the memory of GPU {device.ordinal} "

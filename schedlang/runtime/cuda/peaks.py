@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import cuda_driver
+from . import driver
 
 # Arithmetic lanes per multiprocessor for (float32, float64), by compute capability.
 LANES = {
@@ -58,15 +58,15 @@ def peaks_from_attributes(
 
 def device_peaks() -> GpuPeaks:
     """The peaks of the GPU kernels run on (the first device)."""
-    device = cuda_driver.device()
-    cuda = cuda_driver.driver()
+    device = driver.device()
+    cuda = driver.driver()
     attr = cuda.CUdevice_attribute
 
     def get(name: str) -> int:
         value = cuda.cuDeviceGetAttribute(
             getattr(attr, f"CU_DEVICE_ATTRIBUTE_{name}"), device.handle
         )
-        return int(cuda_driver.check(value, f"cuDeviceGetAttribute({name})"))
+        return int(driver.check(value, f"cuDeviceGetAttribute({name})"))
 
     capability = (get("COMPUTE_CAPABILITY_MAJOR"), get("COMPUTE_CAPABILITY_MINOR"))
     return peaks_from_attributes(

@@ -23,15 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..codegen.nvptx.plan import DevicePlan, HostLoop, KernelPlan
-from ..codegen.nvptx.shared_layout import STATIC_SHARED_LIMIT
-from ..errors import LaunchError
-from ..ir.evaluate import _size_value
-from ..ir.printer import expr_str
-from . import cuda_driver
-from .cuda_driver import Device
-from .device_array import DeviceArray
-from .tensor_maps import encode
+from ...codegen.nvptx.plan import DevicePlan, HostLoop, KernelPlan
+from ...codegen.nvptx.shared_layout import STATIC_SHARED_LIMIT
+from ...errors import LaunchError
+from ...ir.evaluate import _size_value
+from ...ir.printer import expr_str
+from ..device_array import DeviceArray
+from ..tensor_maps import encode
+from . import driver
+from .driver import Device
 
 
 @dataclass(frozen=True)
@@ -121,14 +121,14 @@ class Launch:
 
     def run(self, stream: int = 0) -> None:
         """Queue every kernel on `stream` (nothing else: no allocation, no argument building)."""
-        cuda = cuda_driver.driver()
+        cuda = driver.driver()
         for step in self._steps:
             for slot, value in step.sets:  # the driver copies the parameters at each launch
                 slot.value = value
             launched = cuda.cuLaunchKernel(
                 step.function, *step.grid, *step.block, step.shared_bytes, stream, self._params, 0
             )
-            cuda_driver.check(launched, step.what)
+            driver.check(launched, step.what)
 
 
 def prepare_launch(

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LaunchError
+from ...errors import LaunchError
 from . import cubin_cache
 
 _lock = threading.Lock()
@@ -85,7 +85,7 @@ def device() -> Device:
 
 
 def _device() -> Device:
-    """The device, initialised once: under a lock, as `cuda_start` may be initialising it on
+    """The device, initialised once: under a lock, as `start` may be initialising it on
     its thread while the caller's asks for it."""
     global _found
     with _device_lock:

@@ -1,7 +1,7 @@
 """Exporting a `DeviceArray` through DLPack (``torch.from_dlpack``, ``numpy.from_dlpack``).
 
 DLPack hands a consumer a ``DLManagedTensor`` inside a PyCapsule named ``"dltensor"``
-(`dlpack_abi`); the consumer renames the capsule ``"used_dltensor"`` and calls the tensor's
+(`abi`); the consumer renames the capsule ``"used_dltensor"`` and calls the tensor's
 `deleter` when done with the memory. Until then the array, the struct and its shape must stay
 alive, so each export is kept in `_alive` under the struct's address and released by the
 deleter (or by the capsule's destructor when no consumer ever took it). Everything is
@@ -14,7 +14,7 @@ import ctypes
 
 import numpy as np
 
-from .dlpack_abi import (
+from .abi import (
     DELETER,
     DESTRUCTOR,
     NAME,

@@ -15,20 +15,20 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from ..codegen.nvptx.compiled import CompiledCuda
-from ..errors import LaunchError, entry_point
-from ..loopir.core.nodes import LoweredFunc
-from ..platform_info import cuda_available
-from . import cuda_driver
-from .arguments import check_arguments, named_sizes, written_params
-from .cuda_arguments import Placed, place_arguments
-from .cuda_launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
-from .fast_path import guard_spec
-from .outputs import OutputPlan
-from .scalars import ScalarArguments
-from .size_limits import SizeLimits
-from .streams import callers_stream, stream_handle
-from .usual_calls import UsualCall
+from ...codegen.nvptx.compiled import CompiledCuda
+from ...errors import LaunchError, entry_point
+from ...loopir.core.nodes import LoweredFunc
+from ...platform_info import cuda_available
+from ..arguments import check_arguments, named_sizes, written_params
+from ..fast_path import guard_spec
+from ..outputs import OutputPlan
+from ..scalars import ScalarArguments
+from ..size_limits import SizeLimits
+from ..streams import callers_stream, stream_handle
+from ..usual_calls import UsualCall
+from . import driver
+from .arguments import Placed, place_arguments
+from .launch import Launch, LaunchConfig, check_block, describe_grid, prepare_launch
 
 
 class CudaKernel:
@@ -45,7 +45,7 @@ class CudaKernel:
         self._compiled = compiled
         self._written = written_params(lowered)
         self._limits = SizeLimits(lowered)
-        self._module: cuda_driver.Module | None = None  # the functions' lifetime
+        self._module: driver.Module | None = None  # the functions' lifetime
         self._functions: list[Any] | None = None
         self._usual: UsualCall | None = None  # the usual call, made after a first call
         self._usual_tried = False
@@ -66,7 +66,7 @@ class CudaKernel:
         placed = self._place(arrays, sizes)
         launch = self._prepare(placed)
         if handle is None:
-            handle = callers_stream(arrays, cuda_driver.device().ordinal)
+            handle = callers_stream(arrays, driver.device().ordinal)
         launch.run(0 if handle is None else handle)
         # the legacy stream waits, and so does a call with memory of its own (copies of host
         # arrays, temporaries) or borrowed (DLPack tensors), which goes when the call returns
@@ -82,7 +82,7 @@ class CudaKernel:
                 self._functions,
                 spec,
                 self._limits,
-                cuda_driver.device(),
+                driver.device(),
             )
 
     @entry_point(also=(TypeError, ValueError))
@@ -98,7 +98,7 @@ class CudaKernel:
         ``-fp-contract=off`` computes it; by default the GPU fuses it, which moves a result
         by up to half an ulp of the product (docs/math.md).
         """
-        from ..loopir.interpret import run
+        from ...loopir.interpret import run
 
         arrays = self._scalars.arrays(arrays)
         check_arguments(self.lowered, self._written, arrays, sizes, self._limits)  # as a call
@@ -113,19 +113,19 @@ class CudaKernel:
             raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
         placed = self._place(self._scalars.arrays(arrays), sizes)
         launch = self._prepare(placed)
-        cuda = cuda_driver.driver()
+        cuda = driver.driver()
         for _ in range(warmup):
             launch.run()
-        start = cuda_driver.check(cuda.cuEventCreate(0), "cuEventCreate")
-        end = cuda_driver.check(cuda.cuEventCreate(0), "cuEventCreate")
+        start = driver.check(cuda.cuEventCreate(0), "cuEventCreate")
+        end = driver.check(cuda.cuEventCreate(0), "cuEventCreate")
         samples = []
         try:
             for _ in range(repeat):
-                cuda_driver.check(cuda.cuEventRecord(start, 0), "cuEventRecord")
+                driver.check(cuda.cuEventRecord(start, 0), "cuEventRecord")
                 launch.run()
-                cuda_driver.check(cuda.cuEventRecord(end, 0), "cuEventRecord")
-                cuda_driver.check(cuda.cuEventSynchronize(end), f"timing '{self.lowered.name}'")
-                ms = cuda_driver.check(cuda.cuEventElapsedTime(start, end), "cuEventElapsedTime")
+                driver.check(cuda.cuEventRecord(end, 0), "cuEventRecord")
+                driver.check(cuda.cuEventSynchronize(end), f"timing '{self.lowered.name}'")
+                ms = driver.check(cuda.cuEventElapsedTime(start, end), "cuEventElapsedTime")
                 samples.append(float(ms) / 1e3)
         finally:
             cuda.cuEventDestroy(start)
@@ -138,7 +138,7 @@ class CudaKernel:
         return place_arguments(self.lowered, self._written, arrays, sizes, self._limits)
 
     def _prepare(self, placed: Placed) -> Launch:
-        device = cuda_driver.device()
+        device = driver.device()
         functions = self._load(device)
         return prepare_launch(
             self.lowered.name,
@@ -149,14 +149,14 @@ class CudaKernel:
             device,
         )
 
-    def _load(self, device: cuda_driver.Device) -> list[Any]:
+    def _load(self, device: driver.Device) -> list[Any]:
         if self._functions is None:
             for kernel in self._compiled.plan.kernels:
                 check_block(kernel, f"{self.lowered.name}/{kernel.name}", device)
             arch = self._compiled.arch
             what = f"kernel '{self.lowered.name}' (built for {arch}, running on {device.name})"
             try:
-                module = cuda_driver.load_module(self.ptx, what)
+                module = driver.load_module(self.ptx, what)
             except LaunchError as error:
                 if arch.rstrip("af") != device.arch:
                     hint = f"; build with target='cuda -arch={device.arch}'"
@@ -164,21 +164,21 @@ class CudaKernel:
                 raise
             functions = []
             for kernel in self._compiled.plan.kernels:
-                function = cuda_driver.function(module, kernel.name)
+                function = driver.function(module, kernel.name)
                 if kernel.dynamic_shared_bytes:
                     name = f"kernel '{self.lowered.name}/{kernel.name}'"
-                    cuda_driver.allow_dynamic_shared(function, kernel.dynamic_shared_bytes, name)
+                    driver.allow_dynamic_shared(function, kernel.dynamic_shared_bytes, name)
                 functions.append(function)
             self._module, self._functions = module, functions
         return self._functions
 
     def _wait(self, doing: str, stream: int = 0) -> None:
-        synced = cuda_driver.driver().cuStreamSynchronize(stream)
-        cuda_driver.check(synced, f"kernel '{self.lowered.name}' failed while {doing}")
+        synced = driver.driver().cuStreamSynchronize(stream)
+        driver.check(synced, f"kernel '{self.lowered.name}' failed while {doing}")
 
     def export(self, path) -> None:
         """Save the kernel to `path` for `sl.load` in another process (`runtime.saved`)."""
-        from .saved import export
+        from ..saved import export
 
         export(self, path)
 
@@ -199,12 +199,12 @@ class CudaKernel:
         driver)."""
         registers: list[int | None] = [None] * len(self._compiled.plan.kernels)
         if self._functions is None and cuda_available():
-            self._load(cuda_driver.device())
+            self._load(driver.device())
         if self._functions is not None:
-            cuda = cuda_driver.driver()
+            cuda = driver.driver()
             attribute = cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS
             registers = [
-                int(cuda_driver.check(cuda.cuFuncGetAttribute(attribute, f), "cuFuncGetAttribute"))
+                int(driver.check(cuda.cuFuncGetAttribute(attribute, f), "cuFuncGetAttribute"))
                 for f in self._functions
             ]
         return tuple(
@@ -217,6 +217,6 @@ class CudaKernel:
         return f"<CudaKernel {self.lowered.name}({params}) target={self.target}>"
 
     def _repr_html_(self) -> str:
-        from .html import kernel_html
+        from ..html import kernel_html
 
         return kernel_html(self)

@@ -19,8 +19,8 @@ import hashlib
 import re
 from pathlib import Path
 
-from ..codegen import disk_cache
-from ..codegen.nvptx.assemble import assemble
+from ...codegen import disk_cache
+from ...codegen.nvptx.assemble import assemble
 
 
 def path_for(ptx: str, arch: str) -> Path | None:

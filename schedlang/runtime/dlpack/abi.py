@@ -1,4 +1,4 @@
-"""DLPack's C side, as the exporter (`dlpack`) and the importer (`dlpack_import`) both see it.
+"""DLPack's C side, as the exporter (`exporter`) and the importer (`importer`) both see it.
 
 A DLPack capsule is a PyCapsule named ``"dltensor"`` around a ``DLManagedTensor`` (dlpack.h,
 the unversioned struct every producer can hand out): the tensor (data pointer, device, rank,
@@ -14,7 +14,7 @@ import ctypes
 
 import numpy as np
 
-from ..ir import dtype as dt
+from ...ir import dtype as dt
 
 # DLDeviceType
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_ROCM, KDL_ROCM_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 10, 11, 13

@@ -3,7 +3,7 @@
 A fresh process pays for CUDA before its first kernel loads: `cuInit`, the primary context and
 the driver's first PTX compilation take 0.1-0.3 s together. None of it depends on the kernel,
 and the driver releases the GIL while it works, so `start` runs it beside the lowering and code
-generation rather than after them. Nothing waits for the thread: `cuda_driver` serialises the
+generation rather than after them. Nothing waits for the thread: `driver` serialises the
 device's initialisation and module loads with locks, so whoever comes second finds the work
 done. Failures are left to the caller's own first call, which meets them again and reports them
 with its context (no GPU, no driver, an architecture the driver does not know).
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import threading
 
-from ..platform_info import probe_cuda
-from . import cuda_driver
+from ...platform_info import probe_cuda
+from . import driver
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
@@ -43,16 +43,16 @@ def _start() -> None:
     try:
         if not probe_cuda().ok:
             return
-        device = cuda_driver.device()
+        device = driver.device()
         what = "the empty kernel CUDA starts with"
-        _empty = cuda_driver.load_module(_empty_kernel(device.arch), what)
+        _empty = driver.load_module(_empty_kernel(device.arch), what)
     except Exception:  # reported by the caller's own first call (see the module's note)
         pass
 
 
 def _empty_kernel(arch: str) -> str:
     """PTX of a kernel that returns, for `arch`: its load starts the driver's PTX compiler."""
-    from ..codegen.nvptx.arch import ptx_version
+    from ...codegen.nvptx.arch import ptx_version
 
     version = ptx_version(arch)
     return (
