@@ -31,12 +31,12 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 import schedlang as sl
 from examples import gpu_gemm
-from schedlang.runtime import cuda_driver
+from schedlang.runtime.cuda import driver
 
 gpu = sl.cuda_available()
 started = time.perf_counter()
 if gpu:
-    device = cuda_driver.device()  # CUDA's own start-up: cuInit and the primary context
+    device = driver.device()  # CUDA's own start-up: cuInit and the primary context
 cuda = time.perf_counter() - started
 a, b, c = gpu_gemm.gemm(4096, 4096, 4096)
 if {cpu}:

@@ -137,7 +137,7 @@ def gpu_build_phases(n: int) -> tuple[dict[str, float], str]:
     from schedlang.codegen.nvptx.plan import plan_kernels
     from schedlang.collector import paused
     from schedlang.driver import lower_for_gpu
-    from schedlang.loopir.gpu_passes import gpu_passes
+    from schedlang.loopir.gpu.passes import gpu_passes
 
     s, args = gpu_gemm_schedule(n)
     times = {}

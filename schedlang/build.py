@@ -15,7 +15,7 @@ from .errors import LoweringError, entry_point
 
 if TYPE_CHECKING:
     from .ir.tensor import Tensor
-    from .runtime.cuda_kernel import CudaKernel
+    from .runtime.cuda.kernel import CudaKernel
     from .runtime.kernel import Kernel
     from .schedule.schedule import Schedule
 
@@ -120,7 +120,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
         return cached(s, args, name, host, lambda: _build_cpu(s, args, name, resolved))
     from .codegen.nvptx import libdevice
     from .codegen.nvptx.arch import check_arch
-    from .runtime import cuda_start
+    from .runtime.cuda import start
 
     _refuse_c_functions(s)
     if resolved.arch is not None:
@@ -137,11 +137,11 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
     def make() -> CudaKernel:
         from .codegen.nvptx.compile import compile_cuda
         from .driver import lower_for_gpu
-        from .loopir.intrin_lowering import apply_lowering_rules
-        from .runtime.cuda_kernel import CudaKernel
+        from .loopir.intrin.lowering import apply_lowering_rules
+        from .runtime.cuda.kernel import CudaKernel
 
         # CUDA starts beside the lowering, which needs no GPU; a build on disk needs neither
-        cuda_start.start()
+        start.start()
         lowered = apply_lowering_rules(lower_for_gpu(s, args, name), "cuda")
         compiled = compile_cuda(lowered, arch(), resolved.min_blocks, resolved.contract)
         return CudaKernel(compiled.plan.func, compiled, shown())
@@ -151,7 +151,7 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
 
 def _build_cpu(s: Schedule, args: list[Tensor], name: str, resolved: ResolvedTarget) -> Kernel:
     from .driver import lower
-    from .loopir.intrin_lowering import apply_lowering_rules
+    from .loopir.intrin.lowering import apply_lowering_rules
     from .runtime.kernel import Kernel
 
     lowered = apply_lowering_rules(lower(s, args, name), "cpu")

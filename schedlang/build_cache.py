@@ -44,7 +44,7 @@ def cached(
     target, with everything else its code depends on): loaded from disk when an earlier build
     stored it, else built and stored. ``target()`` is asked only where an entry of the same
     schedule exists, or after ``make()``: a GPU's architecture needs CUDA started, which a
-    first build does beside the lowering (`cuda_start`)."""
+    first build does beside the lowering (`runtime.cuda.start`)."""
     folder = _folder(s, args, name)
     if folder is None:
         return make()

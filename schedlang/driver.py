@@ -12,22 +12,22 @@ from .collector import paused
 from .errors import LoweringError, ScheduleError
 from .ir.expr import Const, Read, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
-from .loopir.allocate import insert_allocations
-from .loopir.barriers import insert_barriers
-from .loopir.bulk_pipeline import bulk_pipeline
-from .loopir.divmod import simplify_divisions
-from .loopir.double_buffer import double_buffer
+from .loopir.core.nodes import Buffer, LoweredFunc, ScanRows
+from .loopir.core.printer import constant_bytes
 from .loopir.from_isl import generate, param_expr
-from .loopir.index_type import index_dtype
-from .loopir.nodes import Buffer, LoweredFunc, ScanRows
-from .loopir.pipeline import pipeline
-from .loopir.printer import constant_bytes
-from .loopir.registers import left_to_llvm
-from .loopir.store_predicates import predicate_stores
-from .loopir.thread_reduce import lower_thread_reductions
-from .loopir.unroll import unroll_loops
-from .loopir.unroll_limit import check_unroll_size
-from .loopir.vector_inner import sink_vector_loops
+from .loopir.gpu.thread_reduce import lower_thread_reductions
+from .loopir.index.divmod import simplify_divisions
+from .loopir.index.index_type import index_dtype
+from .loopir.loops.unroll import unroll_loops
+from .loopir.loops.unroll_limit import check_unroll_size
+from .loopir.loops.vector_inner import sink_vector_loops
+from .loopir.memory.allocate import insert_allocations
+from .loopir.memory.barriers import insert_barriers
+from .loopir.memory.bulk_pipeline import bulk_pipeline
+from .loopir.memory.double_buffer import double_buffer
+from .loopir.memory.pipeline import pipeline
+from .loopir.memory.registers import left_to_llvm
+from .loopir.memory.store_predicates import predicate_stores
 from .poly.bounds import check_bounds
 from .poly.legality import check_legality
 from .poly.local_reads import check_local_reads

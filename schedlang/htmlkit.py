@@ -1,7 +1,7 @@
 """The look shared by every HTML rendering in notebooks: one stylesheet, badges, tables, folds.
 
 Jupyter shows an object's ``_repr_html_``; schedules, loop nests and kernels each render in
-their own stage (`schedule.html`, `loopir.html`, `runtime.html`) with the pieces here, so that
+their own stage (`schedule.html`, `loopir.core.html`, `runtime.html`) with the pieces here, so that
 they look alike and none drifts. The output is self-contained: an inline ``<style>`` scoped to
 ``.sl-view``, no scripts, folds made of ``<details>``. Colours are translucent over the page's
 own background and text inherits the page's colour, so both light and dark themes read well.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from ..ir.expr import Const, Expr, Var
-from ..loopir.nodes import (
+from ..loopir.core.nodes import (
     Allocate,
     AsyncCopy,
     AsyncWait,
@@ -27,7 +27,7 @@ from ..loopir.nodes import (
     Store,
     ThreadAllReduce,
 )
-from ..loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
+from ..loopir.core.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
 
 
 def fingerprint(func: LoweredFunc, target_key: str) -> str:

@@ -1,7 +1,7 @@
 """The roofs a kernel's rates are measured against: peak arithmetic and memory bandwidth.
 
 On a GPU they are the device's peaks, computed from the attributes its driver reports
-(`runtime.cuda_peaks`). A CPU reports no such numbers that can be trusted (turbo clocks,
+(`runtime.cuda.peaks`). A CPU reports no such numbers that can be trusted (turbo clocks,
 vector widths and memory channels are not visible from Python), so its roofs are *measured*:
 numpy's matrix product (BLAS, all cores) as the arithmetic a well-tuned kernel reaches, and a
 copy of an array larger than the caches as the bandwidth. `Ceilings.source` says which.
@@ -32,8 +32,8 @@ class Ceilings:
 
 
 def gpu_ceilings(dtype: str) -> Ceilings:
-    """The GPU's peaks for `dtype` (see `runtime.cuda_peaks`)."""
-    from ..runtime.cuda_peaks import device_peaks
+    """The GPU's peaks for `dtype` (see `runtime.cuda.peaks`)."""
+    from ..runtime.cuda.peaks import device_peaks
 
     peaks = device_peaks()
     source = f"peaks from the driver's attributes of {peaks.name} ({peaks.arch})"

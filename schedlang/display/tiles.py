@@ -17,9 +17,9 @@ import numpy as np
 
 from ..ir import dtype as dt
 from ..ir.expr import Var, const
+from ..loopir.core.nodes import Buffer, For, LoweredFunc, Seq, Stmt, Store
+from ..loopir.core.visit import rebuild_stmt, walk_stmt
 from ..loopir.interpret import run
-from ..loopir.nodes import Buffer, For, LoweredFunc, Seq, Stmt, Store
-from ..loopir.visit import rebuild_stmt, walk_stmt
 from .sizes import bind_sizes, shape_of
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")

@@ -12,7 +12,7 @@ Several states step together: give lists, and get one tensor per state.
 scheduled as any stages are. The polyhedral layer checks that the schedule computes each step
 after the steps it reads (`poly.scans`). The init's rows must fit the state: more of them than
 the state has steps is refused here when both are constants, and otherwise when the scan is
-lowered or called (`check_rows`, `loopir.scan_rows`).
+lowered or called (`check_rows`, `loopir.core.scan_rows`).
 """
 
 from __future__ import annotations

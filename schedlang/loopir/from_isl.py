@@ -38,11 +38,11 @@ from ..schedule.errors import AnnotationError, BindError, FactorError, message
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
-from .deferred_loops import fused_loops, strip_mined
-from .intrin_calls import intrinsic_calls
-from .nodes import Buffer, For, If, Let, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
-from .unroll_limit import MAX_UNROLLED
-from .visit import walk_expr, walk_stmt
+from .core.nodes import Buffer, For, If, Let, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
+from .core.visit import walk_expr, walk_stmt
+from .intrin.calls import intrinsic_calls
+from .loops.deferred_loops import fused_loops, strip_mined
+from .loops.unroll_limit import MAX_UNROLLED
 
 _OPS = isl.ast_expr_op_type
 _BINARY = {

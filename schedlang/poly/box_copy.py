@@ -1,8 +1,8 @@
 """Whether a loop nest of stores copies one box of a tensor: isl's proof for bulk copies.
 
-The copy engine (`loopir.bulk_pipeline`) replaces a staged tile's fill, a loop nest that stores
-``dst[d(i)] = src[s(i)]``, by one copy of the box of ``src`` at an origin: it is the same copy
-only if each store reads ``src`` at the origin plus the index it writes, and the stores cover
+The copy engine (`loopir.memory.bulk_pipeline`) replaces a staged tile's fill, a loop nest that
+stores ``dst[d(i)] = src[s(i)]``, by one copy of the box of ``src`` at an origin: it is the same
+copy only if each store reads ``src`` at the origin plus the index it writes, and the stores cover
 the destination's box (``[0, shape)``) wherever the origin plus the index lies inside the
 tensor. At the tensor's edge a fill either leaves the rest of its box unwritten or clamps its
 reads (``min(index, last)``) and reads the last element again there; the copy engine writes

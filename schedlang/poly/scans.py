@@ -114,7 +114,7 @@ def check_steps(no_source: isl.UnionMap, scans: list[Scan], tensor_name) -> None
 
 def rows_to_check(scans: list[Scan], params: Params) -> list[Scan]:
     """The scans whose init gives more rows than the state has steps at some sizes but not at
-    others: a call checks its sizes (`loopir.scan_rows`). Where it does at every size, the
+    others: a call checks its sizes (`loopir.core.scan_rows`). Where it does at every size, the
     init's rows could never fit, and that is an error now."""
     found = []
     for scan in scans:

@@ -63,7 +63,7 @@ class TensorPlan:
     srcs: tuple[TileOf, ...]
     clipped: bool = False  # a store cut by the edge of its tensor: only what lies inside
     warpgroup: bool = False  # run by a warpgroup (threadIdx.y's 4 warps) rather than a warp
-    bulk: bool = False  # a store by the copy engine through shared memory (`loopir.bulk_store`)
+    bulk: bool = False  # a store by the copy engine via shared memory (`loopir.memory.bulk_store`)
     call: UserCall | None = None  # a declared intrinsic's calls (`user_tensorize`)
 
     @property

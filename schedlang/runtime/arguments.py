@@ -27,12 +27,12 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes
 from ..ir.expr import Var
 from ..ir.integers import as_int
-from ..loopir.nodes import CallExtern, LoweredFunc, MatrixOp, Store
-from ..loopir.visit import walk_stmt
+from ..loopir.core.nodes import CallExtern, LoweredFunc, MatrixOp, Store
+from ..loopir.core.visit import walk_stmt
 from .argument_kinds import dtype_error, untracked
 from .device_array import DeviceArray
-from .dlpack_abi import HOST_DEVICES, device_name
-from .dlpack_import import device_of, host_array
+from .dlpack.abi import HOST_DEVICES, device_name
+from .dlpack.importer import device_of, host_array
 from .size_limits import SizeLimits
 
 

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ir import dtype as dt
-from . import cuda_driver, dlpack
 from .arrays import aligned_empty
-from .dlpack_abi import KDL_CPU, KDL_CUDA
+from .cuda import driver
+from .dlpack import exporter
+from .dlpack.abi import KDL_CPU, KDL_CUDA
 
 DEVICES = ("cuda", "cpu")
 
@@ -56,11 +57,11 @@ class DeviceArray:
             self._host = aligned_empty(self.shape, self.dtype)
             self.ptr = self._host.ctypes.data
         else:
-            cuda = cuda_driver.driver()
-            cuda_driver.device()
+            cuda = driver.driver()
+            driver.device()
             allocated = cuda.cuMemAlloc(max(self.nbytes, 1))
             what = f"allocating {self.nbytes} bytes on the GPU"
-            self.ptr = int(cuda_driver.check(allocated, what))
+            self.ptr = int(driver.check(allocated, what))
 
     @property
     def ndim(self) -> int:
@@ -84,8 +85,8 @@ class DeviceArray:
         if self._host is not None:
             self._host[...] = source
         elif self.nbytes:
-            copied = cuda_driver.driver().cuMemcpyHtoD(self.ptr, source.ctypes.data, self.nbytes)
-            cuda_driver.check(copied, "copying an array to the GPU")
+            copied = driver.driver().cuMemcpyHtoD(self.ptr, source.ctypes.data, self.nbytes)
+            driver.check(copied, "copying an array to the GPU")
 
     def poison(self) -> None:
         """Fill with a value no correct kernel leaves behind: NaN for floats, a bit pattern
@@ -94,18 +95,18 @@ class DeviceArray:
         if self._host is not None:
             self._host.reshape(-1).view(f"u{unit}")[...] = pattern
         elif self.nbytes:
-            cuda = cuda_driver.driver()
+            cuda = driver.driver()
             fill = {1: cuda.cuMemsetD8, 2: cuda.cuMemsetD16, 4: cuda.cuMemsetD32}[unit]
             done = fill(self.ptr, pattern, self.nbytes // unit)
-            cuda_driver.check(done, "filling an array on the GPU")
+            driver.check(done, "filling an array on the GPU")
 
     def copy_to_host(self, target: np.ndarray) -> None:
         """Write the contents into the C-contiguous array `target`."""
         if self._host is not None:
             target[...] = self._host
         elif self.nbytes:
-            copied = cuda_driver.driver().cuMemcpyDtoH(target.ctypes.data, self.ptr, self.nbytes)
-            cuda_driver.check(copied, "copying an array from the GPU")
+            copied = driver.driver().cuMemcpyDtoH(target.ctypes.data, self.ptr, self.nbytes)
+            driver.check(copied, "copying an array from the GPU")
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -123,7 +124,7 @@ class DeviceArray:
         """A DLPack capsule over this memory (no copy). Kernels and copies finish before they
         return, so there is no pending work for a consumer's `stream` to wait for."""
         del stream, options
-        return dlpack.export(self, self.ptr, self.shape, self.dtype, self.__dlpack_device__())
+        return exporter.export(self, self.ptr, self.shape, self.dtype, self.__dlpack_device__())
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (KDL_CUDA, 0) if self.device == "cuda" else (KDL_CPU, 0)
@@ -135,7 +136,7 @@ class DeviceArray:
     def __del__(self) -> None:
         if self._host is None and self.ptr:
             try:
-                cuda_driver.driver().cuMemFree(self.ptr)
+                driver.driver().cuMemFree(self.ptr)
             except Exception:  # the interpreter is shutting down, the driver is gone
                 pass
             self.ptr = 0

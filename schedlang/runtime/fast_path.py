@@ -20,7 +20,7 @@ import numpy as np
 from ..codegen.cpu.guard_spec import GuardSpec
 from ..ir import dtype as dt
 from ..ir.expr import Const, Var
-from ..loopir.nodes import LoweredFunc
+from ..loopir.core.nodes import LoweredFunc
 from .size_limits import SizeLimits
 
 

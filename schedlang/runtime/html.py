@@ -10,8 +10,8 @@ characters with a note of where to read the rest.
 from __future__ import annotations
 
 from ..htmlkit import code_block, escape, fold, page, table
-from ..loopir.html import func_body_html
-from ..loopir.printer import type_str
+from ..loopir.core.html import func_body_html
+from ..loopir.core.printer import type_str
 
 LISTING_LIMIT = 100_000
 

@@ -10,7 +10,7 @@ from ..codegen.cpu.compiled import CompiledCpu
 from ..codegen.cpu.trampoline import UNUSUAL, guard
 from ..codegen.status import OUT_OF_MEMORY
 from ..errors import InternalError, LaunchError, entry_point
-from ..loopir.nodes import LoweredFunc
+from ..loopir.core.nodes import LoweredFunc
 from .arguments import check_arguments, written_params
 from .fast_path import guard_spec
 from .outputs import OutputPlan

@@ -20,7 +20,7 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes, _size_value
 from ..ir.expr import Var
 from ..ir.visit import walk
-from ..loopir.nodes import LoweredFunc
+from ..loopir.core.nodes import LoweredFunc
 from .arguments import named_sizes
 from .device_array import DeviceArray
 

@@ -21,8 +21,8 @@ from ..codegen.cpu import linker
 from ..codegen.cpu.host_key import host_key
 from ..codegen.cpu.object_loader import process_symbol
 from ..errors import LaunchError
-from ..loopir.nodes import For, LoweredFunc
-from ..loopir.visit import walk_stmt
+from ..loopir.core.nodes import For, LoweredFunc
+from ..loopir.core.visit import walk_stmt
 from ..platform_info import parallel_threads
 
 

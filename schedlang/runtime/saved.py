@@ -24,7 +24,9 @@ from ..codegen import sealed
 from ..errors import LaunchError
 
 MARK = b"SLKERNEL"
-VERSION = 4  # 4: lowered functions hold their call-time checks; 3: sealed; 2: bare pickles
+# 5: the loop IR's classes moved to sub-packages (pickles name them); 4: lowered functions hold
+# their call-time checks; 3: sealed; 2: bare pickles
+VERSION = 5
 FORMAT = f"schedlang saved kernel {VERSION}"  # also the entries of `build_cache`
 
 _UNSEALED = {
@@ -76,7 +78,7 @@ def read(path: str | Path) -> dict:
 
 def contents(kernel: object) -> dict:
     """What `revive` makes `kernel` again from, as picklable values."""
-    from .cuda_kernel import CudaKernel
+    from .cuda.kernel import CudaKernel
 
     compiled = kernel._compiled
     if isinstance(kernel, CudaKernel):
@@ -104,7 +106,7 @@ def revive(saved: dict, origin: str) -> object:
     """The kernel of `contents`; `origin` says where it came from (in its compile key)."""
     if "ptx" in saved:
         from ..codegen.nvptx.compiled import CompiledCuda
-        from .cuda_kernel import CudaKernel
+        from .cuda.kernel import CudaKernel
 
         plan = saved["plan"]
         compiled = CompiledCuda(plan, saved["arch"], saved["llvm_ir"], saved["ptx"])

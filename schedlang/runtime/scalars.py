@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ir import dtype as dt
-from ..loopir.nodes import LoweredFunc
+from ..loopir.core.nodes import LoweredFunc
 
 
 class ScalarArguments:

@@ -1,7 +1,7 @@
 """The ranges a call's sizes must fit, worked out once per kernel.
 
 A kernel computes each size in its own dtype and its loop variables and indices in its
-`index_dtype` (`loopir.index_type`): int32 unless a size is declared wider or a constant shape
+`index_dtype` (`loopir.index.index_type`): int32 unless a size is declared wider or a constant shape
 needs more. A size bound past either range, or a buffer with more elements than the index
 type counts, would wrap silently and read or write the wrong memory, so such a call is refused
 before it runs. Which values to compare, and with what, depends only on the kernel and is
@@ -9,7 +9,7 @@ listed here at build; a call then makes a few integer comparisons: each size aga
 limit, each array with a symbolic shape by its element count, and in the rare kernel that
 has them, the element counts of its temporaries and the ends of loops over sizes that no
 array shows (``n + 1``, ``n * m``), evaluated from the sizes. A scan whose init may give more
-rows than its state has steps is checked the same way (`loopir.scan_rows`).
+rows than its state has steps is checked the same way (`loopir.core.scan_rows`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from ..ir.exact import Exact, exact_int
 from ..ir.expr import Binary, Const, Expr, Var
 from ..ir.printer import expr_str
 from ..ir.visit import walk
-from ..loopir.nodes import Allocate, Buffer, For, LoweredFunc
-from ..loopir.scan_rows import ScanRowChecks
-from ..loopir.visit import walk_stmt
+from ..loopir.core.nodes import Allocate, Buffer, For, LoweredFunc
+from ..loopir.core.scan_rows import ScanRowChecks
+from ..loopir.core.visit import walk_stmt
 
 
 class SizeLimits:

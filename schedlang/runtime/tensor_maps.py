@@ -19,7 +19,7 @@ from ..codegen.nvptx.plan import DevicePlan
 from ..errors import LaunchError
 from ..ir import dtype as dt
 from ..ir.evaluate import _size_value
-from . import cuda_driver
+from .cuda import driver
 
 _TYPES = {
     "float16": "FLOAT16",
@@ -48,7 +48,7 @@ def encode(plan: DevicePlan, pointers: Sequence[int], sizes: Sequence[int]) -> l
 
 
 def _encode(m: TensorMap, plan: DevicePlan, pointers: Sequence[int], bound: dict) -> MapBytes:
-    cuda = cuda_driver.driver()
+    cuda = driver.driver()
     buffer = plan.buffers[m.param]
     item = dt.itemsize(m.dtype)
     shape = [int(_size_value(e, bound)) for e in buffer.shape]
@@ -70,7 +70,7 @@ def _encode(m: TensorMap, plan: DevicePlan, pointers: Sequence[int], bound: dict
         dims = [max(1, n) for n in dims]  # an empty tensor: no copy runs, the map must exist
     kind = getattr(cuda.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_TYPES[m.dtype]}")
     swizzle = getattr(cuda.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{_SWIZZLES[m.swizzle]}")
-    made = cuda_driver.check(
+    made = driver.check(
         cuda.cuTensorMapEncodeTiled(
             kind,
             len(dims),

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..ir.expr import Var
 from ..ir.visit import walk
-from .cuda_kernel import CudaKernel
+from .cuda.kernel import CudaKernel
 from .kernel import Kernel
 
 Built = Kernel | CudaKernel

@@ -1,7 +1,7 @@
 """A CUDA kernel's usual call with torch tensors, cupy arrays or ``sl`` device arrays: checked
 from what was worked out at build, launched on the caller's stream.
 
-The general path (`cuda_arguments.place_arguments`) accepts every kind of array, and a call
+The general path (`cuda.arguments.place_arguments`) accepts every kind of array, and a call
 then waits for the device, so that a host output can be copied back and an error reported at
 the call. torch users expect what torch does: the kernel queued on the current stream (so that
 it orders with the torch work around it, and a CUDA graph can capture it), the call returning
@@ -31,9 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..codegen.nvptx.plan import DevicePlan
-from . import cuda_driver
-from .cuda_arguments import ALIGN
-from .cuda_launch import check_grid, grid_of
+from .cuda import driver
+from .cuda.arguments import ALIGN
+from .cuda.launch import check_grid, grid_of
 from .device_array import DeviceArray
 from .fast_path import GuardSpec
 from .size_limits import SizeLimits
@@ -53,7 +53,7 @@ class UsualCall:
         functions: list[Any],
         spec: GuardSpec,
         limits: SizeLimits,
-        device: cuda_driver.Device,
+        device: driver.Device,
     ) -> None:
         self.name = name
         self.plan = plan
@@ -69,7 +69,7 @@ class UsualCall:
         self.addresses = (ctypes.c_void_p * max(1, count))(*(start + 8 * k for k in range(count)))
         self.block = ctypes.addressof(self.addresses)  # the kernel parameters (void**)
         self.steps: dict[tuple[int, ...], list[tuple]] = {}
-        self.cuda = cuda_driver.driver()
+        self.cuda = driver.driver()
         self.calls: dict[type, Callable[[tuple, int | None], bool]] = {}
 
     @classmethod
@@ -134,7 +134,7 @@ class UsualCall:
                         function, *grid, *block, shared, stream, self.block, 0
                     )
                     if result[0] != success:
-                        cuda_driver.check(result, what)
+                        driver.check(result, what)
 
             return run
         from ..codegen.cpu.launcher import STREAM, launcher
@@ -146,13 +146,13 @@ class UsualCall:
                 table[STREAM] = stream
                 code = go(ctypes.addressof(table))
                 if code:
-                    cuda_driver.check((self.cuda.CUresult(code),), what)
+                    driver.check((self.cuda.CUresult(code),), what)
 
         return run
 
     def _synchronize(self) -> None:
         synced = self.cuda.cuStreamSynchronize(0)
-        cuda_driver.check(synced, f"kernel '{self.name}' failed while running")
+        driver.check(synced, f"kernel '{self.name}' failed while running")
 
     def _steps(self, values: list[int]) -> list[tuple]:
         from ..codegen.cpu.launcher import table

@@ -50,4 +50,5 @@ class RFactorError(ScheduleError):
 
 
 class UnrollSizeError(ScheduleError):
-    """unroll of loops whose copies would take the compiler too long (`loopir.unroll_limit`)."""
+    """unroll of loops whose copies would take the compiler too long
+    (`loopir.loops.unroll_limit`)."""

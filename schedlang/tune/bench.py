@@ -101,7 +101,7 @@ class Bench:
             if unfit:
                 return "illegal", None, unfit
             if built.cubin is not None:
-                from ..runtime.cuda_driver import offer_cubin
+                from ..runtime.cuda.driver import offer_cubin
 
                 offer_cubin(kernel.ptx, kernel._compiled.arch, built.cubin)
             with _measuring:
@@ -140,12 +140,12 @@ def _unfit(kernel) -> str:
     if not hasattr(kernel, "ptx"):
         return ""
     from ..errors import LaunchError
-    from ..runtime import cuda_driver
-    from ..runtime.cuda_launch import check_block
+    from ..runtime.cuda import driver
+    from ..runtime.cuda.launch import check_block
 
     try:
         for part in kernel._compiled.plan.kernels:
-            check_block(part, f"{kernel.lowered.name}/{part.name}", cuda_driver.device())
+            check_block(part, f"{kernel.lowered.name}/{part.name}", driver.device())
     except LaunchError as error:
         return f"LaunchError: {error}"
     return ""

@@ -64,12 +64,12 @@ class Here:
 
 
 def start_cuda(arch: str | None) -> None:
-    """CUDA's context and PTX compiler started on a thread of this process (`cuda_start`),
+    """CUDA's context and PTX compiler started on a thread of this process (`runtime.cuda.start`),
     where kernels for `arch` will run."""
     if arch is not None:
-        from ..runtime import cuda_start
+        from ..runtime.cuda import start
 
-        cuda_start.start()
+        start.start()
 
 
 def timed(bench: Bench, built: Built, best: float) -> tuple:

@@ -16,9 +16,9 @@ from .messages import receive, send
 
 
 def main() -> None:
-    from ..runtime import cuda_start
+    from ..runtime.cuda import start
 
-    cuda_start.compile_only()
+    start.compile_only()
     if hasattr(os, "nice"):
         # the lowest priority: the processes that measure (checks, launches) and compute the
         # reference come first; at nice 5 a measuring worker sharing a core with a compile

@@ -37,9 +37,9 @@ class Device:
         """A CUDA device's compute capability (``"9.0"``); None where there is no such GPU."""
         if self.device_type != 2 or not self.exist:
             return None
-        from ..runtime import cuda_driver
+        from ..runtime.cuda import driver
 
-        digits = cuda_driver.device().arch[len("sm_") :]
+        digits = driver.device().arch[len("sm_") :]
         return f"{digits[:-1]}.{digits[-1]}"
 
     def sync(self) -> None:

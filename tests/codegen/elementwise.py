@@ -4,8 +4,8 @@ vectorized lanes with a tail guard, or with the loop parallel."""
 from __future__ import annotations
 
 from schedlang.ir.expr import const
-from schedlang.loopir.nodes import For, If, LoweredFunc
-from schedlang.loopir.visit import substitute_stmt
+from schedlang.loopir.core.nodes import For, If, LoweredFunc
+from schedlang.loopir.core.visit import substitute_stmt
 from tests.loopir.nests import loop_var
 from tests.loopir.test_semantics import N, lower_elementwise
 

@@ -7,7 +7,7 @@ import pytest
 import schedlang as sl
 from schedlang.codegen.llvm.alignment import access_align, factor
 from schedlang.ir.expr import Const
-from schedlang.loopir.nodes import Buffer
+from schedlang.loopir.core.nodes import Buffer
 
 i, j = sl.var("i"), sl.var("j")
 

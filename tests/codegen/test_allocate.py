@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.loopir.nodes import Allocate, Buffer, For, Load, LoweredFunc, Store, seq
+from schedlang.loopir.core.nodes import Allocate, Buffer, For, Load, LoweredFunc, Store, seq
 from schedlang.runtime.kernel import Kernel
 from tests.loopir.nests import loop_var
 

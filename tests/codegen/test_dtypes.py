@@ -10,7 +10,7 @@ import schedlang as sl
 from schedlang.ir import dtype as dt
 from schedlang.ir.expr import Read
 from schedlang.ir.visit import transform
-from schedlang.loopir.nodes import Buffer, For, Load, LoweredFunc, Store, seq
+from schedlang.loopir.core.nodes import Buffer, For, Load, LoweredFunc, Store, seq
 from schedlang.runtime.kernel import Kernel
 from tests.loopir.nests import loop_var
 from tests.loopir.test_semantics import _same

@@ -10,8 +10,8 @@ import pytest
 import schedlang as sl
 from schedlang.ir import dtype as dt
 from schedlang.ir.expr import Binary
+from schedlang.loopir.core.nodes import Buffer, For, If, Load, LoweredFunc, Store, seq
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Buffer, For, If, Load, LoweredFunc, Store, seq
 from schedlang.runtime.kernel import Kernel
 from tests.ir.test_reduce_precision import HALVES, STUCK_AT, row_sum, uniform
 from tests.loopir.nests import loop_var

@@ -1,5 +1,5 @@
-"""The index type of a kernel (`loopir.index_type`): int32 unless a size is declared wider or a
-constant shape passes int32, and then int64 from the loops to the LLVM IR."""
+"""The index type of a kernel (`loopir.index.index_type`): int32 unless a size is declared wider
+or a constant shape passes int32, and then int64 from the loops to the LLVM IR."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from schedlang.loopir.core.nodes import For
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import For
-from schedlang.loopir.visit import walk_stmt
 from schedlang.runtime.kernel import Kernel
 
 

@@ -9,7 +9,7 @@ import pytest
 import schedlang as sl
 from schedlang.ir import dtype as dt
 from schedlang.ir.math import FLOAT_FUNCTIONS, NUMERIC_FUNCTIONS
-from schedlang.loopir.nodes import Buffer, For, Load, LoweredFunc, Store
+from schedlang.loopir.core.nodes import Buffer, For, Load, LoweredFunc, Store
 from schedlang.runtime.kernel import Kernel
 from tests.loopir.nests import loop_var
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.loopir.nodes import Buffer, For, Load, LoweredFunc, Store
+from schedlang.loopir.core.nodes import Buffer, For, Load, LoweredFunc, Store
 from schedlang.runtime.kernel import Kernel
 from tests.loopir.nests import loop_var
 

@@ -16,7 +16,7 @@ import schedlang as sl
 from examples import gpu_gemm_fp16 as example
 from schedlang.codegen.llvm.expr import swizzled
 from schedlang.ir.expr import const
-from schedlang.loopir.nodes import Buffer, For, LoweredFunc, seq
+from schedlang.loopir.core.nodes import Buffer, For, LoweredFunc, seq
 from tests.cuda.ptxas import assemble
 from tests.loopir.nests import load, loop_var, store
 
@@ -80,7 +80,7 @@ def _copy_through(lanes_in: int, lanes_out: int, start: int) -> LoweredFunc:
             r, const(0), const(rows), "serial", For(c, const(0), const(count), "serial", inner)
         )
 
-    from schedlang.loopir.nodes import Allocate
+    from schedlang.loopir.core.nodes import Allocate
 
     body = Allocate(s, seq(nest(s, a, lanes_in, "w"), nest(out, s, lanes_out, "r")))
     return LoweredFunc("main", (a, out), (), body)

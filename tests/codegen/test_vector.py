@@ -9,7 +9,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.ir.expr import Binary
-from schedlang.loopir.nodes import Buffer, For, If, Load, LoweredFunc, Store, seq
+from schedlang.loopir.core.nodes import Buffer, For, If, Load, LoweredFunc, Store, seq
 from schedlang.runtime.kernel import Kernel
 from tests.loopir.nests import loop_var
 from tests.loopir.test_semantics import CASES, N

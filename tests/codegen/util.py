@@ -9,8 +9,8 @@ import numpy as np
 
 import schedlang as sl
 from schedlang.ir.expr import Var
-from schedlang.loopir.nodes import For, LoweredFunc
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.core.nodes import For, LoweredFunc
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.runtime.kernel import Kernel
 
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from schedlang.runtime import cuda_driver
-from schedlang.runtime.cuda_driver import Device
+from schedlang.runtime.cuda import driver
+from schedlang.runtime.cuda.driver import Device
 
 SUCCESS = "CUDA_SUCCESS"
 
@@ -126,7 +126,7 @@ class FakeDriver:
 
 def install(monkeypatch: pytest.MonkeyPatch, fake: FakeDriver, device: Device = H100) -> None:
     """Route the runtime's driver calls to `fake`, on `device`; modules load as stand-ins."""
-    monkeypatch.setattr(cuda_driver, "driver", lambda: fake)
-    monkeypatch.setattr(cuda_driver, "device", lambda: device)
-    monkeypatch.setattr(cuda_driver, "load_module", lambda ptx, what: "module")
-    monkeypatch.setattr(cuda_driver, "function", lambda module, name: f"function {name}")
+    monkeypatch.setattr(driver, "driver", lambda: fake)
+    monkeypatch.setattr(driver, "device", lambda: device)
+    monkeypatch.setattr(driver, "load_module", lambda ptx, what: "module")
+    monkeypatch.setattr(driver, "function", lambda module, name: f"function {name}")

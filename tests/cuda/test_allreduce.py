@@ -12,9 +12,9 @@ import schedlang as sl
 from schedlang.codegen.nvptx.allreduce import layout
 from schedlang.ir.expr import const
 from schedlang.ir.reduce import sum as sum_reducer
+from schedlang.loopir.core.nodes import Allocate, Buffer, For, LoweredFunc, ThreadAllReduce
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Allocate, Buffer, For, LoweredFunc, ThreadAllReduce
-from schedlang.loopir.visit import walk_stmt
 from schedlang.runtime.kernel import Kernel
 from tests.schedule.util import random_inputs
 

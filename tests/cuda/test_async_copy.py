@@ -22,7 +22,7 @@ from schedlang.codegen.nvptx.plan import plan_kernels
 from schedlang.errors import InternalError, LoweringError
 from schedlang.ir import dtype as dt
 from schedlang.ir.expr import Cast, Expr, Var, const
-from schedlang.loopir.nodes import (
+from schedlang.loopir.core.nodes import (
     Allocate,
     AsyncCommit,
     AsyncCopy,
@@ -37,7 +37,7 @@ from schedlang.loopir.nodes import (
     Store,
     seq,
 )
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.core.visit import walk_stmt
 
 from .ptxas import assemble
 
@@ -438,7 +438,7 @@ def test_the_kernels_are_right_in_the_interpreter(make, case):
 
 def _run_on_gpu(func: LoweredFunc, arrays: list[np.ndarray], compile_with) -> np.ndarray:
     import schedlang as sl
-    from schedlang.runtime.cuda_kernel import CudaKernel
+    from schedlang.runtime.cuda.kernel import CudaKernel
 
     kernel = CudaKernel(func, compile_with(func), "cuda")
     placed = [sl.array(x) for x in arrays]
@@ -460,7 +460,7 @@ def test_gpu_kernels_match_numpy(make, case, passes):
 
 
 def _replace(func: LoweredFunc, old: Stmt, new: Stmt) -> LoweredFunc:
-    from schedlang.loopir.visit import transform_stmt
+    from schedlang.loopir.core.visit import transform_stmt
 
     body = transform_stmt(func.body, lambda s: new if s is old else None)
     return LoweredFunc(func.name, func.params, func.sizes, body)
@@ -468,7 +468,7 @@ def _replace(func: LoweredFunc, old: Stmt, new: Stmt) -> LoweredFunc:
 
 def _rebuffer(func: LoweredFunc, old: Buffer, new: Buffer) -> LoweredFunc:
     """`func` with every use of the buffer `old` on `new`."""
-    from schedlang.loopir.visit import transform_stmt
+    from schedlang.loopir.core.visit import transform_stmt
 
     def expr_fn(e):
         return Load(new, e.indices, e.dtype) if isinstance(e, Load) and e.buffer is old else None

@@ -133,7 +133,7 @@ def test_the_ptx_keeps_the_products_in_flight():
 
 def test_a_persistent_block_keeps_no_branch_between_its_products():
     """A warpgroup with no rows in a tile skips its products: the guard is the same for the
-    whole k loop, which is versioned on it (`loopir.unswitch`), so no branch stands between
+    whole k loop, which is versioned on it (`loopir.loops.unswitch`), so no branch stands between
     the products that ptxas would serialise them at."""
     kernel, _ = _built((160, 384, 256), "float16", "float16", dict(persistent=3))
     ptx = kernel.ptx

@@ -17,9 +17,9 @@ import pytest
 import schedlang as sl
 from examples import gpu_gemm_wgmma as example
 from schedlang.codegen.nvptx.plan import plan_kernels, shared_bytes
-from schedlang.loopir.bulk_store import bulk_stores
-from schedlang.loopir.nodes import Allocate, Buffer, BulkStore, BulkWait, MatrixOp, Tile, seq
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.core.nodes import Allocate, Buffer, BulkStore, BulkWait, MatrixOp, Tile, seq
+from schedlang.loopir.core.visit import walk_stmt
+from schedlang.loopir.memory.bulk_store import bulk_stores
 from schedlang.schedule.errors import TensorizeError
 
 from .ptxas import assemble

@@ -12,7 +12,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.codegen import disk_cache
-from schedlang.runtime import cubin_cache
+from schedlang.runtime.cuda import cubin_cache
 
 from . import fake_driver, kernels
 
@@ -81,7 +81,7 @@ def test_with_the_cache_off_the_driver_gets_the_ptx(monkeypatch, compiled_cubins
 
 
 def test_the_driver_loads_the_recompiled_cubin(monkeypatch, compiled_cubins):
-    from schedlang.runtime import cuda_driver as driver
+    from schedlang.runtime.cuda import driver as driver
 
     loaded: list[bytes] = []
     expected = b"cubin of ptx a"
@@ -101,7 +101,7 @@ def test_the_driver_loads_the_recompiled_cubin(monkeypatch, compiled_cubins):
 def _vector_add_from_a_fresh_load():
     """Build vector_add, load it anew (no module kept in memory) and check a run; the path of
     its cubin."""
-    from schedlang.runtime import cuda_driver as driver
+    from schedlang.runtime.cuda import driver as driver
 
     s, inputs, outputs = kernels.vector_add()
     kernel = sl.build(s, inputs + outputs, target="cuda")
@@ -118,10 +118,10 @@ def _vector_add_from_a_fresh_load():
 def counted_compiles(monkeypatch, gpu) -> list[int]:
     """One entry per PTX compiled to a cubin, once CUDA has started (its first load, of an empty
     kernel, is on a thread of its own that would otherwise race with the test)."""
-    from schedlang.runtime import cuda_start
+    from schedlang.runtime.cuda import start
 
-    cuda_start.start()
-    cuda_start._thread.join(60)
+    start.start()
+    start._thread.join(60)
     compiled: list[int] = []
     original = cubin_cache.compile_ptx
 
@@ -189,7 +189,7 @@ def test_without_ptxas_nothing_is_cached_and_the_driver_gets_the_ptx(monkeypatch
 def test_a_pipelined_copy_runs_from_a_cached_cubin(monkeypatch, tmp_path):
     """The driver's linker made cubins of copy-engine pipelines that faulted (misaligned
     address); the cached cubin is ptxas's."""
-    from schedlang.runtime import cuda_driver as driver
+    from schedlang.runtime.cuda import driver as driver
 
     from .test_bulk_copies import _copy_schedule
 

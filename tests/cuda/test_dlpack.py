@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.runtime.dlpack_abi import KDL_CUDA, KDL_ROCM
+from schedlang.runtime.dlpack.abi import KDL_CUDA, KDL_ROCM
 from tests.runtime.dlpack_producers import GpuProducer, HostProducer
 
 from .fake_driver import Call, FakeDriver, install

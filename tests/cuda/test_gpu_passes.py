@@ -1,5 +1,6 @@
-"""The loop-IR passes only the cuda target runs (`loopir.gpu_passes`): register tiles computed
-whole (`loopir.register_guards`) and whole tiles split from the guarded ones (`loopir.full_tiles`).
+"""The loop-IR passes only the cuda target runs (`loopir.gpu.passes`): register tiles computed
+whole (`loopir.gpu.register_guards`) and whole tiles split from the guarded ones
+(`loopir.loops.full_tiles`).
 
 Each schedule is built for cuda at sizes that leave partial tiles, and the interpreter runs the
 kernel's loop IR (after the passes) against the reference; the structure is checked too."""
@@ -11,12 +12,12 @@ import pytest
 
 import schedlang as sl
 from schedlang.ir.printer import expr_str
-from schedlang.loopir.full_tiles import split_full_tiles
-from schedlang.loopir.gpu_passes import gpu_passes
+from schedlang.loopir.core.nodes import Allocate, If, Store
+from schedlang.loopir.core.visit import stmt_children, walk_stmt
+from schedlang.loopir.gpu.passes import gpu_passes
+from schedlang.loopir.gpu.register_guards import drop_register_guards
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Allocate, If, Store
-from schedlang.loopir.register_guards import drop_register_guards
-from schedlang.loopir.visit import stmt_children, walk_stmt
+from schedlang.loopir.loops.full_tiles import split_full_tiles
 from tests.schedule.util import random_inputs
 
 from . import kernels

@@ -20,8 +20,7 @@ from schedlang.codegen.nvptx.plan import plan_kernels
 from schedlang.errors import LoweringError
 from schedlang.ir import dtype as dt
 from schedlang.ir.expr import Expr, Var, const
-from schedlang.loopir import fragments
-from schedlang.loopir.nodes import (
+from schedlang.loopir.core.nodes import (
     Allocate,
     Barrier,
     Buffer,
@@ -35,6 +34,7 @@ from schedlang.loopir.nodes import (
     Tile,
     seq,
 )
+from schedlang.loopir.memory import fragments
 
 from .ptxas import assemble
 
@@ -309,7 +309,7 @@ def test_the_cpu_target_refuses_tensor_core_operations():
 
 
 def _replace_lanes(s: Stmt, extent: int) -> Stmt:
-    from schedlang.loopir.visit import stmt_children, with_children
+    from schedlang.loopir.core.visit import stmt_children, with_children
 
     if isinstance(s, For) and s.thread == "threadIdx.x":
         return For(s.var, s.min, c(extent), s.kind, s.body, s.thread)
@@ -342,7 +342,7 @@ GPU_CASES = [
 @pytest.mark.parametrize("case", GPU_CASES, ids=lambda case: str(case))
 def test_gpu_warp_gemm_matches_numpy(case):
     import schedlang as sl
-    from schedlang.runtime.cuda_kernel import CudaKernel
+    from schedlang.runtime.cuda.kernel import CudaKernel
 
     func = warp_gemm(**case)
     kernel = CudaKernel(func, compile_cuda(func), "cuda")

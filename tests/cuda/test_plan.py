@@ -13,11 +13,11 @@ from schedlang.codegen.nvptx import libdevice
 from schedlang.codegen.nvptx.plan import HostLoop, plan_kernels
 from schedlang.codegen.nvptx.shared_layout import lay_out_shared
 from schedlang.ir.expr import const
-from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.core.nodes import Allocate, Barrier, Buffer, For, LoweredFunc, seq
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.platform_info import cuda_available
-from schedlang.runtime import dlpack
-from schedlang.runtime.cuda_launch import check_block, check_grid, grid_of
+from schedlang.runtime.cuda.launch import check_block, check_grid, grid_of
+from schedlang.runtime.dlpack import exporter
 from tests.loopir.nests import load, loop_var, store
 from tests.schedule.test_gpu_schedules import bind
 
@@ -333,12 +333,12 @@ def test_cpu_device_arrays_export_dlpack(dtype):
     assert view[0, 0] == 1  # the same memory, not a copy
     del host
     np.testing.assert_array_equal(view[1:], data[1:])  # the view keeps the memory alive
-    exports = len(dlpack._alive)
+    exports = len(exporter._alive)
     del view
-    assert len(dlpack._alive) == exports - 1  # the consumer's deleter released it
+    assert len(exporter._alive) == exports - 1  # the consumer's deleter released it
     unused = sl.array(data, device="cpu").__dlpack__()
     del unused
-    assert len(dlpack._alive) == exports - 1  # so did the capsule nobody consumed
+    assert len(exporter._alive) == exports - 1  # so did the capsule nobody consumed
 
 
 def test_cpu_kernels_take_cpu_device_arrays():

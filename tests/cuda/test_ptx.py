@@ -8,8 +8,8 @@ import re
 import pytest
 
 import schedlang as sl
-from schedlang.loopir.nodes import Allocate, Barrier
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.core.nodes import Allocate, Barrier
+from schedlang.loopir.core.visit import walk_stmt
 
 from .kernels import SCHEDULES, UNARY, gemm_registers, math
 from .ptxas import assemble

@@ -16,7 +16,7 @@ from schedlang.codegen.nvptx.module import build_module
 from schedlang.codegen.nvptx.plan import plan_kernels
 from schedlang.demo_cuda import te_gpu_gemm
 from schedlang.ir.expr import CommReducer, Var, const
-from schedlang.loopir.nodes import (
+from schedlang.loopir.core.nodes import (
     Allocate,
     Buffer,
     For,

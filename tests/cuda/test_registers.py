@@ -5,8 +5,8 @@ from __future__ import annotations
 import schedlang as sl
 from schedlang.demo_cuda import te_gpu_gemm
 from schedlang.ir.expr import Var, const
-from schedlang.loopir.nodes import Buffer, For, Load, Store
-from schedlang.loopir.registers import MAX_COPIES, mark_register_loops
+from schedlang.loopir.core.nodes import Buffer, For, Load, Store
+from schedlang.loopir.memory.registers import MAX_COPIES, mark_register_loops
 from tests.schedule.test_gpu_schedules import gemm_shared_local, matmul
 
 from .ptxas import assemble

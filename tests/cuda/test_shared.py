@@ -137,7 +137,7 @@ def test_static_shared_memory_is_not_passed_at_launch(monkeypatch):
 def test_more_than_the_device_gives_is_refused_before_loading(monkeypatch):
     fake = FakeDriver()
     install(monkeypatch, fake)
-    monkeypatch.setattr("schedlang.runtime.cuda_driver.load_module", pytest.fail, raising=True)
+    monkeypatch.setattr("schedlang.runtime.cuda.driver.load_module", pytest.fail, raising=True)
     kernel = build(shared_rows, 1, 30720)
     x = np.ones((1, 30720), np.float32)
     message = (

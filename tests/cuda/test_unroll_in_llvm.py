@@ -15,11 +15,11 @@ from examples import gpu_gemm
 from schedlang.codegen.llvm.control import for_range
 from schedlang.codegen.nvptx.compile import _unroll_hinted_loops, machine
 from schedlang.ir.expr import Var, binary, const
+from schedlang.loopir.core.nodes import Allocate, Buffer, For, If, Let, Load, Store
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Allocate, Buffer, For, If, Let, Load, Store
-from schedlang.loopir.registers import left_to_llvm
-from schedlang.loopir.unroll import unroll_loops
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.loops.unroll import unroll_loops
+from schedlang.loopir.memory.registers import left_to_llvm
 from schedlang.platform_info import NVPTX_TRIPLE
 from tests.schedule.util import random_inputs
 

@@ -9,7 +9,7 @@ import schedlang as sl
 from schedlang.display.ceilings import Ceilings
 from schedlang.display.compare import Comparison, Measured
 from schedlang.display.work import count_flops
-from schedlang.runtime.cuda_peaks import peaks_from_attributes
+from schedlang.runtime.cuda.peaks import peaks_from_attributes
 
 from .algorithms import cpu_tiled, matmul
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import schedlang as sl
 from schedlang.ir.expr import Var, const
-from schedlang.loopir.nodes import (
+from schedlang.loopir.core.nodes import (
     Allocate,
     Barrier,
     Buffer,

@@ -15,9 +15,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.ir.expr import const
-from schedlang.loopir.barriers import insert_barriers
-from schedlang.loopir.interpret import DivergentBarrierError, RaceError, run
-from schedlang.loopir.nodes import (
+from schedlang.loopir.core.nodes import (
     Allocate,
     Barrier,
     Buffer,
@@ -28,7 +26,9 @@ from schedlang.loopir.nodes import (
     Stmt,
     seq,
 )
-from schedlang.loopir.visit import walk_stmt
+from schedlang.loopir.core.visit import walk_stmt
+from schedlang.loopir.interpret import DivergentBarrierError, RaceError, run
+from schedlang.loopir.memory.barriers import insert_barriers
 
 from .nests import F32, load, loop_var, matmul_tail, store, tiled_matmul, zero
 

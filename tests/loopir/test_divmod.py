@@ -8,10 +8,10 @@ import pytest
 import schedlang as sl
 from schedlang.ir.expr import Var, const
 from schedlang.ir.printer import expr_str
-from schedlang.loopir.divmod import simplify_divisions
+from schedlang.loopir.core.nodes import Buffer, For, LoweredFunc, Store
+from schedlang.loopir.core.nodes import Load as L
+from schedlang.loopir.index.divmod import simplify_divisions
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Buffer, For, LoweredFunc, Store
-from schedlang.loopir.nodes import Load as L
 
 jo = Var("jo", "int32", "loop")
 ji = Var("ji", "int32", "loop")

@@ -7,8 +7,8 @@ import pytest
 
 import schedlang as sl
 from schedlang.ir.expr import const
+from schedlang.loopir.core.nodes import Allocate, Barrier, Buffer, For, If, LoweredFunc, seq
 from schedlang.loopir.interpret import DivergentBarrierError, RaceError, run
-from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, If, LoweredFunc, seq
 
 from .nests import load, loop_var, matmul_tail, staged_rotate, store, tiled_matmul
 

@@ -10,8 +10,7 @@ import pytest
 import schedlang as sl
 from schedlang.errors import InternalError
 from schedlang.ir.expr import cast, const
-from schedlang.loopir.interpret import RaceError, run
-from schedlang.loopir.nodes import (
+from schedlang.loopir.core.nodes import (
     Allocate,
     AsyncCommit,
     AsyncCopy,
@@ -23,6 +22,7 @@ from schedlang.loopir.nodes import (
     LoweredFunc,
     seq,
 )
+from schedlang.loopir.interpret import RaceError, run
 
 from .nests import load, loop_var, store
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from schedlang.loopir.core.nodes import MBarrier, Seq
+from schedlang.loopir.core.visit import transform_stmt
 from schedlang.loopir.interpret import run
 from schedlang.loopir.interpret.runtime import RaceError
-from schedlang.loopir.nodes import MBarrier, Seq
-from schedlang.loopir.visit import transform_stmt
 
 N = 64
 

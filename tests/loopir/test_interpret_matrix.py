@@ -9,9 +9,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.ir.expr import const
-from schedlang.loopir.fragments import layout
-from schedlang.loopir.interpret import RaceError, run
-from schedlang.loopir.nodes import (
+from schedlang.loopir.core.nodes import (
     Allocate,
     Barrier,
     Buffer,
@@ -22,6 +20,8 @@ from schedlang.loopir.nodes import (
     Tile,
     seq,
 )
+from schedlang.loopir.interpret import RaceError, run
+from schedlang.loopir.memory.fragments import layout
 
 from .nests import load, loop_var, store
 

@@ -10,8 +10,8 @@ import numpy as np
 
 import schedlang as sl
 from schedlang.ir.expr import Var, const
-from schedlang.loopir.allocate import insert_allocations
-from schedlang.loopir.nodes import Allocate, Buffer, For, Load, Seq, Store
+from schedlang.loopir.core.nodes import Allocate, Buffer, For, Load, Seq, Store
+from schedlang.loopir.memory.allocate import insert_allocations
 
 
 def _chain(n: int, size: int = 5):

@@ -9,8 +9,18 @@ import pytest
 
 import schedlang as sl
 from schedlang.ir.expr import const
-from schedlang.loopir.nodes import Allocate, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, seq
-from schedlang.loopir.printer import func_str, stmt_head, stmt_str
+from schedlang.loopir.core.nodes import (
+    Allocate,
+    Barrier,
+    Buffer,
+    For,
+    If,
+    Let,
+    LoweredFunc,
+    Seq,
+    seq,
+)
+from schedlang.loopir.core.printer import func_str, stmt_head, stmt_str
 
 from .nests import load, loop_var, matmul_tail, staged_rotate, store, tiled_matmul
 

@@ -14,10 +14,10 @@ from schedlang.ir import dtype as dt
 from schedlang.ir.expr import Read, Var
 from schedlang.ir.tensor import IterVar
 from schedlang.ir.visit import transform
+from schedlang.loopir.core.nodes import Buffer, For, If, Load, LoweredFunc, Store
+from schedlang.loopir.core.simplify import simplify
+from schedlang.loopir.core.visit import walk_expr
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Buffer, For, If, Load, LoweredFunc, Store
-from schedlang.loopir.simplify import simplify
-from schedlang.loopir.visit import walk_expr
 
 from .nests import loop_var
 

@@ -12,11 +12,11 @@ from schedlang.ir import dtype as dt
 from schedlang.ir.evaluate import _BINARY
 from schedlang.ir.expr import Binary, Const, Var, const
 from schedlang.ir.printer import expr_str
-from schedlang.loopir.divmod import simplify_divisions
-from schedlang.loopir.nodes import Buffer, For, Load, Seq, Store
-from schedlang.loopir.printer import stmt_str
-from schedlang.loopir.simplify import _fold, _fold_constants, simplify
-from schedlang.loopir.visit import transform_expr
+from schedlang.loopir.core.nodes import Buffer, For, Load, Seq, Store
+from schedlang.loopir.core.printer import stmt_str
+from schedlang.loopir.core.simplify import _fold, _fold_constants, simplify
+from schedlang.loopir.core.visit import transform_expr
+from schedlang.loopir.index.divmod import simplify_divisions
 
 i = Var("i", "int32", "loop")
 j = Var("j", "int32", "loop")

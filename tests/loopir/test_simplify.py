@@ -8,10 +8,10 @@ import pytest
 import schedlang as sl
 from schedlang.ir.expr import Cast, Const, Var, const
 from schedlang.ir.printer import expr_str
+from schedlang.loopir.core.nodes import Barrier, Buffer, For, If, Let, LoweredFunc, Seq, seq
+from schedlang.loopir.core.printer import stmt_str
+from schedlang.loopir.core.simplify import simplify, simplify_expr
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Barrier, Buffer, For, If, Let, LoweredFunc, Seq, seq
-from schedlang.loopir.printer import stmt_str
-from schedlang.loopir.simplify import simplify, simplify_expr
 
 from .nests import loop_var, matmul_tail, staged_rotate, store, tiled_matmul
 

@@ -7,11 +7,11 @@ import pytest
 
 import schedlang as sl
 from schedlang.ir.expr import const
+from schedlang.loopir.core.nodes import Buffer, For, LoweredFunc
+from schedlang.loopir.core.printer import stmt_str
+from schedlang.loopir.core.visit import transform_stmt, walk_stmt
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import Buffer, For, LoweredFunc
-from schedlang.loopir.printer import stmt_str
-from schedlang.loopir.unroll import unroll_loops
-from schedlang.loopir.visit import transform_stmt, walk_stmt
+from schedlang.loopir.loops.unroll import unroll_loops
 
 from .nests import loop_var, matmul_tail, store, tiled_matmul
 

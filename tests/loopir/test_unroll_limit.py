@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.loopir.unroll_limit import MAX_UNROLLED
+from schedlang.loopir.loops.unroll_limit import MAX_UNROLLED
 from schedlang.schedule.errors import UnrollSizeError
 
 QUICK = 3.0  # seconds: a refusal must not wait for any compiler

@@ -1,13 +1,13 @@
 """Loops versioned on the guards of warpgroup products that do not change in them
-(`loopir.unswitch`): which guards move out, and that each version is the loop with the guard
+(`loopir.loops.unswitch`): which guards move out, and that each version is the loop with the guard
 decided."""
 
 from __future__ import annotations
 
 from schedlang.ir.expr import const
-from schedlang.loopir.nodes import Buffer, For, If, MatrixOp, Seq, Store, Tile, seq
-from schedlang.loopir.printer import stmt_str
-from schedlang.loopir.unswitch import unswitch_products
+from schedlang.loopir.core.nodes import Buffer, For, If, MatrixOp, Seq, Store, Tile, seq
+from schedlang.loopir.core.printer import stmt_str
+from schedlang.loopir.loops.unswitch import unswitch_products
 
 from .nests import load, loop_var, store
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import schedlang as sl
 from schedlang.ir.expr import Var, const
-from schedlang.loopir.nodes import Buffer, For, If, Store
-from schedlang.loopir.vector_inner import sink_vector_loops
+from schedlang.loopir.core.nodes import Buffer, For, If, Store
+from schedlang.loopir.loops.vector_inner import sink_vector_loops
 
 v = Var("v", "int32", "loop")
 tx = Var("tx", "int32", "loop")

@@ -15,9 +15,9 @@ import pytest
 import schedlang as sl
 from examples import gpu_gemm
 from schedlang.ir.printer import expr_str
+from schedlang.loopir.core.nodes import For, If, Store
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.loopir.interpret import run
-from schedlang.loopir.nodes import For, If, Store
-from schedlang.loopir.visit import walk_stmt
 from tests.cuda import kernels
 from tests.schedule.util import check, random_inputs
 
@@ -40,7 +40,7 @@ def _edge_guards(body, scope: str = "shared") -> list[str]:
     found = []
     for node in walk_stmt(body):
         if not isinstance(node, If) or node.otherwise is not None:
-            continue  # (the whole-tile split of `loopir.full_tiles` has two branches)
+            continue  # (the whole-tile split of `loopir.loops.full_tiles` has two branches)
         cond = expr_str(node.cond)
         if re.search(r"\b[ij]\.outer\b", cond) and any(
             isinstance(x, Store) and x.buffer.scope == scope for x in walk_stmt(node.then)

@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-from schedlang.runtime.dlpack_abi import (
+from schedlang.runtime.dlpack.abi import (
     DELETER,
     DESTRUCTOR,
     KDL_CUDA,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.runtime import dlpack_import
-from schedlang.runtime.dlpack_abi import (
+from schedlang.runtime.dlpack import importer
+from schedlang.runtime.dlpack.abi import (
     KDL_CUDA,
     KDL_ROCM,
     NAME,
@@ -32,12 +32,12 @@ def triple():
 
 def test_a_capsule_is_read_as_its_producer_describes_it():
     data = np.arange(12, dtype=np.float32).reshape(3, 4)
-    tensor = dlpack_import.read("A", data.T.__dlpack__())
+    tensor = importer.read("A", data.T.__dlpack__())
     assert tensor.device == (1, 0) and tensor.ptr == data.ctypes.data
     assert tensor.shape == (4, 3) and tensor.strides == (1, 4)  # in elements
     assert (tensor.code, tensor.bits, tensor.lanes) == (2, 32, 1)
     producer = GpuProducer(4096, (2, 8), element=(0, 16, 1), byte_offset=48)
-    tensor = dlpack_import.read("A", producer.__dlpack__())
+    tensor = importer.read("A", producer.__dlpack__())
     assert tensor.device == (KDL_CUDA, 0) and tensor.ptr == 4096 + 48
     assert tensor.shape == (2, 8) and tensor.strides is None
     assert (tensor.code, tensor.bits) == (0, 16)
@@ -47,7 +47,7 @@ def test_a_capsule_taken_is_released_once():
     data = np.arange(5, dtype=np.int64)
     capsule = data.__dlpack__()
     references = sys.getrefcount(data)
-    taken = dlpack_import.Taken(capsule)
+    taken = importer.Taken(capsule)
     assert capsule_valid(capsule, USED_NAME) and not capsule_valid(capsule, NAME)
     del capsule  # the consumer owns the tensor now, which holds the array
     assert sys.getrefcount(data) == references
@@ -55,16 +55,16 @@ def test_a_capsule_taken_is_released_once():
     assert sys.getrefcount(data) == references - 1  # numpy's deleter let go of the array
     taken.release()
     producer = GpuProducer(4096, (4,))
-    dropped = dlpack_import.Taken(producer.__dlpack__())
+    dropped = importer.Taken(producer.__dlpack__())
     del dropped
     assert producer.deleted == 1
 
 
 def test_a_used_capsule_is_refused():
     capsule = np.ones(3, np.float32).__dlpack__()
-    dlpack_import.Taken(capsule).release()
+    importer.Taken(capsule).release()
     with pytest.raises(TypeError, match="argument 'A': __dlpack__.. returned PyCapsule, not an un"):
-        dlpack_import.read("A", capsule)
+        importer.read("A", capsule)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 import schedlang as sl
 from schedlang.codegen.cpu import jit as cpu_jit
 from schedlang.codegen.cpu import object_loader
-from schedlang.runtime import cuda_driver, cuda_start
+from schedlang.runtime.cuda import driver, start
 from tests.cuda.fake_driver import H100, SUCCESS, FakeDriver
 from tests.cuda.kernels import vector_add
 
@@ -147,9 +147,9 @@ class _ModuleDriver(FakeDriver):
 
 def test_a_cuda_module_is_unloaded_with_the_last_kernel_holding_it(monkeypatch):
     fake = _ModuleDriver()
-    monkeypatch.setattr(cuda_driver, "driver", lambda: fake)
-    monkeypatch.setattr(cuda_driver, "device", lambda: H100)
-    monkeypatch.setattr(cuda_start, "start", lambda: None)  # no real driver on a thread
+    monkeypatch.setattr(driver, "driver", lambda: fake)
+    monkeypatch.setattr(driver, "device", lambda: H100)
+    monkeypatch.setattr(start, "start", lambda: None)  # no real driver on a thread
     monkeypatch.setenv("SCHEDLANG_CACHE_DIR", "off")
     s, inputs, outputs = vector_add(factor=256)
     first, second = (sl.build(s, inputs + outputs, target="cuda") for _ in range(2))
@@ -197,8 +197,8 @@ def _run_vector_add(kernel, inputs, outputs, seed: int) -> None:
 
 @pytest.mark.gpu
 def test_a_dropped_cuda_kernel_unloads_its_module(monkeypatch):
-    spy = _UnloadSpy(cuda_driver.driver())
-    monkeypatch.setattr(cuda_driver, "driver", lambda: spy)
+    spy = _UnloadSpy(driver.driver())
+    monkeypatch.setattr(driver, "driver", lambda: spy)
     kernel, inputs, outputs = _build_vector_add(factor=320)
     _run_vector_add(kernel, inputs, outputs, seed=5)
     handle = int(kernel._module.handle)
@@ -210,11 +210,11 @@ def test_a_dropped_cuda_kernel_unloads_its_module(monkeypatch):
 
 @pytest.mark.gpu
 def test_device_memory_comes_back_after_many_cuda_kernels():
-    cuda = cuda_driver.driver()
+    cuda = driver.driver()
 
     def free_bytes() -> int:
         gc.collect()
-        return cuda_driver.check(cuda.cuMemGetInfo(), "cuMemGetInfo")[0]
+        return driver.check(cuda.cuMemGetInfo(), "cuMemGetInfo")[0]
 
     def run_and_drop(factors) -> None:
         for factor in factors:

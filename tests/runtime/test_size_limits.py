@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.runtime.cuda_kernel import CudaKernel
+from schedlang.runtime.cuda.kernel import CudaKernel
 from schedlang.runtime.size_limits import SizeLimits
 
 BIG = 3_000_000_000  # elements: past int32 (2**31 - 1) and past uint32's half

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from llvmlite import __version__ as llvmlite_version
 
-from ...loopir.nodes import CallExtern, LoweredFunc
-from ...loopir.visit import walk_stmt
+from ...loopir.core.nodes import CallExtern, LoweredFunc
+from ...loopir.core.visit import walk_stmt
 from .. import disk_cache
 from ..fingerprint import fingerprint
 from ..llvm.text import module_text

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ...loopir.nodes import LoweredFunc
+from ...loopir.core.nodes import LoweredFunc
 
 
 def entry_symbol(func: LoweredFunc) -> str:

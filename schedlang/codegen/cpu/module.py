@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...loopir.nodes import LoweredFunc
+from ...loopir.core.nodes import LoweredFunc
 from ..llvm.function import FunctionScope
 from ..llvm.stmt import StmtEmitter
 from ..llvm.target import Target

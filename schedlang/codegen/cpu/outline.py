@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.expr import Expr, Var
-from ...loopir.nodes import Allocate, AsyncCopy, Buffer, For, Load, Seq, Stmt, Store
-from ...loopir.visit import stmt_exprs, walk_expr, walk_stmt
+from ...loopir.core.nodes import Allocate, AsyncCopy, Buffer, For, Load, Seq, Stmt, Store
+from ...loopir.core.visit import stmt_exprs, walk_expr, walk_stmt
 from ..llvm.function import FunctionScope
 from ..llvm.types import I32, PTR
 from ..status import OUT_OF_MEMORY

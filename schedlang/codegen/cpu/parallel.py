@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...loopir.nodes import For
+from ...loopir.core.nodes import For
 from ..llvm.control import for_range
 from ..llvm.function import FunctionScope
 from ..llvm.intrinsics import function

@@ -18,7 +18,7 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...loopir.nodes import (
+from ...loopir.core.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
     AsyncCopy,

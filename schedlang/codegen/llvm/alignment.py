@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Cast, Const, Expr, Unary, Var
-from ...loopir.nodes import Buffer
+from ...loopir.core.nodes import Buffer
 
 _CAP = 1 << 16  # stands for "divisible by anything we would ask about" (an offset of zero)
 

@@ -19,7 +19,7 @@ from llvmlite import ir
 from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.expr import Const
-from ...loopir.nodes import AsyncCopy, Buffer
+from ...loopir.core.nodes import AsyncCopy, Buffer
 from .control import if_else
 from .types import storage_type
 

@@ -24,9 +24,9 @@ from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
 from ...ir.printer import expr_str
-from ...loopir.nodes import Buffer, For, Load
-from ...loopir.nonneg import nonnegative
-from ...loopir.visit import walk_expr
+from ...loopir.core.nodes import Buffer, For, Load
+from ...loopir.core.visit import walk_expr
+from ...loopir.index.nonneg import nonnegative
 from . import arith
 from .alignment import access_align
 from .control import if_else, phi_of

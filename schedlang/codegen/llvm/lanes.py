@@ -10,9 +10,9 @@ can be emitted this way at all; when it cannot, the loop runs as a scalar loop (
 from __future__ import annotations
 
 from ...ir.expr import Binary, Const, Expr, Var
-from ...loopir.nodes import Buffer, For, If, Let, Load, Seq, Stmt, Store
-from ...loopir.strides import depends_on, lane_stride
-from ...loopir.visit import expr_children, walk_expr
+from ...loopir.core.nodes import Buffer, For, If, Let, Load, Seq, Stmt, Store
+from ...loopir.core.visit import expr_children, walk_expr
+from ...loopir.index.strides import depends_on, lane_stride
 
 MAX_LANES = 64
 REDUCE_OPS = ("+", "*", "min", "max")

@@ -31,8 +31,7 @@ from llvmlite import ir
 from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Const, Expr, Var
-from ...loopir import fragments
-from ...loopir.nodes import (
+from ...loopir.core.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
     AsyncCopy,
@@ -45,7 +44,8 @@ from ...loopir.nodes import (
     Store,
     ThreadAllReduce,
 )
-from ...loopir.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
+from ...loopir.core.visit import expr_children, stmt_children, stmt_exprs, walk_stmt
+from ...loopir.memory import fragments
 from .lanes import MAX_LANES, access_kind, depends_on, why_scalar
 from .storage import constant_count
 from .types import I32, storage_type

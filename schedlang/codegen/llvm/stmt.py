@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from ...errors import InternalError
-from ...loopir.nodes import (
+from ...loopir.core.nodes import (
     Allocate,
     AsyncCommit,
     AsyncCopy,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Const, Expr
-from ...loopir.nodes import Buffer
+from ...loopir.core.nodes import Buffer
 
 _FOLD = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}
 

@@ -20,7 +20,7 @@ from ...ir import dtype as dt
 from .arith import float_to_int
 
 if TYPE_CHECKING:
-    from ...loopir.nodes import (
+    from ...loopir.core.nodes import (
         Allocate,
         AsyncCopy,
         Barrier,

@@ -20,8 +20,8 @@ from llvmlite import ir
 
 from ...errors import warn
 from ...ir import dtype as dt
-from ...loopir.nodes import For, If, Let, Load, Seq, Stmt, Store
-from ...loopir.visit import walk_stmt
+from ...loopir.core.nodes import For, If, Let, Load, Seq, Stmt, Store
+from ...loopir.core.visit import walk_stmt
 from .alignment import factor
 from .arith import min_max
 from .control import if_else, if_then, phi_of

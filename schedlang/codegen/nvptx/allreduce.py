@@ -33,7 +33,7 @@ from llvmlite import ir
 
 from ...ir import dtype as dt
 from ...ir.expr import CommReducer, const
-from ...loopir.nodes import ThreadAllReduce
+from ...loopir.core.nodes import ThreadAllReduce
 from ..llvm.control import for_range, if_then
 from ..llvm.intrinsics import function
 from ..llvm.types import I32, I64, constant, from_storage, storage_type, to_storage

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from ...ir import dtype as dt
-from ...loopir.nodes import ThreadAllReduce
+from ...loopir.core.nodes import ThreadAllReduce
 
 WARP = 32
 TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")

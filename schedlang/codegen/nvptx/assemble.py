@@ -3,7 +3,7 @@
 A process that loads PTX has the driver compile it, on the thread that loads it: for a GEMM,
 a tenth of a second. A tuner loads hundreds of kernels in the one process that measures them,
 so its compile processes assemble each kernel's PTX themselves, in parallel, and hand over the
-cubin (`runtime.cuda_driver.offer_cubin`). Where ptxas is not installed the driver compiles
+cubin (`runtime.cuda.driver.offer_cubin`). Where ptxas is not installed the driver compiles
 the PTX as usual.
 """
 

@@ -28,7 +28,7 @@ from llvmlite import ir
 
 from ...errors import InternalError, LoweringError
 from ...ir.printer import expr_str
-from ...loopir.nodes import AsyncCopy, Buffer
+from ...loopir.core.nodes import AsyncCopy, Buffer
 from ..llvm.async_copy import check_async_copy
 from ..llvm.intrinsics import function
 from ..llvm.types import I32

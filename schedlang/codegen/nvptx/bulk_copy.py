@@ -42,8 +42,8 @@ from llvmlite import ir
 
 from ...errors import InternalError, LoweringError
 from ...ir.expr import Const, const
-from ...loopir.nodes import Buffer, BulkCopy, BulkStore, BulkWait, MBarrier
-from ...loopir.visit import walk_stmt
+from ...loopir.core.nodes import Buffer, BulkCopy, BulkStore, BulkWait, MBarrier
+from ...loopir.core.visit import walk_stmt
 from ..llvm.expr import panels
 from ..llvm.types import I32
 

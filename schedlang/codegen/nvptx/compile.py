@@ -19,10 +19,10 @@ import weakref
 import llvmlite.binding as llvm
 
 from ...errors import InternalError, LoweringError
-from ...loopir.fragments import is_wgmma
-from ...loopir.gpu_passes import gpu_passes
-from ...loopir.nodes import LoweredFunc
-from ...loopir.visit import walk_stmt
+from ...loopir.core.nodes import LoweredFunc
+from ...loopir.core.visit import walk_stmt
+from ...loopir.gpu.passes import gpu_passes
+from ...loopir.memory.fragments import is_wgmma
 from ...platform_info import NVPTX_TRIPLE, probe_nvptx
 from ..cpu.jit import failed
 from ..fingerprint import fingerprint

@@ -34,8 +34,8 @@ from llvmlite import ir
 from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Cast, Compare, Const, Expr, Var, const
-from ...loopir import fragments
-from ...loopir.nodes import Buffer, Tile
+from ...loopir.core.nodes import Buffer, Tile
+from ...loopir.memory import fragments
 from ..llvm import arith
 from ..llvm.intrinsics import function
 from ..llvm.types import HALF, I16, I32, I64, from_storage, storage_type, to_storage

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...errors import InternalError, LoweringError
-from ...loopir import fragments
-from ...loopir.fragments import is_wgmma
-from ...loopir.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
+from ...loopir.core.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
+from ...loopir.memory import fragments
+from ...loopir.memory.fragments import is_wgmma
 from ..llvm import arith
 from ..llvm.intrinsics import function
 from ..llvm.types import F32, HALF, I32, storage_type, to_storage

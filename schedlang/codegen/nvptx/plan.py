@@ -11,7 +11,7 @@ global memory is passed to it, together with every symbolic size.
 
 A kernel's grid is given by its outermost ``blockIdx`` loops (their extents, functions of the
 sizes, are evaluated at launch) and its block by the largest constant extent of the loops of
-each ``threadIdx`` tag (`loopir.barriers` assumes the same); its static shared memory counts
+each ``threadIdx`` tag (`loopir.memory.barriers` assumes the same); its static shared memory counts
 the scratch of its block collectives too (`nvptx.allreduce`). Stores that every thread would
 run alike are narrowed to one thread by `nvptx.uniform`. A kernel with tensor-core operations
 (`MatrixOp`, run by the 32 lanes of a warp together, lane = ``threadIdx.x``) must have blocks
@@ -30,11 +30,7 @@ from ...errors import LoweringError
 from ...ir import dtype as dt
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
-from ...loopir.bulk_pipeline import split_roles
-from ...loopir.bulk_store import bulk_stores
-from ...loopir.fragments import lane_size
-from ...loopir.host_loops import host_loop
-from ...loopir.nodes import (
+from ...loopir.core.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
     AsyncCommit,
@@ -54,9 +50,13 @@ from ...loopir.nodes import (
     Store,
     ThreadAllReduce,
 )
-from ...loopir.printer import stmt_head
-from ...loopir.unswitch import unswitch_products
-from ...loopir.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
+from ...loopir.core.printer import stmt_head
+from ...loopir.core.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
+from ...loopir.loops.host_loops import host_loop
+from ...loopir.loops.unswitch import unswitch_products
+from ...loopir.memory.bulk_pipeline import split_roles
+from ...loopir.memory.bulk_store import bulk_stores
+from ...loopir.memory.fragments import lane_size
 from ..llvm.storage import constant_count
 from .allreduce_forms import scratch_sizes
 from .bulk_copy import TensorMap, tensor_maps

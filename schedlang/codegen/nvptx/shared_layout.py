@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ...errors import InternalError
 
-BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda_arguments.ALIGN checks
+BUFFER_ALIGN = 16  # where every buffer of a kernel starts; runtime.cuda.arguments.ALIGN checks
 SWIZZLE_ALIGN = 1024  # where a swizzled shared buffer starts: its pattern's period
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block may declare statically; more is dynamic
 

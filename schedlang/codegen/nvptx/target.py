@@ -24,9 +24,7 @@ from llvmlite import ir
 from ...errors import LoweringError
 from ...ir import dtype as dt
 from ...ir.expr import Const
-from ...loopir import fragments
-from ...loopir.fragments import is_wgmma
-from ...loopir.nodes import (
+from ...loopir.core.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
     AsyncCopy,
@@ -42,7 +40,9 @@ from ...loopir.nodes import (
     Stmt,
     ThreadAllReduce,
 )
-from ...loopir.visit import walk_stmt
+from ...loopir.core.visit import walk_stmt
+from ...loopir.memory import fragments
+from ...loopir.memory.fragments import is_wgmma
 from ..llvm.register_values import promoted
 from ..llvm.storage import constant_count
 from ..llvm.target import Target

@@ -1,7 +1,7 @@
 """Running uniform stores on one thread of the block.
 
 Code outside the loops bound to a ``threadIdx`` tag is run by every thread of that tag alike
-(the loop IR's model, see `loopir.barriers`). Storing one value many times is harmless, but a
+(the loop IR's model, see `loopir.memory.barriers`). Storing one value many times is harmless, but a
 read-modify-write is not: ``R[i] = R[i] + x`` run by several warps, which the hardware does not
 keep in step, adds `x` more than once or loses updates. So a store to shared or global memory
 is wrapped in loops bound to each thread tag it is uniform in, of extent 1: the code generator
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...ir.expr import Var, const
-from ...loopir.nodes import (
+from ...loopir.core.nodes import (
     Allocate,
     AsyncCommit,
     AsyncCopy,
@@ -45,7 +45,7 @@ from ...loopir.nodes import (
     ThreadAllReduce,
     seq,
 )
-from ...loopir.visit import walk_stmt
+from ...loopir.core.visit import walk_stmt
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 # never narrowed (bulk copies and memory barriers stand in the thread loops that pick their threads)

@@ -41,19 +41,9 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...loopir.fragments import is_wgmma
-from ...loopir.nodes import (
-    Allocate,
-    BulkCopy,
-    For,
-    If,
-    Let,
-    MBarrier,
-    Seq,
-    Stmt,
-    Tile,
-)
-from ...loopir.visit import walk_stmt
+from ...loopir.core.nodes import Allocate, BulkCopy, For, If, Let, MBarrier, Seq, Stmt, Tile
+from ...loopir.core.visit import walk_stmt
+from ...loopir.memory.fragments import is_wgmma
 from ..llvm.alignment import factor
 from ..llvm.expr import panels
 from ..llvm.intrinsics import function

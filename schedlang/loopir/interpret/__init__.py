@@ -23,8 +23,8 @@ from ...errors import InternalError, SchedlangError
 from ...ir import dtype as dt
 from ...ir.evaluate import _bind_sizes
 from ...ir.expr import Var
-from ..nodes import LoweredFunc
-from ..scan_rows import ScanRowChecks
+from ..core.nodes import LoweredFunc
+from ..core.scan_rows import ScanRowChecks
 from .compile import compile_func
 from .runtime import DivergentBarrierError, RaceError, Runtime
 

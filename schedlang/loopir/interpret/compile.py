@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from ...errors import InternalError
 from ...ir.expr import Const, Expr, Var, const
 from ...ir.printer import expr_str
-from ..fragments import lane_size, tile_offset
-from ..host_loops import host_loop
-from ..nodes import (
+from ..core.nodes import (
     FRAGMENT_SCOPES,
     LOOP_KINDS,
     THREAD_TAGS,
@@ -44,8 +42,10 @@ from ..nodes import (
     Store,
     ThreadAllReduce,
 )
-from ..printer import stmt_head
-from ..visit import walk_expr, walk_stmt
+from ..core.printer import stmt_head
+from ..core.visit import walk_expr, walk_stmt
+from ..loops.host_loops import host_loop
+from ..memory.fragments import lane_size, tile_offset
 from . import asynccopy, mbarrier
 from .expr import ExprCompiler, Scoped, tuple_code
 from .matrix import execute, matrix_spec

@@ -23,9 +23,9 @@ from ...ir.evaluate import _MATH
 from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
 from ...ir.intrinsics import EXTERN, reference_function
 from ...ir.printer import expr_str
-from ..nodes import FRAGMENT_SCOPES, Buffer, For, Let, Load, LoweredFunc
-from ..nonneg import nonnegative
-from ..visit import walk_stmt
+from ..core.nodes import FRAGMENT_SCOPES, Buffer, For, Let, Load, LoweredFunc
+from ..core.visit import walk_stmt
+from ..index.nonneg import nonnegative
 from .runtime import Mem, arange
 
 _SYMBOL = {"and": "&", "or": "|"}

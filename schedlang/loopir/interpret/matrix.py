@@ -1,8 +1,8 @@
 """Warp-collective tensor-core operations (`MatrixOp`) for `schedlang.loopir.interpret`.
 
-Fragments are kept exactly as the hardware keeps them (`schedlang.loopir.fragments`): a fragment
-buffer is a flat array of `fragments.lane_size` elements per thread, and each lane holds the
-elements of each tile that `fragments.layout` gives it. A kernel that only works by an accident
+Fragments are kept exactly as the hardware keeps them (`schedlang.loopir.memory.fragments`): a
+fragment buffer is a flat array of `fragments.lane_size` elements per thread, and each lane holds
+the elements of each tile that `fragments.layout` gives it. A kernel that only works by an accident
 of the layout (reading a fragment as if lane ``l`` held row ``l``, say) therefore fails here as
 it would on a GPU, instead of passing on a friendlier layout.
 
@@ -28,8 +28,8 @@ import numpy as np
 
 from ...errors import InternalError
 from ...ir import dtype as dt
-from ..fragments import WARP, layout, slots, threads
-from ..nodes import FRAGMENT_SCOPES, MatrixOp, Tile
+from ..core.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
+from ..memory.fragments import WARP, layout, slots, threads
 from .mbarrier import check_read
 from .runtime import MANY, UNIFORM, Mem, RaceError, Runtime
 

@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.evaluate import combine
-from ..nodes import FRAGMENT_SCOPES
+from ..core.nodes import FRAGMENT_SCOPES
 
 UNIFORM = -1  # code outside thread loops: every thread of the block runs it alike
 MANY = -2  # several threads read the element in this interval

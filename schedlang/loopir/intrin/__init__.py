@@ -1,0 +1,1 @@
+"""Intrinsic calls settled before code generation: declared intrinsics and targets' math rules."""

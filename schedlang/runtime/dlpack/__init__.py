@@ -1,0 +1,1 @@
+"""DLPack both ways, so arrays cross between libraries without copies: the C ABI, export, import."""
