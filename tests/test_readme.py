@@ -23,7 +23,9 @@ def test_readme_commands_install_and_run_what_they_say():
     exist (a renamed folder would otherwise leave it running nothing)."""
     commands = re.findall(r"```sh\n(.*?)\n```", (ROOT / "README.md").read_text(), re.S)
     assert "pip install -e . && schedlang demo" in commands
-    assert 'pip install -e ".[test]" && pytest' in commands
+    assert 'pip install -e ".[test]" && pytest -n auto' in commands
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == "pytest -n auto"  # CI runs exactly the README's test command
     (quick,) = [c for c in commands if "&& pytest tests/" in c]
     paths = quick.split("&& pytest ")[1].split()
     assert len(paths) >= 3 and all((ROOT / path).exists() for path in paths)

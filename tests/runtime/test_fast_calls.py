@@ -97,7 +97,9 @@ def _halves(overlap: bool):
     return big[:5], np.ones((5, 7), np.float32), big[4:9] if overlap else big[5:]
 
 
-@pytest.mark.parametrize(("name", "make", "error"), _unusual_cases(), ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    ("name", "make", "error"), _unusual_cases(), ids=[case[0] for case in _unusual_cases()]
+)
 def test_the_guard_hands_every_other_call_to_the_general_path(name, make, error):
     kernel = _add(5, 7)
     if error is not None:
