@@ -354,6 +354,9 @@ def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:
         first = ctx.values[op.init.op]
         ctx.values[op][: len(first)] = first
         ctx.values[op.state.op] = ctx.values[op]  # the update reads the result's rows so far
+    states_of: dict[Operation, list[ScanOp]] = {}
+    for op in scan_ops:
+        states_of.setdefault(op.update.op, []).append(op)
     for t in range(rows, steps):
         for op in body:
             shape = ctx.values[op].shape
@@ -361,12 +364,15 @@ def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:
             red = tuple(_size_value(iv.dom.extent, ctx.sizes) for iv in op.reduce_axis)
             row = _compute_chunk(op, ctx, t, t + 1, shape, starts, red)
             ctx.values[op][t : t + 1] = np.broadcast_to(row, (1,) + shape[1:])
-        for op in scan_ops:
-            ctx.values[op][t] = ctx.values[op.update.op][t]
+            for state in states_of.get(op, ()):  # later updates of this step may read it
+                ctx.values[state][t] = ctx.values[op][t]
 
 
 def _body(scan_ops: tuple[ScanOp, ...]) -> list[Operation]:
-    return body_ops([op.update.op for op in scan_ops], {op.state.op for op in scan_ops})
+    """The body ops in the order a step computes them: each update after those whose state
+    it reads (`ScanOp.group_inputs`)."""
+    updates = [t.op for t in scan_ops[0].group_inputs()[len(scan_ops) :]]
+    return body_ops(updates, {op.state.op for op in scan_ops})
 
 
 def _unset(dtype: np.dtype):

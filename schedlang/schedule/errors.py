@@ -49,6 +49,10 @@ class RFactorError(ScheduleError):
     """rfactor of an axis or stage that cannot be factored."""
 
 
+class OnlineError(ScheduleError):
+    """online of a chain of reductions that rescaling does not compute exactly."""
+
+
 class UnrollSizeError(ScheduleError):
     """unroll of loops whose copies would take the compiler too long
     (`loopir.loops.unroll_limit`)."""

@@ -132,6 +132,19 @@ class RFactor:
 
 
 @dataclass(frozen=True, slots=True)
+class Online:
+    """``s.online([stages], factor)``: the chain of reductions fused into one blocked pass."""
+
+    stages: tuple[str, ...]
+    factor: int
+    loc: str = ""
+
+    @property
+    def stage(self) -> str:
+        return self.stages[0]
+
+
+@dataclass(frozen=True, slots=True)
 class SetScope:
     stage: str
     scope: str

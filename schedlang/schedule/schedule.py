@@ -98,6 +98,28 @@ class Schedule:
 
         return rfactor(self, tensor, axis, factor_axis, user_location())
 
+    @entry_point
+    def online(self, tensors: object, factor: object) -> list[Tensor]:
+        """Fuse a maximum and the sums taken against it (``[M, Z, O]`` of a softmax or of
+        attention) into one pass over blocks of `factor` of their axis, with running state
+        rescaled as the maximum grows; the states of the scan it makes (see `online`)."""
+        from .online import online
+
+        return online(self, tensors, factor, user_location())
+
+    def keep_reachable_stages(self) -> None:
+        """Order the stages as the dataflow graph from the outputs does now, and take out
+        those it no longer reaches (a primitive that rewrote the graph left them unread)."""
+        position = {op: k for k, op in enumerate(post_order(list(self.output_ops)))}
+        kept = [st for st in self.stages if any(op in position for op in st.ops)]
+        for stage in self.stages:
+            if stage not in kept:
+                self._by_name.pop(stage.name, None)
+                for op in [o for o, st in self._by_op.items() if st is stage]:
+                    del self._by_op[op]
+        kept.sort(key=lambda st: min(position[op] for op in st.ops if op in position))
+        self.stages = kept
+
     def record_for(self, cls: type, axis: Axis | None = None, stage: str | None = None):
         """The latest record of primitive `cls` on `axis` (or on `stage`): where an error
         found at lowering points the user."""
@@ -336,6 +358,8 @@ def _apply(s: Schedule, r: object) -> None:
         s.cache_write(stage, r.scope)
     elif isinstance(r, rec.RFactor):
         s.rfactor(stage, r.axis, r.factor_axis)
+    elif isinstance(r, rec.Online):
+        s.online([s[name] for name in r.stages], r.factor)
     elif isinstance(r, rec.DoubleBuffer):
         stage.double_buffer()
     elif isinstance(r, rec.Pipeline):

@@ -84,6 +84,9 @@ def _line(r, st: str, ref) -> str:
     if isinstance(r, rec.RFactor):
         args = f"{_ident(r.stage)}, {ref(r.axis)}, factor_axis={r.factor_axis}"
         return f"{_ident(r.factored)} = s.rfactor({args})"
+    if isinstance(r, rec.Online):
+        listed = ", ".join(_ident(name) for name in r.stages)
+        return f"s.online([{listed}], factor={r.factor})"
     if isinstance(r, rec.DoubleBuffer):
         return f"{st}.double_buffer()"
     if isinstance(r, rec.Pipeline):

@@ -1,0 +1,416 @@
+"""online: a chain of reductions over one axis fused into one pass over blocks of it, carrying
+running state that is rescaled when the running maximum grows (the online softmax, the heart of
+FlashAttention).
+
+For attention written as its definition over keys ``j``::
+
+    M[i]    = max(S[i, j], j)
+    P[i, j] = exp(S[i, j] - M[i])
+    Z[i]    = sum(P[i, j], j)
+    O[i, e] = sum(P[i, j] * V[j, e], j)
+
+``s.online([M, Z, O], factor=64)`` cuts ``j`` into blocks of 64 and computes all three in one
+sweep over the blocks, as a scan (`ir.scan`) whose step ``t`` takes block ``t - 1``::
+
+    m[t, i]    = max(m[t - 1, i], max(S[i, block t], j.inner))
+    z[t, i]    = z[t - 1, i] * exp(m[t - 1, i] - m[t, i]) + sum(exp(S[i, block t] - m[t, i]))
+    o[t, i, e] = o[t - 1, i, e] * exp(m[t - 1, i] - m[t, i]) + sum(exp(S - m[t, i]) * V[.., e])
+
+and ``M``, ``Z`` and ``O`` become the scan's last rows. This is exact, not an approximation:
+``exp(x - m) = exp(x - m') * exp(m' - m)``, so each block's terms, taken against the maximum so
+far and rescaled by every later step, are the terms against the final maximum. The primitive
+proves what that needs, and refuses anything else with the expression that breaks it: the first
+reduction is a ``max``, the later ones are sums over an axis of the same range, each reads the
+maximum only inside factors ``exp(x - M)`` (or ``exp2``, the difference scaled by a positive
+constant, as a softmax with its scale folded in writes it) where ``x`` is the very value the
+maximum is taken of, so that no term exceeds 1 on the way (the sums cannot overflow where the
+definition does not). Masks (``where=`` of any reduction, a causal ``j <= i`` included) are
+kept per reduction: blocks a row never reaches contribute nothing.
+
+Intermediate stages between the maximum and the sums (``P`` above) are folded into the sums;
+a stage nothing reads afterwards leaves the schedule. The scan's stages (its block maximum,
+block sums and updates) are scheduled as any stages are; the returned tensors are its states.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir.expr import Binary, Call, Const, Expr, Read, Reduce, Var, as_expr, const, logical
+from ..ir.graph import post_order, together
+from ..ir.integers import as_int
+from ..ir.printer import expr_str
+from ..ir.scan import scan
+from ..ir.tensor import ComputeOp, IterVar, Range, Tensor, axis_dtype, placeholder
+from ..ir.visit import substitute, transform, walk
+from . import records as rec
+from .errors import OnlineError, message
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+    from .stage import Stage
+
+RESCALED = ("exp", "exp2")  # exp(a - b) = exp(a - c) * exp(c - b), and so for exp2
+
+
+def online(s: Schedule, tensors: object, factor: object, loc: str) -> list[Tensor]:
+    listed = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    stages = [s[t] for t in listed]
+    names = ", ".join(st.name for st in stages)
+    call = f"online([{names}], factor={factor})"
+    first = stages[0]
+
+    def fail(stage: Stage, what: str) -> None:
+        raise OnlineError(message(stage.name, call, loc, what))
+
+    if len(stages) < 2:
+        fail(first, "give the maximum and at least one reduction that reads it, in order")
+    if len({st.name for st in stages}) != len(stages):
+        fail(first, "a stage is listed twice")
+    blocks = as_int(factor)
+    if blocks is None or blocks < 1:
+        fail(first, f"factor must be a positive integer (the block of the axis), got {factor!r}")
+    reductions = [_reduction(st, call, loc, fail) for st in stages]
+    top, rest = reductions[0], reductions[1:]
+    if top.combiner.name != "max":
+        fail(
+            first,
+            f"'{first.name}' reduces with {top.combiner.name}; the first reduction "
+            "of an online chain is the maximum that the later ones are taken against",
+        )
+    for st, r in zip(stages[1:], rest):
+        if r.combiner.name != "sum":
+            fail(
+                st,
+                f"'{st.name}' reduces with {r.combiner.name}; only sums are rescaled "
+                "exactly when the maximum grows",
+            )
+        if not _same(r.axis[0].dom, top.axis[0].dom):
+            fail(
+                st,
+                f"'{st.name}' reduces over {_range(r.axis[0])} and '{first.name}' over "
+                f"{_range(top.axis[0])}; an online pass needs one range",
+            )
+    chain = _Chain(s, stages, call, loc, fail)
+    sources = [chain.rescalable(st) for st in stages[1:]]
+    return chain.rewrite(blocks, sources)
+
+
+class _Chain:
+    """The reductions of one online pass and what they read of the maximum."""
+
+    def __init__(self, s: Schedule, stages: list[Stage], call: str, loc: str, fail) -> None:
+        self.s, self.stages, self.call, self.loc, self.fail = s, stages, call, loc, fail
+        self.top = stages[0].op
+        self.listed = {st.op for st in stages}
+
+    def rescalable(self, stage: Stage) -> tuple[Expr, tuple[Expr, ...], Expr, str]:
+        """The source of `stage`'s sum with the stages between it and the maximum folded in,
+        the indices it reads the maximum at, the positive scale of its exponents and the
+        function (exp or exp2); refused where the maximum appears any other way."""
+        op = stage.op
+        body: Reduce = op.body
+        source = self._folded(stage, body.source)
+        reads = [e for e in walk(source) if isinstance(e, Read) and e.tensor.op is self.top]
+        if not reads:
+            self.fail(
+                stage,
+                f"'{stage.name}' does not read '{self.top.name}'; list only the "
+                "reductions taken against the maximum",
+            )
+        shown = {expr_str(e) for e in reads}
+        if len(shown) > 1:
+            self.fail(
+                stage,
+                f"'{stage.name}' reads '{self.top.name}' at several points "
+                f"({', '.join(sorted(shown))}); an online pass rescales by one maximum",
+            )
+        at = reads[0].indices
+        j = body.axis[0]
+        if any(v is j or v is j.var for i in at for v in walk(i)):
+            self.fail(
+                stage,
+                f"'{stage.name}' reads '{expr_str(reads[0])}' at a point that "
+                f"moves with the reduce axis '{j.var.name}'",
+            )
+        scale, fn = self._factors(stage, source, at, j)
+        return source, at, scale, fn
+
+    def _folded(self, stage: Stage, e: Expr) -> Expr:
+        """`e` with every stage between it and the maximum inlined (those are elementwise)."""
+
+        def fold(x: Expr) -> Expr | None:
+            if not isinstance(x, Read) or x.tensor.op is self.top:
+                return None
+            op = x.tensor.op
+            if op in self.listed or not self._reaches_top(op):
+                return None
+            if (
+                not isinstance(op, ComputeOp)
+                or isinstance(op.body, Reduce)
+                or len(together(op)) > 1
+            ):
+                self.fail(
+                    stage,
+                    f"'{stage.name}' reads '{self.top.name}' through "
+                    f"'{op.name}', which is not an elementwise stage; only elementwise "
+                    "stages may stand between the maximum and the sums",
+                )
+            inner = substitute(op.body, _mapping(op.axis, x.indices))
+            return transform(inner, fold)
+
+        return transform(e, fold)
+
+    def _reaches_top(self, op) -> bool:
+        return self.top in post_order([op])
+
+    def _factors(self, stage: Stage, source: Expr, at, j: IterVar) -> tuple[Expr, str]:
+        """Check that `source` is a product whose only factors reading the maximum are
+        ``exp(scale * (x - M))`` with x the maximum's own value; their scale and function."""
+        found: list[tuple[Expr, str]] = []
+        for factor in _product(source):
+            if not self._reads_top(factor):
+                continue
+            if not (isinstance(factor, Call) and factor.name in RESCALED):
+                self.fail(
+                    stage,
+                    f"'{stage.name}' reads '{self.top.name}' in "
+                    f"'{expr_str(factor)}'; the sums may read the maximum only in "
+                    "factors exp(x - max) (or exp2), which rescaling repairs exactly",
+                )
+            difference, scale = _scaled(factor.args[0])
+            if scale is None or not (
+                isinstance(difference, Binary)
+                and difference.op == "-"
+                and self._is_top(difference.b)
+                and not self._reads_top(difference.a)
+            ):
+                self.fail(
+                    stage,
+                    f"in '{stage.name}', the exponent of '{expr_str(factor)}' is "
+                    f"not x - {self.top.name}[...] times a positive constant; rescaling "
+                    "repairs only that form",
+                )
+            own = self._top_value(at, j)
+            if expr_str(difference.a) != expr_str(own):
+                self.fail(
+                    stage,
+                    f"in '{stage.name}', '{expr_str(factor)}' takes "
+                    f"'{expr_str(difference.a)}' against the maximum of "
+                    f"'{expr_str(own)}'; only the values the maximum is taken of are "
+                    "bounded by it on the way (others could overflow)",
+                )
+            found.append((scale, factor.name))
+        if len(found) != 1:
+            self.fail(
+                stage,
+                f"'{stage.name}' has {len(found)} factors exp(x - "
+                f"{self.top.name}[...]); an online sum rescales exactly one",
+            )
+        return found[0]
+
+    def _top_value(self, at, j: IterVar) -> Expr:
+        """The maximum's source at the point `at`, its reduce axis renamed `j`."""
+        body: Reduce = self.top.body
+        mapping = _mapping(self.top.axis, at)
+        mapping[body.axis[0]] = mapping[body.axis[0].var] = j.var
+        return substitute(body.source, mapping)
+
+    def _reads_top(self, e: Expr) -> bool:
+        return any(isinstance(x, Read) and x.tensor.op is self.top for x in walk(e))
+
+    def _is_top(self, e: Expr) -> bool:
+        return isinstance(e, Read) and e.tensor.op is self.top
+
+    # -- the rewrite -----------------------------------------------------------------------
+
+    def rewrite(self, blocks: int, sources) -> list[Tensor]:
+        s, top = self.s, self.top
+        top_body: Reduce = top.body
+        j = top_body.axis[0]
+        extent, start = j.dom.extent, j.dom.min
+        # blocks of the axis (the last maybe short), and a row before the first for the state
+        known = as_int(extent)
+        if known is not None:
+            count, steps = const(-(-known // blocks)), const(-(-known // blocks) + 1)
+        else:
+            count = (extent + blocks - 1) // blocks
+            steps = count + 1
+        name = s.unique_name(f"{top.name}.online")
+        step, block, inner = f"{j.var.name}.step", f"{j.var.name}.block", f"{j.var.name}.inner"
+        ops = [st.op for st in self.stages]
+        states = [
+            placeholder((steps, *op.shape), op.dtype, f"{name}.state{k}")
+            for k, op in enumerate(ops)
+        ]
+        inits = [
+            _compute(f"{name}.init{k}", [("step", const(1))] + _axes(op), _constant(op))
+            for k, op in enumerate(ops)
+        ]
+        m = states[0]
+
+        def within(t: Expr, reduce: Reduce, mapping: dict, step: bool = True) -> tuple:
+            """The key of block t - 1 at a new reduce axis, the axis, and the guard of the
+            reduction there: the key inside the range, the reduction's own mask, and for a
+            `step` of the scan, t >= 1 (the bounds are checked for row 0 too, which the scan
+            fills from its init)."""
+            r = IterVar(Var(inner, "int32", "reduce"), Range(const(0), const(blocks)), "reduce")
+            key = start + (t - 1) * blocks + r.var
+            own = reduce.axis[0]
+            guard = (
+                [t >= 1, (t - 1) * blocks + r.var < extent]
+                if step
+                else [(t - 1) * blocks + r.var < extent]
+            )
+            if reduce.where is not None:
+                guard.append(substitute(reduce.where, {**mapping, own: key, own.var: key}))
+            return key, r, logical("and", guard)
+
+        def block_max(b, *a):  # reads no state: computed for every block ahead of the steps
+            mapping = _mapping(top.axis, a)
+            key, r, guard = within(b + 1, top_body, mapping, step=False)
+            own = top_body.axis[0]
+            value = substitute(top_body.source, {**mapping, own: key, own.var: key})
+            return Reduce(top_body.combiner, value, (r,), guard, top_body.dtype)
+
+        peak = _compute(f"{name}.block_max", [(block, count)] + _axes(top), block_max)
+
+        def grown(t, *a):
+            comb = top_body.combiner
+            old, new = m[(t - 1, *a)], peak[(t - 1, *a)]
+            return substitute(comb.result, {comb.lhs: old, comb.rhs: new})
+
+        rows = [(step, steps)] + _axes(top)
+        updates = [_compute(f"{name}.{top.name}_update", rows, grown)]
+        for k, (op, (source, at, scale, fn)) in enumerate(zip(ops[1:], sources), start=1):
+            body: Reduce = op.body
+            rows_k = [(step, steps)] + _axes(op)
+
+            def block_sum(t, *a, op=op, body=body, source=source):
+                mapping = _mapping(op.axis, a)
+                key, r, guard = within(t, body, mapping)
+                own = body.axis[0]
+                value = transform(
+                    substitute(source, {**mapping, own: key, own.var: key}),
+                    lambda x: m[(t, *x.indices)] if self._is_top(x) else None,
+                )
+                return Reduce(body.combiner, value, (r,), guard, body.dtype)
+
+            part = _compute(f"{name}.{op.name}_block", rows_k, block_sum)
+
+            def rescaled(t, *a, op=op, at=at, scale=scale, fn=fn, part=part, k=k):
+                point = tuple(substitute(i, _mapping(op.axis, a)) for i in at)
+                exponent = m[(t - 1, *point)] - m[(t, *point)]
+                if not (isinstance(scale, Const) and scale.value == 1):
+                    exponent = exponent * scale
+                factor = Call(fn, (exponent,), exponent.dtype)
+                return states[k][(t - 1, *a)] * factor + part[(t, *a)]
+
+            updates.append(_compute(f"{name}.{op.name}_update", rows_k, rescaled))
+        results = scan(inits, updates, states, name=name)
+        finals = [
+            _compute(op.name, _axes(op), lambda *a, result=result: result[(count, *a)]).op
+            for op, result in zip(ops, results)
+        ]
+        self._install(finals)
+        s.records.append(rec.Online(tuple(st.name for st in self.stages), blocks, self.loc))
+        return results
+
+    def _install(self, finals: list[ComputeOp]) -> None:
+        """The scan's stages into the schedule, the reductions replaced by its last rows, and
+        stages nothing reads any more taken out."""
+        s = self.s
+        for stage, final in zip(self.stages, finals):
+            s.replace_op(stage, s.made(final), keep_loops=False)
+        known = {op for st in s.stages for op in st.ops}
+        for op in post_order(list(s.output_ops)):
+            if op in known:
+                continue
+            group = together(op)
+            stage = s.add_stage(s.made(op), before=s.stages[0])
+            if len(group) > 1:
+                stage.ops = tuple(s.made(o) if o is not op else stage.op for o in group)
+            for each in stage.ops:
+                s._by_op[each] = stage
+            known.update(group)
+        s.keep_reachable_stages()
+
+
+def _reduction(stage: Stage, call: str, loc: str, fail) -> Reduce:
+    op = stage.op
+    if not isinstance(op, ComputeOp) or not isinstance(op.body, Reduce):
+        fail(stage, f"'{stage.name}' is not a reduction")
+    stage._one_output(OnlineError, call, loc)
+    stage._keep_in_scan(call, loc, OnlineError)
+    if stage.relations or stage.annotations or stage.binds or stage.attach is not None:
+        fail(
+            stage,
+            f"'{stage.name}' is scheduled already; call online first, then schedule "
+            "the stages it makes",
+        )
+    if len(op.body.axis) != 1:
+        fail(
+            stage,
+            f"'{stage.name}' reduces over {len(op.body.axis)} axes; an online pass runs over one",
+        )
+    return op.body
+
+
+def _product(e: Expr) -> list[Expr]:
+    """The factors of a product (a division by a factor free of the maximum is a factor)."""
+    if isinstance(e, Binary) and e.op == "*":
+        return _product(e.a) + _product(e.b)
+    if isinstance(e, Binary) and e.op == "/":
+        return _product(e.a) + [Binary("/", const(1.0, e.dtype), e.b, e.dtype)]
+    return [e]
+
+
+def _scaled(e: Expr) -> tuple[Expr, Expr | None]:
+    """`e` as ``difference * scale`` with a positive constant scale (None where it is not)."""
+    if isinstance(e, Binary) and e.op in ("*", "/"):
+        for inner, c in ((e.a, e.b), (e.b, e.a)) if e.op == "*" else ((e.a, e.b),):
+            value = c.value if isinstance(c, Const) else None
+            if value is not None and value > 0:
+                scale = c if e.op == "*" else const(1.0 / value, c.dtype)
+                return inner, scale
+        return e, None
+    return e, const(1.0, e.dtype)
+
+
+def _same(a: Range, b: Range) -> bool:
+    return expr_str(a.min) == expr_str(b.min) and expr_str(a.extent) == expr_str(b.extent)
+
+
+def _range(iv: IterVar) -> str:
+    lo, extent = as_int(iv.dom.min), as_int(iv.dom.extent)
+    if lo == 0:
+        return f"[0, {expr_str(iv.dom.extent)})"
+    if lo is not None and extent is not None:
+        return f"[{lo}, {lo + extent})"
+    return f"[{expr_str(iv.dom.min)}, {expr_str(iv.dom.min + iv.dom.extent)})"
+
+
+def _axes(op: ComputeOp) -> list[tuple[str, Expr]]:
+    return [(iv.var.name, iv.dom.extent) for iv in op.axis]
+
+
+def _mapping(axis, values) -> dict:
+    mapping: dict = {}
+    for iv, x in zip(axis, values):
+        mapping[iv] = mapping[iv.var] = x
+    return mapping
+
+
+def _constant(op: ComputeOp):
+    identity = op.body.combiner.identity
+    return lambda *a: identity
+
+
+def _compute(name: str, rows: list[tuple[str, Expr]], fn) -> Tensor:
+    """A compute named `name` over `rows` (axis name and extent each), axes named as given."""
+    axis = tuple(
+        IterVar(Var(n, axis_dtype(ext), "axis"), Range(const(0), ext), "data") for n, ext in rows
+    )
+    body = as_expr(fn(*(iv.var for iv in axis)))
+    reduce_axes = body.axis if isinstance(body, Reduce) else ()
+    return Tensor(ComputeOp(name, "", axis, reduce_axes, body))

@@ -1,0 +1,258 @@
+"""online: a maximum and the sums taken against it fused into one pass over blocks of their axis
+(`schedule.online`), checked against the plain definition on random data: attention and softmax
+at sizes the block does not divide, masks (causal, and rows of -inf scores), large magnitudes,
+exp2 with a scale folded in; in the reference evaluator, on the CPU and in the GPU simulator;
+and every broken precondition refused with the expression that breaks it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from schedlang.ir.tensor import Tensor
+from schedlang.schedule.errors import OnlineError
+
+RNG = np.random.default_rng(41)
+D = 8
+
+
+def _attention(n, causal=False, mask=False, fn=sl.exp, scale=1.0):
+    """Attention as its definition; `mask` adds a tensor of additive scores (-inf masks)."""
+    q, k, v = (sl.placeholder((n, D), name=name) for name in "QKV")
+    inputs = [q, k, v]
+    d = sl.reduce_axis((0, D), name="d")
+    s = sl.compute((n, n), lambda i, j: sl.sum(q[i, d] * k[j, d] * 0.35, axis=d), name="S")
+    if mask:
+        bias = sl.placeholder((n, n), name="B")
+        inputs.append(bias)
+        raw = s
+        s = sl.compute((n, n), lambda i, j: raw[i, j] + bias[i, j], name="SB")
+
+    def kept(i, j):
+        return j <= i if causal else None
+
+    j = sl.reduce_axis((0, n), name="j")
+    m = sl.compute((n,), lambda i: sl.max(s[i, j], axis=j, where=kept(i, j)), name="M")
+    p = sl.compute((n, n), lambda i, j: fn((s[i, j] - m[i]) * scale), name="P")
+    jz = sl.reduce_axis((0, n), name="jz")
+    z = sl.compute((n,), lambda i: sl.sum(p[i, jz], axis=jz, where=kept(i, jz)), name="Z")
+    jo = sl.reduce_axis((0, n), name="jo")
+    o = sl.compute(
+        (n, D), lambda i, e: sl.sum(p[i, jo] * v[jo, e], axis=jo, where=kept(i, jo)), name="O"
+    )
+    out = sl.compute((n, D), lambda i, e: o[i, e] / z[i], name="Out")
+    return inputs, (m, z, o), out
+
+
+def _numpy_attention(q, k, v, bias=None, causal=False, base=np.e, scale=1.0):
+    scores = (q.astype(np.float64) @ k.T.astype(np.float64)) * 0.35
+    if bias is not None:
+        scores = scores + bias
+    if causal:
+        scores = np.where(np.tril(np.ones(scores.shape, bool)), scores, -np.inf)
+    with np.errstate(invalid="ignore"):
+        top = scores.max(axis=1, keepdims=True)
+        p = base ** ((scores - top) * scale)
+        return (p @ v) / p.sum(axis=1, keepdims=True)
+
+
+def _data(n, magnitude=1.0):
+    return [(RNG.standard_normal((n, D)) * magnitude).astype(np.float32) for _ in range(3)]
+
+
+def _run(s, inputs, out, arrays, n, **sizes):
+    kernel = sl.build(s, [*inputs, out])
+    result = np.full((n, D), np.nan, np.float32)
+    kernel(*arrays, result)
+    rewritten = sl.reference([Tensor(s[out].op)], dict(zip(inputs, arrays)), sizes=sizes)[0]
+    return result, rewritten
+
+
+@pytest.mark.parametrize("n, factor", [(37, 8), (64, 16), (5, 8), (1, 4), (33, 1)])
+def test_attention_in_one_pass_matches_its_definition(n, factor):
+    inputs, chain, out = _attention(n)
+    s = sl.create_schedule(out)
+    states = s.online(list(chain), factor=factor)
+    assert len(states) == 3 and states[0].shape[0].value == -(-n // factor) + 1
+    arrays = _data(n)
+    result, rewritten = _run(s, inputs, out, arrays, n)
+    want = _numpy_attention(*arrays)
+    np.testing.assert_allclose(result, want, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(rewritten, want, rtol=2e-5, atol=2e-6)
+    plain = sl.reference([out], dict(zip(inputs, arrays)))[0]  # the definition, unchanged
+    np.testing.assert_allclose(plain, want, rtol=2e-5, atol=2e-6)
+
+
+def test_a_causal_mask_and_large_scores():
+    n = 45
+    inputs, chain, out = _attention(n, causal=True)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=8)
+    arrays = _data(n, magnitude=30.0)  # scores in the thousands: exp overflows without the max
+    result, rewritten = _run(s, inputs, out, arrays, n)
+    want = _numpy_attention(*arrays, causal=True)
+    assert np.isfinite(want).all()
+    np.testing.assert_allclose(result, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(rewritten, want, rtol=1e-4, atol=1e-5)
+
+
+def test_rows_of_minus_infinity_scores():
+    """Scores masked by -inf: blocks with nothing but -inf leave the state as it is, and a row
+    masked whole is 0 / 0, as in the definition."""
+    n = 29
+    inputs, chain, out = _attention(n, mask=True)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=8)
+    bias = np.where(RNG.random((n, n)) < 0.5, -np.inf, 0.0).astype(np.float32)
+    bias[3, :20] = -np.inf  # the first blocks of a row masked: its maximum comes late
+    bias[7, :] = -np.inf  # a row masked whole
+    bias[3, 25] = 0.0
+    arrays = [*_data(n), bias]
+    result, rewritten = _run(s, inputs, out, arrays, n)
+    plain = sl.reference([out], dict(zip(inputs, arrays)))[0]
+    assert np.isnan(plain[7]).all() and np.isfinite(np.delete(plain, 7, axis=0)).all()
+    np.testing.assert_allclose(result, plain, rtol=2e-5, atol=2e-6, equal_nan=True)
+    np.testing.assert_allclose(rewritten, plain, rtol=2e-5, atol=2e-6, equal_nan=True)
+
+
+def test_exp2_with_the_scale_folded_in():
+    n = 23
+    log2e = 1.4426950408889634
+    inputs, chain, out = _attention(n, fn=sl.exp2, scale=log2e)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=4)
+    arrays = _data(n)
+    result, _ = _run(s, inputs, out, arrays, n)
+    np.testing.assert_allclose(result, _numpy_attention(*arrays), rtol=2e-5, atol=2e-6)
+
+
+def test_a_symbolic_length():
+    n = sl.var("n")
+    inputs, chain, out = _attention(n)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=8)
+    kernel = sl.build(s, [*inputs, out])
+    for size in (1, 8, 19):
+        arrays = _data(size)
+        result = np.full((size, D), np.nan, np.float32)
+        kernel(*arrays, result)
+        np.testing.assert_allclose(result, _numpy_attention(*arrays), rtol=2e-5, atol=2e-6)
+
+
+def test_softmax_keeps_its_maximum_for_the_readers_after_it():
+    n = 21
+    x = sl.placeholder((n, n), name="X")
+    j = sl.reduce_axis((0, n), name="j")
+    m = sl.compute((n,), lambda i: sl.max(x[i, j], axis=j), name="M")
+    jz = sl.reduce_axis((0, n), name="jz")
+    z = sl.compute((n,), lambda i: sl.sum(sl.exp(x[i, jz] - m[i]), axis=jz), name="Z")
+    y = sl.compute((n, n), lambda i, j: sl.exp(x[i, j] - m[i]) / z[i], name="Y")
+    s = sl.create_schedule(y)
+    s.online([m, z], factor=4)
+    data = (RNG.standard_normal((n, n)) * 10).astype(np.float32)
+    result = np.full((n, n), np.nan, np.float32)
+    sl.build(s, [x, y])(data, result)
+    e = np.exp(data - data.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(result, e / e.sum(axis=1, keepdims=True), rtol=2e-5, atol=1e-7)
+
+
+def test_the_stages_it_makes_are_scheduled_as_any_and_run_in_the_gpu_simulator():
+    n = 37
+    inputs, chain, out = _attention(n)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=8)
+    bx, tx = sl.thread_axis("blockIdx.x"), sl.thread_axis("threadIdx.x")
+    for stage in s.stages:
+        if stage.op.name in [t.name for t in inputs] or not hasattr(stage.op, "axis"):
+            continue
+        if stage.op.name in ("M.online.v0", "M.online.v1", "M.online.v2"):
+            continue
+        rows = stage.op.axis[1] if stage.op.name.startswith("M.online") else stage.op.axis[0]
+        outer, inner = s[stage].split(rows, factor=16)
+        s[stage].bind(outer, bx)
+        s[stage].bind(inner, tx)
+    kernel = sl.build(s, [*inputs, out], target="cuda")
+    arrays = _data(n)
+    result = np.full((n, D), np.nan, np.float32)
+    kernel.simulate(*arrays, result)
+    np.testing.assert_allclose(result, _numpy_attention(*arrays), rtol=2e-5, atol=2e-6)
+
+
+def test_it_prints_undoes_and_replays():
+    inputs, chain, out = _attention(19)
+    s = sl.create_schedule(out)
+    before = str(sl.lower(s, [*inputs, out]))
+    s.online(list(chain), factor=8)
+    assert "s.online([M, Z, O], factor=8)" in str(s)
+    lowered = str(sl.lower(s, [*inputs, out]))
+    assert "M.online.block_max" in lowered and "P[" not in lowered
+    assert str(sl.lower(s.copy(), [*inputs, out])) == lowered
+    s.undo()
+    assert str(sl.lower(s, [*inputs, out])) == before
+    assert s[chain[0]].name == "M"
+
+
+N = 16
+
+
+def _softmax(z_source, z_extent=N):
+    """A maximum and a sum over its axis whose source is ``z_source(x, m, i, k)``."""
+    x = sl.placeholder((N, N), name="X")
+    j = sl.reduce_axis((0, N), name="j")
+    m = sl.compute((N,), lambda i: sl.max(x[i, j], axis=j), name="M")
+    k = sl.reduce_axis((0, z_extent), name="k")
+    z = sl.compute((N,), lambda i: sl.sum(z_source(x, m, i, k), axis=k), name="Z")
+    y = sl.compute((N,), lambda i: z[i] + m[i], name="Y")
+    return sl.create_schedule(y), m, z
+
+
+@pytest.mark.parametrize(
+    "z_source, match",
+    [
+        (lambda x, m, i, k: x[i, k] - m[i], r"reads 'M' in 'X\[i, k\] - M\[i\]'; the sums"),
+        (
+            lambda x, m, i, k: sl.exp(x[i, k] * 2.0 - m[i]),
+            r"takes 'X\[i, k\] \* 2.0' against the maximum of 'X\[i, k\]'",
+        ),
+        (
+            lambda x, m, i, k: sl.exp((x[i, k] - m[i]) * -0.5),
+            "times a positive constant",
+        ),
+        (
+            lambda x, m, i, k: sl.exp(x[i, k] - m[k]),
+            "at a point that moves with the reduce axis 'k'",
+        ),
+        (
+            lambda x, m, i, k: sl.exp(x[i, k] - m[i]) * sl.exp(x[i, k] - m[i]),
+            r"has 2 factors exp\(x - M\[...\]\)",
+        ),
+        (lambda x, m, i, k: sl.exp(x[i, k]), "'Z' does not read 'M'"),
+    ],
+)
+def test_what_rescaling_does_not_repair_is_refused_by_name(z_source, match):
+    s, m, z = _softmax(z_source)
+    with pytest.raises(OnlineError, match=match):
+        s.online([m, z], factor=4)
+
+
+def test_the_chain_must_start_with_a_maximum_over_one_range():
+    s, m, z = _softmax(lambda x, m, i, k: sl.exp(x[i, k] - m[i]))
+    with pytest.raises(OnlineError, match="'Z' reduces with sum; the first reduction"):
+        s.online([z, m], factor=4)
+    s, m, z = _softmax(lambda x, m, i, k: sl.exp(x[i, k] - m[i]), z_extent=8)
+    with pytest.raises(OnlineError, match=r"'Z' reduces over \[0, 8\) and 'M' over \[0, 16\)"):
+        s.online([m, z], factor=4)
+
+
+def test_arguments_and_schedules_it_cannot_take():
+    s, m, z = _softmax(lambda x, m, i, k: sl.exp(x[i, k] - m[i]))
+    with pytest.raises(OnlineError, match="factor must be a positive integer"):
+        s.online([m, z], factor=0)
+    with pytest.raises(OnlineError, match="at least one reduction"):
+        s.online([m], factor=4)
+    with pytest.raises(OnlineError, match="'Y' is not a reduction"):
+        s.online([m, s.stages[-1]], factor=4)
+    s[z].split(z.op.axis[0], factor=4)
+    with pytest.raises(OnlineError, match="'Z' is scheduled already; call online first"):
+        s.online([m, z], factor=4)
