@@ -72,11 +72,12 @@ def online(s: Schedule, tensors: object, factor: object, loc: str) -> list[Tenso
         fail(first, f"factor must be a positive integer (the block of the axis), got {factor!r}")
     reductions = [_reduction(st, call, loc, fail) for st in stages]
     top, rest = reductions[0], reductions[1:]
-    if top.combiner.name != "max":
+    if top.combiner.name not in ("max", "sum"):
         fail(
             first,
-            f"'{first.name}' reduces with {top.combiner.name}; the first reduction "
-            "of an online chain is the maximum that the later ones are taken against",
+            f"'{first.name}' reduces with {top.combiner.name}; the first reduction of an "
+            "online chain is a maximum that the later sums are taken against (softmax), or a "
+            "sum whose mean they are taken about (variance)",
         )
     for st, r in zip(stages[1:], rest):
         if r.combiner.name != "sum":
@@ -91,39 +92,44 @@ def online(s: Schedule, tensors: object, factor: object, loc: str) -> list[Tenso
                 f"'{st.name}' reduces over {_range(r.axis[0])} and '{first.name}' over "
                 f"{_range(top.axis[0])}; an online pass needs one range",
             )
-    chain = _Chain(s, stages, call, loc, fail)
+    if top.combiner.name == "sum":
+        from .online_moments import Moments
+
+        moments = Moments(s, stages, call, loc, fail)
+        return moments.rewrite(blocks, [moments.centred(st) for st in stages[1:]])
+    chain = _Softmax(s, stages, call, loc, fail)
     sources = [chain.rescalable(st) for st in stages[1:]]
     return chain.rewrite(blocks, sources)
 
 
-class _Chain:
-    """The reductions of one online pass and what they read of the maximum."""
+class Rewrite:
+    """What the online forms share: the chain's stages, the first reduction (`top`) and the
+    stages between it and the others, and putting the scan in the schedule."""
 
     def __init__(self, s: Schedule, stages: list[Stage], call: str, loc: str, fail) -> None:
         self.s, self.stages, self.call, self.loc, self.fail = s, stages, call, loc, fail
         self.top = stages[0].op
         self.listed = {st.op for st in stages}
 
-    def rescalable(self, stage: Stage) -> tuple[Expr, tuple[Expr, ...], Expr, str]:
-        """The source of `stage`'s sum with the stages between it and the maximum folded in,
-        the indices it reads the maximum at, the positive scale of its exponents and the
-        function (exp or exp2); refused where the maximum appears any other way."""
-        op = stage.op
-        body: Reduce = op.body
+    def folded_source(self, stage: Stage) -> tuple[Expr, tuple[Expr, ...]]:
+        """`stage`'s source with the stages between it and `top` folded in, and the one point
+        it reads `top` at (refused where it reads it nowhere, at several points or at one
+        that moves with its reduce axis)."""
+        body: Reduce = stage.op.body
         source = self._folded(stage, body.source)
         reads = [e for e in walk(source) if isinstance(e, Read) and e.tensor.op is self.top]
         if not reads:
             self.fail(
                 stage,
                 f"'{stage.name}' does not read '{self.top.name}'; list only the "
-                "reductions taken against the maximum",
+                "reductions taken against it",
             )
         shown = {expr_str(e) for e in reads}
         if len(shown) > 1:
             self.fail(
                 stage,
                 f"'{stage.name}' reads '{self.top.name}' at several points "
-                f"({', '.join(sorted(shown))}); an online pass rescales by one maximum",
+                f"({', '.join(sorted(shown))}); an online pass keeps one per row",
             )
         at = reads[0].indices
         j = body.axis[0]
@@ -133,8 +139,7 @@ class _Chain:
                 f"'{stage.name}' reads '{expr_str(reads[0])}' at a point that "
                 f"moves with the reduce axis '{j.var.name}'",
             )
-        scale, fn = self._factors(stage, source, at, j)
-        return source, at, scale, fn
+        return source, at
 
     def _folded(self, stage: Stage, e: Expr) -> Expr:
         """`e` with every stage between it and the maximum inlined (those are elementwise)."""
@@ -163,6 +168,50 @@ class _Chain:
 
     def _reaches_top(self, op) -> bool:
         return self.top in post_order([op])
+
+    def _top_value(self, at, j: IterVar) -> Expr:
+        """The maximum's source at the point `at`, its reduce axis renamed `j`."""
+        body: Reduce = self.top.body
+        mapping = _mapping(self.top.axis, at)
+        mapping[body.axis[0]] = mapping[body.axis[0].var] = j.var
+        return substitute(body.source, mapping)
+
+    def _reads_top(self, e: Expr) -> bool:
+        return any(isinstance(x, Read) and x.tensor.op is self.top for x in walk(e))
+
+    def _is_top(self, e: Expr) -> bool:
+        return isinstance(e, Read) and e.tensor.op is self.top
+
+    def _install(self, finals: list[ComputeOp]) -> None:
+        """The scan's stages into the schedule, the reductions replaced by its last rows, and
+        stages nothing reads any more taken out."""
+        s = self.s
+        for stage, final in zip(self.stages, finals):
+            s.replace_op(stage, s.made(final), keep_loops=False)
+        known = {op for st in s.stages for op in st.ops}
+        for op in post_order(list(s.output_ops)):
+            if op in known:
+                continue
+            group = together(op)
+            stage = s.add_stage(s.made(op), before=s.stages[0])
+            if len(group) > 1:
+                stage.ops = tuple(s.made(o) if o is not op else stage.op for o in group)
+            for each in stage.ops:
+                s._by_op[each] = stage
+            known.update(group)
+        s.keep_reachable_stages()
+
+
+class _Softmax(Rewrite):
+    """A maximum and the sums taken against it."""
+
+    def rescalable(self, stage: Stage) -> tuple[Expr, tuple[Expr, ...], Expr, str]:
+        """The source of `stage`'s sum with the stages between it and the maximum folded in,
+        the indices it reads the maximum at, the positive scale of its exponents and the
+        function (exp or exp2); refused where the maximum appears any other way."""
+        source, at = self.folded_source(stage)
+        scale, fn = self._factors(stage, source, at, stage.op.body.axis[0])
+        return source, at, scale, fn
 
     def _factors(self, stage: Stage, source: Expr, at, j: IterVar) -> tuple[Expr, str]:
         """Check that `source` is a product whose only factors reading the maximum are
@@ -208,19 +257,6 @@ class _Chain:
                 f"{self.top.name}[...]); an online sum rescales exactly one",
             )
         return found[0]
-
-    def _top_value(self, at, j: IterVar) -> Expr:
-        """The maximum's source at the point `at`, its reduce axis renamed `j`."""
-        body: Reduce = self.top.body
-        mapping = _mapping(self.top.axis, at)
-        mapping[body.axis[0]] = mapping[body.axis[0].var] = j.var
-        return substitute(body.source, mapping)
-
-    def _reads_top(self, e: Expr) -> bool:
-        return any(isinstance(x, Read) and x.tensor.op is self.top for x in walk(e))
-
-    def _is_top(self, e: Expr) -> bool:
-        return isinstance(e, Read) and e.tensor.op is self.top
 
     # -- the rewrite -----------------------------------------------------------------------
 
@@ -315,25 +351,6 @@ class _Chain:
         self._install(finals)
         s.records.append(rec.Online(tuple(st.name for st in self.stages), blocks, self.loc))
         return results
-
-    def _install(self, finals: list[ComputeOp]) -> None:
-        """The scan's stages into the schedule, the reductions replaced by its last rows, and
-        stages nothing reads any more taken out."""
-        s = self.s
-        for stage, final in zip(self.stages, finals):
-            s.replace_op(stage, s.made(final), keep_loops=False)
-        known = {op for st in s.stages for op in st.ops}
-        for op in post_order(list(s.output_ops)):
-            if op in known:
-                continue
-            group = together(op)
-            stage = s.add_stage(s.made(op), before=s.stages[0])
-            if len(group) > 1:
-                stage.ops = tuple(s.made(o) if o is not op else stage.op for o in group)
-            for each in stage.ops:
-                s._by_op[each] = stage
-            known.update(group)
-        s.keep_reachable_stages()
 
 
 def _reduction(stage: Stage, call: str, loc: str, fail) -> Reduce:

@@ -236,10 +236,15 @@ def test_what_rescaling_does_not_repair_is_refused_by_name(z_source, match):
         s.online([m, z], factor=4)
 
 
-def test_the_chain_must_start_with_a_maximum_over_one_range():
-    s, m, z = _softmax(lambda x, m, i, k: sl.exp(x[i, k] - m[i]))
-    with pytest.raises(OnlineError, match="'Z' reduces with sum; the first reduction"):
-        s.online([z, m], factor=4)
+def test_the_chain_must_start_with_a_maximum_or_a_sum_over_one_range():
+    x = sl.placeholder((N, N), name="X")
+    j = sl.reduce_axis((0, N), name="j")
+    low = sl.compute((N,), lambda i: sl.min(x[i, j], axis=j), name="L")
+    k = sl.reduce_axis((0, N), name="k")
+    z = sl.compute((N,), lambda i: sl.sum(sl.exp(x[i, k] - low[i]), axis=k), name="Z")
+    s = sl.create_schedule(z)
+    with pytest.raises(OnlineError, match="'L' reduces with min; the first reduction"):
+        s.online([low, z], factor=4)
     s, m, z = _softmax(lambda x, m, i, k: sl.exp(x[i, k] - m[i]), z_extent=8)
     with pytest.raises(OnlineError, match=r"'Z' reduces over \[0, 8\) and 'M' over \[0, 16\)"):
         s.online([m, z], factor=4)
@@ -256,3 +261,80 @@ def test_arguments_and_schedules_it_cannot_take():
     s[z].split(z.op.axis[0], factor=4)
     with pytest.raises(OnlineError, match="'Z' is scheduled already; call online first"):
         s.online([m, z], factor=4)
+
+
+def _moments(n):
+    """Layer norm as its definition: the sum, the mean, the squares about it, normalised."""
+    rows = 5
+    x = sl.placeholder((rows, n), name="X")
+    j = sl.reduce_axis((0, n), name="j")
+    total = sl.compute((rows,), lambda i: sl.sum(x[i, j], axis=j), name="T")
+    extent = sl.const(n, "float32") if isinstance(n, int) else n.astype("float32")
+    mu = sl.compute((rows,), lambda i: total[i] / extent, name="MU")
+    k = sl.reduce_axis((0, n), name="k")
+    q = sl.compute((rows,), lambda i: sl.sum((x[i, k] - mu[i]) ** 2, axis=k), name="Q")
+    y = sl.compute(
+        (rows, n), lambda i, j: (x[i, j] - mu[i]) / sl.sqrt(q[i] / extent + 1e-5), name="Y"
+    )
+    return x, total, mu, q, y
+
+
+def _layer_norm(data):
+    wide = data.astype(np.float64)
+    centred = wide - wide.mean(axis=1, keepdims=True)
+    return centred / np.sqrt(wide.var(axis=1, keepdims=True) + 1e-5)
+
+
+@pytest.mark.parametrize("n, factor", [(37, 8), (64, 16), (5, 8), (1, 4)])
+def test_mean_and_variance_in_one_pass(n, factor):
+    x, total, mu, q, y = _moments(n)
+    s = sl.create_schedule(y)
+    s.online([total, q], factor=factor)
+    data = (RNG.standard_normal((5, n)) * 3 + 1000).astype(np.float32)  # a large offset
+    out = np.full((5, n), np.nan, np.float32)
+    sl.build(s, [x, y])(data, out)
+    np.testing.assert_allclose(out, _layer_norm(data), atol=2e-4)
+    rewritten = sl.reference([Tensor(s[y].op)], {x: data})[0]
+    np.testing.assert_allclose(rewritten, _layer_norm(data), atol=2e-4)
+
+
+def test_mean_and_variance_of_a_symbolic_length():
+    n = sl.var("n")
+    x, total, mu, q, y = _moments(n)
+    s = sl.create_schedule(y)
+    s.online([total, q], factor=8)
+    kernel = sl.build(s, [x, y])
+    for size in (3, 8, 21):
+        data = RNG.standard_normal((5, size)).astype(np.float32)
+        out = np.full((5, size), np.nan, np.float32)
+        kernel(data, out)
+        np.testing.assert_allclose(out, _layer_norm(data), atol=2e-5)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"masked": True}, "'T' has a mask \\(where=\\)"),
+        ({"mean": lambda total: lambda i: total[i] / 2.0}, "is not the mean T\\[...\\] / 16"),
+        ({"square": lambda x, mu: lambda i, k: sl.abs(x[i, k] - mu[i])}, "rescales only"),
+        (
+            {"square": lambda x, mu: lambda i, k: (x[i, k] * 2.0 - mu[i]) ** 2},
+            "is taken about the mean of 'X\\[i, k\\]'",
+        ),
+    ],
+)
+def test_what_the_one_pass_variance_cannot_take_is_refused_by_name(change, match):
+    n = 16
+    rows = 5
+    x = sl.placeholder((rows, n), name="X")
+    j = sl.reduce_axis((0, n), name="j")
+    where = (j > 0) if change.get("masked") else None
+    total = sl.compute((rows,), lambda i: sl.sum(x[i, j], axis=j, where=where), name="T")
+    mean = change.get("mean", lambda total: lambda i: total[i] / 16.0)(total)
+    mu = sl.compute((rows,), mean, name="MU")
+    k = sl.reduce_axis((0, n), name="k")
+    square = change.get("square", lambda x, mu: lambda i, k: (x[i, k] - mu[i]) ** 2)(x, mu)
+    q = sl.compute((rows,), lambda i: sl.sum(square(i, k), axis=k), name="Q")
+    s = sl.create_schedule(q)
+    with pytest.raises(OnlineError, match=match):
+        s.online([total, q], factor=4)
