@@ -196,6 +196,23 @@ def softmax(data, sizes: Sizes) -> Case:
     return Case("softmax", [a], [out])
 
 
+def norm(data, sizes: Sizes) -> Case:
+    """Layer norm over rows as its definition: a sum, the mean, the squares about it, and the
+    normalised rows (the chain that online computes in one pass)."""
+    m, n = sizes.extent(), sizes.extent()
+    a = sl.placeholder((m, n), name="A")
+    k1 = sl.reduce_axis((0, n), name="k1")
+    k2 = sl.reduce_axis((0, n), name="k2")
+    count = n.astype("float32") if not isinstance(n, int) else float(n)
+    total = sl.compute((m,), lambda i: sl.sum(a[i, k1], axis=k1), name="Sum")
+    mean = sl.compute((m,), lambda i: total[i] / count, name="Mean")
+    sq = sl.compute((m,), lambda i: sl.sum((a[i, k2] - mean[i]) ** 2, axis=k2), name="Sq")
+    out = sl.compute(
+        (m, n), lambda i, j: (a[i, j] - mean[i]) / sl.sqrt(sq[i] / count + 1e-5), name="Out"
+    )
+    return Case("norm", [a], [out])
+
+
 def transpose(data, sizes: Sizes) -> Case:
     """A transposed read, alone or through a transposed intermediate stage."""
     rows, cols = sizes.extent(), sizes.extent()
@@ -322,6 +339,7 @@ FAMILIES = {
     "stencil": stencil,
     "reduction": reduction,
     "softmax": softmax,
+    "norm": norm,
     "transpose": transpose,
     "casts": casts,
     "tuple_outputs": tuple_outputs,

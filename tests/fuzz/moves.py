@@ -8,8 +8,9 @@ the ones a user gets after fixing a mistake in a notebook. After a primitive tha
 `undo` now and then takes it back (alone, then applies it again; or with some before it, and
 drawing goes on): what a notebook user does on second thoughts.
 
-A few recipes draw what random moves seldom reach: TE's shared-memory GEMM, and a scan's body
-stage computed at its step loop with the steps, or the loops inside them, run at the same time.
+A few recipes draw what random moves seldom reach: TE's shared-memory GEMM, an online pass over
+the algorithm's own chain of reductions, and a scan's body stage computed at its step loop with
+the steps, or the loops inside them, run at the same time.
 A schedule function returns whether the schedule it drew must be refused (steps at the same
 time read each other through the body stage).
 """
@@ -21,7 +22,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 import schedlang as sl
-from schedlang.ir.expr import Const
+from schedlang.ir.expr import Const, Reduce
 from schedlang.ir.scan import ScanOp, body_ops
 from schedlang.ir.tensor import ComputeOp
 from schedlang.schedule import records as rec
@@ -231,6 +232,29 @@ class Scheduler:
         factor_axis = self.draw(st.integers(0, len(stage.op.axis)))
         self.attempt("rfactor", lambda: self.s.rfactor(stage, leaf, factor_axis))
 
+    def online(self, stage: sl.Stage) -> None:
+        """`stage` and one or two other reductions, in a drawn order, fused by online: the
+        softmax's and layer norm's chains in their order are right (if still unscheduled),
+        most other draws are refused by name."""
+        others = [x for x in self.stages() if isinstance(x.op.body, Reduce) and x is not stage]
+        if not isinstance(stage.op.body, Reduce) or not others:
+            return
+        count = self.draw(st.integers(1, min(2, len(others))), label="online chain")
+        chain = [stage, *self.draw(st.permutations(others))[:count]]
+        factor = self.draw(st.sampled_from((0, *FACTORS)), label="online factor")
+        self.attempt("online", lambda: self.s.online(chain, factor))
+
+    def online_chain(self) -> None:
+        """The algorithm's own chain first, where it has one: its first reduction and the
+        reductions after it, in the order the dataflow gives, fused by online with a drawn
+        factor (right for softmax and layer norm, refused by name for the others), before
+        random moves schedule the stages it made."""
+        reductions = [x for x in self.stages() if isinstance(x.op.body, Reduce)]
+        if len(reductions) < 2:
+            return
+        factor = self.draw(st.sampled_from((0, *FACTORS)), label="online factor")
+        self.attempt("online", lambda: self.s.online(reductions, factor))
+
     # -- whole schedules ------------------------------------------------------------------
 
     def random_moves(self, count: int) -> None:
@@ -238,7 +262,8 @@ class Scheduler:
         placement = ["compute_at", "compute_at", "compute_inline", "compute_root"]
         memory = ["cache_read", "cache_write", "set_scope", "storage_align"]
         memory += ["double_buffer", "pipeline"]  # buffering of a shared tile, either way
-        moves = loops + placement + memory + ["rfactor"] + (["bind", "bind"] if self.gpu else [])
+        moves = loops + placement + memory + ["rfactor", "online"]
+        moves += ["bind", "bind"] if self.gpu else []
         for _ in range(count):
             name = self.draw(st.sampled_from(moves), label="primitive")
             getattr(self, name)(self.stage())
@@ -356,6 +381,8 @@ def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
     scan = scheduler.scan_body()
     if scan is not None and data.draw(st.integers(0, 2), label="scan recipe") == 0:
         return scheduler.scan_steps(*scan)
+    if data.draw(st.integers(0, 2), label="online recipe") == 0:
+        scheduler.online_chain()
     scheduler.random_moves(data.draw(st.integers(0, 12)))
     return False
 
@@ -373,6 +400,8 @@ def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
         return refused
     if data.draw(st.integers(0, 3), label="shared gemm recipe") == 0:
         scheduler.shared_gemm()
+    elif data.draw(st.integers(0, 2), label="online recipe") == 0:
+        scheduler.online_chain()
     scheduler.random_moves(data.draw(st.integers(0, 12)))
     scheduler.bind_roots()
     return False

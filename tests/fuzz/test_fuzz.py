@@ -50,6 +50,13 @@ def test_the_cpu_sample_took_primitives_back():
     assert CPU.counts["ran and matched"] > 0
 
 
+def test_the_cpu_sample_fused_chains_online_and_was_refused_others():
+    if not CPU.counts:
+        test_cpu_schedules()
+    assert CPU.counts["primitive: online"] > 0  # softmax's and layer norm's chains
+    assert CPU.counts["primitive rejected: OnlineError"] > 0
+
+
 @sample(300)
 @given(data=st.data())
 def test_gpu_schedules_in_the_simt_interpreter(data):

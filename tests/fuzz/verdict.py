@@ -39,6 +39,7 @@ PRIMITIVES = (
     "double_buffer",
     "pipeline",
     "rfactor",
+    "online",
     "tensorize",
 )
 _NAMES_A_PRIMITIVE = re.compile(rf"^In schedule for '[^']+': ({'|'.join(PRIMITIVES)})\(")
