@@ -34,6 +34,7 @@ block sums and updates) are scheduled as any stages are; the returned tensors ar
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..ir.expr import Binary, Call, Const, Expr, Read, Reduce, Var, as_expr, const, logical
@@ -343,7 +344,7 @@ class _Softmax(Rewrite):
                 return states[k][(t - 1, *a)] * factor + part[(t, *a)]
 
             updates.append(_compute(f"{name}.{op.name}_update", rows_k, rescaled))
-        results = scan(inits, updates, states, name=name)
+        results = running(scan(inits, updates, states, name=name), ops)
         finals = [
             _compute(op.name, _axes(op), lambda *a, result=result: result[(count, *a)]).op
             for op, result in zip(ops, results)
@@ -351,6 +352,14 @@ class _Softmax(Rewrite):
         self._install(finals)
         s.records.append(rec.Online(tuple(st.name for st in self.stages), blocks, self.loc))
         return results
+
+
+def running(results: list[Tensor], ops: list[ComputeOp]) -> list[Tensor]:
+    """The scan's states named after the reductions they carry (``M.run``, ``Z.run``), which
+    reads better in a lowered loop nest than the scan's numbering."""
+    renamed = [replace(t.op, name=f"{op.name}.run") for t, op in zip(results, ops)]
+    renamed[0].outputs.ops = tuple(renamed)
+    return [Tensor(op, k) for k, op in enumerate(renamed)]
 
 
 def _reduction(stage: Stage, call: str, loc: str, fail) -> Reduce:

@@ -34,7 +34,7 @@ from ..ir.scan import scan
 from ..ir.tensor import IterVar, Range, Tensor, placeholder
 from ..ir.visit import substitute
 from . import records as rec
-from .online import Rewrite, _axes, _compute, _mapping
+from .online import Rewrite, _axes, _compute, _mapping, running
 
 if TYPE_CHECKING:
     from .stage import Stage
@@ -169,7 +169,7 @@ class Moments(Rewrite):
             updates.append(
                 _compute(f"{name}.{op.name}_update", [(step, steps)] + _axes(op), merged)
             )
-        results = scan(inits, updates, states, name=name)
+        results = running(scan(inits, updates, states, name=name), ops)
         finals = [
             _compute(op.name, _axes(op), lambda *a, result=result: result[(count, *a)]).op
             for op, result in zip(ops, results)
