@@ -1,0 +1,135 @@
+"""Attention against torch's ``scaled_dot_product_attention``, each of its backends (flash,
+cuDNN, efficient) in the same process, at FlashAttention 3's shapes: batch x seqlen = 16k
+tokens, hidden 2048 (16 heads of 128 or 32 heads of 64), seqlen 512 to 16k, causal or not,
+fp16 or bf16. TFLOP/s = 4 * B * H * L^2 * D, halved for causal.
+
+schedlang's kernel is ``examples/gpu_attention.py``: attention written as its definition, fused
+by ``s.online([M, Z, O], factor)`` into one pass over blocks of keys, each stage bound to blocks
+and threads. Its scores and running states live in global memory, so it runs only where they fit
+(``--ours-limit`` GB) and is checked against torch's math backend in float64 first.
+
+    python benchmarks/attention.py [--seqlens 512,1024] [--heads-dim 64,128] [--causal both]
+        [--dtypes float16,bfloat16] [--ours] [--repeat 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+import schedlang as sl  # noqa: E402
+from benchmarks.gpu import event_time  # noqa: E402
+from examples import gpu_attention  # noqa: E402
+
+TOKENS = 16384
+HIDDEN = 2048
+BACKENDS = {
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+}
+
+
+def shape(seqlen: int, head_dim: int) -> tuple[int, int, int, int]:
+    """(batch, heads, seqlen, head dim) of FA3's benchmark."""
+    return TOKENS // seqlen, HIDDEN // head_dim, seqlen, head_dim
+
+
+def flops(b: int, h: int, n: int, d: int, causal: bool) -> float:
+    return 4 * b * h * n * n * d / (2 if causal else 1)
+
+
+def torch_seconds(q, k, v, causal: bool, backend, repeat: int) -> float | None:
+    """A backend's median seconds, None where it does not take the case."""
+    try:
+        with sdpa_kernel([backend]):
+            run = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+                q, k, v, is_causal=causal
+            )
+            run()
+            return event_time(run, repeat)
+    except RuntimeError:
+        return None
+
+
+def ours_bytes(bh: int, n: int, d: int, factor: int) -> float:
+    """Global memory of the scores and the running states (fp32)."""
+    steps = -(-n // factor) + 1
+    return 4.0 * (bh * n * n + steps * bh * n * (d + 2) + steps * bh * n * (d + 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
+    parser.add_argument("--head-dims", default="64,128")
+    parser.add_argument("--causal", default="both", choices=["both", "yes", "no"])
+    parser.add_argument("--dtypes", default="float16,bfloat16")
+    parser.add_argument("--ours", action="store_true", help="time schedlang's kernel too")
+    parser.add_argument("--ours-limit", type=float, default=8.0, help="GB it may take")
+    parser.add_argument("--factor", type=int, default=64, help="keys per block of online")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    names = list(BACKENDS) + (["schedlang"] if args.ours else [])
+    header = ["dtype", "causal", "B", "H", "L", "D", *(f"{x} TFLOP/s" for x in names)]
+    if args.ours:
+        header += [f"schedlang / {x}" for x in BACKENDS]
+    print("| " + " | ".join(header) + " |")
+    print("|" + " --- |" * len(header))
+    for dtype in args.dtypes.split(","):
+        for d in map(int, args.head_dims.split(",")):
+            for n in map(int, args.seqlens.split(",")):
+                for causal in causals:
+                    print(_row(dtype, causal, n, d, args), flush=True)
+
+
+def _row(dtype: str, causal: bool, n: int, d: int, args) -> str:
+    b, h, n, d = shape(n, d)
+    torch_dtype = getattr(torch, dtype)
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch_dtype) for _ in range(3))
+    work = flops(b, h, n, d, causal)
+    seconds = {
+        name: torch_seconds(q, k, v, causal, be, args.repeat) for name, be in BACKENDS.items()
+    }
+    if args.ours:
+        seconds["schedlang"] = _ours(q, k, v, causal, dtype, args)
+    rate = {x: ("-" if s is None else f"{work / s / 1e12:.1f}") for x, s in seconds.items()}
+    cells = [dtype, "yes" if causal else "no", str(b), str(h), str(n), str(d)]
+    cells += [rate[x] for x in seconds]
+    if args.ours:
+        ours = seconds["schedlang"]
+        for x in BACKENDS:
+            peer = seconds[x]
+            cells.append("-" if ours is None or peer is None else f"{peer / ours:.3f}x")
+    return "| " + " | ".join(cells) + " |"
+
+
+def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
+    b, h, n, d = q.shape
+    if ours_bytes(b * h, n, d, args.factor) > args.ours_limit * 1e9:
+        return None
+    tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
+    s = gpu_attention.schedule(*tensors[:3], *tensors[3:], factor=args.factor)
+    kernel = sl.build(s, [*tensors[:3], tensors[-1]], target="cuda")
+    flat = [x.reshape(b * h, n, d).contiguous() for x in (q, k, v)]
+    out = torch.full_like(flat[0], float("nan"))
+    kernel(*flat, out)
+    with sdpa_kernel([SDPBackend.MATH]):
+        want = torch.nn.functional.scaled_dot_product_attention(
+            *(x.double() for x in (q, k, v)), is_causal=causal
+        ).reshape(b * h, n, d)
+    err = ((out.double() - want).abs().max() / want.abs().max()).item()
+    if not err <= 2e-2:
+        raise SystemExit(f"schedlang attention {tuple(q.shape)}: max error {err:.2e}")
+    return event_time(lambda: kernel(*flat, out), args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Attention written as its definition and fused by ``online`` into one pass over blocks of keys.
+
+Over (batch * heads, seqlen, head dim), fp16 or bf16 inputs, fp32 accumulation::
+
+    S = Q K^T * scale;  M = max_j S;  P = exp(S - M);  Z = sum_j P;  O = sum_j P V / Z
+
+``s.online([M, Z, O], factor)`` turns the three reductions over the keys into one scan over
+blocks of ``factor`` keys with a running maximum, sum and output, rescaled as the maximum grows
+(FlashAttention's algorithm). Here every stage is bound to blocks and threads of its own kernel
+(the scan's steps launched by the host), the scores and the running states in global memory: the
+algorithm is FlashAttention's, the kernel not yet (one kernel with the state in registers).
+A causal mask is the triangular domain ``j <= i`` of every reduction.
+"""
+
+from __future__ import annotations
+
+import schedlang as sl
+from schedlang.ir.tensor import ComputeOp
+
+
+def attention(bh: int, n, d: int, dtype: str = "float16", causal: bool = False):
+    """``(Q, K, V, (M, Z, O), Out)``: the definition, nothing fused yet."""
+    scale = d**-0.5
+    q, k, v = (sl.placeholder((bh, n, d), dtype, name=name) for name in "QKV")
+    e = sl.reduce_axis((0, d), name="e")
+    s_ = sl.compute(
+        (bh, n, n),
+        lambda b, i, j: sl.sum(
+            q[b, i, e].astype("float32") * k[b, j, e].astype("float32") * scale, axis=e
+        ),
+        name="S",
+    )
+
+    def kept(i, j):
+        return j <= i if causal else None
+
+    j = sl.reduce_axis((0, n), name="j")
+    m = sl.compute((bh, n), lambda b, i: sl.max(s_[b, i, j], axis=j, where=kept(i, j)), name="M")
+    p = sl.compute((bh, n, n), lambda b, i, j: sl.exp(s_[b, i, j] - m[b, i]), name="P")
+    jz = sl.reduce_axis((0, n), name="jz")
+    z = sl.compute((bh, n), lambda b, i: sl.sum(p[b, i, jz], axis=jz, where=kept(i, jz)), name="Z")
+    jo = sl.reduce_axis((0, n), name="jo")
+    o = sl.compute(
+        (bh, n, d),
+        lambda b, i, c: sl.sum(
+            p[b, i, jo] * v[b, jo, c].astype("float32"), axis=jo, where=kept(i, jo)
+        ),
+        name="O",
+    )
+    out = sl.compute((bh, n, d), lambda b, i, c: (o[b, i, c] / z[b, i]).astype(dtype), name="Out")
+    return q, k, v, (m, z, o), out
+
+
+def schedule(q, k, v, chain, out, factor: int = 64, threads: int = 128) -> sl.Schedule:
+    """The chain fused by online, each stage's elements spread over blocks of `threads`; the
+    scan's steps stay a serial loop (each reads the one before), launched by the host."""
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=factor)
+    bx, tx = sl.thread_axis("blockIdx.x"), sl.thread_axis("threadIdx.x")
+    for stage in s.stages:
+        if not isinstance(stage.op, ComputeOp):  # the inputs, and the scan (no loops)
+            continue
+        axes = stage.op.axis
+        if axes[0].var.name.endswith(".step"):
+            axes = axes[1:]
+        fused = s[stage].fuse(*axes)
+        outer, inner = s[stage].split(fused, factor=threads)
+        s[stage].bind(outer, bx)
+        s[stage].bind(inner, tx)
+    return s
