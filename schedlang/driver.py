@@ -12,12 +12,13 @@ from .collector import paused
 from .errors import LoweringError, ScheduleError
 from .ir.expr import Const, Read, Var, const
 from .ir.tensor import Operation, PlaceholderOp, Tensor
-from .loopir.core.nodes import Buffer, LoweredFunc, ScanRows
+from .loopir.core.nodes import Buffer, LoweredFunc, ScanRows, Stmt
 from .loopir.core.printer import constant_bytes
 from .loopir.from_isl import generate, param_expr
 from .loopir.gpu.thread_reduce import lower_thread_reductions
 from .loopir.index.divmod import simplify_divisions
 from .loopir.index.index_type import index_dtype
+from .loopir.index.overflow import may_overflow
 from .loopir.loops.unroll import unroll_loops
 from .loopir.loops.unroll_limit import check_unroll_size
 from .loopir.loops.vector_inner import sink_vector_loops
@@ -97,32 +98,40 @@ def _lower(
     buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
     sizes = tuple(params.vars.values())
     index = index_dtype([op for stage in s.stages for op in stage.ops], sizes, buffers.values())
-    body, reductions = generate(
-        s,
-        placement.all(),
-        placement.extents,
-        cross_thread,
-        params.context,
-        params.vars,
-        buffers,
-        index,
-        plans,
-    )
-    _dump("generated", body)
-    body = lower_thread_reductions(body, reductions)
-    body = predicate_stores(body, _store_predicates(s, buffers))
-    body = insert_allocations(body, local)
-    body = double_buffer(body, _doubled(s, buffers))
-    piped = _pipelined(s, buffers)
-    body = pipeline(body, {b: n for b, (n, tma) in piped.items() if not tma})
-    body = bulk_pipeline(body, {b: n for b, (n, tma) in piped.items() if tma})
-    body = insert_barriers(body)
-    body = sink_vector_loops(body)
-    folded: dict = {}  # expressions simplified, for the next simplification to reuse
-    check_unroll_size(s, body)  # before any pass makes the copies
-    body = unroll_loops(body, folded, keep)  # simplified, sharing `folded`
-    body = simplify_divisions(body)
-    _dump("simplified", body)
+
+    def loop_nest(index: str) -> Stmt:
+        body, reductions = generate(
+            s,
+            placement.all(),
+            placement.extents,
+            cross_thread,
+            params.context,
+            params.vars,
+            buffers,
+            index,
+            plans,
+        )
+        _dump("generated", body)
+        body = lower_thread_reductions(body, reductions)
+        body = predicate_stores(body, _store_predicates(s, buffers))
+        body = insert_allocations(body, local)
+        body = double_buffer(body, _doubled(s, buffers))
+        piped = _pipelined(s, buffers)
+        body = pipeline(body, {b: n for b, (n, tma) in piped.items() if not tma})
+        body = bulk_pipeline(body, {b: n for b, (n, tma) in piped.items() if tma})
+        body = insert_barriers(body)
+        body = sink_vector_loops(body)
+        folded: dict = {}  # expressions simplified, for the next simplification to reuse
+        check_unroll_size(s, body)  # before any pass makes the copies
+        body = unroll_loops(body, folded, keep)  # simplified, sharing `folded`
+        body = simplify_divisions(body)
+        _dump("simplified", body)
+        return body
+
+    body = loop_nest(index)
+    if index == "int32" and may_overflow(body):  # values that fit, arithmetic that does not
+        index = "int64"
+        body = loop_nest(index)
     imports = tuple(code for stage in s.stages for code in stage.imports)
     return LoweredFunc(name, tuple(params_bufs), sizes, body, index, imports, scan_rows)
 
