@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from ..errors import AlgorithmError, entry_point, user_location
 from . import dtype as dt
 from .expr import Binary, Const, Expr, Read, Reduce, Var, as_expr, const
 from .visit import walk
+
+_NO_ATTRS: Mapping[str, object] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -67,6 +70,21 @@ class IterVar(Expr):
 
     def __repr__(self) -> str:
         return f"IterVar({self.var.name}, {self.dom}, {self.kind})"
+
+    # A loop a schedule made (split, fuse) is not an expression: comparing one with an IterVar
+    # is plain Python equality (False), so lists mixing both (TE's ``leaf_iter_vars``) can be
+    # searched and compared.
+    def __eq__(self, other):  # type: ignore[override]
+        if getattr(other, "is_schedule_loop", False):
+            return NotImplemented
+        return Expr.__eq__(self, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        if getattr(other, "is_schedule_loop", False):
+            return NotImplemented
+        return Expr.__ne__(self, other)
+
+    __hash__ = Expr.__hash__
 
 
 class Operation:
@@ -126,6 +144,9 @@ class ComputeOp(Operation):
     body: Expr
     outputs: Outputs | None = None  # set for one output of a multi-output compute
     value_index: int = 0  # which output of `outputs` this op is
+    # TE's ``attrs=``: annotations for the user's own code, read-only; they change nothing that
+    # is computed (and so are left out of a schedule's canonical text).
+    attrs: Mapping[str, object] = field(default_factory=lambda: _NO_ATTRS, repr=False)
 
     @property
     def shape(self) -> tuple[Expr, ...]:  # type: ignore[override]
@@ -333,12 +354,17 @@ def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
 
 @entry_point(also=(TypeError,))
 def compute(
-    shape: object, fcompute: Callable[..., object], name: str = "compute", tag: str = ""
+    shape: object,
+    fcompute: Callable[..., object],
+    name: str = "compute",
+    tag: str = "",
+    attrs: Mapping[str, object] | None = None,
 ) -> Tensor:
     """A tensor defined elementwise by ``fcompute(*indices)``; the axes take its argument names.
 
     A function returning a tuple defines one tensor per value, computed together in the same
-    loops (a list of tensors; TE's multi-output compute)."""
+    loops (a list of tensors; TE's multi-output compute). `attrs` (TE's) are kept, read-only,
+    as ``T.op.attrs``."""
     if not callable(fcompute):
         raise TypeError(
             f"compute '{name}': fcompute must be a function of the indices "
@@ -350,15 +376,18 @@ def compute(
         IterVar(Var(n, axis_dtype(ext), "axis"), Range(const(0), ext), "data")
         for n, ext in zip(names, extents)
     )
+    kept = MappingProxyType(dict(attrs)) if attrs else _NO_ATTRS
     result = fcompute(*axis)
     if isinstance(result, (tuple, list)):
-        return _multi_output(list(result), axis, name, tag)
+        return _multi_output(list(result), axis, name, tag, kept)
     body = _bounded_ranges(as_expr(result), axis, name)
     reduce_axes = _check_body(body, axis, name)
-    return Tensor(ComputeOp(name, tag, axis, reduce_axes, body))
+    return Tensor(ComputeOp(name, tag, axis, reduce_axes, body, attrs=kept))
 
 
-def _multi_output(values: list, axis: tuple[IterVar, ...], name: str, tag: str):
+def _multi_output(
+    values: list, axis: tuple[IterVar, ...], name: str, tag: str, attrs: Mapping[str, object]
+):
     """The tensors of a compute whose function returns a tuple (TE's multi-output compute):
     either elementwise values, or the components of one reduction over tuples, in order."""
     if not values:
@@ -386,7 +415,7 @@ def _multi_output(values: list, axis: tuple[IterVar, ...], name: str, tag: str):
     reduce_axes = [_check_body(b, axis, name) for b in bodies]
     outputs = Outputs(name)
     outputs.ops = tuple(
-        ComputeOp(f"{name}.v{k}", tag, axis, reduce_axes[k], body, outputs, k)
+        ComputeOp(f"{name}.v{k}", tag, axis, reduce_axes[k], body, outputs, k, attrs)
         for k, body in enumerate(bodies)
     )
     return [Tensor(op, k) for k, op in enumerate(outputs.ops)]

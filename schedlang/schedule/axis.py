@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..ir.expr import Var
 
@@ -18,6 +19,8 @@ class Axis:
     stage: str
     name: str
     kind: str
+    # Read by IterVar's ``==``, which then gives False instead of building an expression.
+    is_schedule_loop: ClassVar[bool] = True
 
     def __repr__(self) -> str:
         return f"Axis({self.stage}.{self.name})"

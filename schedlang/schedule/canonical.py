@@ -21,7 +21,7 @@ from ..ir.expr import Var
 from ..ir.tensor import Operation, Outputs, Tensor
 from .schedule import Schedule
 
-_SKIPPED = frozenset({"loc"})
+_SKIPPED = frozenset({"loc", "attrs"})  # where the user wrote it; annotations of an op
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 

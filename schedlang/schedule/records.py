@@ -26,10 +26,22 @@ class Split:
 
 @dataclass(frozen=True, slots=True)
 class Fuse:
+    """``fuse(*axes)``: the adjacent loops `axes`, outer first, become the loop `fused`."""
+
     stage: str
     axes: tuple[Axis, ...]
     fused: Axis
     loc: str = ""
+
+    @property
+    def outer(self) -> Axis:
+        """TE's name: the outermost loop fused (TE fuses two at a time)."""
+        return self.axes[0]
+
+    @property
+    def inner(self) -> Axis:
+        """TE's name: the innermost loop fused."""
+        return self.axes[-1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,12 @@ class Schedule:
             f"{', '.join(s.name for s in self.stages)}"
         )
 
+    @property
+    def outputs(self) -> list[Operation]:
+        """The output ops as given to `create_schedule` (TE's ``s.outputs``); ``s[op]`` finds
+        their stages also after cache_write gave them new ops."""
+        return list(self.roots)
+
     # -- memory and reductions ------------------------------------------------------------
 
     @entry_point

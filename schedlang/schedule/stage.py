@@ -26,6 +26,7 @@ from .errors import (
     message,
 )
 from .intrin import TensorIntrin
+from .introspect import StageViews
 from .pragma import apply_pragma
 from .stage_guards import check_scope, depends_on, keep_in_scan, one_output
 from .user_intrin import UserIntrin
@@ -48,7 +49,7 @@ def _ceildiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-class Stage:
+class Stage(StageViews):
     """The loops of one op and where it is computed. Obtain with ``s[tensor]``."""
 
     def __init__(self, schedule: Schedule, op: Operation, name: str) -> None:
@@ -66,6 +67,7 @@ class Stage:
         # pragma auto_unroll_max_step: the scope's loop -> (steps, where it was asked)
         self.auto_unroll: dict[Axis, tuple[int, str]] = {}
         self.imports: list[str] = []  # pragma import_llvm: LLVM IR linked into the kernel
+        self.origin_op = op  # the op the stage was made for (cache_write, rfactor replace `op`)
         self._adopt(op)
 
     def _adopt(self, op: Operation) -> None:

@@ -3,6 +3,8 @@ shapes (integral floats such as ``N / bn``) and of thread axes (a range before t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import schedlang as _sl
 from schedlang import (  # noqa: F401 - re-exported under TE's names
     Tensor,
@@ -38,6 +40,8 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
 )
 
 from ..errors import AlgorithmError, ScheduleError
+from . import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+from .tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
 from .tensor_intrin import decl_tensor_intrin  # noqa: F401
 
 power = pow
@@ -57,7 +61,22 @@ def placeholder(shape: object, dtype: str | None = None, name: str = "placeholde
 def compute(
     shape: object, fcompute, name: str = "compute", tag: str = "", attrs: object = None
 ) -> Tensor:
-    return _sl.compute(_shape(shape, name), fcompute, name=name, tag=tag)
+    """TE's compute: the tag defaults to the `tag_scope` entered, and `attrs` values are kept
+    as TE converts them (numbers as constants with ``.value``, lists as tuples)."""
+    kept = None if attrs is None else _attr_value(attrs)
+    return _sl.compute(
+        _shape(shape, name), fcompute, name=name, tag=scoped_tag(tag, name), attrs=kept
+    )
+
+
+def _attr_value(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {str(k): _attr_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_attr_value(v) for v in value)
+    if isinstance(value, (bool, int, float)):
+        return const(value)
+    return value
 
 
 def extern(

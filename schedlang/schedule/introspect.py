@@ -1,0 +1,58 @@
+"""What a stage's loops are now, as TE code reads them (``leaf_iter_vars``, ``all_iter_vars``).
+
+A root loop is shown as the op's IterVar (``s[C].op.axis[0]``, the object the user holds) and a
+loop made by split or fuse as the axis the primitive returned, so every item compares equal to
+what the user holds and can be passed back to a primitive of the stage.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir.tensor import IterVar
+from . import records as rec
+from .axis import Axis
+
+if TYPE_CHECKING:
+    from .stage import Stage
+
+
+def shown(stage: Stage, axis: Axis) -> IterVar | Axis:
+    """`axis` as the user holds it: a root loop's IterVar, or the axis itself."""
+    return stage.itervars.get(axis, axis)
+
+
+def made_axes(stage: Stage) -> list[Axis]:
+    """The loops split and fuse made, in the order they were made (outer before inner)."""
+    made: list[Axis] = []
+    for r in stage.relations:
+        if isinstance(r, rec.Split):
+            made += [r.outer, r.inner]
+        else:
+            made.append(r.fused)
+    return made
+
+
+class StageViews:
+    """TE's read-only views of a stage (mixed into `Stage`)."""
+
+    @property
+    def leaf_iter_vars(self: Stage) -> list[IterVar | Axis]:
+        """The stage's loops now, outermost first.
+
+        After ``xo, xi = s[C].split(C.op.axis[0], factor=4)`` on ``C[i, j]``::
+
+            s[C].leaf_iter_vars == [xo, xi, C.op.axis[1]]
+        """
+        return [shown(self, a) for a in self.leaves]
+
+    @property
+    def all_iter_vars(self: Stage) -> list[IterVar | Axis]:
+        """Every loop the stage has had: its root axes (data, then reduce), then the loops
+        made by split and fuse, in the order they were made; those split or fused away stay."""
+        return [shown(self, a) for a in (*self.root_axes, *made_axes(self))]
+
+    @property
+    def is_output(self: Stage) -> bool:
+        """Whether the stage computes an output of the schedule (the caller's array)."""
+        return any(op in self.schedule.output_ops for op in self.ops)
