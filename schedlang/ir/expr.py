@@ -39,6 +39,8 @@ class Expr:
 
     @entry_point
     def __add__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("+", self, other)
 
     @entry_point
@@ -47,6 +49,8 @@ class Expr:
 
     @entry_point
     def __sub__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("-", self, other)
 
     @entry_point
@@ -55,6 +59,8 @@ class Expr:
 
     @entry_point
     def __mul__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("*", self, other)
 
     @entry_point
@@ -63,6 +69,8 @@ class Expr:
 
     @entry_point
     def __truediv__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("/", self, other)
 
     @entry_point
@@ -71,6 +79,8 @@ class Expr:
 
     @entry_point
     def __floordiv__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("//", self, other)
 
     @entry_point
@@ -79,6 +89,8 @@ class Expr:
 
     @entry_point
     def __mod__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("%", self, other)
 
     @entry_point
@@ -359,6 +371,14 @@ class Reduce(Expr):
     value_index: int = 0
 
 
+def _is_tensor(value: object) -> bool:
+    """Whether `value` is a tensor: ``x + A`` is then whole-tensor arithmetic, which the
+    tensor's reflected operator defines (``alpha * A`` as in TE)."""
+    from .tensor import Tensor
+
+    return isinstance(value, Tensor)
+
+
 _PY_COMPARE = {
     "==": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
@@ -393,6 +413,7 @@ def const(value: Scalar, dtype: object = None) -> Const:
 def as_expr(value: object, like: str | None = None) -> Expr:
     """`value` as an expression; a Python scalar takes a dtype next to `like` (see dtype.py)."""
     from .tensor import IterVar, Tensor
+    from .tensor_slice import TensorSlice
 
     if isinstance(value, IterVar):
         return value.var
@@ -406,6 +427,8 @@ def as_expr(value: object, like: str | None = None) -> Expr:
         raise AlgorithmError(
             f"tensor '{value.name}' used as a value: index it, e.g. {value.name}[i, j]"
         )
+    if isinstance(value, TensorSlice):
+        raise value.incomplete()
     if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         return const(value.item(), value.dtype)
     raise AlgorithmError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
