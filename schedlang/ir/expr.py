@@ -424,14 +424,24 @@ def as_expr(value: object, like: str | None = None) -> Expr:
         name = dt.default_dtype(value) if like is None else dt.scalar_dtype(value, like)
         return const(value, name)
     if isinstance(value, Tensor):
-        raise AlgorithmError(
-            f"tensor '{value.name}' used as a value: index it, e.g. {value.name}[i, j]"
-        )
+        raise _tensor_as_value(value)
     if isinstance(value, TensorSlice):
         raise value.incomplete()
     if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         return const(value.item(), value.dtype)
     raise AlgorithmError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
+
+
+def _tensor_as_value(tensor: Tensor) -> AlgorithmError:
+    from .tensor_ops import made_by_arithmetic
+
+    message = f"tensor '{tensor.name}' used as a value: index it, e.g. {tensor.name}[i, j]"
+    if made_by_arithmetic(tensor):
+        message += (
+            f"; '{tensor.name}' is whole-tensor arithmetic ({tensor}): in a compute's body, "
+            "index the tensors inside it instead"
+        )
+    return AlgorithmError(message)
 
 
 def _plain(value: object) -> object:

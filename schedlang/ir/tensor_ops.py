@@ -21,7 +21,7 @@ from ..errors import AlgorithmError, user_location
 from .expr import Const, Expr, Var, as_expr, binary, unary
 from .printer import expr_str
 from .tensor import Tensor, compute
-from .visit import children
+from .visit import children, walk
 
 # topi's names for the operators: its computes are named T_<name>.
 _NAMES = {
@@ -41,10 +41,31 @@ def tensor_binary(op: str, a: object, b: object) -> Tensor:
         shape, at, bt = _broadcast(op, a, b)
         return compute(shape, lambda *i: binary(op, a[at(i)], b[bt(i)]), name=name, tag="broadcast")
     if isinstance(a, Tensor):
-        scalar = as_expr(b, like=a.dtype)
+        scalar = _scalar(op, a, b, b)
         return compute(a.shape, lambda *i: binary(op, a[i], scalar), name=name, tag="elemwise")
-    scalar = as_expr(a, like=b.dtype)  # b is the tensor
+    scalar = _scalar(op, b, a, a)  # b is the tensor
     return compute(b.shape, lambda *i: binary(op, scalar, b[i]), name=name, tag="elemwise")
+
+
+def made_by_arithmetic(t: Tensor) -> bool:
+    """Whether `t` is the result of an operator of this module."""
+    names = {f"T_{name}" for name in _NAMES.values()} | {"T_negative"}
+    return getattr(t.op, "tag", "") in ("broadcast", "elemwise") and t.name in names
+
+
+def _scalar(op: str, tensor: Tensor, value: object, shown: object) -> Expr:
+    """`value` as the scalar side of ``tensor op value``. An element expression of a compute's
+    body (``A[i] + B`` in a body) is a tensor left unindexed there, not arithmetic."""
+    scalar = as_expr(value, like=tensor.dtype)
+    for node in walk(scalar):
+        if isinstance(node, Var) and node.kind in ("axis", "reduce"):
+            raise AlgorithmError(
+                f"tensor '{tensor.name}' used as a value next to '{shown}', which uses the loop "
+                f"variable '{node.name}', at {user_location()}: index it, e.g. "
+                f"{tensor.name}[{node.name}]; whole-tensor arithmetic such as "
+                f"{tensor.name} {op} 2 takes tensors and scalars outside a compute's body"
+            )
+    return scalar
 
 
 def tensor_negative(a: Tensor) -> Tensor:

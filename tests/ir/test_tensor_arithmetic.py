@@ -194,3 +194,22 @@ def test_te_spelling():
     out = np.full((6, 4), np.nan, "float32")
     kernel(a, b, out)
     assert_matches(out, a * b + 1)
+
+
+def test_an_unindexed_tensor_in_a_body_is_still_named_as_such():
+    A = sl.placeholder((4,), name="A")
+    B = sl.placeholder((4,), name="B")
+    with pytest.raises(
+        sl.AlgorithmError,
+        match=r"tensor 'B' used as a value next to 'A\[i\]', which uses the loop variable 'i', "
+        r"at test_tensor_arithmetic.py:\d+: index it, e.g. B\[i\]",
+    ):
+        sl.compute((4,), lambda i: A[i] + B, name="C")
+    with pytest.raises(sl.AlgorithmError, match=r"tensor 'B' used as a value: index it"):
+        sl.compute((4,), lambda i: B, name="C")
+    with pytest.raises(
+        sl.AlgorithmError,
+        match=r"'T_multiply' is whole-tensor arithmetic \(T_multiply\[i0\] = B\[i0\] \* 2.0\): "
+        r"in a compute's body, index the tensors inside it instead",
+    ):
+        sl.compute((4,), lambda i: B * 2, name="C")
