@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .integers import as_int
+from .tensor_slice import TensorSlice
 
 if TYPE_CHECKING:
     from .tensor import IterVar, Tensor
@@ -413,7 +414,6 @@ def const(value: Scalar, dtype: object = None) -> Const:
 def as_expr(value: object, like: str | None = None) -> Expr:
     """`value` as an expression; a Python scalar takes a dtype next to `like` (see dtype.py)."""
     from .tensor import IterVar, Tensor
-    from .tensor_slice import TensorSlice
 
     if isinstance(value, IterVar):
         return value.var
