@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .integers import as_int
+from .tensor_slice import TensorSlice
 
 if TYPE_CHECKING:
     from .tensor import IterVar, Tensor
@@ -39,6 +40,8 @@ class Expr:
 
     @entry_point
     def __add__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("+", self, other)
 
     @entry_point
@@ -47,6 +50,8 @@ class Expr:
 
     @entry_point
     def __sub__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("-", self, other)
 
     @entry_point
@@ -55,6 +60,8 @@ class Expr:
 
     @entry_point
     def __mul__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("*", self, other)
 
     @entry_point
@@ -63,6 +70,8 @@ class Expr:
 
     @entry_point
     def __truediv__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("/", self, other)
 
     @entry_point
@@ -71,6 +80,8 @@ class Expr:
 
     @entry_point
     def __floordiv__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("//", self, other)
 
     @entry_point
@@ -79,6 +90,8 @@ class Expr:
 
     @entry_point
     def __mod__(self, other):
+        if _is_tensor(other):
+            return NotImplemented
         return binary("%", self, other)
 
     @entry_point
@@ -359,6 +372,14 @@ class Reduce(Expr):
     value_index: int = 0
 
 
+def _is_tensor(value: object) -> bool:
+    """Whether `value` is a tensor: ``x + A`` is then whole-tensor arithmetic, which the
+    tensor's reflected operator defines (``alpha * A`` as in TE)."""
+    from .tensor import Tensor
+
+    return isinstance(value, Tensor)
+
+
 _PY_COMPARE = {
     "==": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
@@ -403,12 +424,24 @@ def as_expr(value: object, like: str | None = None) -> Expr:
         name = dt.default_dtype(value) if like is None else dt.scalar_dtype(value, like)
         return const(value, name)
     if isinstance(value, Tensor):
-        raise AlgorithmError(
-            f"tensor '{value.name}' used as a value: index it, e.g. {value.name}[i, j]"
-        )
+        raise _tensor_as_value(value)
+    if isinstance(value, TensorSlice):
+        raise value.incomplete()
     if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         return const(value.item(), value.dtype)
     raise AlgorithmError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
+
+
+def _tensor_as_value(tensor: Tensor) -> AlgorithmError:
+    from .tensor_ops import made_by_arithmetic
+
+    message = f"tensor '{tensor.name}' used as a value: index it, e.g. {tensor.name}[i, j]"
+    if made_by_arithmetic(tensor):
+        message += (
+            f"; '{tensor.name}' is whole-tensor arithmetic ({tensor}): in a compute's body, "
+            "index the tensors inside it instead"
+        )
+    return AlgorithmError(message)
 
 
 def _plain(value: object) -> object:

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from ..errors import AlgorithmError, entry_point, user_location
 from . import dtype as dt
 from .expr import Binary, Const, Expr, Read, Reduce, Var, as_expr, const
+from .tensor_slice import TensorSlice, index_count_error
 from .visit import walk
 
 _NO_ATTRS: Mapping[str, object] = MappingProxyType({})
@@ -199,20 +200,24 @@ class Tensor:
         # Without this, Python would iterate through __getitem__ (A[0], A[1], ...) forever.
         raise TypeError(f"tensor '{self.name}' is not iterable: index it, e.g. {self.name}[i]")
 
+    @entry_point
     def __call__(self, *indices: object) -> Expr:
         """``A(i, j)``, TE's other spelling of ``A[i, j]``."""
-        return self.__getitem__(indices)
+        return self._read(indices)
 
     @entry_point
-    def __getitem__(self, indices: object) -> Expr:
+    def __getitem__(self, indices: object) -> Expr | TensorSlice:
+        """``A[i, j]``; with fewer indices than dimensions, a `TensorSlice` to index further
+        (``A[i][j]``, as in TE)."""
         if not isinstance(indices, tuple):
             indices = (indices,)
+        if len(indices) < self.ndim:
+            return TensorSlice(self, indices, user_location())
+        return self._read(indices)
+
+    def _read(self, indices: tuple) -> Expr:
         if len(indices) != self.ndim:
-            raise AlgorithmError(
-                f"tensor '{self.name}' has {self.ndim} dimension(s) but is indexed with "
-                f"{len(indices)} index(es) at {user_location()}: give one index per dimension, "
-                f"e.g. {self.name}[{', '.join('ijklmn'[: self.ndim]) or ''}]"
-            )
+            raise index_count_error(self, len(indices), user_location())
         exprs = []
         for position, index in enumerate(indices):
             if isinstance(index, slice):
@@ -230,6 +235,64 @@ class Tensor:
             exprs.append(e)
         return Read(self, tuple(exprs), self.dtype)
 
+    # Whole-tensor arithmetic (tensor_ops.py): each operator defines a new compute, as TE's.
+    # Comparisons stay identity (tensors are dict keys), as TE's are.
+    __array_ufunc__ = None  # numpy's scalars and arrays defer to the reflected operators
+
+    @entry_point
+    def __add__(self, other: object) -> Tensor:
+        return _arithmetic("+", self, other)
+
+    @entry_point
+    def __radd__(self, other: object) -> Tensor:
+        return _arithmetic("+", other, self)
+
+    @entry_point
+    def __sub__(self, other: object) -> Tensor:
+        return _arithmetic("-", self, other)
+
+    @entry_point
+    def __rsub__(self, other: object) -> Tensor:
+        return _arithmetic("-", other, self)
+
+    @entry_point
+    def __mul__(self, other: object) -> Tensor:
+        return _arithmetic("*", self, other)
+
+    @entry_point
+    def __rmul__(self, other: object) -> Tensor:
+        return _arithmetic("*", other, self)
+
+    @entry_point
+    def __truediv__(self, other: object) -> Tensor:
+        return _arithmetic("/", self, other)
+
+    @entry_point
+    def __rtruediv__(self, other: object) -> Tensor:
+        return _arithmetic("/", other, self)
+
+    @entry_point
+    def __floordiv__(self, other: object) -> Tensor:
+        return _arithmetic("//", self, other)
+
+    @entry_point
+    def __rfloordiv__(self, other: object) -> Tensor:
+        return _arithmetic("//", other, self)
+
+    @entry_point
+    def __mod__(self, other: object) -> Tensor:
+        return _arithmetic("%", self, other)
+
+    @entry_point
+    def __rmod__(self, other: object) -> Tensor:
+        return _arithmetic("%", other, self)
+
+    @entry_point
+    def __neg__(self) -> Tensor:
+        from .tensor_ops import tensor_negative
+
+        return tensor_negative(self)
+
     def __str__(self) -> str:
         from .printer import tensor_str
 
@@ -243,6 +306,12 @@ class Tensor:
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
+
+
+def _arithmetic(op: str, a: object, b: object) -> Tensor:
+    from .tensor_ops import tensor_binary  # which builds computes of this module
+
+    return tensor_binary(op, a, b)
 
 
 @entry_point

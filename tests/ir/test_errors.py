@@ -50,7 +50,7 @@ def test_wrong_number_of_indices(tensors):
     with pytest.raises(
         AlgorithmError, match=r"tensor 'A' has 2 dimension\(s\) but is indexed with 1 index"
     ):
-        A[0]
+        A[0] + 1  # A[0] alone is a slice to index further (A[0][j]), as in TE
     with pytest.raises(AlgorithmError, match=r"test_errors.py:\d+: give one index per dimension"):
         I[0, 1]
 
