@@ -250,7 +250,9 @@ class Scheduler:
         factor (right for softmax and layer norm, refused by name for the others), before
         random moves schedule the stages it made."""
         reductions = [x for x in self.stages() if isinstance(x.op.body, Reduce)]
-        if len(reductions) < 2:
+        if len(reductions) < 2:  # nothing drawn: other families keep their draws
+            return
+        if self.draw(st.integers(0, 2), label="online recipe") != 0:
             return
         factor = self.draw(st.sampled_from((0, *FACTORS)), label="online factor")
         self.attempt("online", lambda: self.s.online(reductions, factor))
@@ -381,8 +383,7 @@ def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
     scan = scheduler.scan_body()
     if scan is not None and data.draw(st.integers(0, 2), label="scan recipe") == 0:
         return scheduler.scan_steps(*scan)
-    if data.draw(st.integers(0, 2), label="online recipe") == 0:
-        scheduler.online_chain()
+    scheduler.online_chain()
     scheduler.random_moves(data.draw(st.integers(0, 12)))
     return False
 
@@ -400,7 +401,7 @@ def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
         return refused
     if data.draw(st.integers(0, 3), label="shared gemm recipe") == 0:
         scheduler.shared_gemm()
-    elif data.draw(st.integers(0, 2), label="online recipe") == 0:
+    else:
         scheduler.online_chain()
     scheduler.random_moves(data.draw(st.integers(0, 12)))
     scheduler.bind_roots()

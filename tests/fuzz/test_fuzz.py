@@ -73,7 +73,7 @@ def test_gpu_schedules_on_the_gpu(data):
 SCANS = Tally()
 
 
-@sample(100)
+@sample(200)
 @given(data=st.data())
 def test_scan_schedules(data):
     """Scans with several init rows, fewer steps than rows at the call (refused by every
