@@ -11,6 +11,12 @@ from .cpu_options import check_cpu_options
 CPU_KINDS = ("llvm",)  # TE target names compiled for the CPU
 CUDA_KINDS = ("cuda", "nvptx")
 
+# What TE's target kinds say of themselves when the string does not: their dispatch keys
+# (TOPI picks a schedule by the first key it has one for) and the CUDA kind's defaults.
+DEFAULT_KEYS = {"llvm": ("cpu",), "cuda": ("cuda", "gpu")}
+DEFAULT_ATTRS = {"llvm": {}, "cuda": {"max_num_threads": 1024, "thread_warp_size": 32}}
+LISTS = ("mattr", "libs", "keys")  # options TE reads as lists of comma-separated names
+
 
 _entered: list[Target] = []  # the targets of the enclosing `with` blocks, innermost last
 
@@ -51,6 +57,56 @@ class Target:
         arch = [w for w in words[1:] if w.startswith("-arch=")]
         self.schedlang = "cpu" if self.kind.name == "llvm" else " ".join(["cuda", *arch])
         self.arch = arch[-1][len("-arch=") :] if arch else None  # "sm_90", as TE's
+        self.attrs = {**DEFAULT_ATTRS[self.kind.name], **_options(words[1:])}
+        given = tuple(self.attrs.pop("keys", ()))
+        self.keys = given + tuple(k for k in DEFAULT_KEYS[self.kind.name] if k not in given)
+
+    # TE's attributes, read from `attrs` (the options given, over the kind's defaults)
+
+    @property
+    def max_num_threads(self) -> int:
+        return int(self._attr("max_num_threads"))
+
+    @property
+    def thread_warp_size(self) -> int:
+        return int(self._attr("thread_warp_size"))
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        return int(self._attr("max_shared_memory_per_block"))
+
+    @property
+    def model(self) -> str:
+        return str(self.attrs.get("model", "unknown"))
+
+    @property
+    def mcpu(self) -> str:
+        return str(self.attrs.get("mcpu", ""))
+
+    @property
+    def mattr(self) -> list[str]:
+        return list(self.attrs.get("mattr", []))
+
+    @property
+    def libs(self) -> list[str]:
+        return list(self.attrs.get("libs", []))
+
+    @property
+    def device_name(self) -> str:
+        return str(self.attrs.get("device", ""))
+
+    def _attr(self, name: str) -> object:
+        if name in self.attrs:
+            return self.attrs[name]
+        if self.kind.name == "llvm":
+            raise LoweringError(
+                f"target {self.text!r} has no {name}: it is a GPU's limit, which TE's 'llvm' "
+                "target kind does not define either"
+            )
+        raise LoweringError(
+            f"target {self.text!r} has no {name} (TE's '{self.kind.name}' kind has no default "
+            f"for it); give it as an option, e.g. '{self.text} -{name}=...'"
+        )
 
     def __enter__(self) -> Target:
         _entered.append(self)
@@ -74,6 +130,21 @@ class Target:
 
     def __repr__(self) -> str:
         return f"Target({self.text!r})"
+
+
+def _options(words: list[str]) -> dict[str, object]:
+    """``-name=value`` options as TE's attributes: lists where TE reads lists, integers where
+    the value is one, a bare ``-name`` as true."""
+    attrs: dict[str, object] = {}
+    for word in words:
+        name, eq, value = word.lstrip("-").partition("=")
+        if not eq:
+            attrs[name] = True
+        elif name in LISTS:
+            attrs[name] = [v for v in value.split(",") if v]
+        else:
+            attrs[name] = int(value) if value.lstrip("-").isdigit() else value
+    return attrs
 
 
 def as_target(target: object) -> Target:
