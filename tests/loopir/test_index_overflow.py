@@ -71,3 +71,14 @@ def test_a_range_that_depends_on_a_size_claims_nothing():
     out = Buffer("out", "float32", (n,))
     store = Store(out, ((i * 70000) // 70000,), const(1.0))
     assert not may_overflow(For(i, const(0), n, "serial", store))
+
+
+def test_shared_parts_of_an_expression_are_bounded_once():
+    """Generated expressions share subexpressions: bounded as a tree, sixty doublings of one
+    part would be 2**60 visits."""
+    i = Var("i", "int32", "axis")
+    index = i
+    for _ in range(60):
+        index = index + index  # one node, two references
+    out = Buffer("out", "float32", (const(4),))
+    assert may_overflow(For(i, const(0), const(4), "serial", Store(out, (index,), const(1.0))))

@@ -50,12 +50,16 @@ class _Bounds:
     def __init__(self, env: dict[Var, Interval]) -> None:
         self.env = env
         self.wide = False
+        self.seen: dict[int, Interval] = {}  # by identity: generated expressions share parts
 
     def of(self, e: Expr) -> Interval:
+        if id(e) in self.seen:
+            return self.seen[id(e)]
         found = self._of(e)
         if found is not None and dt.is_int(e.dtype) and dt.bits(e.dtype) <= 32:
             if found[0] < INT32[0] or found[1] > INT32[1]:
                 self.wide = True
+        self.seen[id(e)] = found
         return found
 
     def _of(self, e: Expr) -> Interval:
