@@ -34,7 +34,7 @@ block sums and updates) are scheduled as any stages are; the returned tensors ar
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..ir.expr import Binary, Call, Const, Expr, Read, Reduce, Var, as_expr, const, logical
@@ -101,6 +101,21 @@ def online(s: Schedule, tensors: object, factor: object, loc: str) -> list[Tenso
     chain = _Softmax(s, stages, call, loc, fail)
     sources = [chain.rescalable(st) for st in stages[1:]]
     return chain.rewrite(blocks, sources)
+
+
+@dataclass
+class Sweep:
+    """The scan of one online pass before its updates (`Rewrite.sweep`)."""
+
+    name: str
+    count: Expr  # blocks of the reduce axis
+    steps: Expr  # rows of each state: one per block, and the state before the first
+    step: str  # names of the loops over the steps, the blocks and a block's elements
+    block: str
+    inner: str
+    ops: list[ComputeOp]  # the reductions, in the chain's order
+    states: list[Tensor]
+    inits: list[Tensor]
 
 
 class Rewrite:
@@ -183,6 +198,47 @@ class Rewrite:
     def _is_top(self, e: Expr) -> bool:
         return isinstance(e, Read) and e.tensor.op is self.top
 
+    def sweep(self, blocks: int) -> Sweep:
+        """The scan of the pass before its updates: `blocks` of the reduce axis (the last maybe
+        short), a row before the first for the state, one state per reduction starting from
+        its identity."""
+        j = self.top.body.axis[0]
+        extent = j.dom.extent
+        known = as_int(extent)
+        if known is not None:
+            count = const(-(-known // blocks))
+            steps = const(count.value + 1)
+        else:
+            count = (extent + blocks - 1) // blocks
+            steps = count + 1
+        name = self.s.unique_name(f"{self.top.name}.online")
+        ops = [st.op for st in self.stages]
+        states = [
+            placeholder((steps, *op.shape), op.dtype, f"{name}.state{k}")
+            for k, op in enumerate(ops)
+        ]
+        inits = [
+            _compute(f"{name}.init{k}", [("step", const(1))] + _axes(op), _constant(op))
+            for k, op in enumerate(ops)
+        ]
+        axis = j.var.name
+        return Sweep(
+            name, count, steps, f"{axis}.step", f"{axis}.block", f"{axis}.inner", ops, states, inits
+        )
+
+    def finish(self, sweep: Sweep, updates: list[Tensor], blocks: int) -> list[Tensor]:
+        """The scan made of `sweep` and its `updates`, put in the schedule in place of the
+        reductions (their values its last rows); its states."""
+        results = running(scan(sweep.inits, updates, sweep.states, name=sweep.name), sweep.ops)
+        finals = [
+            _compute(op.name, _axes(op), lambda *a, result=result: result[(sweep.count, *a)]).op
+            for op, result in zip(sweep.ops, results)
+        ]
+        self._install(finals)
+        names = tuple(st.name for st in self.stages)
+        self.s.records.append(rec.Online(names, blocks, self.loc))
+        return results
+
     def _install(self, finals: list[ComputeOp]) -> None:
         """The scan's stages into the schedule, the reductions replaced by its last rows, and
         stages nothing reads any more taken out."""
@@ -262,28 +318,19 @@ class _Softmax(Rewrite):
     # -- the rewrite -----------------------------------------------------------------------
 
     def rewrite(self, blocks: int, sources) -> list[Tensor]:
-        s, top = self.s, self.top
+        top = self.top
         top_body: Reduce = top.body
         j = top_body.axis[0]
         extent, start = j.dom.extent, j.dom.min
-        # blocks of the axis (the last maybe short), and a row before the first for the state
-        known = as_int(extent)
-        if known is not None:
-            count, steps = const(-(-known // blocks)), const(-(-known // blocks) + 1)
-        else:
-            count = (extent + blocks - 1) // blocks
-            steps = count + 1
-        name = s.unique_name(f"{top.name}.online")
-        step, block, inner = f"{j.var.name}.step", f"{j.var.name}.block", f"{j.var.name}.inner"
-        ops = [st.op for st in self.stages]
-        states = [
-            placeholder((steps, *op.shape), op.dtype, f"{name}.state{k}")
-            for k, op in enumerate(ops)
-        ]
-        inits = [
-            _compute(f"{name}.init{k}", [("step", const(1))] + _axes(op), _constant(op))
-            for k, op in enumerate(ops)
-        ]
+        sweep = self.sweep(blocks)
+        name, steps, count, ops, states = (
+            sweep.name,
+            sweep.steps,
+            sweep.count,
+            sweep.ops,
+            sweep.states,
+        )
+        step, block, inner = sweep.step, sweep.block, sweep.inner
         m = states[0]
 
         def within(t: Expr, reduce: Reduce, mapping: dict, step: bool = True) -> tuple:
@@ -344,14 +391,7 @@ class _Softmax(Rewrite):
                 return states[k][(t - 1, *a)] * factor + part[(t, *a)]
 
             updates.append(_compute(f"{name}.{op.name}_update", rows_k, rescaled))
-        results = running(scan(inits, updates, states, name=name), ops)
-        finals = [
-            _compute(op.name, _axes(op), lambda *a, result=result: result[(count, *a)]).op
-            for op, result in zip(ops, results)
-        ]
-        self._install(finals)
-        s.records.append(rec.Online(tuple(st.name for st in self.stages), blocks, self.loc))
-        return results
+        return self.finish(sweep, updates, blocks)
 
 
 def running(results: list[Tensor], ops: list[ComputeOp]) -> list[Tensor]:

@@ -30,11 +30,9 @@ from typing import TYPE_CHECKING
 from ..ir.expr import Binary, Call, Cast, Const, Expr, Reduce, Var, binary, const, logical, select
 from ..ir.integers import as_int
 from ..ir.printer import expr_str
-from ..ir.scan import scan
-from ..ir.tensor import IterVar, Range, Tensor, placeholder
+from ..ir.tensor import IterVar, Range, Tensor
 from ..ir.visit import substitute
-from . import records as rec
-from .online import Rewrite, _axes, _compute, _mapping, running
+from .online import Rewrite, _axes, _compute, _mapping
 
 if TYPE_CHECKING:
     from .stage import Stage
@@ -94,28 +92,20 @@ class Moments(Rewrite):
         return False
 
     def rewrite(self, blocks: int, centred) -> list[Tensor]:
-        s, top = self.s, self.top
+        top = self.top
         top_body: Reduce = top.body
         j = top_body.axis[0]
         extent, start = j.dom.extent, j.dom.min
-        known = as_int(extent)
-        if known is not None:
-            count, steps = const(-(-known // blocks)), const(-(-known // blocks) + 1)
-        else:
-            count = (extent + blocks - 1) // blocks
-            steps = count + 1
-        name = s.unique_name(f"{top.name}.online")
-        step, block, inner = f"{j.var.name}.step", f"{j.var.name}.block", f"{j.var.name}.inner"
-        ops = [st.op for st in self.stages]
+        sweep = self.sweep(blocks)
+        name, steps, count, ops, states = (
+            sweep.name,
+            sweep.steps,
+            sweep.count,
+            sweep.ops,
+            sweep.states,
+        )
+        step, block, inner = sweep.step, sweep.block, sweep.inner
         dtype = top_body.dtype
-        states = [
-            placeholder((steps, *op.shape), op.dtype, f"{name}.state{k}")
-            for k, op in enumerate(ops)
-        ]
-        inits = [
-            _compute(f"{name}.init{k}", [("step", const(1))] + _axes(op), _zero(op.dtype))
-            for k, op in enumerate(ops)
-        ]
 
         def terms(b: Expr, reduce: Reduce, value: Expr, mapping: dict) -> Reduce:
             """The sum of `value` over block `b` (its key at a new reduce axis)."""
@@ -169,14 +159,7 @@ class Moments(Rewrite):
             updates.append(
                 _compute(f"{name}.{op.name}_update", [(step, steps)] + _axes(op), merged)
             )
-        results = running(scan(inits, updates, states, name=name), ops)
-        finals = [
-            _compute(op.name, _axes(op), lambda *a, result=result: result[(count, *a)]).op
-            for op, result in zip(ops, results)
-        ]
-        self._install(finals)
-        s.records.append(rec.Online(tuple(st.name for st in self.stages), blocks, self.loc))
-        return results
+        return self.finish(sweep, updates, blocks)
 
 
 def _squared(e: Expr) -> Expr | None:
@@ -188,7 +171,3 @@ def _squared(e: Expr) -> Expr | None:
         if isinstance(power, Const) and float(power.value) == 2.0:
             return e.args[0]
     return None
-
-
-def _zero(dtype: str):
-    return lambda *a: const(0, dtype)

@@ -74,15 +74,20 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_sigint_during_a_long_build_raises_keyboard_interrupt_promptly():
+def _child(code: str) -> subprocess.Popen:
+    """A Python process running `code` with this checkout's schedlang, its output piped."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD],
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+
+
+def test_sigint_during_a_long_build_raises_keyboard_interrupt_promptly():
+    child = _child(CHILD)
     try:
         assert child.stdout.readline() == "building\n"
         time.sleep(1.5)
@@ -120,14 +125,7 @@ LONG_ISL_CALL = textwrap.dedent(
 
 
 def test_sigint_stops_one_long_isl_call():
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    child = subprocess.Popen(
-        [sys.executable, "-c", LONG_ISL_CALL],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    child = _child(LONG_ISL_CALL)
     try:
         assert child.stdout.readline() == "computing\n"
         time.sleep(1.0)
