@@ -172,6 +172,13 @@ def _raised_by_schedlang(tb: TracebackType | None) -> bool:
     return False
 
 
+def _bad_arguments(error: Exception) -> bool:
+    """A call that Python refused before the function ran (an unknown keyword, a missing
+    argument): the caller's mistake, raised from the entry point's own frame."""
+    tb = error.__traceback__
+    return isinstance(error, TypeError) and tb is not None and tb.tb_next is None
+
+
 def _internal(function: Callable, error: Exception) -> InternalError:
     return InternalError(
         f"{function.__qualname__} failed inside schedlang: {type(error).__name__}: {error}. "
@@ -266,7 +273,7 @@ def entry_point(
                         raise
                     raise _too_deep(function) from None
                 except Exception as error:
-                    if not _raised_by_schedlang(error.__traceback__):
+                    if _bad_arguments(error) or not _raised_by_schedlang(error.__traceback__):
                         raise
                     raise _internal(function, error) from error
 

@@ -63,3 +63,10 @@ def test_a_schedule_of_placeholders_alone_is_refused():
         sl.create_schedule(a)
     with pytest.raises(sl.ScheduleError, match=r"no outputs given; pass the tensors to compute"):
         sl.create_schedule([])
+
+
+def test_a_call_python_refuses_is_the_callers_mistake():
+    """An unknown keyword never reaches the function: Python's own TypeError, not a bug."""
+    a, c, s = chain()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'target'"):
+        sl.lower(s, [a, c], target="cuda")

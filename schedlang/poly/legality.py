@@ -28,7 +28,7 @@ from ..schedule.schedule import Schedule
 from .isl_calls import Callbacks
 from .loops import deferred_fuses
 from .placement import Placed, Placement
-from .scans import Scan, check_steps, current, find_scans, step_order
+from .scans import Scan, check_steps, check_steps_alone, current, find_scans, step_order
 from .space import Params
 
 _CONCURRENT = ("parallel", "vectorized")
@@ -44,6 +44,9 @@ def check_legality(
     order = {stage.name: k for k, stage in enumerate(schedule.stages)}
     steps = step_order(scans, order)
     width = max(len(p.stmt.root_vars) for p in placed)
+    # The states of a scan computed at a loop are read where its placement made them
+    # (`scan_placement`); that its steps read only earlier steps is checked on its own.
+    inside = {params.tensor(op) for name in placement.scans for op in schedule[name].ops}
     reads = writes = original = None
     for p in placed:
         role = 1 if p.stmt.role == "update" else 0
@@ -61,6 +64,8 @@ def check_legality(
         seq = isl.UnionMap.from_map(to_root.apply_range(seq).intersect_domain(p.domain))
         original = seq if original is None else original.union(seq)
         for acc in p.stmt.reads:
+            if acc.relation.get_tuple_name(isl.dim_type.out) in inside:
+                continue
             r = isl.UnionMap.from_map(to_root.apply_range(acc.relation))
             reads = r if reads is None else reads.union(r)
         if p.prefix_len:  # its values live in its own buffer, read by construction
@@ -74,6 +79,8 @@ def check_legality(
     flow = info.set_schedule_map(original).compute_flow()
     if scans:
         check_steps(flow.get_may_no_source(), scans, params.tensor)
+    for name in placement.scans:
+        check_steps_alone(placement, placement.scans[name], params)
     deps = flow.get_must_dependence().intersect_params(params.context)
     by_name = {p.stmt.name: p for p in placed}
     cross_thread: set = set()

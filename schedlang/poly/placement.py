@@ -27,6 +27,8 @@ from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
 from .box_fill import box_clamps, box_domain
 from .loops import isl_leaves, leaf_extents, loop_map
+from .scan_placement import members, n_inits, place_scan
+from .scans import find_scans
 from .space import Params
 from .statements import Statement
 from .stored import check_stored_at
@@ -150,14 +152,25 @@ class Placement:
         # Loop extents at lowering time: an attached stage's come from its box.
         self.extents: dict[str, dict[Axis, int | None]] = {}
         self.children: dict[str, dict[Axis, list[Stage]]] = {}
+        # Scans computed at a loop, and the stages placed with them (`scan_placement`).
+        self.scans = {
+            scan.stage.name: scan
+            for scan in find_scans(schedule)
+            if isinstance(scan.stage.attach, rec.ComputeAt)
+        }
+        self.in_scan = {m.name: scan.stage for scan in self.scans.values() for m in members(scan)}
+        self.child_base: dict[tuple[str, Axis], int] = {}  # first slot of children at a loop
         for stage in schedule.stages:
-            if isinstance(stage.attach, rec.ComputeAt) and stage.name in self.by_stage:
+            placed_here = stage.name in self.by_stage or stage.name in self.scans
+            if isinstance(stage.attach, rec.ComputeAt) and placed_here:
                 _check_attach_leaf(stage, schedule[stage.attach.target])
                 at = self.children.setdefault(stage.attach.target, {})
                 at.setdefault(stage.attach.axis, []).append(stage)
         slot = 0
         kernels = []
         for stage in schedule.stages:
+            if stage.name in self.in_scan:
+                continue
             if stage.name in self.by_stage and not isinstance(stage.attach, rec.ComputeAt):
                 before = set(self.placed)
                 self._place_root(stage, slot)
@@ -181,7 +194,11 @@ class Placement:
     # -- templates ---------------------------------------------------------------------
 
     def _width(self, stage: Stage) -> int:
-        """Sibling slots the stage occupies: 2 when its init and update are separate nests."""
+        """Sibling slots the stage occupies: 2 when its init and update are separate nests; a
+        scan's, one per init and one for the loop over its steps."""
+        if stage.name in self.scans:
+            inits = members(self.scans[stage.name])[: n_inits(self.scans[stage.name])]
+            return sum(self._width(init) for init in inits) + 1
         return 2 if self._split_level(stage) == 0 else 1
 
     def _split_level(self, stage: Stage) -> int | None:
@@ -270,21 +287,29 @@ class Placement:
         ``AA -> AL -> CC`` chains, all at CC's loops)."""
         slots = []
         for axis, producers in self.children.get(consumer.name, {}).items():
-            q = 0
+            q = self.child_base.get((consumer.name, axis), 0)
             for producer in producers:
                 slots.append((producer, axis, q))
                 q += self._width(producer)
         order = {stage.name: k for k, stage in enumerate(self.schedule.stages)}
         for producer, axis, q in sorted(slots, key=lambda slot: -order[slot[0].name]):
-            self._place_attached(producer, consumer, axis, q)
+            if producer.name in self.scans:
+                place_scan(self, self.scans[producer.name], consumer, axis, q)
+            else:
+                self._place_attached(producer, consumer, axis, q)
 
-    def _place_attached(self, producer: Stage, consumer: Stage, axis: Axis, q: int) -> None:
+    def _attach_point(self, consumer: Stage, axis: Axis):
+        """(the placed statement of `consumer` holding loop `axis`, the loop's place in its
+        template, the number of loops down to it, those loops)."""
         holder = next(p for p in self.placed[consumer.name] if ("dim", axis) in p.template)
         position = holder.template.index(("dim", axis))
-        keep = sum(1 for entry in holder.template[: position + 1] if entry[0] == "dim")
+        prefix_axes = [entry[1] for entry in holder.template[: position + 1] if entry[0] == "dim"]
+        return holder, position, len(prefix_axes), prefix_axes
+
+    def _place_attached(self, producer: Stage, consumer: Stage, axis: Axis, q: int) -> None:
+        holder, position, keep, prefix_axes = self._attach_point(consumer, axis)
         readers = self._readers(producer, consumer, holder.template[: position + 1])
         base = holder
-        prefix_axes = [entry[1] for entry in base.template[: position + 1] if entry[0] == "dim"]
         scope = self.scope(producer)
         if scope == "local":
             self._check_local_threads(producer)
@@ -439,11 +464,12 @@ class Placement:
     def _enclosing_tags(self, stage: Stage) -> list[str]:
         """Hardware tags of the loops around the point where `stage` is computed."""
         tags = []
+        stage = self.in_scan.get(stage.name, stage)  # placed where its scan is
         while isinstance(stage.attach, rec.ComputeAt):
             target = self.schedule[stage.attach.target]
             upto = target.leaves.index(stage.attach.axis) + 1
             tags += [target.binds[a] for a in target.leaves[:upto] if a in target.binds]
-            stage = target
+            stage = self.in_scan.get(target.name, target)
         return tags
 
     def _relaxed(self, producer: Stage, scope: str, prefix_axes: list[Axis]):

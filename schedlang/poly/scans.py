@@ -25,6 +25,7 @@ from ..ir.scan import ScanOp, body_ops, rows_past_steps
 from ..ir.tensor import Operation
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from ..schedule.stage_guards import current_op as current
 from .affine import aff_text
 from .space import Params
 
@@ -56,12 +57,6 @@ def find_scans(schedule: Schedule) -> list[Scan]:
             _check_step_axis(stage, member)
         found.append(Scan(stage, ops, writes, body, ops[0].init.shape[0]))
     return found
-
-
-def current(schedule: Schedule, tensor) -> Operation:
-    """The schedule's op of `tensor` now (a cache_read rewires ops), one output of its stage."""
-    stage = schedule[tensor.op]
-    return stage.ops[getattr(tensor.op, "value_index", 0)]
 
 
 def _check_step_axis(scan: Stage, member: Stage) -> None:
@@ -110,6 +105,31 @@ def check_steps(no_source: isl.UnionMap, scans: list[Scan], tensor_name) -> None
                     "no earlier step computes; an update reads the state at earlier steps "
                     "only (state[t - 1, ...]), and the init's rows"
                 )
+
+
+def check_steps_alone(placement, scan: Scan, params: Params) -> None:
+    """`check_steps` for a scan computed at a loop, over its own statements in the
+    algorithm's order: its inits, then its body step after step."""
+    stages = [scan.stage.schedule[op.init.op] for op in scan.ops] + scan.body
+    order = {stage.name: k for k, stage in enumerate(stages)}
+    statements = [st for stage in stages for st in placement.by_stage.get(stage.name, [])]
+    width = max(len(st.root_vars) for st in statements)
+    reads = writes = seq = isl.UnionMap("{ }")
+    for st in statements:
+        n = len(st.root_vars)
+        xs = [f"x{k}" for k in range(n)]
+        init = st.stage.name not in {b.name for b in scan.body}
+        at = ["0", "0"] if init else ["1", xs[0]]
+        role = "1" if st.role == "update" else "0"
+        outs = at + [str(order[st.stage.name]), role] + xs + ["0"] * (width - n)
+        text = f"{{ {st.root_space}[{', '.join(xs)}] -> [{', '.join(outs)}] }}"
+        seq = seq.union(isl.UnionMap.from_map(isl.Map(text).intersect_domain(st.domain)))
+        writes = writes.union(isl.UnionMap.from_map(st.write))
+        for acc in st.reads:
+            reads = reads.union(isl.UnionMap.from_map(acc.relation))
+    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+    flow = info.set_schedule_map(seq).compute_flow()
+    check_steps(flow.get_may_no_source(), [scan], params.tensor)
 
 
 def rows_to_check(scans: list[Scan], params: Params) -> list[Scan]:

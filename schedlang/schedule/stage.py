@@ -28,7 +28,7 @@ from .errors import (
 from .intrin import TensorIntrin
 from .introspect import StageViews
 from .pragma import apply_pragma
-from .stage_guards import check_scope, depends_on, keep_in_scan, one_output
+from .stage_guards import check_scope, depends_on, keep_in_scan, one_output, scan_stages
 from .user_intrin import UserIntrin
 
 if TYPE_CHECKING:
@@ -161,9 +161,17 @@ class Stage(StageViews):
         if isinstance(self.op, ScanOp):
             what = (
                 f"'{self.name}' is a scan: it has no loops of its own, its rows are computed by "
-                "the stages of its init and update; schedule those"
+                "the stages of its init and update; schedule those (compute_at, compute_root "
+                "and set_scope place the whole scan)"
             )
             self._fail(PlacementError, call, loc, what)
+        self._require_placeable(call, loc)
+
+    def _require_placeable(self, call: str, loc: str) -> None:
+        """A compute, or a scan: the placement primitives move a scan with all its stages."""
+        guards.check_live(self, call, loc)
+        if isinstance(self.op, ScanOp):
+            return
         if isinstance(self.op, ExternOp):
             what = (
                 f"'{self.name}' is an extern stage (computed whole by {self.op.call.func!r}, "
@@ -508,7 +516,7 @@ class Stage(StageViews):
         """Compute this stage inside `parent`'s loop `axis`, over the region used there."""
         loc = user_location()
         call = f"compute_at(s[{getattr(parent, 'name', parent)}], {getattr(axis, 'name', axis)})"
-        self._require_compute(call, loc)
+        self._require_placeable(call, loc)
         self._keep_in_scan(call, loc)
         if not isinstance(parent, Stage) or not self.schedule.holds(parent):
             self._fail(
@@ -527,6 +535,14 @@ class Stage(StageViews):
             )
         if isinstance(parent.attach, rec.ComputeInline):
             self._fail(PlacementError, call, loc, f"'{parent.name}' is inlined: it has no loops")
+        if isinstance(self.op, ScanOp) and parent.name in scan_stages(self):
+            self._fail(
+                PlacementError,
+                call,
+                loc,
+                f"'{parent.name}' computes the steps of the scan '{self.name}'; compute the "
+                "scan at a loop of a stage that reads its result",
+            )
         if not depends_on(parent, self):
             self._fail(
                 PlacementError,
@@ -579,7 +595,7 @@ class Stage(StageViews):
     def compute_root(self) -> None:
         """Compute this stage in full, in its own loop nest, before its consumers."""
         loc = user_location()
-        self._require_compute("compute_root()", loc)
+        self._require_placeable("compute_root()", loc)
         self.attach = rec.ComputeRoot(self.name, loc)
         self._record(self.attach)
 
@@ -591,7 +607,7 @@ class Stage(StageViews):
         (per thread: registers) memory."""
         loc = user_location()
         call = f"set_scope({scope!r})"
-        self._require_compute(call, loc)
+        self._require_placeable(call, loc)
         self._keep_in_scan(call, loc)
         check_scope(self.name, call, loc, scope)
         if self.op in self.schedule.output_ops:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError, warn
-from ..ir.scan import ScanOp
+from ..ir.scan import ScanOp, body_ops
 from . import records as rec
 from .errors import ScopeError, message
 from .intrin import FRAGMENT_SCOPES
@@ -39,6 +39,21 @@ def keep_in_scan(stage: Stage, call: str, loc: str, cls: type) -> None:
                 f"in place; {call.split('(')[0]} would give it storage of its own. Schedule "
                 "its loops (split, reorder, bind, ...), and place the stages it reads",
             )
+
+
+def current_op(schedule, tensor) -> object:
+    """The schedule's op of `tensor` now (a cache_read rewires ops), one output of its stage."""
+    return schedule[tensor.op].ops[getattr(tensor.op, "value_index", 0)]
+
+
+def scan_stages(scan: Stage) -> list[str]:
+    """The stages that compute a scan's rows: its inits, then its body in step order (the
+    updates and the stages between its states and its updates)."""
+    schedule = scan.schedule
+    inits = [schedule[current_op(schedule, op.init)].name for op in scan.ops]
+    updates = [current_op(schedule, op.update) for op in scan.ops]
+    body = set(body_ops(updates, {op.state.op for op in scan.ops}))
+    return inits + [s.name for s in schedule.stages if any(o in body for o in s.ops)]
 
 
 def one_output(stage: Stage, cls: type, call: str, loc: str) -> None:
