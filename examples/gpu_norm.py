@@ -1,0 +1,167 @@
+"""Layer norm and RMSNorm over the rows of a matrix, written as their definitions.
+
+Over ``X[m, n]`` (float32, float16 or bfloat16), statistics in float32, the output in X's
+dtype::
+
+    layer norm:  mean = sum_j x / n;  var = sum_j (x - mean)^2 / n
+                 y = (x - mean) * rsqrt(var + eps) * w + b
+    RMSNorm:     ms = sum_j x^2 / n;  y = x * rsqrt(ms + eps) * w
+
+One block per row, as the softmax of `examples.gpu_rows`: the row is staged once in shared
+memory (in X's dtype, 16 bytes per thread per load), each sum is combined by every thread over
+its share of the shared row (``rfactor``, its loads 16 bytes wide) and then across the block,
+and the output is written 16 bytes per thread per store. Global memory is read once and
+written once, so the kernel can run at the copy bandwidth.
+
+The two sums of the layer norm read the row twice (from shared memory). The one-pass form,
+Welford's as Chan et al. merge it, is the same definition under ``s.online([Sum, Squares],
+factor)`` (`online_schedule`): each block of `factor` columns has its sum and its squares
+about its own mean computed by one thread, and a scan merges the blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import schedlang as sl
+from examples import gpu_rows
+from schedlang.ir.dtype import itemsize
+from schedlang.ir.integers import as_int
+from schedlang.ir.tensor import ComputeOp
+
+THREADS = 256
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A normalisation's tensors: the inputs (``X`` then the affine parameters), the row sums,
+    the per-row values made from them, and the output."""
+
+    inputs: tuple[sl.Tensor, ...]
+    sums: tuple[sl.Tensor, ...]
+    scalars: tuple[sl.Tensor, ...]
+    out: sl.Tensor
+
+    @property
+    def args(self) -> list[sl.Tensor]:
+        return [*self.inputs, self.out]
+
+
+def _wide(e):
+    return e.astype("float32")
+
+
+def layer_norm(m, n: int, dtype: str = "float32", eps: float = 1e-5, affine: bool = True) -> Norm:
+    """``Y = (X - mean) * rsqrt(var + eps) * W + B`` per row; without `affine`, no W and B."""
+    x = sl.placeholder((m, n), dtype, name="X")
+    k1 = sl.reduce_axis((0, n), name="k1")
+    k2 = sl.reduce_axis((0, n), name="k2")
+    total = sl.compute((m,), lambda i: sl.sum(_wide(x[i, k1]), axis=k1), name="Sum")
+    mean = sl.compute((m,), lambda i: total[i] / n, name="Mean")
+    squares = sl.compute(
+        (m,), lambda i: sl.sum((_wide(x[i, k2]) - mean[i]) ** 2, axis=k2), name="Squares"
+    )
+    rstd = sl.compute((m,), lambda i: sl.rsqrt(squares[i] / n + eps), name="Rstd")
+    params: tuple[sl.Tensor, ...] = ()
+    if affine:
+        params = (sl.placeholder((n,), dtype, name="W"), sl.placeholder((n,), dtype, name="B"))
+
+    def normed(i, j):
+        y = (_wide(x[i, j]) - mean[i]) * rstd[i]
+        if affine:
+            y = y * _wide(params[0][j]) + _wide(params[1][j])
+        return y.astype(dtype)
+
+    y = sl.compute((m, n), normed, name="Y")
+    return Norm((x, *params), (total, squares), (mean, rstd), y)
+
+
+def rms_norm(m, n: int, dtype: str = "float32", eps: float = 1e-6, affine: bool = True) -> Norm:
+    """``Y = X * rsqrt(mean(X^2) + eps) * W`` per row; without `affine`, no W."""
+    x = sl.placeholder((m, n), dtype, name="X")
+    k = sl.reduce_axis((0, n), name="k")
+    squares = sl.compute((m,), lambda i: sl.sum(_wide(x[i, k]) ** 2, axis=k), name="Squares")
+    rstd = sl.compute((m,), lambda i: sl.rsqrt(squares[i] / n + eps), name="Rstd")
+    params = (sl.placeholder((n,), dtype, name="W"),) if affine else ()
+
+    def normed(i, j):
+        y = _wide(x[i, j]) * rstd[i]
+        if affine:
+            y = y * _wide(params[0][j])
+        return y.astype(dtype)
+
+    y = sl.compute((m, n), normed, name="Y")
+    return Norm((x, *params), (squares,), (rstd,), y)
+
+
+def lanes_of(dtype: str) -> int:
+    """Elements per 16-byte load or store."""
+    return 16 // itemsize(dtype)
+
+
+def schedule(norm: Norm, threads: int = THREADS, lanes: int | None = None) -> sl.Schedule:
+    """One block of `threads` per row, the row staged in shared memory; `lanes` elements per
+    load and store (by default 16 bytes of X's dtype)."""
+    x, y = norm.inputs[0], norm.out
+    if as_int(x.shape[1]) is None:
+        raise ValueError(
+            f"the row is staged in shared memory: its length must be a constant, not '{x.shape[1]}'"
+        )
+    lanes = lanes or lanes_of(x.dtype)
+    s = sl.create_schedule(y.op)
+    row = s.cache_read(x, "shared", [*norm.sums, y])
+    block = _rows_out(s, y, threads, lanes)
+    for total in norm.sums:
+        gpu_rows.threads_reduce(s, total, threads, lanes)
+        s[total].compute_at(s[y], block)
+    for value in norm.scalars:
+        s[value].compute_at(s[y], block)
+    s[row].compute_at(s[y], block)
+    gpu_rows.spread(s, row, threads, lanes)
+    return s
+
+
+def _rows_out(s: sl.Schedule, y: sl.Tensor, threads: int, lanes: int) -> sl.IterVar:
+    """`y`'s rows over blocks, each row written `lanes` elements per thread per store; the
+    block's axis."""
+    block = s[y].op.axis[0]
+    s[y].bind(block, sl.thread_axis("blockIdx.x"))
+    jo, ji = s[y].split(s[y].op.axis[1], factor=threads * lanes)
+    tx, lane = s[y].split(ji, factor=lanes)
+    s[y].bind(tx, sl.thread_axis("threadIdx.x"))
+    s[y].vectorize(lane)
+    s[y].unroll(jo)
+    return block
+
+
+def online_schedule(norm: Norm, factor: int = 256, threads: int = THREADS) -> sl.Schedule:
+    """The layer norm's statistics in one pass over X: ``s.online([Sum, Squares], factor)``
+    (Welford's form, merged a block of `factor` columns at a time as Chan et al. merge
+    partial results). Each block's sum and squares about its own mean are one thread's work,
+    rows side by side across threads; the scan merging the blocks is a loop of kernels
+    launched by the host (a scan cannot be computed inside a block's loops), its states in
+    global memory; the output is written as in `schedule`, reading X again."""
+    x, y = norm.inputs[0], norm.out
+    s = sl.create_schedule(y.op)
+    s.online(list(norm.sums), factor=factor)
+    _rows_out(s, y, threads, lanes_of(x.dtype))
+    bx, tx = sl.thread_axis("blockIdx.x"), sl.thread_axis("threadIdx.x")
+    for stage in s.stages:
+        if not isinstance(stage.op, ComputeOp) or stage is s[y]:
+            continue
+        axes = stage.op.axis
+        if axes[0].var.name.endswith(".step"):  # the scan's step: the host's loop
+            axes = axes[1:]
+        outer, inner = s[stage].split(s[stage].fuse(*axes), factor=threads)
+        s[stage].bind(outer, bx)
+        s[stage].bind(inner, tx)
+    return s
+
+
+def build(kind: str, m, n: int, dtype: str = "float32", target: str = "cuda", **options):
+    """``layer_norm`` or ``rms_norm`` (`kind`) at ``(m, n)``, scheduled and built; its
+    arguments are ``Norm.args``: X, the affine parameters, Y."""
+    define = {"layer_norm": layer_norm, "rms_norm": rms_norm}[kind]
+    eps = options.pop("eps", 1e-5 if kind == "layer_norm" else 1e-6)
+    norm = define(m, n, dtype, eps=eps, affine=options.pop("affine", True))
+    return sl.build(schedule(norm, **options), norm.args, target=target)
