@@ -7,14 +7,14 @@ Peers: ``torch.nn.functional.layer_norm``; for RMSNorm the plain torch expressio
 ``torch.nn.functional.rms_norm``; and the device copy of X into Y (``Y.copy_(X)``), which moves
 the same bytes as a norm that reads X once and writes Y once. Rates are those bytes (X, Y and
 the affine parameters) per second. Each of our kernels is checked against float64 first
-(outputs filled with NaN), then timed at each number of threads per row (`--threads`; the
-fastest is shown, all in the last column), cycling through enough sets of buffers that none
-is in L2 from its previous use. ``--online`` adds the layer norm whose statistics are one
-online pass (`gpu_norm.online_schedule`: several kernels, the scan's steps launched by the
-host).
+(outputs filled with NaN), then timed at each shape of block (`--blocks`: threads per row,
+times rows per block; the fastest is shown, all in the last column), cycling through enough
+sets of buffers that none is in L2 from its previous use. ``--online`` adds the layer norm
+whose statistics are one online pass (`gpu_norm.online_schedule`: several kernels, the scan's
+steps launched by the host).
 
     python benchmarks/norm.py [--kinds layer_norm,rms_norm] [--dtypes float32,bfloat16]
-        [--sizes 1024,4096] [--threads auto|256,512] [--online] [--repeat 100]
+        [--sizes 1024,4096] [--blocks auto|256,512,32x8] [--online] [--repeat 100]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ HEADER = [
     "kind",
     "dtype",
     "N",
-    "threads",
+    "block",
     "ms",
     "GB/s",
     "peer",
@@ -50,17 +50,21 @@ HEADER = [
     "peer/ours",
     "copy GB/s",
     "ours/copy",
-    "GB/s by threads",
+    "GB/s by block",
 ]
 
 
-def thread_counts(n: int, dtype: str, asked: str) -> list[int]:
-    """The threads per row to try: those asked, or (``auto``) every power of two from 64 to
-    1024 giving each thread 1 to 32 loads of 16 bytes (64 for rows shorter than that)."""
+def blocks(n: int, dtype: str, asked: str) -> list[tuple[int, int]]:
+    """The (threads per row, rows per block) to try: those asked (``256`` or ``32x8``), or
+    (``auto``) one row a block of every power of two from 64 to 1024 threads giving each
+    thread 1 to 32 loads of 16 bytes, and 8 rows of 32 and 4 of 64 threads where those give
+    each thread at most 32 loads."""
     if asked != "auto":
-        return [int(t) for t in asked.split(",")]
+        return [tuple(map(int, f"{b}x1".split("x")[:2])) for b in asked.split(",")]
     loads = n // gpu_norm.lanes_of(dtype)
-    return [t for t in (64, 128, 256, 512, 1024) if t <= loads <= 32 * t] or [64]
+    found = [(t, 1) for t in (64, 128, 256, 512, 1024) if t <= loads <= 32 * t]
+    found += [(t, r) for t, r in ((32, 8), (64, 4)) if t <= loads <= 32 * t]
+    return found or [(64, 1)]
 
 
 def inputs(kind: str, n: int, dtype: str) -> tuple[torch.Tensor, ...]:
@@ -109,11 +113,12 @@ def _copy(turns) -> torch.Tensor:
     return y.copy_(x)
 
 
-def ours(kind: str, n: int, dtype: str, sets, threads: int, repeat: int) -> float:
+def ours(kind: str, n: int, dtype: str, sets, block: tuple[int, int], repeat: int) -> float:
     """Our kernel's median seconds, after checking it against float64."""
-    kernel = gpu_norm.build(kind, ROWS, n, dtype, threads=threads)
+    threads, rows = block
+    kernel = gpu_norm.build(kind, ROWS, n, dtype, threads=threads, rows=rows)
     return _checked_time(
-        kernel, kind, dtype, f"{kind} {dtype} {n}, {threads} threads", sets, repeat
+        kernel, kind, dtype, f"{kind} {dtype} {n}, {threads}x{rows} threads", sets, repeat
     )
 
 
@@ -133,30 +138,30 @@ def _checked_time(kernel, kind: str, dtype: str, what: str, sets, repeat: int) -
     return rotated_kernel_time(kernel, sets, repeat)
 
 
-def rows(kind: str, n: int, dtype: str, args) -> list[list[str]]:
+def table_rows(kind: str, n: int, dtype: str, args) -> list[list[str]]:
     """One table row per peer of `kind` at `n` columns in `dtype`."""
     sets = rotation(partial(inputs, kind, n, dtype), 2 * ROWS * n * itemsize(dtype))
     work = sum(t.numel() * t.element_size() for t in sets[0])
     rate = lambda s: f"{work / s / 1e9:.0f}"  # noqa: E731
     copy = event_time(partial(_copy, itertools.cycle(sets)), args.repeat)
     tried = {
-        t: ours(kind, n, dtype, sets, t, args.repeat) for t in thread_counts(n, dtype, args.threads)
+        f"{t}x{r}": ours(kind, n, dtype, sets, (t, r), args.repeat)
+        for t, r in blocks(n, dtype, args.blocks)
     }
     best = min(tried, key=tried.get)
-    mine = tried[best]
-    variants = [(str(best), mine, " ".join(f"{t}:{rate(s)}" for t, s in tried.items()))]
+    variants = [(best, tried[best], " ".join(f"{b}:{rate(s)}" for b, s in tried.items()))]
     if args.online and kind == "layer_norm":
         variants.append(("online", online(n, dtype, sets, args.factor, args.repeat), "-"))
     table = []
     for name, fn in peers(kind).items():
         peer = event_time(partial(_call, fn, itertools.cycle(sets)), args.repeat)
-        for threads, seconds, spread in variants:
+        for block, seconds, spread in variants:
             table.append(
                 [
                     kind,
                     dtype,
                     str(n),
-                    threads,
+                    block,
                     f"{seconds * 1e3:.4f}",
                     rate(seconds),
                     name,
@@ -176,7 +181,7 @@ def main() -> None:
     parser.add_argument("--kinds", default="layer_norm,rms_norm")
     parser.add_argument("--dtypes", default="float32,bfloat16,float16")
     parser.add_argument("--sizes", default="1024,2048,4096,8192,16384")
-    parser.add_argument("--threads", default="auto", help="threads per row to try, or auto")
+    parser.add_argument("--blocks", default="auto", help="threads per row [x rows] to try")
     parser.add_argument("--online", action="store_true", help="time the one-pass layer norm too")
     parser.add_argument("--factor", type=int, default=256, help="columns per block of online")
     parser.add_argument("--repeat", type=int, default=100)
@@ -187,7 +192,7 @@ def main() -> None:
     for kind, dtype, n in itertools.product(
         args.kinds.split(","), args.dtypes.split(","), map(int, args.sizes.split(","))
     ):
-        for row in rows(kind, n, dtype, args):
+        for row in table_rows(kind, n, dtype, args):
             print("| " + " | ".join(row) + " |", flush=True)
 
 

@@ -7,11 +7,12 @@ dtype::
                  y = (x - mean) * rsqrt(var + eps) * w + b
     RMSNorm:     ms = sum_j x^2 / n;  y = x * rsqrt(ms + eps) * w
 
-One block per row, as the softmax of `examples.gpu_rows`: the row is staged once in shared
-memory (in X's dtype, 16 bytes per thread per load), each sum is combined by every thread over
-its share of the shared row (``rfactor``, its loads 16 bytes wide) and then across the block,
-and the output is written 16 bytes per thread per store. Global memory is read once and
-written once, so the kernel can run at the copy bandwidth.
+One block per row, as the softmax of `examples.gpu_rows` (or a few rows per block, one per
+``threadIdx.y``, for short rows): the row is staged once in shared memory (in X's dtype, 16
+bytes per thread per load), each sum is combined by every thread over its share of the shared
+row (``rfactor``, its loads 16 bytes wide) and then across the row's threads, and the output is
+written 16 bytes per thread per store. Global memory is read once and written once, so the
+kernel can run at the copy bandwidth.
 
 The two sums of the layer norm read the row twice (from shared memory). The one-pass form,
 Welford's as Chan et al. merge it, is the same definition under ``s.online([Sum, Squares],
@@ -99,9 +100,13 @@ def lanes_of(dtype: str) -> int:
     return 16 // itemsize(dtype)
 
 
-def schedule(norm: Norm, threads: int = THREADS, lanes: int | None = None) -> sl.Schedule:
-    """One block of `threads` per row, the row staged in shared memory; `lanes` elements per
-    load and store (by default 16 bytes of X's dtype)."""
+def schedule(
+    norm: Norm, threads: int = THREADS, lanes: int | None = None, rows: int = 1
+) -> sl.Schedule:
+    """Blocks of `rows` rows (``threadIdx.y``), `threads` threads per row (``threadIdx.x``),
+    the block's rows staged in shared memory; `lanes` elements per load and store (by default
+    16 bytes of X's dtype). Several rows a block suit short rows: a row's sums are then
+    combined by fewer threads, one warp's shuffles alone at 32."""
     x, y = norm.inputs[0], norm.out
     if as_int(x.shape[1]) is None:
         raise ValueError(
@@ -110,28 +115,38 @@ def schedule(norm: Norm, threads: int = THREADS, lanes: int | None = None) -> sl
     lanes = lanes or lanes_of(x.dtype)
     s = sl.create_schedule(y.op)
     row = s.cache_read(x, "shared", [*norm.sums, y])
-    block = _rows_out(s, y, threads, lanes)
+    block = _rows_out(s, y, threads, lanes, rows)
     for total in norm.sums:
         gpu_rows.threads_reduce(s, total, threads, lanes)
-        s[total].compute_at(s[y], block)
-    for value in norm.scalars:
-        s[value].compute_at(s[y], block)
-    s[row].compute_at(s[y], block)
-    gpu_rows.spread(s, row, threads, lanes)
+    for stage in (*norm.sums, *norm.scalars, row):
+        s[stage].compute_at(s[y], block)
+        if rows > 1:  # the block's rows side by side, one a threadIdx.y
+            s[stage].set_scope("shared")
+            s[stage].bind(s[stage].op.axis[0], sl.thread_axis("threadIdx.y"))
+    _across_threads(s, row, s[row].op.axis[1], threads, lanes)
     return s
 
 
-def _rows_out(s: sl.Schedule, y: sl.Tensor, threads: int, lanes: int) -> sl.IterVar:
-    """`y`'s rows over blocks, each row written `lanes` elements per thread per store; the
-    block's axis."""
+def _rows_out(s: sl.Schedule, y: sl.Tensor, threads: int, lanes: int, rows: int = 1) -> sl.IterVar:
+    """`y`'s rows over blocks of `rows`, each row written `lanes` elements per thread per
+    store; the block's axis."""
     block = s[y].op.axis[0]
+    if rows > 1:
+        block, inner = s[y].split(block, factor=rows)
+        s[y].bind(inner, sl.thread_axis("threadIdx.y"))
     s[y].bind(block, sl.thread_axis("blockIdx.x"))
-    jo, ji = s[y].split(s[y].op.axis[1], factor=threads * lanes)
-    tx, lane = s[y].split(ji, factor=lanes)
-    s[y].bind(tx, sl.thread_axis("threadIdx.x"))
-    s[y].vectorize(lane)
-    s[y].unroll(jo)
+    _across_threads(s, y, s[y].op.axis[1], threads, lanes)
     return block
+
+
+def _across_threads(s: sl.Schedule, stage: sl.Tensor, axis, threads: int, lanes: int) -> None:
+    """`axis` of `stage` over `threads` threads, `lanes` neighbouring elements per thread per
+    step (one 16-byte access), the steps unrolled."""
+    rest, lane = s[stage].split(axis, factor=lanes)
+    steps, tx = s[stage].split(rest, factor=threads)
+    s[stage].bind(tx, sl.thread_axis("threadIdx.x"))
+    s[stage].vectorize(lane)
+    s[stage].unroll(steps)
 
 
 def online_schedule(norm: Norm, factor: int = 256, threads: int = THREADS) -> sl.Schedule:

@@ -49,15 +49,16 @@ def _simulated(norm: gpu_norm.Norm, s: sl.Schedule, arrays, **sizes) -> np.ndarr
     return out
 
 
+@pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
-def test_one_block_per_row_at_odd_sizes(kind, dtype):
+def test_blocks_of_rows_at_odd_sizes(kind, dtype, rows):
     """333 columns over 16 threads: several steps per thread, a ragged last step of lanes and
-    of threads; 5 rows, a symbolic count."""
+    of threads; 5 rows, a symbolic count, one a block or 3 (the last block short)."""
     m = sl.var("m")
     norm = getattr(gpu_norm, kind)(m, 333, dtype)
     arrays = _inputs(norm, 5)
-    out = _simulated(norm, gpu_norm.schedule(norm, threads=16), arrays)
+    out = _simulated(norm, gpu_norm.schedule(norm, threads=16, rows=rows), arrays)
     got = out.astype(np.float64)
     np.testing.assert_allclose(got, FORMULAS[kind](*arrays), atol=4 * TOLERANCE[dtype])
     want = sl.reference(norm.out, dict(zip(norm.inputs, arrays)))
@@ -87,19 +88,21 @@ def test_layer_norm_in_one_online_pass(dtype):
 
 
 @pytest.mark.parametrize(
-    ("kind", "n", "dtype", "threads"),
+    ("kind", "n", "dtype", "threads", "rows"),
     [
-        ("layer_norm", 1024, "bfloat16", 64),
-        ("layer_norm", 4096, "float32", 256),
-        ("layer_norm", 16384, "float32", 512),
-        ("layer_norm", 16384, "float16", 1024),
-        ("rms_norm", 8192, "bfloat16", 256),
+        ("layer_norm", 1024, "bfloat16", 64, 1),
+        ("layer_norm", 1024, "float32", 32, 8),
+        ("layer_norm", 4096, "float32", 256, 1),
+        ("layer_norm", 16384, "float32", 512, 1),
+        ("layer_norm", 16384, "float16", 1024, 1),
+        ("rms_norm", 2048, "bfloat16", 64, 4),
+        ("rms_norm", 8192, "bfloat16", 256, 1),
     ],
 )
-def test_ptx_at_the_benchmark_shapes(kind, n, dtype, threads):
+def test_ptx_at_the_benchmark_shapes(kind, n, dtype, threads, rows):
     """16-byte global loads and stores, 16-byte shared reads, squares as multiplications (no
-    library pow), no spills; a 64 KB row in dynamic shared memory."""
-    kernel = gpu_norm.build(kind, 4096, n, dtype, threads=threads)
+    library pow), no spills; 64 KB of rows in dynamic shared memory."""
+    kernel = gpu_norm.build(kind, 4096, n, dtype, threads=threads, rows=rows)
     ptx = kernel.ptx
     for op in ("ld.global.nc.v4", "st.global.v4", "ld.shared.v4", "st.shared.v4"):
         assert op in ptx, op
@@ -108,8 +111,8 @@ def test_ptx_at_the_benchmark_shapes(kind, n, dtype, threads):
     report = assemble(ptx)
     assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
     (config,) = kernel.launch_config
-    row = n * to_numpy(dtype).itemsize
-    assert config.block == (threads, 1, 1) and row <= config.shared_bytes < row + 1024
+    staged = rows * n * to_numpy(dtype).itemsize
+    assert config.block == (threads, rows, 1) and staged <= config.shared_bytes < staged + 1024
     assert config.dynamic_shared == (config.shared_bytes > 48 * 1024)
 
 
@@ -120,12 +123,14 @@ def test_a_symbolic_row_length_is_refused():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(("threads", "rows"), [(128, 1), (32, 4)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
-def test_norms_on_the_gpu(kind, dtype):
-    norm = getattr(gpu_norm, kind)(300, 5000, dtype)
-    arrays = _inputs(norm, 300, seed=3)
-    kernel = sl.build(gpu_norm.schedule(norm, threads=128), norm.args, target="cuda")
+def test_norms_on_the_gpu(kind, dtype, threads, rows):
+    norm = getattr(gpu_norm, kind)(301, 5000, dtype)
+    arrays = _inputs(norm, 301, seed=3)
+    s = gpu_norm.schedule(norm, threads=threads, rows=rows)
+    kernel = sl.build(s, norm.args, target="cuda")
     out = np.full(arrays[0].shape, np.nan, arrays[0].dtype)
     kernel(*arrays, out)
     got = out.astype(np.float64)
