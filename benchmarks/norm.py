@@ -56,15 +56,13 @@ HEADER = [
 
 def blocks(n: int, dtype: str, asked: str) -> list[tuple[int, int]]:
     """The (threads per row, rows per block) to try: those asked (``256`` or ``32x8``), or
-    (``auto``) one row a block of every power of two from 64 to 1024 threads giving each
-    thread 1 to 32 loads of 16 bytes, and 8 rows of 32 and 4 of 64 threads where those give
-    each thread at most 32 loads."""
+    (``auto``) one row a block of every power of two from 64 to 1024 threads, and 8 rows of 32
+    and 4 of 64 threads, each where a thread makes 2 to 16 loads of 16 bytes a row."""
     if asked != "auto":
         return [tuple(map(int, f"{b}x1".split("x")[:2])) for b in asked.split(",")]
     loads = n // gpu_norm.lanes_of(dtype)
-    found = [(t, 1) for t in (64, 128, 256, 512, 1024) if t <= loads <= 32 * t]
-    found += [(t, r) for t, r in ((32, 8), (64, 4)) if t <= loads <= 32 * t]
-    return found or [(64, 1)]
+    shapes = [(t, 1) for t in (64, 128, 256, 512, 1024)] + [(32, 8), (64, 4)]
+    return [(t, r) for t, r in shapes if 2 * t <= loads <= 16 * t] or [(64, 1)]
 
 
 def inputs(kind: str, n: int, dtype: str) -> tuple[torch.Tensor, ...]:
