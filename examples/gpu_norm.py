@@ -25,10 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import schedlang as sl
-from examples import gpu_rows
+from examples import gpu_attention, gpu_rows
 from schedlang.ir.dtype import itemsize
 from schedlang.ir.integers import as_int
-from schedlang.ir.tensor import ComputeOp
 
 THREADS = 256
 
@@ -160,16 +159,7 @@ def online_schedule(norm: Norm, factor: int = 256, threads: int = THREADS) -> sl
     s = sl.create_schedule(y.op)
     s.online(list(norm.sums), factor=factor)
     _rows_out(s, y, threads, lanes_of(x.dtype))
-    bx, tx = sl.thread_axis("blockIdx.x"), sl.thread_axis("threadIdx.x")
-    for stage in s.stages:
-        if not isinstance(stage.op, ComputeOp) or stage is s[y]:
-            continue
-        axes = stage.op.axis
-        if axes[0].var.name.endswith(".step"):  # the scan's step: the host's loop
-            axes = axes[1:]
-        outer, inner = s[stage].split(s[stage].fuse(*axes), factor=threads)
-        s[stage].bind(outer, bx)
-        s[stage].bind(inner, tx)
+    gpu_attention.spread_stages(s, threads, keep=(y,))
     return s
 
 
