@@ -56,10 +56,18 @@ def schedule(q, k, v, chain, out, factor: int = 64, threads: int = 128) -> sl.Sc
     scan's steps stay a serial loop (each reads the one before), launched by the host."""
     s = sl.create_schedule(out)
     s.online(list(chain), factor=factor)
+    spread_stages(s, threads)
+    return s
+
+
+def spread_stages(s: sl.Schedule, threads: int, keep: tuple[sl.Tensor, ...] = ()) -> None:
+    """Each computed stage of `s` but those of `keep`, its elements fused and spread over
+    blocks of `threads`; the step axis of an online scan's stages stays a serial loop."""
     bx, tx = sl.thread_axis("blockIdx.x"), sl.thread_axis("threadIdx.x")
+    kept = [s[t] for t in keep]
     for stage in s.stages:
-        if not isinstance(stage.op, ComputeOp):  # the inputs, and the scan (no loops)
-            continue
+        if not isinstance(stage.op, ComputeOp) or any(stage is k for k in kept):
+            continue  # the inputs, and the scan (no loops)
         axes = stage.op.axis
         if axes[0].var.name.endswith(".step"):
             axes = axes[1:]
@@ -67,4 +75,3 @@ def schedule(q, k, v, chain, out, factor: int = 64, threads: int = 128) -> sl.Sc
         outer, inner = s[stage].split(fused, factor=threads)
         s[stage].bind(outer, bx)
         s[stage].bind(inner, tx)
-    return s

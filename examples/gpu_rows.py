@@ -27,14 +27,13 @@ def row_sum(m, n) -> tuple[sl.Tensor, sl.Tensor]:
     return a, r
 
 
-def _threads_reduce(s: sl.Schedule, out: sl.Tensor, threads: int, lanes: int) -> None:
+def threads_reduce(s: sl.Schedule, out: sl.Tensor, threads: int, lanes: int) -> None:
     """`out`'s reduction split over `threads` threads of its row's block: each thread sums
     `lanes` neighbouring columns at a time (``rfactor`` over the thread index, the lanes
     unrolled, which become one 16-byte load), then one collective combines the threads."""
     _, ki = s[out].split(s[out].op.reduce_axis[0], factor=threads * lanes)
     kt, _ = s[out].split(ki, factor=lanes)
     rf = s.rfactor(out, kt)
-    s[out].bind(s[out].op.axis[0], sl.thread_axis("blockIdx.x"))
     s[out].bind(s[out].op.reduce_axis[0], sl.thread_axis("threadIdx.x"))
     s[rf].compute_at(s[out], s[out].op.reduce_axis[0])
     for axis in s[rf].op.reduce_axis:  # all of a thread's loads in flight at once
@@ -43,7 +42,8 @@ def _threads_reduce(s: sl.Schedule, out: sl.Tensor, threads: int, lanes: int) ->
 
 def sum_schedule(r: sl.Tensor, threads: int = THREADS, lanes: int = LANES) -> sl.Schedule:
     s = sl.create_schedule(r.op)
-    _threads_reduce(s, r, threads, lanes)
+    threads_reduce(s, r, threads, lanes)
+    s[r].bind(s[r].op.axis[0], sl.thread_axis("blockIdx.x"))
     return s
 
 
@@ -61,7 +61,7 @@ def softmax(m, n) -> tuple[sl.Tensor, ...]:
     return a, mx, e, total, inv, out
 
 
-def _spread(s: sl.Schedule, stage: sl.Tensor, threads: int, lanes: int) -> None:
+def spread(s: sl.Schedule, stage: sl.Tensor, threads: int, lanes: int) -> None:
     """A row-long stage computed by the block: 16 bytes per thread per step, all unrolled."""
     fused = s[stage].fuse(*s[stage].op.axis)
     rest, lane = s[stage].split(fused, factor=lanes)
@@ -97,11 +97,11 @@ def softmax_schedule(
         s[rf].unroll(s[rf].op.reduce_axis[0])
     s[inv].compute_at(s[out], block)
     s[row].compute_at(s[out], block)
-    _spread(s, row, threads, lanes)
+    spread(s, row, threads, lanes)
     if stage_exp:
         s[e].set_scope("shared")
         s[e].compute_at(s[out], block)
-        _spread(s, e, threads, lanes)
+        spread(s, e, threads, lanes)
     else:
         s[e].compute_inline()
     return s

@@ -62,3 +62,30 @@ def test_math_function(name, dtype, vectorized):
         out[:done].astype("float64"), want[:done].astype("float64"), rtol=RTOL[dtype], atol=1e-30
     )
     assert np.isnan(out[done:].astype("float64")).all()  # the loop covers exactly its extent
+
+
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_a_square_is_one_multiplication_on_the_gpu(lanes):
+    """``x ** 2`` is x * x (one rounding, as the power is); other powers still call the
+    target's pow. Without the shortcut a GPU runs its whole library pow for a variance."""
+    n = 1000
+    x = sl.placeholder((n,), name="X")
+
+    def pow_calls(fcompute) -> tuple[int, sl.Kernel]:
+        y = sl.compute((n,), fcompute, name="Y")
+        s = sl.create_schedule(y.op)
+        rest, lane = s[y].split(y.op.axis[0], factor=lanes)
+        block, thread = s[y].split(rest, factor=64)
+        s[y].bind(block, sl.thread_axis("blockIdx.x"))
+        s[y].bind(thread, sl.thread_axis("threadIdx.x"))
+        s[y].vectorize(lane)
+        kernel = sl.build(s, [x, y], target="cuda")
+        lines = kernel.llvm_ir.splitlines()
+        return sum("call" in line and "powf" in line for line in lines), kernel
+
+    calls, kernel = pow_calls(lambda i: (x[i] - 1.0) ** 2 + x[i] ** 2.5)
+    assert calls > 0 and calls == pow_calls(lambda i: x[i] - 1.0 + x[i] ** 2.5)[0]
+    a = np.random.default_rng(4).uniform(0.1, 3.0, n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    kernel.simulate(a, out)
+    np.testing.assert_allclose(out, (a - 1.0) ** 2 + a.astype(np.float64) ** 2.5, rtol=1e-6)
