@@ -505,6 +505,10 @@ class _Translator:
                 lead = tuple(shift[: len(shift) - len(indices)])
                 box = shift[len(lead) :]
                 indices = lead + tuple(Binary("-", i, o, self.itype) for i, o in zip(indices, box))
+            kept = leaf.placed.folds.get(n.tensor.op)
+            if kept is not None:  # a scan's tensor holding its last `kept` steps
+                step = Const(0, self.itype) if kept == 1 else Binary("%", indices[0], Const(kept, self.itype), self.itype)
+                indices = (step, *indices[1:])
             return Load(self.buffers[n.tensor.op], indices, n.dtype)
 
         def lower(value: Expr) -> Expr:

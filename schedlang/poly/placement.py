@@ -59,6 +59,9 @@ class Placed:
     kernel_threads: dict[str, int] = field(default_factory=dict)
     # A copy filling its whole box (`box_fill`): root dimension -> (extent, granularity)
     clamps: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Tensors of a scan kept for its last few steps (`scan_placement`): read at step t in
+    # the row t % steps kept
+    folds: dict[Operation, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -80,6 +80,13 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
             "thread, or inside every thread loop with scope 'local'",
         )
     group = members(scan)
+    for member in scan.body:
+        if isinstance(member.attach, rec.ComputeAt):
+            raise _placement_error(
+                member,
+                f"'{member.name}' reads a state of '{stage.name}', which is computed at a "
+                "loop: inline it, or leave it at root to be computed with the scan",
+            )
     for member in group[n_inits(scan) :]:
         _check_step_loop(pl, stage, member)
         if scope == "local":
@@ -95,6 +102,7 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
                 f"'{op.name}' is computed by the scan but nothing at this loop reads it; "
                 "compute the scan at root, or read it here",
             )
+    folds = _folds(pl, scan, group, statements, readers)
     corners: dict[str, isl.Map] = {}  # prefix -> the corner of each tensor's box
     shifts: dict[str, isl.Map] = {}  # the same with the step coordinate, 0
     for name, op in ops.items():
@@ -109,7 +117,7 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
             bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx()))
             for d in range(nd)
         ]
-        steps = _steps(pl, op.shape[0])
+        steps = _steps(pl, op.shape[0] if folds[name] is None else folds[name])
         pl.storage[op] = Storage(
             op,
             [pl._param_bound(steps)] + [pl._param_bound(e) for e in box],
@@ -118,7 +126,7 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
     for pc in readers:
         n_loops = pc.loops.dim(isl.dim_type.out)
         prefix = pc.loops.project_out(isl.dim_type.out, keep, n_loops - keep)
-        _set_offsets(pc, prefix, shifts, prefix_axes)
+        _set_offsets(pc, prefix, shifts, prefix_axes, folds)
     q_steps = q + sum(pl._width(member) for member in group[: n_inits(scan)])
     base = 0
     for k, member in enumerate(group):
@@ -143,7 +151,7 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
         for st in st_list:
             ext, to_root, pmap, relative = _extended(st, region, corners[first], keep)
             lmap, _ = loop_map(member, st.root_space, extents, data_only=st.role == "init")
-            store = _proj(ext, keep, keep + 1 + nd)
+            store = _proj(ext, keep, keep + 1 + nd).apply_range(_fold(nd, folds[first]))
             placed.append(
                 Placed(
                     st,
@@ -156,7 +164,7 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
                     pl._root_values(st, to_root),
                 )
             )
-            _set_offsets(placed[-1], pmap, shifts, prefix_axes)
+            _set_offsets(placed[-1], pmap, shifts, prefix_axes, folds)
         pl.placed[member.name] = placed
     for member in group:
         pl._place_children(member)
@@ -177,8 +185,8 @@ def _check_step_loop(pl: Placement, scan: Stage, member: Stage) -> None:
     )
 
 
-def _steps(pl: Placement, extent: Expr) -> isl.PwAff:
-    text = aff_text(extent, pl.params.names)
+def _steps(pl: Placement, extent: Expr | int) -> isl.PwAff:
+    text = str(extent) if isinstance(extent, int) else aff_text(extent, pl.params.names)
     return isl.PwAff(f"{pl.params.prefix} {{ [] -> [({text})] }}")
 
 
@@ -286,14 +294,93 @@ def _proj(ext: isl.Set, start: int, stop: int) -> isl.Map:
     return m.reset_tuple_id(isl.dim_type.out)
 
 
-def _set_offsets(p: Placed, prefix: isl.Map, shifts: dict[str, isl.Map], axes) -> None:
-    """`p` reads the scan's tensors relative to the corners of their boxes."""
+def _set_offsets(p: Placed, prefix: isl.Map, shifts: dict[str, isl.Map], axes, folds) -> None:
+    """`p` reads the scan's tensors relative to the corners of their boxes, in the rows
+    of the steps they keep."""
     for acc in p.stmt.reads:
         name = acc.relation.get_tuple_name(isl.dim_type.out)
         if name in shifts:
+            if folds[name] is not None:
+                p.folds[acc.op] = folds[name]
             shift = shifts[name]
             p.offsets[acc.op] = isl.PwMultiAff.from_map(prefix.apply_range(shift))
             p.offsets_on_loops[acc.op] = (tuple(axes), isl.PwMultiAff.from_map(shift))
+
+
+def _folds(pl: Placement, scan: Scan, group: list[Stage], statements, readers) -> dict:
+    """Isl tensor name -> how many of its last steps each of the scan's tensors keeps (None:
+    all of them). A row is overwritten `kept` steps after it was written, so every read of
+    it must come before: a read `d` steps back needs d + 1 rows, or d where the read comes
+    earlier in the step than the write, or is the writer's own read of the element it
+    writes (an update reading its state at the step before reads, then writes, in place).
+    The readers at the loop must read the last step only."""
+    position = {member.name: k for k, member in enumerate(group)}
+    writer: dict[str, tuple[int, Statement]] = {}
+    for st in statements:
+        if position[st.stage.name] >= n_inits(scan):
+            writer[st.write.get_tuple_name(isl.dim_type.out)] = (position[st.stage.name], st)
+    kept: dict[str, int | None] = {name: 1 for name in writer}
+    for op in scan.ops:  # several init rows: each must survive until it is read
+        rows = scan.rows
+        name = pl.params.tensor(op)
+        if name in kept:
+            kept[name] = rows.value if hasattr(rows, "value") else None
+    for pc in readers:
+        for acc in pc.stmt.reads:
+            name = acc.relation.get_tuple_name(isl.dim_type.out)
+            if name in kept and not _reads_last_step(pl, acc, name, scan):
+                kept[name] = None
+    for st in statements:
+        for acc in st.reads:
+            name = acc.relation.get_tuple_name(isl.dim_type.out)
+            if name not in kept or kept[name] is None:
+                continue
+            back = _steps_back(acc.relation)
+            if back is None:
+                kept[name] = None
+                continue
+            w, written_by = writer[name]
+            p = position[st.stage.name]
+            in_place = written_by is st and _same_element(st, acc)
+            need = back if p < w or in_place else back + 1
+            kept[name] = max(kept[name], need)
+    return kept
+
+
+def _steps_back(relation: isl.Map) -> int | None:
+    """How many steps before its own a read reads, when that is one number."""
+    n_in, n_out = relation.dim(isl.dim_type.in_), relation.dim(isl.dim_type.out)
+    steps = relation.project_out(isl.dim_type.in_, 1, n_in - 1)
+    steps = steps.project_out(isl.dim_type.out, 1, n_out - 1)
+    steps = steps.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out)
+    deltas = steps.deltas()
+    if deltas.is_empty() or not deltas.is_singleton():
+        return None
+    value = deltas.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python()
+    return -int(value) if -int(value) >= 0 else None
+
+
+def _same_element(st: Statement, acc) -> bool:
+    """Does the read read, at the step before, the element the statement writes?"""
+    pairs = _drop_step(st.write).reverse().apply_range(_drop_step(acc.relation))
+    return pairs.is_subset(isl.Map.identity(pairs.get_space()))
+
+
+def _reads_last_step(pl: Placement, acc, name: str, scan: Scan) -> bool:
+    op = next(op for op in scan.ops if pl.params.tensor(op) == name)
+    last = aff_text(op.shape[0], pl.params.names)
+    read = acc.relation.range()
+    n = read.dim(isl.dim_type.set)
+    steps = read.project_out(isl.dim_type.set, 1, n - 1).reset_tuple_id()
+    wanted = isl.Set(f"{pl.params.prefix} {{ [t] : t = {last} - 1 }}")
+    return steps.is_subset(wanted)
+
+
+def _fold(nd: int, kept: int | None) -> isl.Map:
+    """[step, x...] -> [the row that keeps the step, x...]."""
+    xs = [f"x{d}" for d in range(nd)]
+    row = "t" if kept is None else f"t mod {kept}"
+    return isl.Map(f"{{ [{', '.join(['t', *xs])}] -> [{', '.join([row, *xs])}] }}")
 
 
 def _in_step(templates: dict[str, list], at: int, base: int) -> dict[str, list]:

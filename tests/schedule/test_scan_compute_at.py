@@ -40,8 +40,12 @@ def _fused_attention(n, factor, tile, causal=False):
 def test_attention_computed_per_tile_of_rows(n, factor, tile):
     s, inputs, out, _, _ = _fused_attention(n, factor, tile)
     lowered = str(sl.lower(s, [*inputs, out]))
-    # One nest per tile: the states are boxes of the tile's rows at every step.
-    assert f"allocate M.run: float32[{-(-n // factor) + 1}, {min(tile, n)}]" in lowered
+    # One nest per tile: the states are boxes of the tile's rows, for the steps still read
+    # (the maximum of the step before is read after the new one is stored).
+    assert f"allocate M.run: float32[2, {min(tile, n)}]" in lowered
+    assert f"allocate O.run: float32[1, {min(tile, n)}, {D}]" in lowered
+    if n > factor:  # more than one step: a loop over them
+        assert "O.run[0, i_" in lowered and "M.run[(j.step - 1) % 2" in lowered
     arrays = _data(n)
     result = np.full((n, D), np.nan, np.float32)
     sl.build(s, [*inputs, out])(*arrays, result)
@@ -116,7 +120,7 @@ def test_the_states_per_thread_in_the_gpu_simulator():
     s[scores].bind(outer, sl.thread_axis("blockIdx.x"))
     s[scores].bind(inner, sl.thread_axis("threadIdx.x"))
     kernel = sl.build(s, [*inputs, out], target="cuda")
-    assert "allocate O.run: float32[6, 1, 8] in local" in str(kernel.lowered)
+    assert "allocate O.run: float32[1, 1, 8] in local" in str(kernel.lowered)
     arrays = _data(n)
     result = np.full((n, D), np.nan, np.float32)
     kernel.simulate(*arrays, result)
@@ -162,3 +166,28 @@ def test_a_region_that_grows_with_the_steps_is_refused():
     s[ripple].compute_at(s[y], io)
     with pytest.raises(PlacementError, match="reaches other elements at every step"):
         sl.lower(s, [x, y])
+
+
+def test_two_steps_back_keeps_two_rows():
+    """An update reading the two steps before: two init rows, two rows kept, the older one
+    read before the new step overwrites it."""
+    m, n = 11, 10
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((2, n), lambda r, i: x[r, i], name="init")
+    update = sl.compute(
+        (m, n), lambda t, i: state[t - 1, i] + 0.5 * state[t - 2, i] + x[t, i], name="update"
+    )
+    rec = sl.scan(init, update, state, name="rec")
+    y = sl.compute((n,), lambda i: rec[m - 1, i] + 1.0, name="Y")
+    s = sl.create_schedule(y)
+    io, _ = s[y].split(s[y].op.axis[0], factor=3)
+    s[rec].compute_at(s[y], io)
+    assert "allocate rec: float32[2, 3]" in str(sl.lower(s, [x, y]))
+    data = RNG.standard_normal((m, n)).astype(np.float32)
+    want = data.astype(np.float64).copy()
+    for t in range(2, m):
+        want[t] = want[t - 1] + 0.5 * want[t - 2] + data[t]
+    result = np.full(n, np.nan, np.float32)
+    sl.build(s, [x, y])(data, result)
+    np.testing.assert_allclose(result, want[-1] + 1.0, rtol=1e-5)
