@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import dtype as dt
 from .exact import exact_int
-from .expr import Binary, Cast, Const, Expr, Read, Unary, Var, binary
+from .expr import Binary, Cast, Const, Expr, Read, Unary, Var, binary, const
 from .visit import transform
 
 
@@ -49,7 +49,10 @@ def is_data_dependent(index: Expr) -> bool:
 
 def clamp_index(index: Expr, extent: Expr) -> Expr:
     """`index` kept in ``[0, extent - 1]``."""
-    return binary("max", binary("min", index, binary("-", extent, 1)), 0)
+    last = binary("-", extent, 1)
+    value = _constant(last)
+    top = last if value is None else const(value, last.dtype)
+    return binary("max", binary("min", index, top), 0)
 
 
 def clamp_data_reads(body: Expr) -> Expr:
