@@ -166,6 +166,36 @@ def test_an_embedding_bag_matches_the_reference(name, dtype):
     check(s, [table, idx], [out], given={idx: _indices((N, 5), K, dtype)})
 
 
+def test_an_embedding_bag_with_its_indices_computed_at_and_its_table_staged():
+    """The index producer per tile of rows, the table's column (every row) per output."""
+    table = sl.placeholder((K, M), name="table")
+    raw = sl.placeholder((N, 5), dtype="int64", name="raw")
+    idx = sl.compute((N, 5), lambda i, j: raw[i, j] - 2, name="idx")
+    j = sl.reduce_axis((0, 5), name="j")
+    out = sl.compute((N, M), lambda i, c: sl.sum(table[idx[i, j], c] * 0.5, axis=j), name="out")
+    s = sl.create_schedule(out)
+    io, _ = s[out].split(out.op.axis[0], factor=3)
+    s[idx].compute_at(s[out], io)
+    staged = s.cache_read(table, "local", [out])
+    s[staged].compute_at(s[out], out.op.axis[1])
+    func = check(s, [table, raw], [out], given={raw: _indices((N, 5), K + 2, "int64")})
+    shapes = {
+        a.buffer.name: a.buffer.shape for a in walk_stmt(func.body) if isinstance(a, Allocate)
+    }
+    assert [int(n) for n in shapes["table.local"]] == [K, 1]
+    assert [int(n) for n in shapes["idx"]] == [3, 5]
+
+
+def test_a_scan_reads_its_previous_row_at_data_dependent_columns():
+    x = sl.placeholder((N, 6), name="X")
+    perm = sl.placeholder((6,), dtype="int32", name="perm")
+    state = sl.placeholder((N, 6), name="state")
+    init = sl.compute((1, 6), lambda _, c: x[0, c], name="init")
+    step = sl.compute((N, 6), lambda t, c: state[t - 1, perm[c]] * 0.5 + x[t, c], name="step")
+    res = sl.scan(init, step, state, inputs=[x])
+    check(sl.create_schedule(res), [x, perm], [res], given={perm: _indices((6,), 6)})
+
+
 @pytest.mark.parametrize("scale", [K / N, 3.1, -1.0, 1e30, np.nan, np.inf])
 def test_a_resize_through_float_math(scale):
     """Nearest-neighbour resize as TOPI writes it: the index is a float floored and cast."""
