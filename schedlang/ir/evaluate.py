@@ -5,7 +5,9 @@ simple: each compute is evaluated over its whole index grid at once with numpy b
 (axis ``d`` is an ``arange`` along grid dimension ``d``, reduce axes take trailing dimensions),
 in row chunks that keep the grid under `GRID_LIMIT` elements. ``if_then_else`` evaluates each
 branch only where it is chosen (a mask travels down the tree), so guarded padding reads are fine,
-while a read that is out of bounds where its value is used is an `AlgorithmError`.
+while a read that is out of bounds where its value is used is an `AlgorithmError`. A read at a
+data-dependent index is clamped into its tensor along that dimension (see `data_index`), as
+every target does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .accumulate import REDUCTIONS, Step, builtin_op, fold_in_order, fold_pairwise, rounds_each_step
+from .data_index import is_data_dependent
 from .exact import exact_int
 from .expr import (
     Binary,
@@ -477,6 +480,10 @@ def _call(e: Call, ctx: _Context, args: list) -> np.ndarray:
 def _read(e: Read, ctx: _Context, mask) -> np.ndarray:
     array = ctx.values[e.tensor.op]
     indices = [np.asarray(_eval(i, ctx, mask)) for i in e.indices]
+    indices = [
+        np.clip(index, 0, n - 1) if is_data_dependent(i) else index
+        for i, index, n in zip(e.indices, indices, array.shape)
+    ]
     bad = None
     for d, index in enumerate(indices):
         outside = (index < 0) | (index >= array.shape[d])

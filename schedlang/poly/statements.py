@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from ..errors import AlgorithmError
+from ..errors import InternalError
+from ..ir.data_index import clamp_data_reads, is_data_dependent
 from ..ir.expr import Expr, Read, Reduce, Select, Var
 from ..ir.tensor import ComputeOp, Operation, Tensor
 from ..ir.visit import children, substitute, transform
@@ -64,7 +65,7 @@ def inline_bodies(schedule: Schedule) -> dict[Operation, Expr]:
     for stage in schedule.stages:
         for op in stage.ops:
             if isinstance(op, ComputeOp):
-                bodies[op] = _inline(op.body, bodies, schedule)
+                bodies[op] = _inline(clamp_data_reads(op.body), bodies, schedule)
     return bodies
 
 
@@ -259,19 +260,27 @@ def _accesses(value: Expr, domain: isl.Set, names, params: Params) -> list[Acces
 
 
 def _relation(read: Read, where: isl.Set, names, params: Params) -> isl.Map:
-    try:
-        indices = [aff_text(i, names) for i in read.indices]
-    except NonAffine as err:
-        raise AlgorithmError(
-            f"the read '{read}' has the index '{err.expr}', which is not a (quasi-)affine "
-            "function of the loop variables and sizes (sums, constant multiples, // and % by "
-            "constants): the polyhedral layer cannot schedule it; precompute it as a tensor "
-            "or restructure the index"
-        ) from None
+    """The elements `read` touches; along a data-dependent index (clamped into the tensor),
+    every element of that dimension."""
+    outs, cons = [], []
+    for k, (index, extent) in enumerate(zip(read.indices, read.tensor.shape)):
+        outs.append(f"__o{k}")
+        if is_data_dependent(index):
+            cons.append(f"0 <= __o{k} < {aff_text(extent, params.names)}")
+            continue
+        try:
+            cons.append(f"__o{k} = {aff_text(index, names)}")
+        except NonAffine as err:  # `is_data_dependent` would have kept it in bounds
+            raise InternalError(
+                f"the index '{index}' of '{read}' is neither affine ({err.expr}) nor data-dependent"
+            ) from None
     dims = _set_dims(where)
     space = where.get_tuple_name()
     tensor = params.tensor(read.tensor.op)
-    text = f"{params.prefix} {{ {space}[{dims}] -> {tensor}[{', '.join(indices)}] }}"
+    text = (
+        f"{params.prefix} {{ {space}[{dims}] -> {tensor}[{', '.join(outs)}] : "
+        f"{' and '.join(cons) or '0 = 0'} }}"
+    )
     return isl.Map(text).intersect_domain(where)
 
 

@@ -308,23 +308,6 @@ def test_out_of_bounds_read():
         sl.lower(s, [a, c])
 
 
-@pytest.mark.parametrize("kind", ["product", "indirect"])
-def test_non_affine_index(kind):
-    import numpy as np
-
-    a = sl.placeholder((7, 7), name="A")
-    idx = sl.placeholder((7,), dtype="int32", name="I")
-    if kind == "product":
-        c = sl.compute((7,), lambda i: a[i, (i * i) % 7], name="C")
-    else:
-        c = sl.compute((7,), lambda i: a[i, idx[i]], name="C")
-    values = {a: np.ones((7, 7), np.float32), idx: np.arange(7, dtype=np.int32)}
-    sl.evaluate(c, values)
-    s = sl.create_schedule(c)
-    with pytest.raises(sl.AlgorithmError, match="not a \\(quasi-\\)affine function"):
-        sl.lower(s, [a, idx, c])
-
-
 def test_lower_without_a_placeholder():
     a, b, c, s = matmul()
     with pytest.raises(sl.LoweringError, match=r"reads the placeholder 'B', which is not in args"):

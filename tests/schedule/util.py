@@ -45,14 +45,17 @@ def check(
     sizes: Mapping[str, int] | None = None,
     seed: int = SEED,
     unseen: Mapping[Var, int] | None = None,
+    given: Mapping | None = None,
 ):
     """Lower `s`, run it on random inputs with NaN-poisoned outputs, compare with the reference.
 
-    `sizes` gives each symbolic input size by name; `unseen` the sizes no array shows.
+    `sizes` gives each symbolic input size by name; `unseen` the sizes no array shows; `given`
+    the arrays of inputs that random floats do not fit (index tensors).
     """
     sizes = dict(sizes or {})
+    given = dict(given or {})
     func = sl.lower(s, list(inputs) + list(outputs))
-    values = random_inputs(inputs, sizes, seed)
+    values = {**random_inputs([p for p in inputs if p not in given], sizes, seed), **given}
     wants = [sl.evaluate(t, values, sizes=unseen) for t in outputs]
     backends = [("interpreter", lambda arrays: run(func, arrays, sizes=unseen))]
     if cpu_can_run(func):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ...ir.visit import walk
 from ..core.nodes import (
     Allocate,
     AsyncCopy,
@@ -20,7 +19,7 @@ from ..core.nodes import (
     Stmt,
     Store,
 )
-from ..core.visit import walk_stmt
+from ..core.visit import walk_expr, walk_stmt
 
 
 def _named(stmt: Stmt) -> tuple[tuple, tuple]:
@@ -63,7 +62,7 @@ def _groups_used(stmt: Stmt, owner: dict[int, int], used: dict[int, set[int]]) -
     for child in _inner(stmt):
         found |= _groups_used(child, owner, used)
     buffers, exprs = _named(stmt)
-    loads = (n.buffer for e in exprs for n in walk(e) if isinstance(n, Load))
+    loads = (n.buffer for e in exprs for n in walk_expr(e) if isinstance(n, Load))
     for buffer in (*buffers, *loads):
         k = owner.get(id(buffer))
         if k is not None:
