@@ -3,6 +3,7 @@ shapes (integral floats such as ``N / bn``) and of thread axes (a range before t
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 
 import schedlang as _sl
@@ -59,14 +60,34 @@ def placeholder(shape: object, dtype: str | None = None, name: str = "placeholde
 
 
 def compute(
-    shape: object, fcompute, name: str = "compute", tag: str = "", attrs: object = None
+    shape: object,
+    fcompute,
+    name: str = "compute",
+    tag: str = "",
+    attrs: object = None,
+    varargs_names: object = None,
 ) -> Tensor:
-    """TE's compute: the tag defaults to the `tag_scope` entered, and `attrs` values are kept
-    as TE converts them (numbers as constants with ``.value``, lists as tuples)."""
+    """TE's compute: the tag defaults to the `tag_scope` entered, `attrs` values are kept
+    as TE converts them (numbers as constants with ``.value``, lists as tuples), and
+    `varargs_names` names the axes of a function of ``*indices``."""
     kept = None if attrs is None else _attr_value(attrs)
+    if varargs_names is not None:
+        fcompute = _named_indices(fcompute, list(varargs_names))
     return _sl.compute(
         _shape(shape, name), fcompute, name=name, tag=scoped_tag(tag, name), attrs=kept
     )
+
+
+def _named_indices(fcompute, names: list):
+    """`fcompute` (a function of ``*indices``) as a function whose arguments are `names`,
+    which schedlang gives the axes."""
+
+    def named(*indices):
+        return fcompute(*indices)
+
+    kind = inspect.Parameter.POSITIONAL_ONLY
+    named.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in names])
+    return named
 
 
 def _attr_value(value: object) -> object:
