@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import schedlang as sl
 import schedlang.tvm as tvm
 from schedlang.tvm import te
 from schedlang.tvm.topi.utils import get_const_tuple
@@ -44,3 +45,10 @@ def check(outputs, inputs, arrays, expected, schedule=None, rtol=1e-5, atol=1e-5
     for got, want in zip(results, expected):
         assert got.shape == np.shape(want)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def check_definition(output, inputs, arrays, expected, rtol=1e-5, atol=1e-5):
+    """The value of `output` by schedlang's numpy reference (its definition, no schedule)
+    compared with `expected`: for operators whose kernels schedlang cannot build yet."""
+    got = sl.evaluate(output, dict(zip(inputs, arrays)))
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
