@@ -39,13 +39,27 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     sum,
     tanh,
 )
+from schedlang.ir.tensor import ComputeOp, PlaceholderOp  # noqa: F401 - TE's op classes
 
 from ..errors import AlgorithmError, ScheduleError
-from . import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+from ..ir.dtype import is_float
+from . import (
+    hybrid,  # noqa: F401 - te.hybrid.script, refused when called
+    schedule,  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+)
+from . import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
 from .tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
 from .tensor_intrin import decl_tensor_intrin  # noqa: F401
 
 power = pow
+
+
+def div(a, b):
+    """TE's ``div``: true division of floats, C's (toward zero) of integers."""
+    from .tir import truncdiv
+
+    a_dtype = getattr(a, "dtype", "float32" if isinstance(a, float) else "int32")
+    return a / b if is_float(a_dtype) else truncdiv(a, b)
 
 
 def var(name: str = "tindex", dtype: str = "int32", span: object = None) -> _sl.Var:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from ...errors import AlgorithmError
-from ...ir.expr import Expr
 from ...ir.integers import as_int
-from ...loopir.core.simplify import simplify_expr
+from ..arith import Analyzer
 
 
 def simplify(e):
     """`e` with its integer arithmetic on constants folded (``5 + 5`` is ``10``), as TVM
     simplifies the extents its operators compute."""
-    return simplify_expr(e) if isinstance(e, Expr) else e
+    return Analyzer().simplify(e)
 
 
 def simplified(shape) -> tuple:
@@ -41,6 +40,11 @@ def get_const_tuple(in_tuple) -> tuple[int, ...]:
             raise AlgorithmError(f"get_const_tuple: '{e}' is not a constant")
         values.append(value)
     return tuple(values)
+
+
+def is_empty_shape(shape) -> bool:
+    """Whether a shape has a dimension of size 0 (TOPI's schedules skip such outputs)."""
+    return any(const_value(n) == 0 for n in shape)
 
 
 def normalize_axis(axis: int, ndim: int, what: str) -> int:

@@ -12,7 +12,8 @@ import schedlang as _sl
 
 from ....errors import AlgorithmError
 from ....ir.expr import as_expr
-from ..layout import parse_layout
+from ...data_layout import Layout
+from ...tir import truncdiv
 from ..tag import ELEMWISE
 from ..utils import get_const_int, simplified
 from .pad import padded
@@ -22,7 +23,7 @@ POOL_TYPE_CODE = {"avg": 0, "max": 1}
 
 def _spatial_axes(layout: str, letters: str) -> list[int]:
     """The positions in `layout` of the dimensions `letters` (e.g. "HW" in "NCHW16c")."""
-    names = [name for name, _ in parse_layout(layout)]
+    names = [name for name, _ in Layout(layout).axes]
     for letter in letters:
         if letter not in names or letter.lower() in names:
             raise AlgorithmError(
@@ -73,18 +74,19 @@ def pool_nd(x, kernel, stride, dilation, padding, pool_type, ceil_mode, axes, co
     )
 
     def count(i):
-        """The number of elements the window of output `i` sums."""
+        """The number of elements the window of output `i` sums (as TOPI counts them, in C's
+        integer division; a window wholly in the padding counts one)."""
         num = 1
         for d, ax in enumerate(axes):
             start = i[ax] * stride[d] - head[d]
             end = start + (kernel[d] - 1) * dilation[d]
             if count_include_pad:
                 end = _sl.minimum(end, x.shape[ax] + tail[d] - 1 - offset[d])
-                num = num * ((end - start) // dilation[d] + 1)
+                num = num * (truncdiv(end - start, dilation[d]) + 1)
             else:
-                jumps = _sl.maximum((dilation[d] - 1 - start) // dilation[d], 0)
+                jumps = _sl.maximum(truncdiv(dilation[d] - 1 - start, dilation[d]), 0)
                 end = _sl.minimum(end, x.shape[ax] - 1)
-                num = num * ((end - (start + dilation[d] * jumps)) // dilation[d] + 1)
+                num = num * (truncdiv(end - (start + dilation[d] * jumps), dilation[d]) + 1)
         return num if count_include_pad else _sl.maximum(num, 1)
 
     return _sl.compute(
