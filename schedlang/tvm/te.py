@@ -50,14 +50,13 @@ from . import (
 from . import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
 from .tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
 from .tensor_intrin import decl_tensor_intrin  # noqa: F401
+from .tir import floordiv, floormod, truncdiv  # noqa: F401 - te.floordiv, te.floormod
 
 power = pow
 
 
 def div(a, b):
     """TE's ``div``: true division of floats, C's (toward zero) of integers."""
-    from .tir import truncdiv
-
     a_dtype = getattr(a, "dtype", "float32" if isinstance(a, float) else "int32")
     return a / b if is_float(a_dtype) else truncdiv(a, b)
 
