@@ -15,7 +15,7 @@ from ....ir.expr import as_expr
 from ...data_layout import Layout
 from ...tir import truncdiv
 from ..tag import ELEMWISE
-from ..utils import get_const_int, simplified
+from ..utils import const_value, get_const_int, simplified
 from .pad import padded
 
 POOL_TYPE_CODE = {"avg": 0, "max": 1}
@@ -141,9 +141,24 @@ def _adaptive(x, output_size, pool_type, axes):
     if pool_type not in POOL_TYPE_CODE:
         raise AlgorithmError(f"adaptive_pool: pool_type '{pool_type}' is not 'max' or 'avg'")
     sizes = [get_const_int(o) for o in output_size]
-    extents = [get_const_int(x.shape[ax]) for ax in axes]
-    windows = [_windows(n, out) for n, out in zip(extents, sizes)]
-    longest = [max(e - s for s, e in w) for w in windows]
+    extents, longest, uniform = [], [], []
+    for ax, out in zip(axes, sizes):
+        if out == 1:  # one window: the whole dimension, of any extent
+            extents.append(x.shape[ax])
+            longest.append(x.shape[ax])
+            uniform.append(True)
+            continue
+        extent = const_value(x.shape[ax])
+        if extent is None:
+            raise AlgorithmError(
+                f"adaptive_pool: dimension {ax} of '{x.name}' has the symbolic extent "
+                f"{x.shape[ax]}; windows of varying length need constant extents (pooling to "
+                "size 1 takes any)"
+            )
+        lengths = {e - s for s, e in _windows(extent, out)}
+        extents.append(extent)
+        longest.append(max(lengths))
+        uniform.append(len(lengths) == 1)
     shape = list(x.shape)
     for ax, out in zip(axes, sizes):
         shape[ax] = out
@@ -163,7 +178,7 @@ def _adaptive(x, output_size, pool_type, axes):
         for d, ax in enumerate(axes):
             start, length = bounds(i, d, ax)
             index[ax] = start + rv[d]
-            if not isinstance(length, int) or length != longest[d]:
+            if not uniform[d]:
                 inside.append(rv[d] < length)
         where = _sl.all(*inside) if inside else None
         return reducer(x[tuple(index)], axis=rv, where=where)
