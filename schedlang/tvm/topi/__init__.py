@@ -4,7 +4,7 @@ use it unchanged: element-wise math, broadcasting arithmetic, reductions, shape 
 transforms, `nn` (convolutions, dense, pooling, normalization, softmax), `image` (resize),
 and the numpy references of `testing`."""
 
-from . import image, nn, tag, testing, utils
+from . import generic, image, nn, tag, testing, utils
 from .broadcast import (
     add,
     broadcast_to,
@@ -92,6 +92,7 @@ __all__ = [
     "floor_mod",
     "full",
     "full_like",
+    "generic",
     "gather",
     "greater",
     "greater_equal",
