@@ -2,7 +2,8 @@
 and tags, so that TE programs (and TOPI's own Python schedules, which dispatch on the tags)
 use it unchanged: element-wise math, broadcasting arithmetic, reductions, shape and layout
 transforms, `nn` (convolutions, dense, pooling, normalization, softmax), `image` (resize),
-and the numpy references of `testing`."""
+`generic` (TOPI's generic CPU schedules) and `testing` (numpy references, schedules by
+target)."""
 
 from . import generic, image, nn, tag, testing, utils
 from .broadcast import (

@@ -29,20 +29,21 @@ def _apply(name: str, combine, lhs, rhs):
     return combine(as_expr(lhs), as_expr(rhs))
 
 
-def _arithmetic(op: str):
+def _arithmetic(name: str, op: str):
     def operator(lhs, rhs):
         if isinstance(lhs, _sl.Tensor) or isinstance(rhs, _sl.Tensor):
             return tensor_binary(op, lhs, rhs)
         return binary(op, as_expr(lhs), as_expr(rhs))
 
+    operator.__name__ = name
     return operator
 
 
-add = _arithmetic("+")
-subtract = _arithmetic("-")
-multiply = _arithmetic("*")
-floor_divide = _arithmetic("//")
-floor_mod = _arithmetic("%")
+add = _arithmetic("add", "+")
+subtract = _arithmetic("subtract", "-")
+multiply = _arithmetic("multiply", "*")
+floor_divide = _arithmetic("floor_divide", "//")
+floor_mod = _arithmetic("floor_mod", "%")
 
 
 def _divide(x, y):
