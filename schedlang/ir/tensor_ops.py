@@ -38,8 +38,7 @@ def tensor_binary(op: str, a: object, b: object) -> Tensor:
     """`a op b` where `a` or `b` is a tensor and the other a tensor or a scalar."""
     name = f"T_{_NAMES[op]}"
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        shape, at, bt = _broadcast(op, a, b)
-        return compute(shape, lambda *i: binary(op, a[at(i)], b[bt(i)]), name=name, tag="broadcast")
+        return broadcast_compute(op, a, b, lambda x, y: binary(op, x, y), name)
     if isinstance(a, Tensor):
         scalar = _scalar(op, a, b, b)
         return compute(a.shape, lambda *i: binary(op, a[i], scalar), name=name, tag="elemwise")
@@ -71,6 +70,13 @@ def _scalar(op: str, tensor: Tensor, value: object, shown: object) -> Expr:
 def tensor_negative(a: Tensor) -> Tensor:
     """``-a``: topi's ``negative``."""
     return compute(a.shape, lambda *i: unary("-", a[i]), name="T_negative", tag="elemwise")
+
+
+def broadcast_compute(op: str, a: Tensor, b: Tensor, combine, name: str) -> Tensor:
+    """The compute `name` (tag "broadcast") of ``combine(a[...], b[...])`` over the shape that
+    `a` and `b` broadcast to; `op` names the operator in the error for shapes that do not."""
+    shape, at, bt = _broadcast(op, a, b)
+    return compute(shape, lambda *i: combine(a[at(i)], b[bt(i)]), name=name, tag="broadcast")
 
 
 def _broadcast(op: str, a: Tensor, b: Tensor):

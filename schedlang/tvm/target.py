@@ -3,6 +3,7 @@ schedlang's (``"cpu"``, ``"cuda -arch=sm_80"``)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..errors import LoweringError, entry_point
@@ -152,3 +153,33 @@ def as_target(target: object) -> Target:
     if target is None:
         return Target.current() or Target("llvm")
     return target if isinstance(target, Target) else Target(target)
+
+
+def generic_func(fdefault):
+    """TE's function dispatched by target: ``f.register("cpu")(g)`` makes `g` what `f` calls
+    inside ``with Target(...)`` for a target with that key; elsewhere `fdefault` runs."""
+    registry: dict[str, object] = {}
+
+    @functools.wraps(fdefault)
+    def dispatch(*args, **kwargs):
+        target = Target.current()
+        for key in target.keys if target is not None else ():
+            if key in registry:
+                return registry[key](*args, **kwargs)
+        return fdefault(*args, **kwargs)
+
+    def register(key, func=None, override=False):
+        keys = [key] if isinstance(key, str) else list(key)
+
+        def add(function):
+            for name in keys:
+                if name in registry and not override:
+                    raise ValueError(f"generic_func '{fdefault.__name__}': key '{name}' is taken")
+                registry[name] = function
+            return function
+
+        return add(func) if func is not None else add
+
+    dispatch.register = register
+    dispatch.fdefault = fdefault
+    return dispatch

@@ -3,6 +3,7 @@ shapes (integral floats such as ``N / bn``) and of thread axes (a range before t
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 
 import schedlang as _sl
@@ -38,13 +39,26 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     sum,
     tanh,
 )
+from schedlang.ir.tensor import ComputeOp, PlaceholderOp  # noqa: F401 - TE's op classes
 
 from ..errors import AlgorithmError, ScheduleError
-from . import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+from ..ir.dtype import is_float
+from . import (
+    hybrid,  # noqa: F401 - te.hybrid.script, refused when called
+    schedule,  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+)
+from . import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
 from .tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
 from .tensor_intrin import decl_tensor_intrin  # noqa: F401
+from .tir import floordiv, floormod, truncdiv  # noqa: F401 - te.floordiv, te.floormod
 
 power = pow
+
+
+def div(a, b):
+    """TE's ``div``: true division of floats, C's (toward zero) of integers."""
+    a_dtype = getattr(a, "dtype", "float32" if isinstance(a, float) else "int32")
+    return a / b if is_float(a_dtype) else truncdiv(a, b)
 
 
 def var(name: str = "tindex", dtype: str = "int32", span: object = None) -> _sl.Var:
@@ -59,14 +73,34 @@ def placeholder(shape: object, dtype: str | None = None, name: str = "placeholde
 
 
 def compute(
-    shape: object, fcompute, name: str = "compute", tag: str = "", attrs: object = None
+    shape: object,
+    fcompute,
+    name: str = "compute",
+    tag: str = "",
+    attrs: object = None,
+    varargs_names: object = None,
 ) -> Tensor:
-    """TE's compute: the tag defaults to the `tag_scope` entered, and `attrs` values are kept
-    as TE converts them (numbers as constants with ``.value``, lists as tuples)."""
+    """TE's compute: the tag defaults to the `tag_scope` entered, `attrs` values are kept
+    as TE converts them (numbers as constants with ``.value``, lists as tuples), and
+    `varargs_names` names the axes of a function of ``*indices``."""
     kept = None if attrs is None else _attr_value(attrs)
+    if varargs_names is not None:
+        fcompute = _named_indices(fcompute, list(varargs_names))
     return _sl.compute(
         _shape(shape, name), fcompute, name=name, tag=scoped_tag(tag, name), attrs=kept
     )
+
+
+def _named_indices(fcompute, names: list):
+    """`fcompute` (a function of ``*indices``) as a function whose arguments are `names`,
+    which schedlang gives the axes."""
+
+    def named(*indices):
+        return fcompute(*indices)
+
+    kind = inspect.Parameter.POSITIONAL_ONLY
+    named.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in names])
+    return named
 
 
 def _attr_value(value: object) -> object:

@@ -11,8 +11,10 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     any,
     call_packed,
     call_pure_extern,
+    ceil,
     const,
     exp,
+    floor,
     if_then_else,
     log,
     sqrt,
@@ -22,7 +24,10 @@ from schedlang.ir.expr import Call as _Call
 from schedlang.ir.intrinsics import plain_name
 
 from . import ir_builder  # noqa: F401 - tvm.tir.ir_builder.create()
+from . import tir_expr as expr  # noqa: F401 - tvm.tir.expr.IntImm, ...
+from .data_layout import bijective_layout, layout  # noqa: F401
 from .tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
+from .tir_expr import Any, Cast, FloatImm, IntImm, PrimExpr, SizeVar, Var  # noqa: F401
 
 
 class CallEffectKind(enum.IntEnum):

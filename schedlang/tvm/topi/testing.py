@@ -1,8 +1,11 @@
-"""``tvm.topi.testing``: numpy references that TE tutorials check their kernels with."""
+"""``tvm.topi.testing``: numpy references that TE tutorials check their kernels with, and the
+schedule functions TE tests pick by target."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from . import generic, nn
 
 
 def conv2d_nchw_python(a_np, w_np, stride, padding):
@@ -22,3 +25,24 @@ def conv2d_nchw_python(a_np, w_np, stride, padding):
             ]
             out += np.einsum("nchw,fc->nfhw", window, w_np[:, :, y, x], dtype=np.float64)
     return out.astype(a_np.dtype)
+
+
+def get_injective_schedule(target):
+    """The schedule function of injective operators for `target`: schedlang's TOPI has TOPI's
+    generic (CPU) schedules, which every target gets (they refuse one that is not the CPU)."""
+    return generic.schedule_injective
+
+
+get_broadcast_schedule = get_injective_schedule
+get_elemwise_schedule = get_injective_schedule
+
+
+def get_reduce_schedule(target):
+    """The schedule function of reductions for `target` (see `get_injective_schedule`)."""
+    return generic.schedule_reduce
+
+
+def get_conv2d_nchw_implement(target):
+    """The compute and schedule of an NCHW convolution for `target` (see
+    `get_injective_schedule`)."""
+    return nn.conv2d_nchw, generic.schedule_conv2d_nchw

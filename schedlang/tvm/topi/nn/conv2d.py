@@ -1,0 +1,41 @@
+"""``topi.nn.conv2d_nchw``: a 2-D convolution of NCHW data with OIHW filters, through a padded
+copy of the input (``pad_temp``), summed over the input channels and the filter's rows and
+columns, in a compute named and tagged ``conv2d_nchw`` (so that a template's
+``s[conv].op.input_tensors[0]`` is the padded input, as AutoTVM's conv2d tutorial expects)."""
+
+from __future__ import annotations
+
+import schedlang as _sl
+
+from ..utils import simplified
+from .pad import pad
+from .utils import get_pad_tuple, pair
+
+
+def conv2d_nchw(Input, Filter, stride, padding, dilation=1, out_dtype=None):  # noqa: N803
+    out_dtype = out_dtype or Input.dtype
+    batch, channels, height, width = Input.shape
+    filters, _, rows, cols = Filter.shape
+    stride_h, stride_w = pair(stride, "stride")
+    dilation_h, dilation_w = pair(dilation, "dilation")
+    top, left, bottom, right = get_pad_tuple(
+        padding, ((rows - 1) * dilation_h + 1, (cols - 1) * dilation_w + 1)
+    )
+    padded = pad(Input, [0, 0, top, left], [0, 0, bottom, right], name="pad_temp")
+    out_h = (height - (rows - 1) * dilation_h - 1 + top + bottom) // stride_h + 1
+    out_w = (width - (cols - 1) * dilation_w - 1 + left + right) // stride_w + 1
+    rc = _sl.reduce_axis((0, channels), name="rc")
+    ry = _sl.reduce_axis((0, rows), name="ry")
+    rx = _sl.reduce_axis((0, cols), name="rx")
+    return _sl.compute(
+        simplified((batch, filters, out_h, out_w)),
+        lambda nn, ff, yy, xx: _sl.sum(
+            padded[nn, rc, yy * stride_h + ry * dilation_h, xx * stride_w + rx * dilation_w].astype(
+                out_dtype
+            )
+            * Filter[ff, rc, ry, rx].astype(out_dtype),
+            axis=[rc, ry, rx],
+        ),
+        name="conv2d_nchw",
+        tag="conv2d_nchw",
+    )
