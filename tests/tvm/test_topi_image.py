@@ -85,8 +85,7 @@ def test_resize2d_is_defined_as_topi_defines_it(method, mode):
     check_definition(out, [D], [d], _resize(d, 8, 4, method, mode), atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="data-dependent reads")
-@pytest.mark.parametrize("method, mode", CASES[2:3])
+@pytest.mark.parametrize("method, mode", CASES)
 def test_resize2d_at_computed_positions_builds(method, mode):
     D = te.placeholder(DATA, name="D")
     d = random(DATA)

@@ -11,7 +11,6 @@ from schedlang.tvm import te, topi
 
 from .topi_check import check, check_definition, random
 
-DATA_DEPENDENT = pytest.mark.xfail(strict=True, reason="data-dependent reads")
 
 
 def _a(shape=(3, 5, 7)):
@@ -145,7 +144,6 @@ def test_take_and_gather_are_defined_as_numpy_defines_them(mode):
     check_definition(topi.gather(A, -1, G), [A, G], [a, g], np.take_along_axis(a, g, axis=2))
 
 
-@DATA_DEPENDENT
 @pytest.mark.parametrize("mode", ["clip", "wrap"])
 def test_take_along_an_axis(mode):
     A, a = _a()
@@ -159,7 +157,6 @@ def test_take_along_an_axis(mode):
     )
 
 
-@DATA_DEPENDENT
 def test_take_from_the_flattened_data():
     A, a = _a()
     indices = te.placeholder((4,), dtype="int32", name="I")
@@ -167,7 +164,6 @@ def test_take_from_the_flattened_data():
     check(topi.take(A, indices), [A, indices], [a, ind], np.take(a, ind, mode="clip"))
 
 
-@DATA_DEPENDENT
 def test_gather_along_the_last_axis():
     A, a = _a()
     G = te.placeholder((3, 5, 2), dtype="int32", name="G")
