@@ -124,13 +124,28 @@ def to_float8(values: object, dtype: str) -> np.ndarray | np.generic:
     keeps the sign of a NaN, so the values are clipped first and NaNs set after.
     A 0-d input gives a numpy scalar, as a ufunc does."""
     array = np.asarray(values)
-    if array.dtype.kind in "biu" or array.dtype.itemsize < 4:  # exact (or saturated) in float32
+    if array.dtype == np.float64:
+        array = _round_to_odd(array)
+    elif array.dtype.kind in "biu" or array.dtype.itemsize < 4:  # exact, or saturates anyway
         array = array.astype(np.float32)
     limit = max_value(dtype)
     with np.errstate(invalid="ignore"):
         out = np.asarray(np.clip(array, -limit, limit).astype(to_numpy(dtype)))
     np.copyto(out.view(np.uint8), np.uint8(NAN8), where=np.isnan(array))
     return out[()]
+
+
+def _round_to_odd(values: np.ndarray) -> np.ndarray:
+    """Doubles as floats rounded to odd (toward zero, the last bit set where inexact), from
+    which rounding to 8 bits is correct: ml_dtypes rounds a double to float first and then
+    again, which moves values just past a tie onto it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        nearest = values.astype(np.float32)
+        away = np.abs(nearest.astype(np.float64)) > np.abs(values)
+        bits = nearest.view(np.uint32) - away.astype(np.uint32)
+        inexact = nearest.astype(np.float64) != values
+    bits = np.where(inexact & ~np.isnan(values), bits | 1, nearest.view(np.uint32))
+    return bits.astype(np.uint32).view(np.float32)
 
 
 def convert(values: object, dtype: str) -> np.ndarray | np.generic:

@@ -32,7 +32,7 @@ from .types import F32, HALF, I8, I16, I32, lanes_of, splat, vector_of
 # (exponent bits, mantissa bits, bias) of each format
 _FORMAT = {"float8_e4m3fn": (4, 3, 7), "float8_e5m2": (5, 2, 15)}
 _PTX_NAME = {"float8_e4m3fn": "e4m3x2", "float8_e5m2": "e5m2x2"}
-_decoded: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # float value -> its byte
+_decoded: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # float -> (dtype, its byte)
 
 
 def decode(b: ir.IRBuilder, dtype: str, bits: ir.Value) -> ir.Value:
@@ -41,14 +41,14 @@ def decode(b: ir.IRBuilder, dtype: str, bits: ir.Value) -> ir.Value:
         value = _pairs(b, bits, F32, lambda pair: _cvt_to_floats(b, dtype, pair))
     else:
         value = _decode_bits(b, dtype, bits)
-    _decoded[value] = bits
+    _decoded[value] = (dtype, bits)
     return value
 
 
 def encode(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     """Floats rounded to the 8-bit float `dtype` (`dt.to_float8`), as bytes."""
-    loaded = _decoded.get(value)
-    if loaded is not None:
+    source, loaded = _decoded.get(value, (None, None))
+    if source == dtype:
         return loaded
     if _is_nvptx(b):
         return _pairs(b, value, I8, lambda pair: _cvt_to_bytes(b, dtype, pair))
