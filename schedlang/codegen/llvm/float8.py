@@ -14,8 +14,9 @@ adding a power of two whose float32 ulp is the 8-bit format's smallest step, so 
 rounds (to nearest even) and the low bits of the sum are the code. NaN gives `dt.NAN8`.
 
 On NVPTX both directions are PTX's own instructions (``cvt.rn.satfinite.e4m3x2.f32`` and
-``cvt.rn.f16x2.e4m3x2``, sm_89 and later), which convert two values at once; a byte that was
-loaded and is stored again unchanged moves as it is (`bits_of`), on every target.
+``cvt.rn.f16x2.e4m3x2``, sm_89 and later), which convert two values at once. On every target a
+byte that was loaded and is stored again unchanged moves as it is (`encode` knows the floats
+`decode` made), so a copy keeps every code, as the reference's does.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def _decode_bits(b: ir.IRBuilder, dtype: str, bits: ir.Value) -> ir.Value:
 
 
 def _encode_bits(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
-    exponent_bits, mantissa, bias = _FORMAT[dtype]
+    _, mantissa, bias = _FORMAT[dtype]
     lanes = lanes_of(value)
     i32 = vector_of(I32, lanes)
     sign = b.and_(b.lshr(b.bitcast(value, i32), splat(I32, 24, lanes)), splat(I32, 0x80, lanes))

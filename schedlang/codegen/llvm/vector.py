@@ -312,8 +312,8 @@ def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
 
 def _halving_tree(b: ir.IRBuilder, combine, terms: ir.Value, op: str, dtype: str) -> ir.Value:
     """The lanes of `terms` combined pairwise, halves against halves, rounding every partial
-    result to the 16- or 8-bit `dtype`: the reduction accumulates in its dtype in whatever order the
-    schedule chose, where LLVM's ``llvm.vector.reduce.fadd`` would keep float partial sums.
+    result to the 16- or 8-bit `dtype`: the reduction accumulates in its dtype in whatever order
+    the schedule chose, where LLVM's ``llvm.vector.reduce.fadd`` would keep float partial sums.
     A lane count that is no power of two is padded with the identity."""
     count = terms.type.count
     width = 1 << (count - 1).bit_length()
