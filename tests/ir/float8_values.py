@@ -16,9 +16,10 @@ def codes(dtype: str) -> np.ndarray:
 
 
 def finite_values(dtype: str) -> np.ndarray:
-    """The finite values of `dtype`, ascending, as float64 (one zero)."""
+    """The finite values of `dtype`, ascending, as float64 (one zero, +0: which zero
+    `np.unique` keeps depends on numpy's version)."""
     wide = codes(dtype).astype(np.float64)
-    return np.unique(wide[np.isfinite(wide)])
+    return np.unique(wide[np.isfinite(wide)]) + 0.0
 
 
 def float32_sweep(dtype: str) -> np.ndarray:
