@@ -66,6 +66,7 @@ def canonical(dtype: object) -> str:
     if isinstance(dtype, str) and dtype in _BITS:
         return dtype
     aliases = {bool: "bool", int: "int32", float: "float32", "float": "float32", "int": "int32"}
+    aliases.update({"e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2"})  # TVM's
     if isinstance(dtype, (type, str)) and dtype in aliases:
         return aliases[dtype]
     try:

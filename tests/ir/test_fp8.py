@@ -32,6 +32,8 @@ def _random(gen, n: int, dtype: str, scale: float = 64.0) -> np.ndarray:
 def test_names_and_limits():
     assert dt.canonical(ml_dtypes.float8_e4m3fn) == "float8_e4m3fn"
     assert dt.canonical(np.dtype(ml_dtypes.float8_e5m2)) == "float8_e5m2"
+    assert dt.canonical("e4m3_float8") == "float8_e4m3fn"  # TVM's names
+    assert dt.canonical("e5m2_float8") == "float8_e5m2"
     assert sl.placeholder((3,), "float8_e4m3fn").dtype == "float8_e4m3fn"
     assert (dt.max_value("float8_e4m3fn"), dt.min_value("float8_e5m2")) == (448.0, -57344.0)
     assert dt.itemsize("float8_e5m2") == 1 and dt.is_float("float8_e5m2")
