@@ -160,3 +160,25 @@ def test_a_copy_moves_bytes_as_they_are(dtype):
     got = np.zeros(256, dt.to_numpy(dtype))
     kernel(codes(dtype), got)
     np.testing.assert_array_equal(_bytes(got), np.arange(256, dtype=np.uint8))
+
+
+@pytest.mark.parametrize("dtype", FLOAT8)
+def test_torch_float8_tensors_pass_through_dlpack(dtype):
+    """torch exports its float8 tensors with DLPack's float8 codes (its array interfaces have
+    no name for them): they are taken without a copy, outputs are allocated as torch tensors
+    of the dtype, and schedlang's arrays of the dtype export the same codes back."""
+    torch = pytest.importorskip("torch")
+    kind = getattr(torch, dtype)
+    n = sl.var("n")
+    a = sl.placeholder((n,), dtype, name="A")
+    tripled = sl.compute((n,), lambda i: a[i] * 3, name="T")
+    wide = sl.compute((n,), lambda i: a[i].astype("float32"), name="W")
+    kernel = sl.build(sl.create_schedule([tripled, wide]), [a, tripled, wide], target="cpu")
+    given = (torch.randn(41) * 40).to(kind)
+    got_tripled, got_wide = kernel(given)
+    assert (got_tripled.dtype, got_wide.dtype) == (kind, torch.float32)
+    host = given.view(torch.uint8).numpy().view(dt.to_numpy(dtype))
+    want = sl.reference([tripled, wide], {a: host})
+    np.testing.assert_array_equal(got_tripled.view(torch.uint8).numpy(), _bytes(want[0]))
+    np.testing.assert_array_equal(got_wide.numpy(), want[1])
+    assert torch.from_dlpack(sl.array(host, device="cpu")).dtype == kind
