@@ -21,6 +21,7 @@ from .sizes import bind_sizes, shape_of
 # Relative tolerance per dtype, also scaled to the largest reference value as an absolute one:
 # a schedule may reorder a reduction, which changes rounding but not much more.
 TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+TOLERANCE.update({"float8_e4m3fn": 0.125, "float8_e5m2": 0.25})  # one step of their mantissas
 
 
 def check_inputs(placeholders, arg_ops, inputs, sizes, seed, caller: str = "compare"):

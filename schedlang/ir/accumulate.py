@@ -82,6 +82,8 @@ def fold_in_order(comb: CommReducer, step: Step, source, red_dims, identity) -> 
     terms = source.reshape(keep + (-1,))
     total = np.broadcast_to(identity, keep).copy()
     ufunc = _IN_ORDER.get(builtin_op(comb))
+    if dt.is_float8(identity.dtype.name):
+        ufunc = None  # ml_dtypes' 8-bit sums overflow to NaN where `step` saturates
     if ufunc is not None and total.size < _ACCUMULATE_BELOW:
         if terms.shape[-1]:
             total = ufunc(total, ufunc.accumulate(terms, axis=-1, dtype=identity.dtype)[..., -1])

@@ -129,6 +129,18 @@ class _Context:
             return np.dtype("float64")
         return dt.to_numpy(dtype)
 
+    def convert(self, values, dtype: str) -> np.ndarray:
+        """`values` as `dtype` holds them here: `dt.convert`'s saturating conversions, or
+        float64 for a float in a float64 evaluation."""
+        if self.precision == "float64" and dt.is_float(dtype):
+            return np.asarray(values).astype(np.float64, copy=False)
+        return np.asarray(dt.convert(values, dtype))
+
+    def float8(self, dtype: str) -> bool:
+        """Whether arithmetic in `dtype` runs in float32 and rounds with `dt.to_float8` here:
+        ml_dtypes' own 8-bit arithmetic gives NaN or infinity where the targets saturate."""
+        return dt.is_float8(dtype) and self.precision != "float64"
+
 
 @entry_point(also=(TypeError, ValueError))
 def evaluate(
@@ -413,14 +425,13 @@ def _compute_chunk(op, ctx, lo, hi, shape, starts, red) -> np.ndarray:
         view[d] = n
         env[v] = np.arange(origin, origin + n, dtype=dt.to_numpy(v.dtype)).reshape(view)
     ctx.env, ctx.op, ctx.grid = env, op, _Grid(axes, origins, grid_shape)
-    value = _eval(op.body, ctx, None)
-    return np.asarray(value).astype(ctx.np_dtype(op.dtype), copy=False)
+    return ctx.convert(_eval(op.body, ctx, None), op.dtype)
 
 
 def _eval(e: Expr, ctx: _Context, mask: np.ndarray | None):
     """Value of `e` on the current grid; `mask` marks the grid points where it is needed."""
     if isinstance(e, Const):
-        return np.array(e.value, dtype=ctx.np_dtype(e.dtype))
+        return ctx.convert(e.value, e.dtype)
     if isinstance(e, Var):
         if e in ctx.env:
             return ctx.env[e]
@@ -433,12 +444,16 @@ def _eval(e: Expr, ctx: _Context, mask: np.ndarray | None):
         a, b = _eval(e.a, ctx, mask), _eval(e.b, ctx, mask)
         if e.op == "^":
             return np.logical_xor(a, b) if e.dtype == "bool" else np.bitwise_xor(a, b)
+        if ctx.float8(e.dtype):
+            return dt.to_float8(_BINARY[e.op](*_wide(a, b)), e.dtype)
         return _BINARY[e.op](a, b)
     if isinstance(e, Compare):
         return _COMPARE[e.op](_eval(e.a, ctx, mask), _eval(e.b, ctx, mask))
     if isinstance(e, Unary):
         a = _eval(e.a, ctx, mask)
         if e.op == "-":
+            if ctx.float8(e.dtype):
+                return dt.to_float8(np.negative(*_wide(a)), e.dtype)
             return np.negative(a)
         return np.logical_not(a) if e.op == "not" else np.invert(a)
     if isinstance(e, Select):
@@ -447,10 +462,7 @@ def _eval(e: Expr, ctx: _Context, mask: np.ndarray | None):
         no = _eval(e.false_value, ctx, ~cond if mask is None else mask & ~cond)
         return np.where(cond, yes, no)
     if isinstance(e, Cast):
-        value = _eval(e.value, ctx, mask)
-        if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
-            return dt.float_to_int(value, e.dtype)
-        return np.asarray(value).astype(ctx.np_dtype(e.dtype))
+        return ctx.convert(_eval(e.value, ctx, mask), e.dtype)
     if isinstance(e, Call):
         return _call(e, ctx, [_eval(a, ctx, mask) for a in e.args])
     if isinstance(e, Read):
@@ -460,21 +472,27 @@ def _eval(e: Expr, ctx: _Context, mask: np.ndarray | None):
     raise AlgorithmError(f"cannot evaluate {e!r}")
 
 
+def _wide(*values) -> list[np.ndarray]:
+    """8-bit float values in float32, where their arithmetic is computed (exactly for a
+    product of two of them)."""
+    return [np.asarray(v).astype(np.float32) for v in values]
+
+
 def _call(e: Call, ctx: _Context, args: list) -> np.ndarray:
     out = ctx.np_dtype(e.dtype)
     work = np.dtype("float32") if dt.is_float(e.dtype) and out.itemsize < 4 else out
     args = [np.asarray(a).astype(work, copy=False) for a in args]
     if e.name == "fma":
         wide = [a.astype(np.float64) for a in args]
-        return (wide[0] * wide[1] + wide[2]).astype(out)
+        return ctx.convert(wide[0] * wide[1] + wide[2], e.dtype)
     if e.name.startswith(EXTERN):
-        return np.asarray(reference_function(e.name[len(EXTERN) :])(*args)).astype(out)
+        return ctx.convert(reference_function(e.name[len(EXTERN) :])(*args), e.dtype)
     if e.name.startswith(INTRIN):
         raise AlgorithmError(
             f"the intrinsic {e.name[len(INTRIN) :]!r} (call_intrin) has no reference: only the "
             "lowering rule registered for a target says what it computes"
         )
-    return np.asarray(_MATH[e.name](*args)).astype(out, copy=False)
+    return ctx.convert(_MATH[e.name](*args), e.dtype)
 
 
 def _read(e: Read, ctx: _Context, mask) -> np.ndarray:
@@ -523,7 +541,7 @@ def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
     if e.parts:
         return _reduce_tuple(e, ctx, inner, cond)
     source = np.broadcast_to(_eval(e.source, ctx, inner), grid.shape)
-    identity = np.array(e.combiner.identity.value, dtype=ctx.np_dtype(e.dtype))
+    identity = ctx.convert(e.combiner.identity.value, e.dtype)
     if cond is not None:
         source = np.where(cond, source, identity)
     builtin = builtin_op(e.combiner)

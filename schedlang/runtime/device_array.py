@@ -28,7 +28,7 @@ def _poison(dtype: np.dtype) -> tuple[int, int]:
     """The memset unit (bytes) and pattern of `DeviceArray.poison`: a NaN of each float dtype
     (float64's is its upper word twice), alternating bits (large negatives) for integers."""
     if dtype.itemsize == 1:
-        return 1, 0xAB
+        return 1, dt.NAN8 if dt.is_float8(dtype.name) else 0xAB
     if dtype.itemsize == 2:
         return 2, 0x7FC0 if dtype.name == "bfloat16" else (0x7E00 if dtype.kind == "f" else 0xAAAB)
     if dtype.kind == "f":

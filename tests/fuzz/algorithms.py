@@ -226,10 +226,12 @@ def transpose(data, sizes: Sizes) -> Case:
 
 
 def casts(data, sizes: Sizes) -> Case:
-    """A float-to-integer cast, saturating for the larger scales, then a row sum accumulated
-    in a narrower float. The pairs are chosen so that every partial sum is an integer the
-    accumulator holds exactly, so that any order the schedule sums in gives the same value:
-    float16 holds integers to 2048 (16 int8 values), bfloat16 to 256 (16 values of at most 8)."""
+    """A float-to-integer or float-to-8-bit-float cast, saturating for the larger scales, then
+    a row sum accumulated in a narrower float. The pairs are chosen so that every partial sum
+    is one the accumulator holds exactly, so that any order the schedule sums in gives the same
+    value: float16 holds integers to 2048 (16 int8 values), bfloat16 to 256 (16 values of at
+    most 8); float32 holds every sum of 16 float8_e4m3fn values (multiples of 2**-9 below
+    2**13), float64 every sum of 16 float8_e5m2 values (multiples of 2**-16 below 2**20)."""
     rows, cols = sizes.extent(), sizes.extent()
     a = sl.placeholder((rows, cols), name="A")
     target, scale, accumulator = data.draw(
@@ -243,6 +245,8 @@ def casts(data, sizes: Sizes) -> Case:
                 ("int16", 1e5, "float32"),
                 ("int32", 1e12, "float32"),
                 ("uint32", 1e12, "float32"),
+                ("float8_e4m3fn", 100.0, "float32"),
+                ("float8_e5m2", 3e4, "float64"),
             ]
         ),
         label="cast",

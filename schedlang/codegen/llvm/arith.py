@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ...ir import dtype as dt
 from .intrinsics import call_overloaded, intrinsic
-from .types import F32, F64, HALF, I32, is_signed, lanes_of, round_half, vector_of
+from .types import F32, F64, I32, is_signed, lanes_of, round_half, vector_of
 
 
 def splat_like(value: int | float, like: ir.Value) -> ir.Constant:
@@ -152,10 +152,9 @@ def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str) -> ir.Value
 def _to_float(b, value, source: str, target: str, lanes) -> ir.Value:
     wide = vector_of(F64 if target == "float64" else F32, lanes)
     if dt.is_float(source):
-        if source == "float64" and target == "float16":
-            narrow = b.fptrunc(_to_float_round_to_odd(b, value, lanes), vector_of(HALF, lanes))
-            return b.fpext(narrow, wide)
-        if value.type == wide:
+        if source == "float64" and target in ("float16", *dt.FLOAT8):
+            converted = _to_float_round_to_odd(b, value, lanes)
+        elif value.type == wide:
             converted = value
         elif target == "float64":
             converted = b.fpext(value, wide)
@@ -170,7 +169,8 @@ def _to_float(b, value, source: str, target: str, lanes) -> ir.Value:
 
 def _to_float_round_to_odd(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:
     """A double as a float rounded to odd (toward zero, last bit set if inexact): rounding that
-    to half then gives the correctly rounded half, with no ``__truncdfhf2`` library call."""
+    to half or an 8-bit float then gives the correctly rounded value, with no
+    ``__truncdfhf2`` library call."""
     nearest = b.fptrunc(value, vector_of(F32, lanes))
     back = b.fpext(nearest, value.type)
     magnitude = [call_overloaded(b, "llvm.fabs", [x]) for x in (back, value)]

@@ -1,11 +1,11 @@
 """How each schedlang dtype lives in LLVM: its type in memory and its type in arithmetic.
 
-The two differ for three dtypes. ``bool`` is ``i1`` in arithmetic and a byte in memory.
-``float16`` and ``bfloat16`` are computed in ``float`` and rounded back to 16 bits after every
-operation, which is exactly what numpy and ml_dtypes do, so results agree bit for bit with the
-reference evaluator; in memory they are ``half`` and the upper 16 bits of a ``float`` (``i16``).
-bfloat16 rounding is done with integer operations rather than LLVM's ``bfloat`` type, whose
-support varies between backends.
+The two differ for five dtypes. ``bool`` is ``i1`` in arithmetic and a byte in memory.
+``float16``, ``bfloat16`` and the 8-bit floats are computed in ``float`` and rounded back after
+every operation, which is exactly what numpy and ml_dtypes do (and `dt.to_float8` for the 8-bit
+ones), so results agree bit for bit with the reference evaluator; in memory they are ``half``,
+the upper 16 bits of a ``float`` (``i16``) and a byte (`float8`). bfloat16 rounding is done with
+integer operations rather than LLVM's ``bfloat`` type, whose support varies between backends.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ HALF = ir.HalfType()
 PTR = ir.PointerType()
 
 HALF_FLOATS = ("float16", "bfloat16")
+NARROW_FLOATS = (*HALF_FLOATS, *dt.FLOAT8)  # computed in float, rounded after each operation
 
 
 def compute_type(dtype: str) -> ir.Type:
@@ -49,6 +50,8 @@ def storage_type(dtype: str) -> ir.Type:
         return HALF
     if dtype == "bfloat16":
         return I16
+    if dt.is_float8(dtype):
+        return I8
     return compute_type(dtype)
 
 
@@ -80,17 +83,17 @@ def constant(dtype: str, value: object, lanes: int | None = None) -> ir.Constant
 
 
 def _rounded(dtype: str, value: float) -> float:
-    """`value` as `dtype` stores it (constants of 16-bit floats are rounded like their values)."""
-    if dtype in HALF_FLOATS or dtype == "float32":
-        return float(dt.to_numpy(dtype).type(value))
+    """`value` as `dtype` stores it (constants of narrow floats are rounded like their values)."""
+    if dtype in NARROW_FLOATS or dtype == "float32":
+        return float(dt.convert(value, dtype))
     return value
 
 
 def round_half(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
-    """A float computed for a 16-bit `dtype`, rounded to it (and kept in float)."""
+    """A float computed for a 16- or 8-bit `dtype`, rounded to it (and kept in float)."""
     if dtype == "float16":
         return b.fpext(b.fptrunc(value, vector_of(HALF, lanes_of(value))), value.type)
-    if dtype == "bfloat16":
+    if dtype == "bfloat16" or dt.is_float8(dtype):
         return from_storage(b, dtype, to_storage(b, dtype, value))
     return value
 
@@ -105,6 +108,10 @@ def to_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     if dtype == "bfloat16":
         loaded = _bfloat_bits(value)
         return loaded if loaded is not None else _float_to_bfloat(b, value, lanes)
+    if dt.is_float8(dtype):
+        from . import float8  # which builds on this module
+
+        return float8.encode(b, dtype, value)
     return value
 
 
@@ -133,8 +140,12 @@ def from_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     if dtype == "float16":
         return b.fpext(value, vector_of(F32, lanes))
     if dtype == "bfloat16":
-        wide = b.shl(b.zext(value, vector_of(I32, lanes)), _splat(I32, 16, lanes))
+        wide = b.shl(b.zext(value, vector_of(I32, lanes)), splat(I32, 16, lanes))
         return b.bitcast(wide, vector_of(F32, lanes))
+    if dt.is_float8(dtype):
+        from . import float8  # which builds on this module
+
+        return float8.decode(b, dtype, value)
     return value
 
 
@@ -142,14 +153,14 @@ def _float_to_bfloat(b: ir.IRBuilder, value: ir.Value, lanes: int | None) -> ir.
     """Round-to-nearest-even of a float to bfloat16 bits; NaNs stay (quiet) NaNs."""
     i32 = vector_of(I32, lanes)
     bits = b.bitcast(value, i32)
-    odd = b.and_(b.lshr(bits, _splat(I32, 16, lanes)), _splat(I32, 1, lanes))
-    rounded = b.add(b.add(bits, _splat(I32, 0x7FFF, lanes)), odd)
-    quiet = b.or_(bits, _splat(I32, 0x00400000, lanes))
+    odd = b.and_(b.lshr(bits, splat(I32, 16, lanes)), splat(I32, 1, lanes))
+    rounded = b.add(b.add(bits, splat(I32, 0x7FFF, lanes)), odd)
+    quiet = b.or_(bits, splat(I32, 0x00400000, lanes))
     is_nan = b.fcmp_unordered("uno", value, value)
     chosen = b.select(is_nan, quiet, rounded)
-    return b.trunc(b.lshr(chosen, _splat(I32, 16, lanes)), vector_of(I16, lanes))
+    return b.trunc(b.lshr(chosen, splat(I32, 16, lanes)), vector_of(I16, lanes))
 
 
-def _splat(t: ir.IntType, value: int, lanes: int | None) -> ir.Constant:
+def splat(t: ir.Type, value: int | float, lanes: int | None) -> ir.Constant:
     scalar = ir.Constant(t, value)
     return scalar if lanes is None else ir.Constant(ir.VectorType(t, lanes), [scalar] * lanes)

@@ -30,10 +30,10 @@ from .intrinsics import intrinsic
 from .lanes import access_kind, reduction, why_scalar
 from .register_values import read_elements, write_vector
 from .types import (
-    HALF_FLOATS,
     I1,
     I32,
     I64,
+    NARROW_FLOATS,
     constant,
     from_storage,
     round_half,
@@ -286,7 +286,7 @@ def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
     old = em.scalar_load(s.buffer, s.indices)
     vector_t = terms.type
     scalar_t = vector_t.element
-    if dtype in HALF_FLOATS and op in ("+", "*"):
+    if dtype in NARROW_FLOATS and op in ("+", "*"):
         combine = b.fadd if op == "+" else b.fmul
         return round_half(b, dtype, combine(old, _halving_tree(b, combine, terms, op, dtype)))
     if dt.is_float(dtype) and op in ("+", "*"):
@@ -312,8 +312,8 @@ def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
 
 def _halving_tree(b: ir.IRBuilder, combine, terms: ir.Value, op: str, dtype: str) -> ir.Value:
     """The lanes of `terms` combined pairwise, halves against halves, rounding every partial
-    result to the 16-bit `dtype`: the reduction accumulates in its dtype in whatever order the
-    schedule chose, where LLVM's ``llvm.vector.reduce.fadd`` would keep float partial sums.
+    result to the 16- or 8-bit `dtype`: the reduction accumulates in its dtype in whatever order
+    the schedule chose, where LLVM's ``llvm.vector.reduce.fadd`` would keep float partial sums.
     A lane count that is no power of two is padded with the identity."""
     count = terms.type.count
     width = 1 << (count - 1).bit_length()

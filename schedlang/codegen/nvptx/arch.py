@@ -22,9 +22,10 @@ def check_arch(arch: str) -> str:
 
 
 def ptx_version(arch: str) -> int:
-    """The PTX ISA version (times ten) emitted for `arch`."""
+    """The PTX ISA version (times ten) emitted for `arch`. sm_89 gets 8.1: LLVM's NVPTX
+    backend converts 8-bit floats for it from that version on (for sm_90 from 8.0)."""
     number = int(check_arch(arch)[3:].rstrip("af"))
-    version = 80
+    version = 81 if number == 89 else 80
     for first, isa in _PTX_FOR_NEWER:
         if number >= first:
             version = isa

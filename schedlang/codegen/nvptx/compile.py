@@ -29,7 +29,7 @@ from ..fingerprint import fingerprint
 from ..llvm.control import UNROLL_FULL
 from ..llvm.passes import run_passes
 from ..llvm.text import module_text
-from . import libdevice, softmath
+from . import float8, libdevice, softmath
 from .arch import DEFAULT_ARCH, check_arch, ptx_version
 from .compiled import CompiledCuda
 from .module import build_module
@@ -60,6 +60,7 @@ def compile_cuda(
     Kept while a kernel holds it."""
     math = "libdevice" if libdevice.find() is not None else "softmath"
     key = fingerprint(func, f"cuda {check_arch(arch)} {min_blocks} {contract} {math}")
+    float8.check_arch(func, arch)
     hit = _memory.get(key)
     if hit is not None:
         return hit

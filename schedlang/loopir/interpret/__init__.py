@@ -2,8 +2,9 @@
 
 `run` executes a `LoweredFunc` on numpy arrays, in place, with exactly the numerics of the
 reference evaluator (`schedlang.ir.evaluate`): every operation is the same numpy operation on
-the same dtypes, so int32 wraps, ``//``/``%`` floor, float->int casts saturate, float16 and
-bfloat16 math runs in float32 and rounds, and ``select`` evaluates only the branch it takes.
+the same dtypes, so int32 wraps, ``//``/``%`` floor, float->int casts saturate, float16,
+bfloat16 and 8-bit float math runs in float32 and rounds (8-bit floats saturating), and
+``select`` evaluates only the branch it takes.
 
 Speed comes from compiling, not walking: the loop nest is translated once into Python source
 (loops become ``for`` loops over numpy scalars, expressions numpy expressions) and ``exec``-ed,

@@ -39,7 +39,7 @@ def _call_helper(name: str, dtype: str) -> Callable:
 
         def fma(a, b, c):
             wide = [np.asarray(x).astype(work, copy=False).astype(np.float64) for x in (a, b, c)]
-            return (wide[0] * wide[1] + wide[2]).astype(out)[()]
+            return dt.convert(wide[0] * wide[1] + wide[2], dtype)
 
         return fma
     if name.startswith(EXTERN):  # call_pure_extern: the function its C name stands for
@@ -51,7 +51,7 @@ def _call_helper(name: str, dtype: str) -> Callable:
 
     def call(*args):
         converted = [np.asarray(a).astype(work, copy=False) for a in args]
-        return np.asarray(fn(*converted)).astype(out, copy=False)[()]
+        return dt.convert(fn(*converted), dtype)
 
     return call
 
@@ -131,7 +131,7 @@ class ExprCompiler:
         if isinstance(e, Const):
             key = (e.dtype, repr(e.value))
             if key not in self.consts:
-                self.consts[key] = self.constant(dt.to_numpy(e.dtype).type(e.value), self.fresh(""))
+                self.consts[key] = self.constant(dt.convert(e.value, e.dtype), self.fresh(""))
             return self.consts[key]
         if isinstance(e, Var):
             if e not in self.scope:
@@ -141,6 +141,8 @@ class ExprCompiler:
             return self.name(e)
         if isinstance(e, Load):
             return self.load(e, mask)
+        if isinstance(e, (Binary, Unary)) and dt.is_float8(e.dtype):
+            return self.float8(e, mask)
         if isinstance(e, Binary):
             a, b = self.expr(e.a, mask), self.expr(e.b, mask)
             if e.op in ("min", "max"):
@@ -158,8 +160,8 @@ class ExprCompiler:
             inner = self.expr(e.value, mask)
             if e.value.dtype == e.dtype:
                 return inner
-            if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
-                return f"{self.constant(dt.float_to_int, 'float_to_int')}({inner}, {e.dtype!r})"
+            if dt.is_float(e.value.dtype) and dt.is_int(e.dtype) or dt.is_float8(e.dtype):
+                return f"{self.constant(dt.convert, 'convert')}({inner}, {e.dtype!r})"
             return f"{inner}.astype({self.np_dtype(e.dtype)})"
         if isinstance(e, Call):
             helper = self.constant(
@@ -167,6 +169,18 @@ class ExprCompiler:
             )
             return f"{helper}({', '.join(self.expr(a, mask) for a in e.args)})"
         raise InternalError(f"the interpreter cannot evaluate {type(e).__name__} '{expr_str(e)}'")
+
+    def float8(self, e: Binary | Unary, mask: str | None) -> str:
+        """8-bit float arithmetic as the reference computes it: in float32, then rounded with
+        `dt.to_float8` (the Python operators on ml_dtypes' scalars give NaN or infinity where
+        the targets saturate)."""
+        a = Cast(e.a, "float32")
+        if isinstance(e, Binary):
+            wide = Binary(e.op, a, Cast(e.b, "float32"), "float32")
+        else:
+            wide = Unary(e.op, a, "float32")
+        rounded = self.constant(dt.to_float8, "to_float8")
+        return f"{rounded}({self.expr(wide, mask)}, {e.dtype!r})"
 
     def select(self, e: Select, mask: str | None) -> str:
         cond = self.expr(e.cond, mask)

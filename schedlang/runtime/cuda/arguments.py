@@ -123,7 +123,10 @@ def _view(buffer: Buffer, array: object) -> _View:
         return _View(array.shape, array.dtype, 0, array, not array.flags.writeable)
     if isinstance(array, DeviceArray):
         return _View(array.shape, array.dtype, array.ptr, None, False)
-    interface = getattr(array, "__cuda_array_interface__", None)
+    try:
+        interface = getattr(array, "__cuda_array_interface__", None)
+    except KeyError:  # torch has no typestr for its float8 tensors; DLPack has codes for them
+        interface = None
     # the interface has no name for bfloat16 (torch calls it "<V2", raw bytes): DLPack has
     opaque = interface is not None and np.dtype(interface["typestr"]).kind == "V"
     if interface is not None and not (opaque and hasattr(array, "__dlpack__")):

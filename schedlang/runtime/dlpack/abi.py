@@ -41,6 +41,8 @@ DEVICE_NAMES = {
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
 _KINDS = {code: kind for kind, code in _CODES.items()}
 KDL_BFLOAT = 4
+# kDLFloat8_e4m3fn and kDLFloat8_e5m2 (DLPack 1.1), what torch exports its float8 tensors as
+KDL_FLOAT8 = {"float8_e4m3fn": 10, "float8_e5m2": 12}
 
 USED_NAME = b"used_dltensor"
 NAME = b"dltensor"
@@ -93,9 +95,12 @@ capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def data_type(dtype: np.dtype) -> tuple[int, int]:
-    """DLPack's ``(code, bits)`` for a numpy dtype (ml_dtypes' bfloat16 included)."""
+    """DLPack's ``(code, bits)`` for a numpy dtype (ml_dtypes' bfloat16 and 8-bit floats
+    included)."""
     if dtype.name == "bfloat16":
         return KDL_BFLOAT, 16
+    if dtype.name in KDL_FLOAT8:
+        return KDL_FLOAT8[dtype.name], 8
     if dtype.kind not in _CODES:
         raise TypeError(f"DLPack has no type for {dtype}")
     return _CODES[dtype.kind], dtype.itemsize * 8
@@ -105,6 +110,9 @@ def numpy_dtype(code: int, bits: int) -> np.dtype | None:
     """The numpy dtype of DLPack's ``(code, bits)``; None where numpy has none."""
     if (code, bits) == (KDL_BFLOAT, 16):
         return dt.to_numpy("bfloat16")
+    for name, float8 in KDL_FLOAT8.items():
+        if (code, bits) == (float8, 8):
+            return dt.to_numpy(name)
     if (code, bits) == (_CODES["b"], 8):
         return np.dtype(np.bool_)
     kind = _KINDS.get(code)

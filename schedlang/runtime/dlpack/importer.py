@@ -12,9 +12,9 @@ A capsule is read (`read`) before it is taken, so that an argument the checks re
 producer's to free (the capsule's destructor does it); a call that goes ahead takes it
 (`Taken`), and releases it once its kernels are done.
 
-numpy reads no ``bfloat16`` from DLPack (it has no such type of its own): `host_array` reads
-such host memory itself, as a numpy array of ml_dtypes' ``bfloat16`` over the producer's
-memory, which holds the taken tensor until the array goes.
+numpy reads no ``bfloat16`` or 8-bit floats from DLPack (it has no such types of its own):
+`host_array` reads such host memory itself, as a numpy array of ml_dtypes' type over the
+producer's memory, which holds the taken tensor until the array goes.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...ir import dtype as dt
 from .abi import (
     NAME,
     USED_NAME,
@@ -130,11 +131,11 @@ def host_array(name: str, obj: object, wanted: str) -> np.ndarray:
     try:
         return np.from_dlpack(obj)
     except (RuntimeError, BufferError) as error:  # an element type numpy does not read
-        # (bfloat16): numpy raises the one or the other by version
+        # (bfloat16, the 8-bit floats): numpy raises the one or the other by version
         capsule = obj.__dlpack__()
         tensor = read(name, capsule)
         dtype = element_dtype(name, tensor, wanted)
-        if dtype.name != "bfloat16":
+        if dtype.name != "bfloat16" and not dt.is_float8(dtype.name):
             raise error from None
         return np.asarray(_Borrowed(tensor, dtype, Taken(capsule))).view(dtype)
 
