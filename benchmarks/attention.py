@@ -4,12 +4,16 @@ tokens, hidden 2048 (16 heads of 128 or 32 heads of 64), seqlen 512 to 16k, caus
 fp16 or bf16. TFLOP/s = 4 * B * H * L^2 * D, halved for causal.
 
 schedlang's kernel is ``examples/gpu_attention.py``: attention written as its definition, fused
-by ``s.online([M, Z, O], factor)`` into one pass over blocks of keys, each stage bound to blocks
-and threads. Its scores and running states live in global memory, so it runs only where they fit
-(``--ours-limit`` GB) and is checked against torch's math backend in float64 first.
+by ``s.online([M, Z, O], factor)`` into one pass over blocks of keys. ``--schedule fused`` (the
+default) computes the whole scan inside each thread's loop over its query row: one kernel, the
+states in registers, keys and values staged in shared memory per block of keys.
+``--schedule stages`` binds each stage to blocks and threads of its own kernel, the scores and
+the states in global memory, so it runs only where they fit (``--ours-limit`` GB). Each is
+checked against torch's math backend in float64 first.
 
     python benchmarks/attention.py [--seqlens 512,1024] [--heads-dim 64,128] [--causal both]
-        [--dtypes float16,bfloat16] [--ours] [--repeat 20]
+        [--dtypes float16,bfloat16] [--ours] [--schedule fused] [--factor 32] [--rows 64]
+        [--repeat 20]
 """
 
 from __future__ import annotations
@@ -72,7 +76,14 @@ def main() -> None:
     parser.add_argument("--dtypes", default="float16,bfloat16")
     parser.add_argument("--ours", action="store_true", help="time schedlang's kernel too")
     parser.add_argument("--ours-limit", type=float, default=8.0, help="GB it may take")
-    parser.add_argument("--factor", type=int, default=64, help="keys per block of online")
+    parser.add_argument("--factor", type=int, default=32, help="keys per block of online")
+    parser.add_argument(
+        "--schedule",
+        default="fused",
+        choices=["fused", "stages"],
+        help="one kernel, a thread per query row (fused), or a kernel per stage (stages)",
+    )
+    parser.add_argument("--rows", type=int, default=64, help="query rows per block (fused)")
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
@@ -113,10 +124,13 @@ def _row(dtype: str, causal: bool, n: int, d: int, args) -> str:
 
 def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
-    if ours_bytes(b * h, n, d, args.factor) > args.ours_limit * 1e9:
-        return None
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
-    s = gpu_attention.schedule(*tensors[:3], *tensors[3:], factor=args.factor)
+    if args.schedule == "fused":
+        s = gpu_attention.fused_schedule(*tensors, factor=args.factor, rows=args.rows)
+    elif ours_bytes(b * h, n, d, args.factor) > args.ours_limit * 1e9:
+        return None
+    else:
+        s = gpu_attention.schedule(*tensors[:3], *tensors[3:], factor=args.factor)
     kernel = sl.build(s, [*tensors[:3], tensors[-1]], target="cuda")
     flat = [x.reshape(b * h, n, d).contiguous() for x in (q, k, v)]
     out = torch.full_like(flat[0], float("nan"))

@@ -60,6 +60,48 @@ def schedule(q, k, v, chain, out, factor: int = 64, threads: int = 128) -> sl.Sc
     return s
 
 
+def fused_schedule(
+    q, k, v, chain, out, factor: int = 32, rows: int = 64, unroll: bool = True
+) -> sl.Schedule:
+    """One kernel: a block per `rows` query rows, a thread per row holding its running
+    maximum, sum and output (`"local"`), every block of `factor` keys brought into shared
+    memory once for all the block's rows. The online scan is computed inside each thread's
+    loop (`compute_at` of the scan), so the scores of a block of keys live in the thread's
+    registers, never in memory: FlashAttention's dataflow on the CUDA cores."""
+    s = sl.create_schedule(out)
+    m_run, _, _ = s.online(list(chain), factor=factor)
+    for copy in chain[1:]:  # O and Z read the last step of their states
+        s[copy].compute_inline()
+    b, i, c = s[out].op.axis
+    io, ii = s[out].split(i, factor=rows)
+    s[out].reorder(b, io, ii, c)
+    tx = sl.thread_axis("threadIdx.x")
+    s[out].bind(b, sl.thread_axis("blockIdx.y"))
+    s[out].bind(io, sl.thread_axis("blockIdx.x"))
+    s[out].bind(ii, tx)
+    s[m_run].compute_at(s[out], ii)  # the states of one row, in the row's thread
+    stages = {stage.name: stage for stage in s.stages}
+    update = stages["M.online.M_update"]
+    step = update.op.axis[0]
+    scores, block_max = stages["S"], stages["M.online.block_max"]
+    s[scores].compute_at(s[update], step)  # one block's scores, read by every later stage
+    s[block_max].compute_at(s[update], step)
+    s[s.cache_read(q, "local", [scores])].compute_at(s[out], ii)  # the row's query
+    weighted = stages["M.online.O_block"]
+    for source, reader, at in ((k, scores, update), (v, weighted, weighted)):
+        tile = s.cache_read(source, "shared", [reader])
+        s[tile].compute_at(s[at], at.op.axis[0])
+        _, lanes = s[tile].split(s[tile].fuse(*s[tile].op.axis), factor=rows)
+        s[tile].bind(lanes, tx)
+    # Keys outside, head dim inside: a score's exp is computed once for the whole row of V.
+    keys, dims = weighted.op.reduce_axis[0], weighted.op.axis[-1]
+    s[weighted].reorder(keys, dims)
+    if unroll:
+        s[weighted].unroll(dims)
+        s[scores].unroll(scores.op.reduce_axis[0])
+    return s
+
+
 def spread_stages(s: sl.Schedule, threads: int, keep: tuple[sl.Tensor, ...] = ()) -> None:
     """Each computed stage of `s` but those of `keep`, its elements fused and spread over
     blocks of `threads`; the step axis of an online scan's stages stays a serial loop."""

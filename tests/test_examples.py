@@ -193,44 +193,55 @@ def test_gpu_gemm_writes_c_in_vectors_without_a_warning():
     assert kernel.ptx.count("st.global.v4") == 16 and "st.global.f32" not in kernel.ptx
 
 
+def _attention_schedule(how: str, tensors) -> sl.Schedule:
+    if how == "fused":
+        return gpu_attention.fused_schedule(*tensors, factor=8, rows=16, unroll=False)
+    return gpu_attention.schedule(*tensors, factor=8, threads=32)
+
+
+def _attention_reference(q, k, v, causal: bool) -> np.ndarray:
+    wide = [x.astype(np.float64) for x in (q, k, v)]
+    scores = np.einsum("bid,bjd->bij", wide[0], wide[1]) * q.shape[-1] ** -0.5
+    if causal:
+        n = q.shape[1]
+        scores = np.where(np.tril(np.ones((n, n), bool)), scores, -np.inf)
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return np.einsum("bij,bjd->bid", p, wide[2]) / p.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("how", ["stages", "fused"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_attention_in_one_online_pass_simulated(dtype, causal):
+def test_attention_in_one_online_pass_simulated(how, dtype, causal):
     """Attention's definition fused by online, at a length the block of keys does not divide,
-    against float64 numpy, in the SIMT interpreter (the scan's steps launched by the host)."""
+    against float64 numpy, in the SIMT interpreter: a kernel per stage (the scan's steps
+    launched by the host), or one kernel with the scan inside each thread's row."""
     import ml_dtypes
 
     bh, n, d = 2, 37, 8
     tensors = gpu_attention.attention(bh, n, d, dtype, causal)
-    s = gpu_attention.schedule(*tensors, factor=8, threads=32)
-    kernel = sl.build(s, [*tensors[:3], tensors[-1]], target="cuda")
+    kernel = sl.build(_attention_schedule(how, tensors), [*tensors[:3], tensors[-1]], "cuda")
+    if how == "fused":
+        assert "allocate S: float32[1, 1, 8] in local" in str(kernel.lowered)
     np_dtype = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np_dtype) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np_dtype)
     kernel.simulate(q, k, v, out)
-    wide = [x.astype(np.float64) for x in (q, k, v)]
-    scores = np.einsum("bid,bjd->bij", wide[0], wide[1]) * d**-0.5
-    if causal:
-        scores = np.where(np.tril(np.ones((n, n), bool)), scores, -np.inf)
-    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    want = np.einsum("bij,bjd->bid", p, wide[2]) / p.sum(axis=-1, keepdims=True)
     rounding = 1e-3 if dtype == "float16" else 8e-3  # the output's own rounding
+    want = _attention_reference(q, k, v, causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=rounding * 4)
 
 
 @pytest.mark.gpu
-def test_attention_in_one_online_pass_on_the_gpu():
+@pytest.mark.parametrize("how", ["stages", "fused"])
+def test_attention_in_one_online_pass_on_the_gpu(how):
     bh, n, d = 3, 100, 16
     tensors = gpu_attention.attention(bh, n, d, "float16", causal=True)
-    kernel = sl.build(gpu_attention.schedule(*tensors), [*tensors[:3], tensors[-1]], "cuda")
+    kernel = sl.build(_attention_schedule(how, tensors), [*tensors[:3], tensors[-1]], "cuda")
     rng = np.random.default_rng(6)
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)
     kernel(q, k, v, out)
-    wide = [x.astype(np.float64) for x in (q, k, v)]
-    scores = np.einsum("bid,bjd->bij", wide[0], wide[1]) * d**-0.5
-    scores = np.where(np.tril(np.ones((n, n), bool)), scores, -np.inf)
-    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    want = np.einsum("bij,bjd->bid", p, wide[2]) / p.sum(axis=-1, keepdims=True)
+    want = _attention_reference(q, k, v, causal=True)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)

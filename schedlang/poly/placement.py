@@ -163,6 +163,7 @@ class Placement:
         }
         self.in_scan = {m.name: scan.stage for scan in self.scans.values() for m in members(scan)}
         self.child_base: dict[tuple[str, Axis], int] = {}  # first slot of children at a loop
+        self.step_loops: dict[Axis, str] = {}  # the step loops of placed scans -> the scan
         for stage in schedule.stages:
             placed_here = stage.name in self.by_stage or stage.name in self.scans
             if isinstance(stage.attach, rec.ComputeAt) and placed_here:
@@ -583,7 +584,7 @@ class Placement:
                 if name == producer.name or not any(acc.op in producer.ops for acc in st.reads):
                     continue
                 placed = [p for p in self.placed.get(name, []) if p.stmt is st]
-                if not placed or placed[0].template[: len(path)] != path:
+                if not placed or not self._on_path(placed[0].template, path):
                     raise _placement_error(
                         producer,
                         f"'{name}' reads '{producer.name}' too, but its values exist only "
@@ -592,6 +593,19 @@ class Placement:
                     )
                 readers.extend(placed)
         return readers
+
+    def _on_path(self, template: list, path: list) -> bool:
+        """Does `template` run inside the loops of `path`? The step loops of one scan's stages
+        are one loop (`scan_placement`)."""
+        if len(template) < len(path):
+            return False
+        for mine, theirs in zip(template, path):
+            if mine == theirs:
+                continue
+            steps = self.step_loops.get(mine[1]) if mine[0] == "dim" else None
+            if steps is None or theirs[0] != "dim" or self.step_loops.get(theirs[1]) != steps:
+                return False
+        return True
 
     def _constant(self, extent: isl.PwAff) -> int | None:
         return largest_value(extent, self.params.context)

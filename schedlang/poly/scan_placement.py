@@ -146,6 +146,7 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
         else:
             templates = _in_step(pl._templates(member, pre, q_steps), len(pre) + 2, base)
             pl.child_base[(member.name, member.leaves[0])] = base
+            pl.step_loops[member.leaves[0]] = stage.name
             base += pl._betas(member, 0)[1] + (2 if pl._split_level(member) == 1 else 1)
         placed: list[Placed] = []
         for st in st_list:

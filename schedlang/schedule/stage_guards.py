@@ -71,16 +71,20 @@ def one_output(stage: Stage, cls: type, call: str, loc: str) -> None:
 
 
 def depends_on(consumer: Stage, producer: Stage) -> bool:
-    """Does `consumer` read `producer`, directly or through other computes?"""
+    """Does `consumer` read `producer`, directly or through other computes? A stage read
+    through a tensor a cache_read has rewired is followed to its op now."""
+    by_op = consumer.schedule._by_op
     pending, seen = list(consumer.ops), set()
     while pending:
         op = pending.pop()
         for tensor in op.input_tensors:
-            if tensor.op in producer.ops:
-                return True
-            if id(tensor.op) not in seen:
-                seen.add(id(tensor.op))
-                pending.append(tensor.op)
+            stage = by_op.get(tensor.op)
+            for read in stage.ops if stage is not None else (tensor.op,):
+                if read in producer.ops:
+                    return True
+                if id(read) not in seen:
+                    seen.add(id(read))
+                    pending.append(read)
     return False
 
 

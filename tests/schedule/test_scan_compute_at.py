@@ -13,10 +13,14 @@ import pytest
 import schedlang as sl
 from schedlang.schedule.errors import PlacementError
 
-from .test_online import _attention, _data, _numpy_attention
+from .test_online import _attention, _numpy_attention
 
 RNG = np.random.default_rng(7)
 D = 8
+
+
+def _data(n, magnitude=1.0):
+    return [(RNG.standard_normal((n, D)) * magnitude).astype(np.float32) for _ in range(3)]
 
 
 def _stage(s, name):
@@ -60,11 +64,12 @@ def test_causal_attention_skips_the_blocks_above_the_diagonal():
     lowered = str(sl.lower(s, [*inputs, out]))
     # A block's keys stop at the diagonal, from isl: none above it.
     assert re.search(r"range\(0, min\(7, 8 \* i\.outer - 8 \* j\.step \+ i_\d+ \+ 8\)", lowered)
-    arrays = _data(n, magnitude=20.0)
+    arrays = _data(n, magnitude=20.0)  # scores in the hundreds: exp overflows without the max
     result = np.full((n, D), np.nan, np.float32)
     sl.build(s, [*inputs, out])(*arrays, result)
+    # A float32 score of a few hundred is off by 1e-5 of itself: so is exp(score - max).
     np.testing.assert_allclose(
-        result, _numpy_attention(*arrays, causal=True), rtol=1e-4, atol=1e-5
+        result, _numpy_attention(*arrays, causal=True), rtol=1e-3, atol=1e-5
     )
 
 
