@@ -12,7 +12,7 @@ the states in global memory, so it runs only where they fit (``--ours-limit`` GB
 checked against torch's math backend in float64 first.
 
     python benchmarks/attention.py [--seqlens 512,1024] [--heads-dim 64,128] [--causal both]
-        [--dtypes float16,bfloat16] [--ours] [--schedule fused] [--factor 32] [--rows 64]
+        [--dtypes float16,bfloat16] [--ours] [--schedule fused] [--factor 16] [--rows 64]
         [--repeat 20]
 """
 
@@ -76,7 +76,13 @@ def main() -> None:
     parser.add_argument("--dtypes", default="float16,bfloat16")
     parser.add_argument("--ours", action="store_true", help="time schedlang's kernel too")
     parser.add_argument("--ours-limit", type=float, default=8.0, help="GB it may take")
-    parser.add_argument("--factor", type=int, default=32, help="keys per block of online")
+    parser.add_argument(
+        "--factor",
+        type=int,
+        default=None,
+        help="keys per block of online (default: 64 for stages; for fused, 1024 / head dim up "
+        "to 16, so that the block's unrolled products stay within the unroll limit)",
+    )
     parser.add_argument(
         "--schedule",
         default="fused",
@@ -126,11 +132,12 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
-        s = gpu_attention.fused_schedule(*tensors, factor=args.factor, rows=args.rows)
-    elif ours_bytes(b * h, n, d, args.factor) > args.ours_limit * 1e9:
+        factor = args.factor or min(16, 1024 // d)
+        s = gpu_attention.fused_schedule(*tensors, factor=factor, rows=args.rows)
+    elif ours_bytes(b * h, n, d, args.factor or 64) > args.ours_limit * 1e9:
         return None
     else:
-        s = gpu_attention.schedule(*tensors[:3], *tensors[3:], factor=args.factor)
+        s = gpu_attention.schedule(*tensors[:3], *tensors[3:], factor=args.factor or 64)
     kernel = sl.build(s, [*tensors[:3], tensors[-1]], target="cuda")
     flat = [x.reshape(b * h, n, d).contiguous() for x in (q, k, v)]
     out = torch.full_like(flat[0], float("nan"))

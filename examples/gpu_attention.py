@@ -96,9 +96,12 @@ def fused_schedule(
     # Keys outside, head dim inside: a score's exp is computed once for the whole row of V.
     keys, dims = weighted.op.reduce_axis[0], weighted.op.axis[-1]
     s[weighted].reorder(keys, dims)
-    if unroll:
+    if unroll:  # the block's scores in registers: every index into them a constant
         s[weighted].unroll(dims)
-        s[scores].unroll(scores.op.reduce_axis[0])
+        s[scores].reorder(scores.op.reduce_axis[0], scores.op.axis[-1])  # a query element
+        s[scores].unroll(scores.op.axis[-1])  # read once for the block's keys
+        for stage in (block_max, stages["M.online.Z_block"], weighted):
+            s[stage].unroll(stage.op.reduce_axis[0])
     return s
 
 

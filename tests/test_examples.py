@@ -245,3 +245,29 @@ def test_attention_in_one_online_pass_on_the_gpu(how):
     kernel(q, k, v, out)
     want = _attention_reference(q, k, v, causal=True)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
+
+
+def test_fused_attention_masks_without_repeating_its_exps():
+    """Unrolled over the keys and the head dimension, a causal block's copies share their
+    mask's guard (`loopir.gpu.merge_guards`): each score's exp is computed once per stage, as
+    without the mask, not once per element of the output row it weights."""
+    counts = {}
+    for causal in (False, True):
+        tensors = gpu_attention.attention(2, sl.var("n"), 16, "float16", causal)
+        s = gpu_attention.fused_schedule(*tensors, factor=8, rows=16)
+        ptx = sl.build(s, [*tensors[:3], tensors[-1]], "cuda").ptx
+        counts[causal] = ptx.count("ex2.approx")
+    assert counts[True] <= counts[False] + 2 < 2 * 8 * 16
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_unrolled_simulated(causal):
+    bh, n, d = 2, 29, 8
+    tensors = gpu_attention.attention(bh, n, d, "float16", causal)
+    s = gpu_attention.fused_schedule(*tensors, factor=8, rows=16)
+    kernel = sl.build(s, [*tensors[:3], tensors[-1]], "cuda")
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
+    out = np.full((bh, n, d), np.nan, np.float16)
+    kernel.simulate(q, k, v, out)
+    np.testing.assert_allclose(out.astype(np.float64), _attention_reference(q, k, v, causal), atol=4e-3)
