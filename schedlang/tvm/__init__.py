@@ -11,7 +11,7 @@ does not yet is refused with a `TVMError` that says so, never approximated.
 from __future__ import annotations
 
 from ..errors import SchedlangError as TVMError
-from . import autotvm, contrib, ir, nd, runtime, target, te, tir, topi, transform
+from . import autotvm, container, contrib, error, ir, nd, runtime, target, te, tir, topi, transform
 from .driver import build, lower
 from .packed import get_global_func, register_func
 from .runtime import Device, Module, NDArray, cl, cpu, cuda, device, gpu, opencl, rocm
@@ -23,11 +23,13 @@ __all__ = [
     "TVMError",
     "autotvm",
     "build",
+    "container",
     "cl",
     "contrib",
     "cpu",
     "cuda",
     "device",
+    "error",
     "get_global_func",
     "gpu",
     "ir",

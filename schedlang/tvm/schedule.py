@@ -7,5 +7,6 @@ from ..ir.tensor import IterVar
 from ..schedule.records import Fuse, Split
 from ..schedule.schedule import Schedule, create_schedule
 from ..schedule.stage import Stage
+from .infer_bound import InferBound
 
-__all__ = ["Fuse", "IterVar", "Schedule", "Split", "Stage", "create_schedule"]
+__all__ = ["Fuse", "InferBound", "IterVar", "Schedule", "Split", "Stage", "create_schedule"]

@@ -1,14 +1,15 @@
-"""``tvm.lower`` and ``tvm.build`` over schedlang's."""
+"""``tvm.lower``, ``tvm.build`` and ``schedule_to_module`` over schedlang's."""
 
 from __future__ import annotations
 
-from .. import build as build_kernel
-from .. import lower as lower_schedule
-from ..errors import entry_point
-from ..ir.expr import Var
-from ..schedule.records import ComputeInline
-from .runtime import Module
-from .target import as_target
+from ... import build as build_kernel
+from ... import lower as lower_schedule
+from ...errors import entry_point
+from ...ir.expr import Var
+from ...schedule.records import ComputeInline
+from ..ir_module import IRModule
+from ..runtime import Module
+from ..target import as_target
 
 
 @entry_point
@@ -18,12 +19,21 @@ def lower(
     name: str = "main",
     binds: object = None,
     simple_mode: bool = False,
-) -> object:
-    """The loop nest of schedule `inputs` over `args`, printable (``simple_mode`` is how
-    schedlang always prints it)."""
+) -> IRModule:
+    """The loop nest of schedule `inputs` over `args` as a module holding one function,
+    `name`; printed, it is the loop nest (``simple_mode`` is how schedlang always prints)."""
     _no_binds(binds)
     kept, _, _ = _kernel_args(inputs, list(args or []))
-    return lower_schedule(inputs, kept, name)
+    return IRModule.of(lower_schedule(inputs, kept, name))
+
+
+@entry_point
+def schedule_to_module(
+    sch: object, args: list | None = None, name: str = "main", binds: object = None
+) -> IRModule:
+    """TE's module of a schedule before its passes. schedlang's loop nest comes out of one
+    polyhedral step with nothing in between, so this is `lower`'s module."""
+    return lower(sch, args, name, binds)
 
 
 @entry_point
@@ -70,6 +80,6 @@ def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...], dict[int
 
 def _no_binds(binds: object) -> None:
     if binds:
-        from ..errors import LoweringError
+        from ...errors import LoweringError
 
         raise LoweringError("binds= (buffers declared by hand) is not supported by schedlang")

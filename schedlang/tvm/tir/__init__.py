@@ -22,7 +22,7 @@ from schedlang.ir.expr import Call as _Call
 from schedlang.ir.intrinsics import plain_name
 
 from . import ir_builder  # noqa: F401 - tvm.tir.ir_builder.create()
-from .tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
+from ..tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
 
 
 class CallEffectKind(enum.IntEnum):
