@@ -3,10 +3,46 @@
 
 from __future__ import annotations
 
-from ..ir.tensor import IterVar
+from ..ir.tensor import IterVar as _IterVar
+from ..schedule.axis import Axis
+from ..schedule.introspect import IterType
 from ..schedule.records import Fuse, Split
 from ..schedule.schedule import Schedule, create_schedule
 from ..schedule.stage import Stage
 from .infer_bound import InferBound
+from .schedule_ops import ScheduleOps
 
-__all__ = ["Fuse", "InferBound", "IterVar", "Schedule", "Split", "Stage", "create_schedule"]
+
+
+class _LoopClass(type):
+    """``isinstance(x, te.schedule.IterVar)``: an op's IterVar, or a loop split or fuse made."""
+
+    def __instancecheck__(cls, value: object) -> bool:
+        return isinstance(value, (_IterVar, Axis))
+
+
+class IterVar(metaclass=_LoopClass):
+    """TE's IterVar as a class: its kinds of loops by TE's numbers (``IterVar.Unrolled``),
+    which `Stage.iter_var_attrs` reports."""
+
+    DataPar = IterType.DataPar
+    ThreadIndex = IterType.ThreadIndex
+    CommReduce = IterType.CommReduce
+    Ordered = IterType.Ordered
+    DimInfo = IterType.DimInfo
+    Unrolled = IterType.Unrolled
+    Vectorized = IterType.Vectorized
+    Parallelized = IterType.Parallelized
+    Tensorized = IterType.Tensorized
+
+
+__all__ = [
+    "Fuse",
+    "InferBound",
+    "IterVar",
+    "Schedule",
+    "ScheduleOps",
+    "Split",
+    "Stage",
+    "create_schedule",
+]

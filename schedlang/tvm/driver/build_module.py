@@ -6,6 +6,8 @@ from ... import build as build_kernel
 from ... import lower as lower_schedule
 from ...errors import entry_point
 from ...ir.expr import Var
+from ...ir.scan import ScanOp
+from ...ir.tensor import Operation, Tensor
 from ...schedule.records import ComputeInline
 from ..ir_module import IRModule
 from ..runtime import Module
@@ -62,13 +64,16 @@ def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...], dict[int
     lists size variables (``te.var("n")``), whose values a call passes among the arrays:
     schedlang's kernels read sizes off the arrays, so a size is left out too, and the value
     passed at its position (`sizes`: position -> name) goes to the kernel by name, which
-    checks it against the arrays' shapes."""
+    checks it against the arrays' shapes. A scan's state placeholder listed stands, as in
+    TE, for the scan's tensor (the state's rows are the scan's)."""
     kept, skipped, sizes = [], [], {}
     by_op = getattr(s, "_by_op", {})
+    scans = _scan_of_state(s)
     for k, a in enumerate(args):
         if isinstance(a, Var) and a.kind == "size":
             sizes[k] = a.name
             continue
+        a = scans.get(getattr(a, "op", None), a)
         stage = by_op.get(getattr(a, "op", None))
         inlined = stage is not None and isinstance(stage.attach, ComputeInline)
         if inlined and a.op not in s.output_ops:
@@ -76,6 +81,16 @@ def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...], dict[int
         else:
             kept.append(a)
     return kept, tuple(skipped), sizes
+
+
+def _scan_of_state(s: object) -> dict[Operation, Tensor]:
+    """A scan state's placeholder op -> the scan's tensor."""
+    found = {}
+    for stage in getattr(s, "stages", ()):
+        for op in stage.ops:
+            if isinstance(op, ScanOp):
+                found[op.state.op] = op.output(op.value_index)
+    return found
 
 
 def _no_binds(binds: object) -> None:

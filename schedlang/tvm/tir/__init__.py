@@ -19,10 +19,29 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
 )
 from schedlang import if_then_else as Select  # noqa: F401, N812
 from schedlang.ir.expr import Call as _Call
+from schedlang.ir.expr import Const
+from schedlang.ir.expr import Expr as PrimExpr  # noqa: F401
 from schedlang.ir.intrinsics import plain_name
 
-from . import ir_builder  # noqa: F401 - tvm.tir.ir_builder.create()
+from ..ir_module import PrimFunc  # noqa: F401
 from ..tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
+from . import ir_builder, stmt_functor  # noqa: F401 - tvm.tir.ir_builder, tvm.tir.stmt_functor
+
+
+class _ConstOfKind(type):
+    """``isinstance(e, tvm.tir.IntImm)``: a constant of an integer (or bool) dtype; FloatImm:
+    of a float dtype. schedlang has one constant node, `Const`, for both."""
+
+    def __instancecheck__(cls, value: object) -> bool:
+        return isinstance(value, Const) and value.dtype.startswith(cls.prefixes)
+
+
+class IntImm(metaclass=_ConstOfKind):
+    prefixes = ("int", "uint", "bool")
+
+
+class FloatImm(metaclass=_ConstOfKind):
+    prefixes = ("float", "bfloat")
 
 
 class CallEffectKind(enum.IntEnum):
