@@ -13,7 +13,6 @@ from .infer_bound import InferBound
 from .schedule_ops import ScheduleOps
 
 
-
 class _LoopClass(type):
     """``isinstance(x, te.schedule.IterVar)``: an op's IterVar, or a loop split or fuse made."""
 
