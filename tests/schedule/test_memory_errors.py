@@ -34,8 +34,9 @@ def test_cache_read_reader_must_read():
 
 def test_cache_write_after_scheduling():
     a, b, c, s = matmul()
-    s[c].split(c.op.axis[0], factor=2)
-    with pytest.raises(ScopeError, match="call cache_write before scheduling it"):
+    xo, xi = s[c].split(c.op.axis[0], factor=2)
+    s[c].unroll(xi)
+    with pytest.raises(ScopeError, match="already annotated or bound; call cache_write before"):
         s.cache_write(c, "local")
 
 
