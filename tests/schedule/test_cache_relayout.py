@@ -31,6 +31,10 @@ def test_the_cache_takes_the_loops_of_a_split_and_reorder():
     text = str(sl.lower(s, [A, B, C]))
     assert "C.global[i // 4, j, i % 4]" in text
     check(s, [A, B], [C], {"m": 10, "n": 3})
+    assert str(sl.lower(s.copy(), [A, B, C])) == text  # replayed: the same relayout
+    s.undo()
+    assert s[C].leaf_iter_vars == [xo, C.op.axis[1], xi]
+    CC = s.cache_write(C, "global")
     xo, xi = s[CC].split(CC.op.axis[1], factor=2)  # the cache's loops are scheduled as any
     s[CC].vectorize(CC.op.axis[2])
     check(s, [A, B], [C], {"m": 7, "n": 5})
