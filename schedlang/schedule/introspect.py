@@ -57,6 +57,16 @@ _ANNOTATED = {
 }
 
 
+class AttachType(enum.IntEnum):
+    """Where a stage is computed, by TE's numbers (``s[B].attach_type``)."""
+
+    GroupRoot = 1  # at the root
+    Inline = 2
+    InlinedAlready = 3
+    Scope = 4  # at a loop of another stage
+    ScanUpdate = 5
+
+
 @dataclass(frozen=True)
 class IterVarAttr:
     """What the schedule asked of one loop: `iter_type` (an `IterType`), `bind_thread` (the
@@ -85,6 +95,15 @@ class StageViews:
         """Every loop the stage has had: its root axes (data, then reduce), then the loops
         made by split and fuse, in the order they were made; those split or fused away stay."""
         return [shown(self, a) for a in (*self.root_axes, *made_axes(self))]
+
+    @property
+    def attach_type(self: Stage) -> AttachType:
+        """Where the stage is computed: at the root, inlined, or at another stage's loop."""
+        if isinstance(self.attach, rec.ComputeInline):
+            return AttachType.Inline
+        if isinstance(self.attach, rec.ComputeAt):
+            return AttachType.Scope
+        return AttachType.GroupRoot
 
     @property
     def group(self: Stage) -> Group | None:

@@ -9,6 +9,7 @@ from ..schedule.introspect import IterType
 from ..schedule.records import Fuse, Split
 from ..schedule.schedule import Schedule, create_schedule
 from ..schedule.stage import Stage
+from .auto_inline import AutoInlineBroadcast, AutoInlineElemWise, AutoInlineInjective
 from .infer_bound import InferBound
 from .schedule_ops import ScheduleOps
 
@@ -36,6 +37,9 @@ class IterVar(metaclass=_LoopClass):
 
 
 __all__ = [
+    "AutoInlineBroadcast",
+    "AutoInlineElemWise",
+    "AutoInlineInjective",
     "Fuse",
     "InferBound",
     "IterVar",
