@@ -15,6 +15,7 @@ from ..ir.expr import Read, Reduce, Var, const
 from ..ir.tensor import ComputeOp, IterVar, Range, Tensor
 from ..ir.visit import substitute
 from . import records as rec
+from .cache_outputs import cache_write_outputs, listed_outputs
 from .errors import PlacementError, ScopeError, message
 from .relayout import relaid
 from .rewire import reads_of
@@ -81,11 +82,18 @@ def _reader(
     return stage
 
 
-def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor:
-    stage = s[tensor]
+def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor | list[Tensor]:
+    if isinstance(tensor, (list, tuple)) and tensor:
+        names = ", ".join(getattr(t, "name", str(t)) for t in tensor)
+        stage = listed_outputs(s, list(tensor), f"cache_write([{names}], {scope!r})", loc)
+    else:
+        stage = s[tensor]
     call = f"cache_write({stage.name}, {scope!r})"
     check_scope(stage.name, call, loc, scope)
     op = stage.op
+    if len(stage.ops) > 1 and (isinstance(tensor, (list, tuple)) or tensor is stage):
+        stage._keep_in_scan(call, loc, ScopeError)
+        return cache_write_outputs(s, stage, scope, loc)
     if not isinstance(op, ComputeOp):
         what = f"'{stage.name}' is an input: it is not written"
         _fail(PlacementError, stage.name, call, loc, what)

@@ -90,10 +90,13 @@ class Schedule:
         return cache_read(self, tensor, scope, readers, user_location())
 
     @entry_point
-    def cache_write(self, tensor: object, scope: str) -> Tensor:
+    def cache_write(self, tensor: object, scope: str) -> Tensor | list[Tensor]:
         """A stage computing `tensor`'s values in `scope`; `tensor` becomes a copy of it.
 
-        Call it before scheduling `tensor`: the reduction (and its axes) moves to the cache.
+        Call it before scheduling `tensor`: the reduction (and its axes) moves to the cache
+        (after splits and reorders, the cache is laid out by those loops). Given all the
+        outputs of a multi-output compute (a list), one cache stage computes them together,
+        and one cache tensor per output is returned.
         """
         from .cache import cache_write
 
