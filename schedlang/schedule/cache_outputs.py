@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 def listed_outputs(s: Schedule, tensors: list, call: str, loc: str) -> Stage:
     """The stage computing `tensors`, which must be all of its outputs."""
     stage = s[tensors[0]]
-    given = {getattr(t, "op", t) for t in tensors}
-    if any(s[t] is not stage for t in tensors) or given != set(stage.ops):
+    # by output index: a cache_read may have given the stage new ops for the ones the user holds
+    given = {getattr(getattr(t, "op", t), "value_index", 0) for t in tensors}
+    if any(s[t] is not stage for t in tensors) or given != set(range(len(stage.ops))):
         names = ", ".join(op.name for op in stage.ops)
         raise ScopeError(
             message(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from .. import lower
 from ..errors import entry_point
-from ..ir.tensor import PlaceholderOp
+from ..ir.graph import together
+from ..ir.tensor import PlaceholderOp, Tensor
 from ..loopir.core.nodes import Stmt
 from ..poly.scans import aliases, find_scans
 from ..schedule.schedule import Schedule
@@ -24,5 +25,6 @@ def ScheduleOps(
         for stage in sch.stages
         if isinstance(stage.op, PlaceholderOp) and stage.op not in in_scans
     ]
-    outputs = [op.output(k) for op in sch.outputs for k in range(op.num_outputs)]
+    ops = dict.fromkeys(op for root in sch.outputs for op in together(root))
+    outputs = [Tensor(op, getattr(op, "value_index", 0)) for op in ops]
     return lower(sch, inputs + outputs).body

@@ -58,3 +58,16 @@ def test_only_all_the_outputs_of_one_stage_are_cached_together():
         s.cache_write([F, G], "global")
     with pytest.raises(ScheduleError, match="applies to a stage with one output"):
         s.cache_write(F, "global")
+
+
+def test_outputs_a_cache_read_rewired_are_still_cached_together():
+    A = sl.placeholder((10, 24), name="A")
+    B = sl.placeholder((10, 24), name="B")
+    C = sl.compute(A.shape, lambda i, j: A[i, j] + B[i, j], name="C")
+    F, E = sl.compute(A.shape, lambda i, j: (C[i, j], C[i, j] * B[i, j]), name="F")
+    s = sl.create_schedule([F, E])
+    s.cache_read(B, "local", [C, E])
+    s.cache_write(C, "local")
+    FL, EL = s.cache_write([F, E], "local")
+    s[C].compute_inline()
+    check(s, [A, B], [F, E])
