@@ -1,6 +1,7 @@
 """The range of every loop of a schedule as expressions (TE's bound inference): the extents
 `poly.loop_extents` derives, each from 0 (a stage computed at a loop runs over the box read
-there in box-relative coordinates, TE's normalized form)."""
+there in box-relative coordinates, TE's normalized form) but a scan body's steps, which start
+after the init's rows."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ def loop_ranges(s: Schedule) -> dict[str, dict[Axis, Range]]:
     every stage that has loops of its own (not placeholders, inlined or extern stages)."""
     extents, params = loop_extents(s)
     return {
-        name: {axis: Range(const(0), _expr(e, params)) for axis, e in loops.items()}
+        name: {axis: Range(_start(e), _expr(e, params)) for axis, e in loops.items()}
         for name, loops in extents.items()
     }
+
+
+def _start(extent: Extent):
+    return const(0) if extent.start is None else extent.start
 
 
 def _expr(extent: Extent, params: Params):

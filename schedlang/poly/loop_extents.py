@@ -31,11 +31,13 @@ from .statements import build_statements, inline_bodies
 @dataclass(frozen=True)
 class Extent:
     """One of: `constant`; `sizes`, a function of the sizes (isl parameters); `expr`, the
-    extent as the algorithm wrote it (an axis's own range)."""
+    extent as the algorithm wrote it (an axis's own range). The loop starts at `start` (0
+    unless it is the steps of a scan's body, which start after the init's rows)."""
 
     constant: int | None = None
     sizes: isl.PwAff | None = None
     expr: Expr | None = None
+    start: Expr | None = None
 
 
 def loop_extents(s: Schedule) -> tuple[dict[str, dict[Axis, Extent]], Params]:
@@ -44,23 +46,27 @@ def loop_extents(s: Schedule) -> tuple[dict[str, dict[Axis, Extent]], Params]:
     params = Params([op for stage in s.stages for op in stage.ops])
     scans = find_scans(s)
     params.aliases = aliases(scans)
-    statements = build_statements(s, inline_bodies(s), params, first_step(scans))
+    steps = first_step(scans)
+    statements = build_statements(s, inline_bodies(s), params, steps)
     placement = Placement(s, statements, params)
     out: dict[str, dict[Axis, Extent]] = {}
     for stage in s.stages:
         placed = placement.placed.get(stage.name)
         if placed and isinstance(stage.op, ComputeOp):
-            out[stage.name] = _stage_extents(stage, placed, placement, params)
+            first = steps.get(stage.name)
+            out[stage.name] = _stage_extents(stage, placed, placement, params, first)
     return out, params
 
 
 def _stage_extents(
-    stage: Stage, placed: list[Placed], placement: Placement, params: Params
+    stage: Stage, placed: list[Placed], placement: Placement, params: Params, first: Expr | None
 ) -> dict[Axis, Extent]:
     extents: dict[Axis, Extent] = {}
     storage = placement.storage.get(stage.op)
     for d, (iv, axis) in enumerate(zip(stage.op.axis, stage.root_axes)):
-        if storage is None:
+        if storage is None and d == 0 and first is not None:  # a scan's steps after its init
+            extents[axis] = Extent(expr=iv.dom.extent - first, start=first)
+        elif storage is None:
             extents[axis] = Extent(expr=iv.dom.extent)
         else:
             extents[axis] = Extent(storage.constant[d], storage.extents[d])

@@ -104,3 +104,19 @@ def test_schedule_ops_is_the_loop_nest_over_every_input_and_output():
         stmt, lambda n: loops.append(n) if isinstance(n, For) else None
     )
     assert sorted(int(f.extent.value) for f in loops) == [2, 8, 8, 12, 12]
+
+
+def test_a_scan_update_steps_after_the_init():
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="update")
+    result = tvm.te.scan(init, update, state)
+    s = te.create_schedule(result.op)
+    xo, xi = s[update].split(update.op.axis[1], factor=4)
+    bounds = tvm.te.schedule.InferBound(s)
+    steps = bounds[update.op.axis[0]]
+    assert steps.min.value == 1 and str(steps.extent) == "m - 1"
+    assert bounds[init.op.axis[0]].extent.value == 1
+    assert bounds[xi].extent.value == 4
