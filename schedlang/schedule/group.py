@@ -49,24 +49,27 @@ class Group:
     def compute_at(self, parent: Stage, axis: object) -> None:
         """Compute the group's stages inside `parent`'s loop `axis` (those computed inside
         another stage of the group stay there)."""
-        for name in self.members:
-            stage = self.schedule[name]
-            attach = stage.attach
-            inside = isinstance(attach, rec.ComputeAt) and attach.target in self.members
-            if not inside and not isinstance(stage.op, PlaceholderOp):
-                stage.compute_at(parent, axis)
+        for stage in self._outermost():
+            stage.compute_at(parent, axis)
         self.attach_stage, self.attach_ivar = parent, axis
 
     @entry_point
     def compute_root(self) -> None:
         """Compute the group's stages at the root (those inside one another stay there)."""
+        for stage in self._outermost():
+            stage.compute_root()
+        self.attach_stage = self.attach_ivar = None
+
+    def _outermost(self) -> list[Stage]:
+        """The computed stages of the group not computed inside another stage of it."""
+        found = []
         for name in self.members:
             stage = self.schedule[name]
             attach = stage.attach
             inside = isinstance(attach, rec.ComputeAt) and attach.target in self.members
             if not inside and not isinstance(stage.op, PlaceholderOp):
-                stage.compute_root()
-        self.attach_stage = self.attach_ivar = None
+                found.append(stage)
+        return found
 
 
 def create_group(
