@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 import schedlang.tvm as tvm
-import schedlang.tvm.testing
 from schedlang.tvm import te
 
 size = tvm.testing.parameter(3, 8)
