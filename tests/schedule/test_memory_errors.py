@@ -156,3 +156,11 @@ def test_shared_stage_outside_the_block_loops():
     s[aa].compute_at(s[b], b.op.axis[0])
     with pytest.raises(sl.ScheduleError, match="one copy per block.*outside loop 'j'"):
         sl.lower(s, [a, b])
+
+
+def test_an_output_may_be_said_to_be_global_and_nothing_else():
+    a, b, c, s = matmul()
+    s[c].set_scope("global")  # where the caller's array is: nothing changes
+    assert "allocate" not in str(sl.lower(s, [a, b, c]))
+    with pytest.raises(ScopeError, match="is an output: it lives in the global buffer"):
+        s[c].set_scope("shared")
