@@ -38,16 +38,11 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     sum,
     tanh,
 )
-from schedlang.ir.extern import ExternOp  # noqa: F401
-from schedlang.ir.scan import ScanOp  # noqa: F401
-from schedlang.ir.tensor import ComputeOp, PlaceholderOp  # noqa: F401
 
-from ...errors import AlgorithmError, ScheduleError
-from .. import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
-from ..tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
-from ..tensor_intrin import decl_tensor_intrin  # noqa: F401
-from ..tir import floordiv, floormod, truncdiv, truncmod  # noqa: F401 - as TE re-exports them
-from . import tensor  # noqa: F401 - TE's te.tensor (Tensor, ComputeOp, ...)
+from ..errors import AlgorithmError, ScheduleError
+from . import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+from .tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
+from .tensor_intrin import decl_tensor_intrin  # noqa: F401
 
 power = pow
 
