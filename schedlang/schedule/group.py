@@ -104,9 +104,7 @@ def innermost(s: Schedule, names: set[str], exclude: Group | None = None) -> Gro
     if exclude is not None:  # a group's parent is larger, or an equal one made before it
         made = s.groups.index(exclude)
         holding = [
-            g
-            for g in holding
-            if len(g.members) > len(exclude.members) or s.groups.index(g) < made
+            g for g in holding if len(g.members) > len(exclude.members) or s.groups.index(g) < made
         ]
     return min(holding, key=lambda g: len(g.members), default=None)
 

@@ -82,9 +82,7 @@ def _index(stage: Stage, leaves: list[Axis], extents: dict[Axis, Expr]) -> tuple
 
 def _extents(stage: Stage, call: str, loc: str) -> dict[Axis, Expr]:
     """Every data loop's extent, as an expression of the sizes."""
-    extents: dict[Axis, Expr] = {
-        a: iv.dom.extent for iv, a in zip(stage.op.axis, stage.root_axes)
-    }
+    extents: dict[Axis, Expr] = {a: iv.dom.extent for iv, a in zip(stage.op.axis, stage.root_axes)}
     for r in stage.relations:
         if isinstance(r, rec.Split):
             parent = extents[r.parent]

@@ -45,7 +45,7 @@ def test_fused_and_nparts_loops_lay_the_cache_out_too():
     C = sl.compute((6, 10), lambda i, j: A[i, j] - 3, name="C")
     s = sl.create_schedule(C)
     io, ii = s[C].split(C.op.axis[0], nparts=4)
-    fused = s[C].fuse(ii, C.op.axis[1])
+    s[C].fuse(ii, C.op.axis[1])
     CC = s.cache_write(C, "local")
     assert [int(e.value) for e in CC.shape] == [4, 20]
     check(s, [A], [C])
