@@ -78,3 +78,20 @@ def test_placed_annotated_or_reduce_scheduled_stages_are_refused():
     s[R].split(k, factor=4)
     with pytest.raises(ScheduleError, match="reduce loops were split, fused or moved"):
         s.cache_write(R, "global")
+
+
+def test_nested_splits_and_a_split_fuse_guard_every_tail():
+    A, B, C = _product()
+    s = sl.create_schedule(C)
+    xo, xi = s[C].split(C.op.axis[0], factor=4)
+    xio, xii = s[C].split(xi, factor=3)  # 4 is not a multiple of 3
+    check_cached = s.cache_write(C, "global")
+    assert len(check_cached.op.axis) == 4
+    check(s, [A, B], [C], {"m": 11, "n": 2})
+    A2 = sl.placeholder((5, 7), name="A2")
+    C2 = sl.compute((5, 7), lambda i, j: A2[i, j] * 5, name="C2")
+    s = sl.create_schedule(C2)
+    fused = s[C2].fuse(C2.op.axis[0], C2.op.axis[1])
+    s[C2].split(fused, factor=6)  # 35 is not a multiple of 6
+    s.cache_write(C2, "local")
+    check(s, [A2], [C2])
