@@ -25,8 +25,9 @@ from typing import TypeVar
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class SchedlangError(Exception):
-    """Base of every error schedlang raises on purpose."""
+class SchedlangError(RuntimeError):
+    """Base of every error schedlang raises on purpose. A `RuntimeError`, as TE's `TVMError`
+    is, so that code written against TE catches schedlang's errors where it caught TE's."""
 
 
 class AlgorithmError(SchedlangError, ValueError):
@@ -41,7 +42,7 @@ class LoweringError(SchedlangError):
     """A legal schedule asks for something the lowering or the target cannot do."""
 
 
-class LaunchError(SchedlangError, RuntimeError):
+class LaunchError(SchedlangError):
     """Running a compiled kernel failed (driver error, resource limit)."""
 
 
@@ -50,7 +51,7 @@ class SchedlangWarning(UserWarning):
     vectorized loop that must run as scalars): worth knowing, not worth stopping for."""
 
 
-class InternalError(SchedlangError, RuntimeError):
+class InternalError(SchedlangError):
     """A bug in schedlang. Please report it with the code that triggered it."""
 
 

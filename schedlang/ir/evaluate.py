@@ -41,7 +41,7 @@ from .graph import post_order, together
 from .integers import as_int
 from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
-from .scan import ScanOp, body_ops, check_rows
+from .scan import ScanOp, body_ops, body_sources, check_rows
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from .visit import walk
 
@@ -387,7 +387,7 @@ def _body(scan_ops: tuple[ScanOp, ...]) -> list[Operation]:
     """The body ops in the order a step computes them: each update after those whose state
     it reads (`ScanOp.group_inputs`)."""
     updates = [t.op for t in scan_ops[0].group_inputs()[len(scan_ops) :]]
-    return body_ops(updates, {op.state.op for op in scan_ops})
+    return body_ops(updates, body_sources(scan_ops))
 
 
 def _unset(dtype: np.dtype):

@@ -38,6 +38,10 @@ class ScanOp(Operation):
     state: Tensor  # the placeholder that stands for this tensor in the update
     outputs: Outputs | None = None  # the scan's other states, stepped together
     value_index: int = 0
+    # The tensors given as the scan's inputs: the stages reading them on the way to the
+    # update are part of the body too (TE's body: every op between the update and the
+    # states or inputs), so they run the steps after the init's rows only.
+    inputs: tuple[Tensor, ...] = ()
 
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:
@@ -84,8 +88,10 @@ def scan(
 ) -> Tensor | list[Tensor]:
     """The recurrence whose first rows are `init` and whose later rows are `update`, which
     reads `state` (a placeholder for the result) at earlier steps. Lists of each give one
-    tensor per state, stepped together. `inputs` (the tensors the update reads besides the
-    states) is accepted for TE's sake and checked to be tensors."""
+    tensor per state, stepped together. `inputs` (tensors the update reads besides the
+    states, as in TE) make the stages that read them on the way to the update part of the
+    scan's body: they are computed for the steps after the init's rows only, so they may
+    read ``X[t - 1]`` of an input with a step fewer."""
     inits, updates, states = _listed(init), _listed(update), _listed(state)
     if not (len(inits) == len(updates) == len(states)) or not inits:
         raise AlgorithmError(
@@ -116,6 +122,7 @@ def scan(
             s,
             outputs,
             k,
+            tuple(_listed(inputs or [])),
         )
         for k, (i, u, s) in enumerate(zip(inits, updates, states))
     )
@@ -203,9 +210,15 @@ def _shape_str(t: Tensor) -> str:
     return "(" + ", ".join(expr_str(e) for e in t.shape) + ")"
 
 
+def body_sources(scan_ops: tuple[ScanOp, ...] | list[ScanOp]) -> set[Operation]:
+    """The ops whose readers (on the way to an update) a scan computes step by step: its
+    states, and the ops of its inputs."""
+    return {op.state.op for op in scan_ops} | {t.op for op in scan_ops for t in op.inputs}
+
+
 def body_ops(updates: list[Operation], states: set[Operation]) -> list[Operation]:
     """The ops a scan computes step by step, in evaluation order: the `updates` and the ops
-    they read that read one of the `states` (directly or not)."""
+    they read that read one of the `states` (or inputs, `body_sources`), directly or not."""
     order = post_order(updates)
     reads_state: set[Operation] = set()
     for op in order:

@@ -51,7 +51,10 @@ def find_scans(schedule: Schedule) -> list[Scan]:
                 writes[current(schedule, part)] = op
             writes[op.state.op] = op
         updates = tuple(current(schedule, op.update) for op in ops)
-        body_set = set(body_ops(list(updates), {op.state.op for op in ops}))
+        sources = {op.state.op for op in ops} | {
+            current(schedule, t) for op in ops for t in op.inputs
+        }
+        body_set = set(body_ops(list(updates), sources))
         body = [s for s in schedule.stages if any(o in body_set for o in s.ops)]
         for member in body:
             _check_step_axis(stage, member)

@@ -16,6 +16,7 @@ import islpy as isl
 from ..errors import InternalError
 from ..ir.data_index import clamp_data_reads, is_data_dependent
 from ..ir.expr import Expr, Read, Reduce, Select, Var
+from ..ir.printer import expr_str
 from ..ir.tensor import ComputeOp, Operation, Tensor
 from ..ir.visit import children, substitute, transform
 from ..schedule import records as rec
@@ -199,7 +200,16 @@ def _reduction(
 
 
 def _param_aff(e: Expr, params: Params) -> str:
-    return aff_text(e, params.names)
+    """A bound of a domain (an extent, a reduction's start, a scan's first step), which
+    must be affine in the sizes for isl to iterate over it."""
+    try:
+        return aff_text(e, params.names)
+    except NonAffine:
+        raise AlgorithmError(
+            f"the extent '{expr_str(e)}' is not an affine function of the sizes (sums, "
+            "constant multiples, // and % by constants), so no loop can run over it; make it "
+            "a size of its own (sl.var) and pass arrays of that size"
+        ) from None
 
 
 def _domain(space: str, bounds: list[tuple[str, Expr]], params: Params) -> isl.Set:

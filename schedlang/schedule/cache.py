@@ -15,7 +15,9 @@ from ..ir.expr import Read, Reduce, Var, const
 from ..ir.tensor import ComputeOp, IterVar, Range, Tensor
 from ..ir.visit import substitute
 from . import records as rec
+from .cache_outputs import cache_write_outputs, listed_outputs
 from .errors import PlacementError, ScopeError, message
+from .relayout import relaid
 from .rewire import reads_of
 from .stage import Stage
 from .stage_guards import check_scope
@@ -80,25 +82,39 @@ def _reader(
     return stage
 
 
-def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor:
-    stage = s[tensor]
+def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor | list[Tensor]:
+    if isinstance(tensor, (list, tuple)) and tensor:
+        names = ", ".join(getattr(t, "name", str(t)) for t in tensor)
+        stage = listed_outputs(s, list(tensor), f"cache_write([{names}], {scope!r})", loc)
+    else:
+        stage = s[tensor]
     call = f"cache_write({stage.name}, {scope!r})"
     check_scope(stage.name, call, loc, scope)
     op = stage.op
+    if len(stage.ops) > 1 and (isinstance(tensor, (list, tuple)) or tensor is stage):
+        stage._keep_in_scan(call, loc, ScopeError)
+        return cache_write_outputs(s, stage, scope, loc)
     if not isinstance(op, ComputeOp):
         what = f"'{stage.name}' is an input: it is not written"
         _fail(PlacementError, stage.name, call, loc, what)
     stage._one_output(ScopeError, call, loc)
     stage._keep_in_scan(call, loc, ScopeError)
-    if stage.scheduled:
-        _fail(
-            ScopeError,
-            stage.name,
-            call,
-            loc,
-            f"'{stage.name}' already has loop primitives or a placement; call cache_write "
-            "before scheduling it (its loops move to the cache stage)",
-        )
+    name = s.unique_name(f"{stage.name}.{scope}")
+    if stage.scheduled:  # the cache takes the loops' layout (TE's relayout)
+        cache_op, index = relaid(stage, name, call, loc)
+        cache_op = s.made(cache_op)
+    else:
+        cache_op, index = s.made(_same_layout(op, name)), tuple(iv.var for iv in op.axis)
+    cache = s.add_stage(cache_op, after=None, before=stage)
+    cache.scope = scope
+    copy = Read(Tensor(cache_op), index, op.dtype)
+    s.replace_op(stage, s.made(ComputeOp(op.name, op.tag, op.axis, (), copy)), keep_loops=False)
+    s.records.append(rec.CacheWrite(stage.name, scope, cache.name, loc))
+    return Tensor(cache_op)
+
+
+def _same_layout(op: ComputeOp, name: str) -> ComputeOp:
+    """The cache op of `op` over axes of its own shape (the reduction moves to it)."""
     axes = tuple(
         IterVar(Var(f"{iv.var.name}.c", "int32", "axis"), iv.dom, "data") for iv in op.axis
     )
@@ -109,11 +125,4 @@ def cache_write(s: Schedule, tensor: object, scope: str, loc: str) -> Tensor:
     body = substitute(op.body, mapping)
     if isinstance(body, Reduce):
         body = Reduce(body.combiner, body.source, op.reduce_axis, body.where, body.dtype)
-    name = s.unique_name(f"{stage.name}.{scope}")
-    cache_op = s.made(ComputeOp(name, op.tag, axes, op.reduce_axis, body))
-    cache = s.add_stage(cache_op, after=None, before=stage)
-    cache.scope = scope
-    copy = Read(Tensor(cache_op), tuple(iv.var for iv in op.axis), op.dtype)
-    s.replace_op(stage, s.made(ComputeOp(op.name, op.tag, op.axis, (), copy)), keep_loops=False)
-    s.records.append(rec.CacheWrite(stage.name, scope, cache.name, loc))
-    return Tensor(cache_op)
+    return ComputeOp(name, op.tag, axes, op.reduce_axis, body)

@@ -13,6 +13,7 @@ from ..ir.scan import ScanOp
 from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
 from .axis import Axis, ThreadAxis
+from .group import Group, create_group
 from .rewire import reads_of
 from .stage import HARDWARE_TAGS, Stage
 
@@ -33,6 +34,7 @@ class Schedule:
         self._made: list[Operation] = []
         self._replaying: tuple[Operation, ...] | None = None
         self.stages: list[Stage] = []
+        self.groups: list[Group] = []  # create_group's, in the order made
         self._by_op: dict[Operation, Stage] = {}
         self._by_name: dict[str, Stage] = {}
         for op in post_order(self.output_ops):
@@ -88,14 +90,24 @@ class Schedule:
         return cache_read(self, tensor, scope, readers, user_location())
 
     @entry_point
-    def cache_write(self, tensor: object, scope: str) -> Tensor:
+    def cache_write(self, tensor: object, scope: str) -> Tensor | list[Tensor]:
         """A stage computing `tensor`'s values in `scope`; `tensor` becomes a copy of it.
 
-        Call it before scheduling `tensor`: the reduction (and its axes) moves to the cache.
+        Call it before scheduling `tensor`: the reduction (and its axes) moves to the cache
+        (after splits and reorders, the cache is laid out by those loops). Given all the
+        outputs of a multi-output compute (a list), one cache stage computes them together,
+        and one cache tensor per output is returned.
         """
         from .cache import cache_write
 
         return cache_write(self, tensor, scope, user_location())
+
+    @entry_point
+    def create_group(self, outputs: object, inputs: object, include_inputs: bool = False) -> Group:
+        """The stages computing `outputs` from `inputs` (not included unless
+        `include_inputs`), to be placed together: ``g.compute_at(s[C], x)`` computes them all
+        at ``x``, keeping those computed inside one another where they are."""
+        return create_group(self, outputs, inputs, include_inputs)
 
     @entry_point
     def rfactor(self, tensor: object, axis: object, factor_axis: int = 0) -> Tensor:

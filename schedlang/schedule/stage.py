@@ -610,7 +610,7 @@ class Stage(StageViews):
         self._require_placeable(call, loc)
         self._keep_in_scan(call, loc)
         check_scope(self.name, call, loc, scope)
-        if self.op in self.schedule.output_ops:
+        if self.op in self.schedule.output_ops and scope != "global":  # "global": where it is
             self._fail(
                 ScopeError,
                 call,

@@ -11,24 +11,44 @@ does not yet is refused with a `TVMError` that says so, never approximated.
 from __future__ import annotations
 
 from ..errors import SchedlangError as TVMError
-from . import arith, autotvm, contrib, ir, nd, runtime, target, te, tir, topi, transform
+from . import (
+    _ffi,
+    arith,
+    autotvm,
+    container,
+    contrib,
+    error,
+    ir,
+    nd,
+    runtime,
+    target,
+    te,
+    tir,
+    topi,
+    transform,
+)
 from .driver import build, lower
+from .ir_module import IRModule
 from .packed import get_global_func, register_func
 from .runtime import Device, Module, NDArray, cl, cpu, cuda, device, gpu, opencl, rocm
 
 __all__ = [
+    "_ffi",
     "Device",
+    "IRModule",
     "Module",
     "NDArray",
     "TVMError",
     "arith",
     "autotvm",
     "build",
+    "container",
     "cl",
     "contrib",
     "cpu",
     "cuda",
     "device",
+    "error",
     "get_global_func",
     "gpu",
     "ir",

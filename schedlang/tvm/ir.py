@@ -8,6 +8,7 @@ from collections.abc import Callable
 import schedlang as _sl
 
 from ..errors import LoweringError
+from .ir_module import IRModule  # noqa: F401 - TE's tvm.ir.IRModule
 from .target import as_target
 from .tir import Call, CallEffectKind, _schedlang_name
 

@@ -3,32 +3,48 @@
 
 from __future__ import annotations
 
-from ..ir.tensor import ComputeOp, IterVar
+from ..ir.tensor import IterVar as _IterVar
+from ..schedule.axis import Axis
+from ..schedule.introspect import IterType
 from ..schedule.records import Fuse, Split
 from ..schedule.schedule import Schedule, create_schedule
 from ..schedule.stage import Stage
+from .auto_inline import AutoInlineBroadcast, AutoInlineElemWise, AutoInlineInjective
+from .infer_bound import InferBound
+from .schedule_ops import ScheduleOps
 
 
-def AutoInlineInjective(sch: Schedule) -> None:  # noqa: N802 - TE's name
-    """TE's pass that TOPI's schedules start with: every stage that computes without a
-    reduction, is not an output and has no primitive applied yet is inlined."""
-    scheduled = {getattr(record, "stage", None) for record in sch.records}
-    for stage in list(sch.stages):
-        op = stage.op
-        if (
-            isinstance(op, ComputeOp)
-            and not op.reduce_axis
-            and op not in sch.output_ops
-            and stage.name not in scheduled
-        ):
-            stage.compute_inline()
+class _LoopClass(type):
+    """``isinstance(x, te.schedule.IterVar)``: an op's IterVar, or a loop split or fuse made."""
+
+    def __instancecheck__(cls, value: object) -> bool:
+        return isinstance(value, (_IterVar, Axis))
+
+
+class IterVar(metaclass=_LoopClass):
+    """TE's IterVar as a class: its kinds of loops by TE's numbers (``IterVar.Unrolled``),
+    which `Stage.iter_var_attrs` reports."""
+
+    DataPar = IterType.DataPar
+    ThreadIndex = IterType.ThreadIndex
+    CommReduce = IterType.CommReduce
+    Ordered = IterType.Ordered
+    DimInfo = IterType.DimInfo
+    Unrolled = IterType.Unrolled
+    Vectorized = IterType.Vectorized
+    Parallelized = IterType.Parallelized
+    Tensorized = IterType.Tensorized
 
 
 __all__ = [
+    "AutoInlineBroadcast",
+    "AutoInlineElemWise",
     "AutoInlineInjective",
     "Fuse",
+    "InferBound",
     "IterVar",
     "Schedule",
+    "ScheduleOps",
     "Split",
     "Stage",
     "create_schedule",

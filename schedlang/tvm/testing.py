@@ -1,5 +1,6 @@
-"""``tvm.testing``: numpy's checks on TE arrays, and the decorators TE's tests mark themselves
-with (which skip, through pytest, what this machine cannot run)."""
+"""``tvm.testing``: numpy's checks on TE arrays, the decorators TE's tests mark themselves
+with (which skip, through pytest, what this machine cannot run), and TE's parameters and
+fixtures (`pytest_params`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..platform_info import cuda_available, cuda_devices
+from .pytest_params import fixture, parameter, parameters, parametrize_targets  # noqa: F401
 from .runtime import NDArray
 from .target import CPU_KINDS, CUDA_KINDS
 

@@ -34,8 +34,9 @@ def test_cache_read_reader_must_read():
 
 def test_cache_write_after_scheduling():
     a, b, c, s = matmul()
-    s[c].split(c.op.axis[0], factor=2)
-    with pytest.raises(ScopeError, match="call cache_write before scheduling it"):
+    xo, xi = s[c].split(c.op.axis[0], factor=2)
+    s[c].unroll(xi)
+    with pytest.raises(ScopeError, match="already annotated or bound; call cache_write before"):
         s.cache_write(c, "local")
 
 
@@ -155,3 +156,11 @@ def test_shared_stage_outside_the_block_loops():
     s[aa].compute_at(s[b], b.op.axis[0])
     with pytest.raises(sl.ScheduleError, match="one copy per block.*outside loop 'j'"):
         sl.lower(s, [a, b])
+
+
+def test_an_output_may_be_said_to_be_global_and_nothing_else():
+    a, b, c, s = matmul()
+    s[c].set_scope("global")  # where the caller's array is: nothing changes
+    assert "allocate" not in str(sl.lower(s, [a, b, c]))
+    with pytest.raises(ScopeError, match="is an output: it lives in the global buffer"):
+        s[c].set_scope("shared")

@@ -399,3 +399,30 @@ def test_malformed_scans_are_refused_when_written(case):
         "input_init": "the init 'first' must be a compute",
     }[case]
     assert expected in str(error.value)
+
+
+def test_stages_reading_the_scans_inputs_run_the_steps_after_the_init_only():
+    """As in TE's LSTM: a stage on the way from an input to the update reads ``X[t - 1]`` of
+    an input with one step fewer; listed in `inputs`, it runs the steps after the init's row
+    only, so the read stays in bounds (not listed, it runs every step and is refused)."""
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m - 1, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((1, n), lambda _, i: sl.const(1.0, "float32"), name="init")
+    shifted = sl.compute((m, n), lambda t, i: x[t - 1, i] * 3, name="shifted")
+    update = sl.compute((m, n), lambda t, i: state[t - 1, i] * 0.5 + shifted[t, i], name="update")
+    result = sl.scan(init, update, state, inputs=[x])
+    s = sl.create_schedule(result)
+    s[shifted].compute_at(s[update], update.op.axis[0])
+    kernel = sl.build(s, [x, result])
+    for steps, width in ((2, 3), (9, 5)):
+        data, out = _floats(steps - 1, width), _poisoned(steps, width)
+        kernel(data, out)
+        want = np.ones((steps, width), "float32")
+        for t in range(1, steps):
+            want[t] = want[t - 1] * 0.5 + data[t - 1] * 3
+        np.testing.assert_allclose(out, want, rtol=1e-5)
+        np.testing.assert_allclose(sl.reference(result, {x: data}), out, rtol=1e-5)
+    unlisted = sl.scan(init, update, state)
+    with pytest.raises(AlgorithmError, match=r"reads 'X\[t - 1, i\]' out of bounds"):
+        sl.lower(sl.create_schedule(unlisted), [x, unlisted])

@@ -265,3 +265,40 @@ def test_an_unused_tag_scope_warns():
         warnings.simplefilter("error")
         with te.tag_scope("used"):
             te.compute((2,), lambda i: i * 1.0)
+
+
+def test_iter_var_attrs_say_how_each_loop_runs():
+    A, T = _copy_2d()
+    s = te.create_schedule(T.op)
+    xo, yo, xi, yi = s[T].tile(T.op.axis[0], T.op.axis[1], x_factor=10, y_factor=5)
+    s[T].vectorize(yi)
+    s[T].unroll(xi)
+    s[T].parallel(xo)
+    attrs = s[T].iter_var_attrs
+    assert attrs[xi].iter_type == tvm.te.schedule.IterVar.Unrolled
+    assert attrs[yi].iter_type == tvm.te.schedule.IterVar.Vectorized
+    assert attrs[xo].iter_type == tvm.te.schedule.IterVar.Parallelized
+    assert yo not in attrs
+    assert isinstance(xo, tvm.te.schedule.IterVar) and isinstance(
+        T.op.axis[0], tvm.te.schedule.IterVar
+    )
+
+
+def test_bound_loops_carry_their_thread():
+    A, T = _copy_2d()
+    s = te.create_schedule(T.op)
+    bx, tx = s[T].split(T.op.axis[0], factor=32)
+    s[T].bind(tx, te.thread_axis("threadIdx.x"))
+    attrs = s[T].iter_var_attrs
+    assert attrs[tx].bind_thread == "threadIdx.x"
+    assert attrs[tx].iter_type == tvm.te.schedule.IterVar.DataPar
+
+
+def test_schedule_errors_are_runtime_errors_as_te_raises():
+    A, T = _copy_2d()
+    s = te.create_schedule(T.op)
+    xo, xi = s[T].split(T.op.axis[0], factor=10)
+    with pytest.raises(RuntimeError, match="adjacent"):
+        s[T].fuse(xo, T.op.axis[1])
+    with pytest.raises(tvm.error.TVMError, match="listed twice"):
+        s[T].reorder(xi, xi)

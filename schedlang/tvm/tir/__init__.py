@@ -23,11 +23,12 @@ from schedlang import if_then_else as Select  # noqa: F401, N812
 from schedlang.ir.expr import Call as _Call
 from schedlang.ir.intrinsics import plain_name
 
-from . import ir_builder  # noqa: F401 - tvm.tir.ir_builder.create()
-from . import tir_expr as expr  # noqa: F401 - tvm.tir.expr.IntImm, ...
-from .data_layout import bijective_layout, layout  # noqa: F401
-from .tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
-from .tir_expr import Any, Cast, FloatImm, IntImm, PrimExpr, SizeVar, Var  # noqa: F401
+from .. import tir_expr as expr  # noqa: F401 - tvm.tir.expr.IntImm, ...
+from ..data_layout import bijective_layout, layout  # noqa: F401
+from ..ir_module import PrimFunc  # noqa: F401
+from ..tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
+from ..tir_expr import Any, Cast, FloatImm, IntImm, PrimExpr, SizeVar, Var  # noqa: F401
+from . import ir_builder, stmt_functor  # noqa: F401 - tvm.tir.ir_builder, tvm.tir.stmt_functor
 
 
 class CallEffectKind(enum.IntEnum):

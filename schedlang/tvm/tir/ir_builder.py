@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .tensor_intrin import IRBuilder
+from ..tensor_intrin import IRBuilder
 
 
 def create() -> IRBuilder:
