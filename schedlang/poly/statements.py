@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from ..errors import InternalError
+from ..errors import AlgorithmError, InternalError
 from ..ir.data_index import clamp_data_reads, is_data_dependent
 from ..ir.expr import Expr, Read, Reduce, Select, Var
 from ..ir.printer import expr_str
