@@ -34,9 +34,7 @@ def dense(cfg, data, weight):
         cfg["tile_k"] = SplitEntity([K // 3, 3])
     SEEN.append(cfg)
     k = te.reduce_axis((0, K), "k")
-    return te.compute(
-        (M, N), lambda i, j: te.sum(data[i, k] * weight[j, k], axis=k), tag="dense"
-    )
+    return te.compute((M, N), lambda i, j: te.sum(data[i, k] * weight[j, k], axis=k), tag="dense")
 
 
 @autotvm.register_topi_schedule("tests/dense.x86")

@@ -96,3 +96,22 @@ class Task:
 def create(task_name: str, args: tuple, target=None, target_host=None) -> Task:
     """AutoTVM's ``autotvm.task.create``."""
     return Task(task_name, args, target)
+
+
+__all__ = [
+    "DispatchContext",
+    "FallbackConfigEntity",
+    "FallbackContext",
+    "Task",
+    "args_to_workload",
+    "clear_fallback_cache",
+    "create",
+    "dispatcher",
+    "get_config",
+    "get_workload",
+    "register_topi_compute",
+    "register_topi_schedule",
+    "space",
+    "template",
+    "topi_integration",
+]

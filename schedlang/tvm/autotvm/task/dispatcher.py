@@ -33,8 +33,7 @@ class FallbackContext(DispatchContext):
         key = (str(target), workload)
         if key not in self.memory:
             logger.debug(
-                "Cannot find config for target=%s, workload=%s: a fallback configuration is "
-                "used",
+                "Cannot find config for target=%s, workload=%s: a fallback configuration is used",
                 target,
                 workload,
             )
