@@ -37,12 +37,17 @@ _ARCH_ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
 _NAMES_ONLY = ("-keys", "-model", "-num-cores")  # say nothing about the code
 
 
+def host_features() -> dict[str, bool]:
+    """Whether this CPU has each feature LLVM knows (``"avx2"``): schedlang compiles with all
+    it has, whatever the target's options name."""
+    machine = host().target
+    return {flag[1:]: flag[0] == "+" for flag in machine.features.split(",") if flag[:1] in "+-"}
+
+
 def check_cpu_options(text: str, options: list[str]) -> None:
     """Refuse the options of the ``llvm`` target `text` this machine cannot honour."""
     machine = host().target
-    features = dict(
-        (flag[1:], flag[0] == "+") for flag in machine.features.split(",") if flag[:1] in "+-"
-    )
+    features = host_features()
     for option in options:
         key, _, value = option.partition("=")
         if key == "-mtriple":

@@ -1,6 +1,7 @@
 """``tvm.contrib``: the helpers TE programs use around building (`utils`, `cc`, `nvcc`,
-`clang`), and the BLAS behind numpy as extern stages (`cblas`)."""
+`clang`), and the BLAS behind numpy as extern stages (`cblas`); `dnnl` and `mkl` name libraries
+schedlang does not link, and refuse every call."""
 
-from . import cblas, cc, clang, nvcc, utils
+from . import cblas, cc, clang, dnnl, mkl, nvcc, utils
 
-__all__ = ["cblas", "cc", "clang", "nvcc", "utils"]
+__all__ = ["cblas", "cc", "clang", "dnnl", "mkl", "nvcc", "utils"]

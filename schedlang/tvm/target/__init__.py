@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from ..errors import LoweringError, entry_point
-from .cpu_options import check_cpu_options
+from ...errors import LoweringError, entry_point
+from ..cpu_options import check_cpu_options
 
 CPU_KINDS = ("llvm",)  # TE target names compiled for the CPU
 CUDA_KINDS = ("cuda", "nvptx")

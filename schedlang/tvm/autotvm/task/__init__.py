@@ -1,4 +1,6 @@
-"""AutoTVM's templates and tasks: ``@autotvm.template``, ``get_config``, ``task.create``.
+"""AutoTVM's templates and tasks: ``@autotvm.template``, ``get_config``, ``task.create``, and
+TOPI's tunable computes and schedules (`topi_integration`, with their fallback configurations:
+`space`, `dispatcher`).
 
 Called outside tuning, a template gives the schedule of the best configuration that the
 enclosing ``apply_history_best`` knows for its arguments, or, as AutoTVM's fallback, that of
@@ -10,10 +12,19 @@ from __future__ import annotations
 import functools
 import logging
 
-from ...tune.space import Config, Space
-from ...tune.template import Task as TuneTask
-from ...tune.template import Template, current, find
-from ..target import as_target
+from ....tune.space import Config, Space
+from ....tune.template import Task as TuneTask
+from ....tune.template import Template, current, find
+from ...target import as_target
+from . import dispatcher, space, topi_integration
+from .dispatcher import DispatchContext, FallbackContext, clear_fallback_cache
+from .space import FallbackConfigEntity
+from .topi_integration import (
+    args_to_workload,
+    get_workload,
+    register_topi_compute,
+    register_topi_schedule,
+)
 
 logger = logging.getLogger("autotvm")
 
@@ -27,7 +38,7 @@ def template(name: str, func=None):
 
         @functools.wraps(function)
         def dispatch(*args, **kwargs):
-            from .record import active, chosen_knobs
+            from ..record import active, chosen_knobs
 
             if current() is not None:  # inside a template being tuned: its config holds
                 return function(*args, **kwargs)
@@ -61,7 +72,7 @@ class Task:
     def __init__(self, name: str, args: tuple, target) -> None:
         found = find(name)
         if found is None:
-            from ...tune.knobs import TuneError
+            from ....tune.knobs import TuneError
 
             raise TuneError(f"no template is registered as {name!r} (@autotvm.template)")
         self.name = name
@@ -85,3 +96,22 @@ class Task:
 def create(task_name: str, args: tuple, target=None, target_host=None) -> Task:
     """AutoTVM's ``autotvm.task.create``."""
     return Task(task_name, args, target)
+
+
+__all__ = [
+    "DispatchContext",
+    "FallbackConfigEntity",
+    "FallbackContext",
+    "Task",
+    "args_to_workload",
+    "clear_fallback_cache",
+    "create",
+    "dispatcher",
+    "get_config",
+    "get_workload",
+    "register_topi_compute",
+    "register_topi_schedule",
+    "space",
+    "template",
+    "topi_integration",
+]
