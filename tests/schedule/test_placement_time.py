@@ -39,6 +39,11 @@ def test_dense_pack_with_bias_matches_at_odd_sizes():
     check(te_dense_pack.schedule(dense, out), [data, weight, bias], [out])
 
 
+def test_dense_pack_without_bias_matches_at_odd_sizes():
+    data, weight, _, dense, out = te_dense_pack.dense_pack(37, 70, 19, with_bias=False)
+    check(te_dense_pack.schedule(dense, out), [data, weight], [out])
+
+
 def test_dense_pack_with_bias_builds_in_seconds_at_its_size():
     data, weight, bias, dense, out = te_dense_pack.dense_pack(128, 1000, 1024)
     s = te_dense_pack.schedule(dense, out)
