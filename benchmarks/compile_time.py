@@ -1,4 +1,5 @@
-"""How long schedlang takes to compile three matmul schedules.
+"""How long schedlang takes to compile three matmul schedules, and schedules whose footprints
+isl states in many pieces.
 
 1. `sl.build` of the tiled, vectorized, parallel CPU matmul (lower + LLVM + JIT). "cold" is the
    first build in this process (LLVM initialisation included, imports excluded); "warm" builds run
@@ -16,8 +17,14 @@
    first build in a fresh process (imports of schedlang excluded; its lazy imports, LLVM's
    start-up and the CUDA probe included); "warm" the median of builds with the compile cache
    cleared, and the same steps run one at a time for the time of each. Target: < 100 ms cold.
+4. `sl.build` for the CPU of two schedules whose compute_at footprints isl once stated in ever
+   more pieces: TOPI's x86 ``dense_pack`` with a bias (``examples/te_dense_pack.py``, batch 128,
+   1024 -> 1000), and chains of 2 to 6 stencils with diagonal taps, each computed at the next
+   one's 32 x 32 tiles (``examples/x_stencils.py``, 257 x 251). One build each, the compile
+   cache cleared. Target: < 10 s each, and time growing about linearly with the chain's depth.
 
     python benchmarks/compile_time.py
+    python benchmarks/compile_time.py --footprints   # part 4 alone
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ os.environ["SCHEDLANG_CACHE_DIR"] = "off"  # compiles measured, not loads
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for examples/
 
 import schedlang as sl  # noqa: E402
-from examples import gpu_gemm  # noqa: E402
+from examples import gpu_gemm, te_dense_pack, x_stencils  # noqa: E402
 from schedlang.codegen.cpu import cache  # noqa: E402
 
 RUNS = 7
@@ -190,7 +197,37 @@ def report_gpu() -> None:
         print(f"target < 100 ms cold: {'met' if cold < 0.100 else 'NOT met'}")
 
 
+def timed_footprint_builds() -> dict[str, float]:
+    """Seconds of one CPU build of each schedule of part 4, by label."""
+    times = {}
+    data, weight, bias, dense, out = te_dense_pack.dense_pack(128, 1000, 1024)
+    s = te_dense_pack.schedule(dense, out)
+    cache.clear_memory_cache()
+    start = time.perf_counter()
+    sl.build(s, [data, weight, bias, out])
+    times["dense_pack with bias, 128 x 1024 -> 1000"] = time.perf_counter() - start
+    for depth in range(2, 7):
+        a, stages = x_stencils.x_stencils(257, 251, depth)
+        s = x_stencils.schedule(stages)
+        cache.clear_memory_cache()
+        start = time.perf_counter()
+        sl.build(s, [a, stages[-1]])
+        times[f"X stencils, depth {depth}, 257 x 251"] = time.perf_counter() - start
+    return times
+
+
+def report_footprints() -> None:
+    print("sl.build of schedules with many-piece footprints (CPU, one build each)")
+    times = timed_footprint_builds()
+    for label, seconds in times.items():
+        _row(label, seconds)
+    print(f"target < 10 s each: {'met' if max(times.values()) < 10 else 'NOT met'}")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--footprints"]:
+        report_footprints()
+        return
     if sys.argv[1:2] == ["--cold-gpu"]:
         s, args = gpu_gemm_schedule(int(sys.argv[2]))
         start = time.perf_counter()
@@ -216,6 +253,8 @@ def main() -> None:
     print(f"target < 50 ms warm: {'met' if gpu_warm < 0.050 else 'NOT met'}")
     print()
     report_gpu()
+    print()
+    report_footprints()
 
 
 if __name__ == "__main__":

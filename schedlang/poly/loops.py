@@ -81,6 +81,7 @@ def loop_map(
     result = isl.Map(f"{{ {root_space}[{', '.join(xs)}] -> [{', '.join(xs)}] }}")
     deferred = deferred_splits(stage, extents)
     kept = {id(r) for g in deferred_fuses(stage, extents) for r in (g.fuse, g.split) if r}
+    fused = {a for r in stage.relations if isinstance(r, rec.Fuse) for a in r.axes}
     for relation in stage.relations:
         axes = (relation.parent,) if isinstance(relation, rec.Split) else relation.axes
         if (data_only and axes[0].kind == "reduce") or id(relation) in kept:
@@ -88,7 +89,7 @@ def loop_map(
         if any(relation is r for r in deferred.values()):
             step, current = _deferred(relation, current)
         else:
-            step, current = _step(relation, current, extents)
+            step, current = _step(relation, current, extents, fused)
         result = result.apply_range(step)
     leaves = [a for a in isl_leaves(stage, extents) if not (data_only and a.kind == "reduce")]
     order = [current.index(a) for a in leaves]
@@ -331,7 +332,9 @@ def _deferred(relation: rec.Split, current: list[Axis]) -> tuple[isl.Map, list[A
     return isl.Map(text), current[:q] + [relation.outer, relation.inner] + current[q + 1 :]
 
 
-def _step(relation, current: list[Axis], extents: dict) -> tuple[isl.Map, list[Axis]]:
+def _step(
+    relation, current: list[Axis], extents: dict, fused: set[Axis]
+) -> tuple[isl.Map, list[Axis]]:
     xs = _names("x", len(current))
     if isinstance(relation, rec.Split):
         q = current.index(relation.parent)
@@ -350,6 +353,15 @@ def _step(relation, current: list[Axis], extents: dict) -> tuple[isl.Map, list[A
             f"{{ [{', '.join(xs)}] -> [{', '.join(outs)}] : "
             f"{xs[q]} = {factor} * o + i and 0 <= i < {factor} }}"
         )
+        if fused & {relation.outer, relation.inner}:
+            # A loop of it is fused with another's (tiles fused for a parallel loop): stated
+            # as the floor and the remainder, it stays a division of the root index. As the
+            # constraints above, isl eliminates it between the fuse's equality and the other
+            # loops' splits, into one equality across all the loops, with coefficients in the
+            # hundreds that every footprint computed at the fused loop then carries in its
+            # pieces (TOPI's dense_pack took more than 10 minutes to place).
+            outs[q : q + 2] = [f"floor({xs[q]} / {factor})", f"{xs[q]} mod {factor}"]
+            text = f"{{ [{', '.join(xs)}] -> [{', '.join(outs)}] }}"
         return isl.Map(text), current[:q] + [relation.outer, relation.inner] + current[q + 1 :]
     # The fused loops are adjacent in loop order, but a reorder may have moved them apart
     # in `current` (the order relations produce), so find each one.

@@ -26,6 +26,7 @@ from ..schedule.errors import BindError, PlacementError, message
 from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
 from .box_fill import box_clamps, box_domain
+from .footprint_box import simplest, too_large
 from .loops import isl_leaves, leaf_extents, loop_map
 from .scan_placement import members, n_inits, place_scan
 from .scans import find_scans
@@ -340,10 +341,12 @@ class Placement:
         whole = producer.op in self.stored
         if whole:
             check_stored_at(self.schedule, producer.name, needed, prefix_axes)
-        box = needed
         nd = len(producer.op.axis)
-        bmin = [box.dim_min(d) for d in range(nd)]
-        bmax = [box.dim_max(d) for d in range(nd)]
+        bmin = [needed.dim_min(d) for d in range(nd)]
+        bmax = [needed.dim_max(d) for d in range(nd)]
+        domains = None if whole else [st.domain for st in self.by_stage[producer.name]]
+        needed = simplest(needed, bmin, bmax, domains)
+        self._refuse_if_large(producer, needed, f"what '{producer.name}' computes at this loop")
         bmin_pma = _corner(needed, bmin)
         tensor = self.params.tensor(producer.op)
         bmin_map = isl.Map.from_pw_multi_aff(bmin_pma).set_tuple_name(isl.dim_type.out, tensor)
@@ -414,6 +417,7 @@ class Placement:
             lmap, _ = loop_map(producer, st.root_space, extents, data_only=st.role == "init")
             # The producer's loops run over box-relative coordinates, as TE's do.
             loops = pmap.flat_range_product(relative_root.apply_range(lmap))
+            self._refuse_if_large(producer, loops, f"the loops of '{producer.name}' there")
             shared_tags = {self._tag(prefix_axes[d]) for d in relaxed} - {"vthread"}
             if relaxed:
                 ext = self._share(producer, st, ext, loops, keep, prefix_axes, relaxed)
@@ -436,6 +440,12 @@ class Placement:
             )
         self.placed[producer.name] = placed
         self._place_children(producer)
+
+    def _refuse_if_large(self, producer: Stage, relation: isl.Map, what: str) -> None:
+        """A placement isl could only finish in minutes is refused at once (`too_large`)."""
+        refusal = too_large(relation, producer.name, what)
+        if refusal is not None:
+            raise _placement_error(producer, refusal)
 
     def _kernel_threads(self, names: list[str]) -> None:
         group = [p for name in names for p in self.placed[name]]
