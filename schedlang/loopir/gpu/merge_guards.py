@@ -6,7 +6,8 @@ weights): merged, the copies sit in one block, where common subexpressions are f
 
 Two neighbouring loops over one thread index with one extent are one loop (each thread runs
 the first body, then the second, either way; a barrier between them is a statement between
-them, and nothing is merged across it), and two neighbouring ``if`` with the same condition
+them, and nothing is merged across it); loops over blocks are not (each may be a kernel of its
+own, which the next one waits for), and two neighbouring ``if`` with the same condition
 one ``if``, when the condition reads no memory (the first body cannot change it).
 """
 
@@ -64,6 +65,7 @@ def _seam(a: Stmt, b: Stmt) -> Stmt:
 def _same_threads(a: For, b: For) -> bool:
     return (
         a.thread is not None
+        and a.thread.startswith("threadIdx")  # two block loops are two kernels' grids
         and a.thread == b.thread
         and expr_str(a.min) == expr_str(b.min)
         and expr_str(a.extent) == expr_str(b.extent)
