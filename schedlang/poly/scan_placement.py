@@ -46,9 +46,7 @@ def members(scan: Scan) -> list[Stage]:
         stage = schedule[op.init.op]
         if stage not in inits:
             inits.append(stage)
-    body = [
-        s for s in scan.body if not isinstance(s.attach, (rec.ComputeAt, rec.ComputeInline))
-    ]
+    body = [s for s in scan.body if not isinstance(s.attach, (rec.ComputeAt, rec.ComputeInline))]
     return inits + body
 
 
@@ -58,12 +56,62 @@ def n_inits(scan: Scan) -> int:
 
 def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None:
     """Place `scan`'s stages at `consumer`'s loop `axis`, taking sibling slots from `q`."""
-    from .placement import Placed, Storage, _corner, _placement_error
+    from .placement import _placement_error
 
     holder, position, keep, prefix_axes = pl._attach_point(consumer, axis)
     pre = holder.template[: position + 1]
     stage = scan.stage
     readers = pl._readers(stage, consumer, pre)
+    group = members(scan)
+    _check_group(pl, scan, group, prefix_axes)
+    statements = [st for member in group for st in pl.by_stage.get(member.name, [])]
+    needed = _seeds(stage, readers, keep)
+    _close(stage, statements, needed)
+    ops = _group_ops(pl, scan, group)
+    for name, op in ops.items():
+        if name not in needed:
+            raise _placement_error(
+                stage,
+                f"'{op.name}' is computed by the scan but nothing at this loop reads it; "
+                "compute the scan at root, or read it here",
+            )
+    folds = _folds(pl, scan, group, statements, readers)
+    corners = _boxes(pl, ops, needed, folds)
+    shifts = {name: _zeros(corner, 0, 1) for name, corner in corners.items()}  # step: 0
+    for pc in readers:
+        n_loops = pc.loops.dim(isl.dim_type.out)
+        prefix = pc.loops.project_out(isl.dim_type.out, keep, n_loops - keep)
+        _set_offsets(pc, prefix, shifts, prefix_axes, folds)
+    q_steps = q + sum(pl._width(member) for member in group[: n_inits(scan)])
+    base = 0
+    for k, member in enumerate(group):
+        if k < n_inits(scan):
+            templates = pl._templates(member, pre, q + k)
+        else:
+            templates = _in_step(pl._templates(member, pre, q_steps), len(pre) + 2, base)
+            pl.child_base[(member.name, member.leaves[0])] = base
+            pl.step_loops[member.leaves[0]] = stage.name
+            base += pl._betas(member, 0)[1] + (2 if pl._split_level(member) == 1 else 1)
+        placed = []
+        for st in pl.by_stage.get(member.name, []):
+            name = st.write.get_tuple_name(isl.dim_type.out)
+            placed.append(
+                _placed(
+                    pl, st, needed[name], corners[name], keep, templates, ops[name], folds[name]
+                )
+            )
+            _set_offsets(placed[-1], _proj(placed[-1].domain, 0, keep), shifts, prefix_axes, folds)
+        pl.placed[member.name] = placed
+    for member in group:
+        pl._place_children(member)
+
+
+def _check_group(pl: Placement, scan: Scan, group: list[Stage], prefix_axes) -> None:
+    """What a scan computed at a loop cannot take: its tensor in args, states shared by the
+    threads around the loop, body stages placed elsewhere or with their step loop moved."""
+    from .placement import _placement_error
+
+    stage = scan.stage
     if any(op in pl.stored for op in stage.ops):
         raise _placement_error(
             stage,
@@ -79,7 +127,6 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
             f"around this loop (scope '{scope}'); compute the scan at a loop bound to no "
             "thread, or inside every thread loop with scope 'local'",
         )
-    group = members(scan)
     for member in scan.body:
         if isinstance(member.attach, rec.ComputeAt):
             raise _placement_error(
@@ -88,34 +135,25 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
                 "loop: inline it, or leave it at root to be computed with the scan",
             )
     for member in group[n_inits(scan) :]:
-        _check_step_loop(pl, stage, member)
+        _check_step_loop(stage, member)
         if scope == "local":
             pl._check_local_threads(member)
-    statements = [st for member in group for st in pl.by_stage.get(member.name, [])]
-    needed = _seeds(pl, stage, readers, keep)
-    _close(stage, statements, needed)
-    ops = _group_ops(pl, scan, group)
+
+
+def _boxes(pl: Placement, ops: dict, needed: dict, folds: dict) -> dict[str, isl.Map]:
+    """Each tensor's storage, the box of its region by the steps it keeps; returns prefix ->
+    the box's corner, per tensor."""
+    from .placement import Storage, _corner
+
+    corners = {}
     for name, op in ops.items():
-        if name not in needed:
-            raise _placement_error(
-                stage,
-                f"'{op.name}' is computed by the scan but nothing at this loop reads it; "
-                "compute the scan at root, or read it here",
-            )
-    folds = _folds(pl, scan, group, statements, readers)
-    corners: dict[str, isl.Map] = {}  # prefix -> the corner of each tensor's box
-    shifts: dict[str, isl.Map] = {}  # the same with the step coordinate, 0
-    for name, op in ops.items():
-        region = needed[name].coalesce()
-        needed[name] = region
+        region = needed[name] = needed[name].coalesce()
         nd = len(op.shape) - 1
         bmin = [region.dim_min(d) for d in range(nd)]
         bmax = [region.dim_max(d) for d in range(nd)]
         corners[name] = isl.Map.from_pw_multi_aff(_corner(region, bmin))
-        shifts[name] = _zeros(corners[name], 0, 1)
         box = [
-            bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx()))
-            for d in range(nd)
+            bmax[d].sub(bmin[d]).add_constant_val(isl.Val.one(bmax[d].get_ctx())) for d in range(nd)
         ]
         steps = _steps(pl, op.shape[0] if folds[name] is None else folds[name])
         pl.storage[op] = Storage(
@@ -123,55 +161,36 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
             [pl._param_bound(steps)] + [pl._param_bound(e) for e in box],
             [pl._constant(steps)] + [pl._constant(e) for e in box],
         )
-    for pc in readers:
-        n_loops = pc.loops.dim(isl.dim_type.out)
-        prefix = pc.loops.project_out(isl.dim_type.out, keep, n_loops - keep)
-        _set_offsets(pc, prefix, shifts, prefix_axes, folds)
-    q_steps = q + sum(pl._width(member) for member in group[: n_inits(scan)])
-    base = 0
-    for k, member in enumerate(group):
-        st_list = pl.by_stage.get(member.name, [])
-        first = st_list[0].write.get_tuple_name(isl.dim_type.out) if st_list else None
-        op = ops.get(first)
-        if op is None:
-            continue
-        region, nd = needed[first], len(op.shape) - 1
-        box = [c for c in pl.storage[op].constant[1:]]
-        roots = {member.root_axes[0]: pl.storage[op].constant[0]}
-        roots.update(dict(zip(member.root_axes[1 : nd + 1], box)))
-        roots.update({a: member.extents[a] for a in member.root_axes[nd + 1 :]})
-        extents = pl.extents[member.name] = leaf_extents(member, roots)
-        if k < n_inits(scan):
-            templates = pl._templates(member, pre, q + k)
-        else:
-            templates = _in_step(pl._templates(member, pre, q_steps), len(pre) + 2, base)
-            pl.child_base[(member.name, member.leaves[0])] = base
-            pl.step_loops[member.leaves[0]] = stage.name
-            base += pl._betas(member, 0)[1] + (2 if pl._split_level(member) == 1 else 1)
-        placed: list[Placed] = []
-        for st in st_list:
-            ext, to_root, pmap, relative = _extended(st, region, corners[first], keep)
-            lmap, _ = loop_map(member, st.root_space, extents, data_only=st.role == "init")
-            store = _proj(ext, keep, keep + 1 + nd).apply_range(_fold(nd, folds[first]))
-            placed.append(
-                Placed(
-                    st,
-                    keep,
-                    ext,
-                    to_root,
-                    pmap.flat_range_product(relative.apply_range(lmap)),
-                    templates[st.role],
-                    isl.PwMultiAff.from_map(store),
-                    pl._root_values(st, to_root),
-                )
-            )
-            _set_offsets(placed[-1], pmap, shifts, prefix_axes, folds)
-        pl.placed[member.name] = placed
-    for member in group:
-        pl._place_children(member)
+    return corners
 
 
-def _check_step_loop(pl: Placement, scan: Stage, member: Stage) -> None:
+def _placed(pl: Placement, st: Statement, region, corner, keep, templates, op, kept) -> Placed:
+    """One statement of the scan, over its tensor's region at every step."""
+    from .placement import Placed
+
+    member = st.stage
+    nd = len(op.shape) - 1
+    storage = pl.storage[op]
+    roots = {member.root_axes[0]: storage.constant[0]}
+    roots.update(dict(zip(member.root_axes[1 : nd + 1], storage.constant[1:])))
+    roots.update({a: member.extents[a] for a in member.root_axes[nd + 1 :]})
+    extents = pl.extents[member.name] = leaf_extents(member, roots)
+    ext, to_root, pmap, relative = _extended(st, region, corner, keep)
+    lmap, _ = loop_map(member, st.root_space, extents, data_only=st.role == "init")
+    store = _proj(ext, keep, keep + 1 + nd).apply_range(_fold(nd, kept))
+    return Placed(
+        st,
+        keep,
+        ext,
+        to_root,
+        pmap.flat_range_product(relative.apply_range(lmap)),
+        templates[st.role],
+        isl.PwMultiAff.from_map(store),
+        pl._root_values(st, to_root),
+    )
+
+
+def _check_step_loop(scan: Stage, member: Stage) -> None:
     """A body stage's steps run in order, one loop shared with the other body stages."""
     from .placement import _placement_error
 
@@ -197,7 +216,7 @@ def _drop_step(m: isl.Map) -> isl.Map:
     return m.project_out(isl.dim_type.out, 0, 1).set_tuple_name(isl.dim_type.out, name)
 
 
-def _seeds(pl: Placement, scan: Stage, readers: list[Placed], keep: int) -> dict[str, isl.Map]:
+def _seeds(scan: Stage, readers: list[Placed], keep: int) -> dict[str, isl.Map]:
     """prefix -> the elements of each state that the readers at the loop read."""
     needed: dict[str, isl.Map] = {}
     for pc in readers:
