@@ -507,8 +507,9 @@ class _Translator:
                 indices = lead + tuple(Binary("-", i, o, self.itype) for i, o in zip(indices, box))
             kept = leaf.placed.folds.get(n.tensor.op)
             if kept is not None:  # a scan's tensor holding its last `kept` steps
-                step = Const(0, self.itype) if kept == 1 else Binary("%", indices[0], Const(kept, self.itype), self.itype)
-                indices = (step, *indices[1:])
+                rows = Const(kept, self.itype)
+                step = Binary("%", indices[0], rows, self.itype)
+                indices = (Const(0, self.itype) if kept == 1 else step, *indices[1:])
             return Load(self.buffers[n.tensor.op], indices, n.dtype)
 
         def lower(value: Expr) -> Expr:

@@ -68,9 +68,7 @@ def test_causal_attention_skips_the_blocks_above_the_diagonal():
     result = np.full((n, D), np.nan, np.float32)
     sl.build(s, [*inputs, out])(*arrays, result)
     # A float32 score of a few hundred is off by 1e-5 of itself: so is exp(score - max).
-    np.testing.assert_allclose(
-        result, _numpy_attention(*arrays, causal=True), rtol=1e-3, atol=1e-5
-    )
+    np.testing.assert_allclose(result, _numpy_attention(*arrays, causal=True), rtol=1e-3, atol=1e-5)
 
 
 def test_a_symbolic_length():
@@ -129,9 +127,7 @@ def test_the_states_per_thread_in_the_gpu_simulator():
     arrays = _data(n)
     result = np.full((n, D), np.nan, np.float32)
     kernel.simulate(*arrays, result)
-    np.testing.assert_allclose(
-        result, _numpy_attention(*arrays, causal=True), rtol=2e-5, atol=2e-6
-    )
+    np.testing.assert_allclose(result, _numpy_attention(*arrays, causal=True), rtol=2e-5, atol=2e-6)
 
 
 def test_it_prints_undoes_and_replays():
@@ -161,7 +157,9 @@ def test_a_region_that_grows_with_the_steps_is_refused():
     init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
     update = sl.compute(
         (m, n),
-        lambda t, i: state[t - 1, i] + sl.if_then_else(i + 1 < n, state[t - 1, sl.min(i + 1, n - 1)], 0.0),
+        lambda t, i: (
+            state[t - 1, i] + sl.if_then_else(i + 1 < n, state[t - 1, sl.min(i + 1, n - 1)], 0.0)
+        ),
         name="update",
     )
     ripple = sl.scan(init, update, state, name="ripple")

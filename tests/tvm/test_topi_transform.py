@@ -12,7 +12,6 @@ from schedlang.tvm import te, topi
 from .topi_check import check, check_definition, random
 
 
-
 def _a(shape=(3, 5, 7)):
     return te.placeholder(shape, name="A"), random(shape)
 
