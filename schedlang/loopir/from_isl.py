@@ -282,7 +282,8 @@ class _Translator:
                     found.append(entry[1])
             return not found
 
-        node.foreach_descendant_top_down(visit)
+        with Callbacks() as calls:  # a Ctrl-C in `visit` comes out as KeyboardInterrupt
+            node.foreach_descendant_top_down(calls.wrap(visit, lambda n: False))
         return found[0] if found else None
 
     def _for(self, node: isl.AstNode) -> Stmt:

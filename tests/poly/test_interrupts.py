@@ -75,7 +75,9 @@ CHILD = textwrap.dedent(
 
 
 def _child(code: str) -> subprocess.Popen:
-    """A Python process running `code` with this checkout's schedlang, its output piped."""
+    """A Python process running `code` with this checkout's schedlang, its output piped, and
+    Ctrl-C Python's own there whatever this process does with it (a test runner's worker may
+    ignore SIGINT, and an ignored signal stays ignored in its children)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(
         [sys.executable, "-c", code],
@@ -83,6 +85,7 @@ def _child(code: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -150,13 +153,16 @@ def test_the_context_address_is_the_one_isl_computes_with():
 
 
 def test_a_build_leaves_sigint_to_python():
-    before = signal.getsignal(signal.SIGINT)
-    a = sl.placeholder((9,), name="A")
-    b = sl.compute((9,), lambda i: a[i] + 1.0, name="B")
-    sl.lower(sl.create_schedule(b), [a, b])
-    assert signal.getsignal(signal.SIGINT) is before
-    with pytest.raises(KeyboardInterrupt):
-        signal.raise_signal(signal.SIGINT)  # Python's handler, not a native one left behind
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever the runner's
+    try:
+        a = sl.placeholder((9,), name="A")
+        b = sl.compute((9,), lambda i: a[i] + 1.0, name="B")
+        sl.lower(sl.create_schedule(b), [a, b])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)  # Python's handler, not a native one left behind
+    finally:
+        signal.signal(signal.SIGINT, outer)
 
 
 def test_outside_the_main_thread_nothing_is_installed():
