@@ -323,13 +323,8 @@ class _Softmax(Rewrite):
         j = top_body.axis[0]
         extent, start = j.dom.extent, j.dom.min
         sweep = self.sweep(blocks)
-        name, steps, count, ops, states = (
-            sweep.name,
-            sweep.steps,
-            sweep.count,
-            sweep.ops,
-            sweep.states,
-        )
+        name, steps, count = sweep.name, sweep.steps, sweep.count
+        ops, states = sweep.ops, sweep.states
         step, block, inner = sweep.step, sweep.block, sweep.inner
         m = states[0]
 

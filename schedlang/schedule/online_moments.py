@@ -97,13 +97,8 @@ class Moments(Rewrite):
         j = top_body.axis[0]
         extent, start = j.dom.extent, j.dom.min
         sweep = self.sweep(blocks)
-        name, steps, count, ops, states = (
-            sweep.name,
-            sweep.steps,
-            sweep.count,
-            sweep.ops,
-            sweep.states,
-        )
+        name, steps, count = sweep.name, sweep.steps, sweep.count
+        ops, states = sweep.ops, sweep.states
         step, block, inner = sweep.step, sweep.block, sweep.inner
         dtype = top_body.dtype
 

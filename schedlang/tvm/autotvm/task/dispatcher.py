@@ -8,19 +8,21 @@ configuration, as AutoTVM's ``FallbackContext`` does.
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 
 from .space import FallbackConfigEntity
 
 logger = logging.getLogger("autotvm")
 
 
-class DispatchContext:
+class DispatchContext(ABC):
     """The context templates ask for their configuration; ``DispatchContext.current``."""
 
     current: DispatchContext
 
+    @abstractmethod
     def query(self, target, workload) -> FallbackConfigEntity:
-        raise NotImplementedError
+        """The configuration of `workload` on `target`."""
 
 
 class FallbackContext(DispatchContext):
