@@ -71,7 +71,8 @@ _COMPARE = {_OPS.eq: "==", _OPS.le: "<=", _OPS.lt: "<", _OPS.ge: ">=", _OPS.gt: 
 @dataclass(frozen=True)
 class CrossThread:
     """A reduction store whose reduce loop is bound to thread indices: `value` is combined
-    into the stored element across the threads of `tags`."""
+    into the stored element across the threads of `tags`; or, without tags, a reduction into
+    a fragment, combined across the lanes that hold the element (`gpu.fragment_lanes`)."""
 
     combiner: CommReducer
     value: Expr
@@ -538,7 +539,7 @@ class _Translator:
             new = substitute(comb.result, {comb.lhs: old, comb.rhs: lower(st.value)})
             store = Store(buffer, index, new)
             tags = self._cross_thread_tags(leaf)
-            if tags:
+            if tags or buffer.scope in FRAGMENT_SCOPES:  # combined across threads or lanes
                 self.reductions[store] = CrossThread(comb, lower(st.value), tags)
             stmt = If(lower(st.where), store) if st.where is not None else store
         else:

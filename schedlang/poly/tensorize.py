@@ -26,13 +26,14 @@ from dataclasses import dataclass, replace
 import islpy as isl
 
 from ..ir.expr import Binary, Cast, Const, Expr, Read, Reduce
-from ..ir.tensor import ComputeOp, Operation
+from ..ir.tensor import Operation
 from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.errors import TensorizeError, message
 from ..schedule.intrin import FRAGMENT_SCOPES
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from .fragment_stages import check_fragment_stages
 from .placement import Placed, Placement
 from .space import Params
 from .user_tensorize import UserCall, plan_user
@@ -78,7 +79,7 @@ def plan_tensorize(
     """The plan of every tensorized stage, each checked; fragments used untensorized are
     refused too, except in a `draft` (a loop nest to read, never built)."""
     if not draft:
-        _check_fragment_users(schedule, placement)
+        check_fragment_stages(schedule, placement)
     stages = [s for s in schedule.stages if s.tensorized is not None and s.name in placement.placed]
     # the mma's loops decide its operands' tiles: its mismatches are named first
     stages.sort(key=lambda s: ("mma", "store", "load", "user").index(s.tensorized.intrin.kind))
@@ -408,6 +409,8 @@ class _Checker:
             raise self.fail("one operand must not depend on the columns and one not on the rows")
         m_tile, n_tile, k_tile = self.intrin.shape
         a_scope, b_scope = ("shared", "shared") if group else ("wmma.matrix_a", "wmma.matrix_b")
+        if group and self.placement.scope(self.schedule[a[0].tensor.op]) == accumulator:
+            a_scope = accumulator  # A computed by the threads, held in registers
         a_tile = self._operand(a, a_scope, (0, 2), (m_tile, k_tile))
         b_tile = self._operand(b, b_scope, (2, 1), (k_tile, n_tile))
         dtypes = {a[0].tensor.op.dtype, b[0].tensor.op.dtype}
@@ -621,27 +624,3 @@ def _sample(missing: isl.Set) -> str:
         for d in range(missing.dim(isl.dim_type.param))
     ]
     return f" (e.g. where {', '.join(params)})" if params else ""
-
-
-def _check_fragment_users(schedule: Schedule, placement: Placement) -> None:
-    """Fragments have no per-thread elements: only tensor instructions read or write them."""
-    for stage in schedule.stages:
-        if stage.name not in placement.placed:
-            continue
-        tensorized = stage.tensorized is not None
-        if placement.scope(stage) in FRAGMENT_SCOPES and not tensorized:
-            raise TensorizeError(
-                f"In schedule for '{stage.name}': its scope '{placement.scope(stage)}' is a "
-                "tensor-core fragment, held by a warp's lanes together: tensorize it "
-                "(s[...].tensorize(axis, sl.intrin...))"
-            )
-        if not isinstance(stage.op, ComputeOp) or tensorized:
-            continue
-        for tensor in stage.op.input_tensors:
-            producer = schedule[tensor.op]
-            if producer.name in placement.placed and placement.scope(producer) in FRAGMENT_SCOPES:
-                raise TensorizeError(
-                    f"In schedule for '{stage.name}': it reads the fragment '{producer.name}' "
-                    "element by element, but a fragment is read only by tensor instructions: "
-                    "tensorize it with sl.intrin.mma_sync or store_matrix"
-                )

@@ -304,7 +304,7 @@ def test_load_of_a_fragment_raises():
     out = _buffer("out", (1,), F32)
     frag = _buffer("C.frag", (16, 16), F32, "wmma.accumulator")
     func = _single(store(out, (0,), load(frag, 0, 0)), (frag,), (out,))
-    with pytest.raises(sl.InternalError, match="only by matrix ops"):
+    with pytest.raises(sl.InternalError, match="at one slot"):
         run(func, [np.zeros(1, F32)])
 
 

@@ -24,7 +24,7 @@ from ...errors import InternalError
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
 from ...ir.printer import expr_str
-from ...loopir.core.nodes import Buffer, For, Load
+from ...loopir.core.nodes import FRAGMENT_SCOPES, Buffer, For, Load
 from ...loopir.core.visit import walk_expr
 from ...loopir.index.nonneg import nonnegative
 from . import arith
@@ -265,6 +265,8 @@ class ExprEmitter:
     def offset(self, buffer: Buffer, indices: tuple[Expr, ...], xor: bool = True) -> ir.Value:
         """The element offset of `indices` in `buffer` (row-major unless it has strides; a
         swizzled buffer's panels and permuted chunks, the latter left out without `xor`)."""
+        if buffer.scope in FRAGMENT_SCOPES and len(indices) == 1:  # a slot of the thread's
+            return self.index(indices[0])  # share (`fragments`)
         if len(indices) != len(buffer.shape):
             raise InternalError(
                 f"'{buffer.name}' accessed with {len(indices)} indices; it has "

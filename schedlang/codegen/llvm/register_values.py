@@ -167,10 +167,10 @@ class _Scan:
                 self.refused.add(key)
 
     def access(self, buffer: Buffer, indices, lanes, table, opaque: bool) -> None:
-        if buffer.scope in FRAGMENT_SCOPES:
+        if buffer.scope in FRAGMENT_SCOPES and len(indices) != 1:
             raise InternalError(
-                f"fragment '{buffer.name}' is read or written by a Load or Store; only tensor-core "
-                "operations (MatrixOp) access fragments"
+                f"fragment '{buffer.name}' is read or written at {len(indices)} indices; a "
+                "thread accesses its share of a fragment at one slot"
             )
         key = id(buffer)
         if key not in self.candidates or key in self.refused:

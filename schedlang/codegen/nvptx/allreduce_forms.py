@@ -26,6 +26,8 @@ class Layout:
 
 def layout(stmt: ThreadAllReduce, block: tuple[int, int, int]) -> Layout:
     """The form the collective `stmt` takes in a block of shape `block` (module docstring)."""
+    if stmt.lanes:  # groups of lanes within each warp
+        return Layout("warp", stmt.lanes, 0)
     total = block[0] * block[1] * block[2]
     reduced = [tag in stmt.tags and n > 1 for tag, n in zip(TAGS, block)]
     group = math.prod(n for n, r in zip(block, reduced) if r)

@@ -46,7 +46,7 @@ _DTYPES = {
     "wmma.matrix_a": OPERAND_DTYPES,
     "wmma.matrix_b": OPERAND_DTYPES,
     "wmma.accumulator": ACCUMULATOR_DTYPES,
-    "wgmma.accumulator": ("float32",),
+    "wgmma.accumulator": ("float32", "float16", "bfloat16"),  # 16-bit: wgmma's A operand
 }
 _ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 _V2HALF = ir.VectorType(HALF, 2)
@@ -63,7 +63,8 @@ def emit_matrix_op(em: StmtEmitter, s: MatrixOp, lane: LaneIndex) -> None:
     elif s.op == "load":
         write_slots(em, s.dst, load_fragment(em, s.dst, s.srcs[0], lane))
     elif is_wgmma(s):
-        write_slots(em, s.dst, emit_wgmma(em, s.dst, *s.srcs, read_slots(em, s.dst)))
+        held = read_slots(em, s.srcs[0]) if s.srcs[0].buffer.scope in FRAGMENT_SCOPES else None
+        write_slots(em, s.dst, emit_wgmma(em, s.dst, *s.srcs, read_slots(em, s.dst), held))
     elif s.op == "mma":
         _mma(em, s.dst, s.srcs[0], s.srcs[1])
     else:
@@ -82,8 +83,8 @@ def check_matrix_op(s: MatrixOp) -> None:
         _check_tile(t)
     fragment = [t.buffer.scope in FRAGMENT_SCOPES for t in tiles]
     expected = {"fill": [True], "load": [True, False], "mma": [True] * 3, "store": [False, True]}
-    if s.op == "mma" and s.dst.buffer.scope == "wgmma.accumulator":
-        expected["mma"] = [True, False, False]  # operands read from shared memory
+    if s.op == "mma" and s.dst.buffer.scope == "wgmma.accumulator":  # operands read from
+        expected["mma"] = [True, fragment[1], False]  # shared memory, A maybe from registers
     if fragment != expected[s.op]:
         scopes = [t.buffer.scope for t in tiles]
         raise InternalError(f"a {s.op} matrix op on tiles of scopes {scopes}")
@@ -94,8 +95,9 @@ def check_matrix_op(s: MatrixOp) -> None:
     if s.op in ("fill", "store") and (s.dst, *s.srcs)[-1].buffer.scope not in _ACCUMULATORS:
         raise InternalError(f"a matrix store from the {s.srcs[0].buffer.scope} fragment")
     if is_wgmma(s):
-        if any(t.buffer.scope != "shared" for t in s.srcs):
-            raise InternalError("a wgmma reads its operands from shared memory")
+        a, b = s.srcs
+        if a.buffer.scope not in ("shared", "wgmma.accumulator") or b.buffer.scope != "shared":
+            raise InternalError("a wgmma reads B from shared memory, A from there or registers")
     elif s.op == "mma":
         _check_mma(*tiles)
 

@@ -58,8 +58,18 @@ ROW = 128  # bytes of a swizzled row (a panel's width)
 _TYPES = {"float16": "f16", "bfloat16": "bf16"}
 
 
-def emit_wgmma(em: StmtEmitter, c: Tile, a: Tile, b: Tile, acc: list[ir.Value]) -> list[ir.Value]:
-    """D = A @ B + C for the accumulator slots `acc` of tile `c`; the new slots."""
+def emit_wgmma(
+    em: StmtEmitter,
+    c: Tile,
+    a: Tile,
+    b: Tile,
+    acc: list[ir.Value],
+    held: list[ir.Value] | None = None,
+) -> list[ir.Value]:
+    """D = A @ B + C for the accumulator slots `acc` of tile `c`; the new slots. With `held`,
+    A's 64 x 16 tile is the thread's 8 slots of a 16-bit accumulator-layout fragment (the
+    layout the instruction takes A in from registers: a tile computed by the threads, such as
+    attention's probabilities), passed as 4 registers of two halves."""
     operand = _TYPES.get(a.buffer.dtype)
     if operand is None or b.buffer.dtype != a.buffer.dtype or c.buffer.dtype != "float32":
         raise LoweringError(
@@ -67,22 +77,46 @@ def emit_wgmma(em: StmtEmitter, c: Tile, a: Tile, b: Tile, acc: list[ir.Value]) 
             "two float16 or two bfloat16 tiles into float32"
         )
     n = c.shape[1]
-    desc_a, trans_a = _descriptor(em, a, k_axis=1)
     desc_b, trans_b = _descriptor(em, b, k_axis=0)
     count = len(acc)
     registers = ", ".join(f"${k}" for k in range(count))
+    if held is None:
+        desc_a, trans_a = _descriptor(em, a, k_axis=1)
+        a_args, a_types, a_text, trans = [desc_a], [I64], f"${count}", f"{trans_a}, {trans_b}"
+    else:
+        a_args = _pairs(em.b, held)
+        a_types = [I32] * len(a_args)
+        a_text = "{" + ", ".join(f"${count + k}" for k in range(len(a_args))) + "}"
+        trans = f"{trans_b}"  # A from registers is K-major: no transpose of its own
+    first = count + len(a_args)  # B's descriptor, then the scale
     text = (
         "{\n.reg .pred p;\n"
-        f"setp.ne.b32 p, ${count + 2}, 0;\n"
+        f"setp.ne.b32 p, ${first + 1}, 0;\n"
         f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operand}.{operand} "
-        f"{{{registers}}}, ${count}, ${count + 1}, p, 1, 1, {trans_a}, {trans_b};\n}}"
+        f"{{{registers}}}, {a_text}, ${first}, p, 1, 1, {trans};\n}}"
     )
     result = ir.LiteralStructType([F32] * count)
-    ftype = ir.FunctionType(result, [I64, I64, I32, *([F32] * count)])
-    constraints = ",".join(["=f"] * count + ["l", "l", "r"] + [str(k) for k in range(count)])
+    ftype = ir.FunctionType(result, [*a_types, I64, I32, *([F32] * count)])
+    inputs = ["r" if t is I32 else "l" for t in a_types]
+    constraints = ",".join(["=f"] * count + inputs + ["l", "r"] + [str(k) for k in range(count)])
     scale = ir.Constant(I32, 1)  # D = A @ B + D: the fill gave D its first value
-    out = em.b.asm(ftype, text, constraints, [desc_a, desc_b, scale, *acc], side_effect=True)
+    out = em.b.asm(ftype, text, constraints, [*a_args, desc_b, scale, *acc], side_effect=True)
     return [em.b.extract_value(out, k) for k in range(count)]
+
+
+def _pairs(b: ir.IRBuilder, held: list[ir.Value]) -> list[ir.Value]:
+    """The 16-bit values `held` (in their storage type), two to a 32-bit register, the first
+    in the low half."""
+    words = []
+    for low, high in zip(held[0::2], held[1::2]):
+        pair = [b.zext(_bits16(b, x), I32) for x in (low, high)]
+        words.append(b.or_(pair[0], b.shl(pair[1], ir.Constant(I32, 16))))
+    return words
+
+
+def _bits16(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    i16 = ir.IntType(16)
+    return value if value.type == i16 else b.bitcast(value, i16)
 
 
 def _descriptor(em: StmtEmitter, t: Tile, k_axis: int) -> tuple[ir.Value, int]:

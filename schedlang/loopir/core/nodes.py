@@ -50,13 +50,22 @@ class Buffer:
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Load(Expr):
+    """An element of `buffer`; of a fragment (`FRAGMENT_SCOPES`), one index: the slot of the
+    running thread's share (`loopir.memory.fragments`)."""
+
     buffer: Buffer
     indices: tuple[Expr, ...]
     dtype: str
 
     def sl_str(self, expr_str) -> str:
         """How `schedlang.ir.printer.expr_str` prints this node."""
-        return f"{self.buffer.name}[{', '.join(expr_str(i) for i in self.indices)}]"
+        return f"{element_name(self.buffer)}[{', '.join(expr_str(i) for i in self.indices)}]"
+
+
+def element_name(buffer: Buffer) -> str:
+    """How an element access names `buffer`: a fragment by its running thread's share
+    (``acc.slot[3]``), which is what one index into a fragment means."""
+    return f"{buffer.name}.slot" if buffer.scope in FRAGMENT_SCOPES else buffer.name
 
 
 class Stmt:
@@ -129,12 +138,18 @@ class ThreadAllReduce(Stmt):
     loop): each group of threads that agree on the thread indices not in `tags` combines its
     ``sources[k][0]`` (one per thread, "local" buffers) with ``combiners[k]``, and every thread
     of the group gets the result in ``results[k][0]``. A reduce axis bound to ``threadIdx.*``
-    lowers to this (see `schedlang.loopir.gpu.thread_reduce`)."""
+    lowers to this (see `schedlang.loopir.gpu.thread_reduce`).
+
+    With `lanes`, a collective of each warp instead, reached inside the thread loops by every
+    lane of the warp: each group of `lanes` consecutive lanes combines (``tags`` is
+    ``("threadIdx.x",)``); the rows of an accumulator are held by quads
+    (`schedlang.loopir.gpu.fragment_lanes`)."""
 
     combiners: tuple[CommReducer, ...]
     sources: tuple[Buffer, ...]
     results: tuple[Buffer, ...]
     tags: tuple[str, ...]
+    lanes: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)

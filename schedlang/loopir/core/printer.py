@@ -40,6 +40,7 @@ from .nodes import (
     Store,
     ThreadAllReduce,
     Tile,
+    element_name,
 )
 from .simplify import simplify_expr
 
@@ -81,7 +82,7 @@ def stmt_head(stmt: Stmt) -> str:
         return f"if {expr_str(stmt.cond)}:"
     if isinstance(stmt, Store):
         indices = ", ".join(expr_str(i) for i in stmt.indices)
-        return f"{stmt.buffer.name}[{indices}] = {expr_str(stmt.value)}"
+        return f"{element_name(stmt.buffer)}[{indices}] = {expr_str(stmt.value)}"
     if isinstance(stmt, Let):
         return f"let {stmt.var.name} = {expr_str(stmt.value)}"
     if isinstance(stmt, Allocate):
@@ -133,7 +134,8 @@ def stmt_head(stmt: Stmt) -> str:
     if isinstance(stmt, ThreadAllReduce):
         outs = ", ".join(f"{b.name}[0]" for b in stmt.results)
         ins = ", ".join(f"{c.name}({b.name}[0])" for c, b in zip(stmt.combiners, stmt.sources))
-        return f"{outs} = thread_allreduce({ins}) over {', '.join(stmt.tags)}"
+        over = f"groups of {stmt.lanes} lanes" if stmt.lanes else ", ".join(stmt.tags)
+        return f"{outs} = thread_allreduce({ins}) over {over}"
     return f"<{type(stmt).__name__}>"
 
 

@@ -260,7 +260,7 @@ class _Compiler(ExprCompiler):
             self.stmt(branch, ind + "    ", m)
 
     def allreduce(self, s: ThreadAllReduce, ind: str, mask: str | None) -> None:
-        if mask is not None:
+        if mask is not None and not s.lanes:
             raise InternalError("thread_allreduce under a thread loop: not every thread reaches it")
         for b in (*s.sources, *s.results):
             self.buffer(b, (const(0),), "thread_allreduce of")
@@ -268,7 +268,8 @@ class _Compiler(ExprCompiler):
         sources = ", ".join(self.name(b) for b in s.sources)
         results = ", ".join(self.name(b) for b in s.results)
         emit = self.emit
-        emit(f"{ind}_allreduce({combiners}, ({sources},), ({results},), {s.tags!r})")
+        tags = f"{s.tags!r}, {mask}, {s.lanes}" if s.lanes else f"{s.tags!r}"
+        emit(f"{ind}_allreduce({combiners}, ({sources},), ({results},), {tags})")
 
     def matrix_op(self, s: MatrixOp, ind: str, mask: str | None) -> None:
         """A warp collective, like `allreduce` a call into the runtime (`interpret.matrix`):

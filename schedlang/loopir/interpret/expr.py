@@ -103,17 +103,19 @@ class ExprCompiler:
         self, buffer: Buffer, indices: tuple[Expr, ...], what: str, matrix: bool = False
     ) -> str:
         """`buffer`'s name in the generated code, after checking it is live and `indices` fit
-        it; fragments only for `matrix` ops (element i of a fragment is no one lane's)."""
-        if buffer.scope in FRAGMENT_SCOPES and not matrix:
+        it; a fragment's element outside `matrix` ops by one index, the running thread's slot
+        (`fragments`)."""
+        slot = buffer.scope in FRAGMENT_SCOPES and not matrix
+        if slot and len(indices) != 1:
             raise InternalError(
-                f"{what} fragment '{buffer.name}' ({buffer.scope}): fragments are read and "
-                "written only by matrix ops"
+                f"{what} fragment '{buffer.name}' ({buffer.scope}) at {len(indices)} indices: "
+                "a thread reads its own share of a fragment, at one slot"
             )
         if buffer not in self.live and not any(buffer is p for p in self.func.params):
             raise InternalError(
                 f"{what} buffer '{buffer.name}' outside its Allocate (not a parameter either)"
             )
-        if len(indices) != len(buffer.shape):
+        if not slot and len(indices) != len(buffer.shape):
             raise InternalError(
                 f"{what} '{buffer.name}' with {len(indices)} indices; it has "
                 f"{len(buffer.shape)} dimension(s)"
@@ -209,7 +211,7 @@ class ExprCompiler:
         return f"({access} if ({test}) >= 0 else _oob({b}, ({tuple_code(final)})))"
 
     def lanes(self, buffer: Buffer) -> bool:
-        return buffer.scope == "local" and self.threaded
+        return buffer.scope == "local" and self.threaded or buffer.scope in FRAGMENT_SCOPES
 
     def checked(self, exprs: tuple[Expr, ...], code: list[str]) -> dict[str, str]:
         """Temporaries for the indices that may be negative (numpy would wrap them silently;

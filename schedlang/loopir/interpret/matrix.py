@@ -45,7 +45,7 @@ _DTYPES = {
     "wmma.matrix_a": ("float16", "bfloat16", "float32"),
     "wmma.matrix_b": ("float16", "bfloat16", "float32"),
     "wmma.accumulator": ("float32", "float16"),
-    "wgmma.accumulator": ("float32",),
+    "wgmma.accumulator": ("float32", "float16", "bfloat16"),  # 16-bit: wgmma's A operand
 }
 _ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 
@@ -96,8 +96,9 @@ def matrix_spec(s: MatrixOp) -> MatrixSpec:
         expected = (accumulator,)
     elif s.op == "load":
         expected = (tiles[0].scope if tiles[0].fragment else "a fragment", "memory")
-    elif s.op == "mma" and group > WARP:
-        expected = (accumulator, "shared", "shared")
+    elif s.op == "mma" and group > WARP:  # A from shared memory or from registers
+        a_scope = accumulator if scopes[1] == accumulator else "shared"
+        expected = (accumulator, a_scope, "shared")
     elif s.op == "mma":
         expected = ("wmma.accumulator", "wmma.matrix_a", "wmma.matrix_b")
     else:
@@ -200,11 +201,13 @@ def execute(rt: Runtime, spec: MatrixSpec, mask, tiles: tuple, value) -> None:
     elif spec.op == "mma":
         acc = mems[0].array
         c = _gather(acc[lanes, slots_of[0]], dst)
-        if size > WARP:  # a warpgroup's operands: whole tiles of shared memory
-            a, b = (
-                _whole(rt, spec, t, m, base, warps)
-                for t, m, base in zip(spec.tiles[1:], mems[1:], bases[1:])
-            )
+        if size > WARP:  # a warpgroup's operands: whole tiles of shared memory, or A's
+            a_tile, b_tile = spec.tiles[1:]  # in registers as the accumulator's layout holds it
+            if a_tile.fragment:
+                a = _gather(mems[1].array[lanes, slots_of[1]], a_tile)
+            else:
+                a = _whole(rt, spec, a_tile, mems[1], bases[1], warps)
+            b = _whole(rt, spec, b_tile, mems[2], bases[2], warps)
         else:
             a = _gather(mems[1].array[lanes, slots_of[1]], spec.tiles[1])
             b = _gather(mems[2].array[lanes, slots_of[2]], spec.tiles[2])

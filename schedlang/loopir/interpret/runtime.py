@@ -179,15 +179,34 @@ class Runtime:
             )
         self.interval += 1
 
-    def allreduce(self, combiners, sources, results, tags: tuple[str, ...]) -> None:
+    def allreduce(
+        self, combiners, sources, results, tags: tuple[str, ...], mask=None, lanes: int = 0
+    ) -> None:
         """Every thread gets the combination of `sources` over the threads that share its
-        indices outside `tags` (a block collective; see `ThreadAllReduce`)."""
+        indices outside `tags` (a block collective; see `ThreadAllReduce`); with `lanes`, over
+        its group of that many lanes of a warp, the threads of `mask` (whole groups)."""
+        if lanes:
+            self._lanes_allreduce(combiners, sources, results, mask, lanes)
+            return
         ex, ey, ez = self.extents
         axes = tuple(2 - _TAGS.index(tag) for tag in tags)  # lanes as a (z, y, x) grid
         for comb, source, result in zip(combiners, sources, results):
             grid = source.array[:, 0].reshape(ez, ey, ex)
             total = combine(comb, grid, axes)
             result.array[:, 0] = np.broadcast_to(np.expand_dims(total, axes), grid.shape).ravel()
+
+    def _lanes_allreduce(self, combiners, sources, results, mask, lanes: int) -> None:
+        active = np.ones(self.size, bool) if mask is None else mask
+        groups = active.reshape(-1, lanes)
+        if (groups.any(axis=1) != groups.all(axis=1)).any():
+            raise DivergentBarrierError(
+                f"a collective of {lanes} lanes reached by some of them only (a guard or a "
+                "thread-dependent loop bound around it)"
+            )
+        for comb, source, result in zip(combiners, sources, results):
+            total = combine(comb, source.array[:, 0].reshape(-1, lanes), (1,))
+            spread = np.repeat(total, lanes)
+            result.array[active, 0] = spread[active]
 
     def thread_str(self, lane: int) -> str:
         if lane == UNIFORM:

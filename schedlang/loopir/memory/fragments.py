@@ -31,6 +31,15 @@ A buffer in a fragment scope is a grid of such tiles: its last two dimensions ar
 the tile's, and each thread stores ``size / 32`` elements (``size / 128`` for a warpgroup's),
 tile after tile in row-major order of the grid (the leading dimensions included), each tile's
 slots in the order above.
+
+A warpgroup's accumulator is also computed element by element, by stages that are not
+tensorized (`loopir.gpu.fragment_lanes`): each thread computes the elements it holds. A stage
+of such a buffer whose last dimension runs over rows (``wgmma.accumulator`` with fewer than 64
+rows along its second-to-last dimension, or one dimension) is a *column of rows*: the row
+statistics of an accumulator (its maximum, its sum), each thread holding the rows its
+accumulator slots are in, two of every 64, the same in the four lanes of a quad. Those
+elements are addressed by one index, the slot in the running thread's share (`element_slot`,
+`row_slot`); a `Load` or `Store` of a fragment with one index means that slot.
 """
 
 from __future__ import annotations
@@ -128,7 +137,36 @@ def lane_size(buffer: Buffer) -> int:
     """Elements each lane stores for a fragment `buffer` (its shape is constant)."""
     if buffer.scope not in FRAGMENT_SCOPES:
         raise InternalError(f"'{buffer.name}' is not a fragment (scope {buffer.scope!r})")
+    if holds_rows(buffer):
+        return _size(buffer) * 2 // 64  # two of every 64 rows
     return _size(buffer) // threads(buffer.scope)
+
+
+def holds_rows(buffer: Buffer) -> bool:
+    """Whether `buffer` (a warpgroup's accumulator scope) is a column of row statistics rather
+    than a grid of 64 x n tiles (module docstring)."""
+    if buffer.scope != "wgmma.accumulator":
+        return False
+    dims = [_constant(buffer, n) for n in buffer.shape]
+    return len(dims) < 2 or dims[-2] % 64 != 0
+
+
+def element_slot(buffer: Buffer, lead: Expr, tile: Expr, h: Expr, v: Expr, e: Expr) -> Expr:
+    """The slot of a warpgroup accumulator `buffer` holding the element at row
+    ``64 tile + 16 w + 8 v + g`` and column ``8 h + 2 t + e`` of the running thread (warp ``w``,
+    ``g = lane // 4``, ``t = lane % 4``) in leading position `lead` (flattened): tiles of
+    64 x n are stored row after row, so the slot does not depend on n."""
+    rows, cols = (_constant(buffer, n) for n in buffer.shape[-2:])
+    per_lead = rows * cols // WARPGROUP
+    index = _add(_mul(lead, per_lead), _mul(tile, cols // 2))
+    return _add(_add(index, _mul(h, 4)), _add(_mul(v, 2), e))
+
+
+def row_slot(buffer: Buffer, lead: Expr, tile: Expr, v: Expr) -> Expr:
+    """The slot of a column of rows `buffer` holding row ``64 tile + 16 w + 8 v + g`` of the
+    running thread in leading position `lead` (flattened)."""
+    rows = _constant(buffer, buffer.shape[-1])
+    return _add(_mul(lead, rows // 32), _add(_mul(tile, 2), v))
 
 
 def tile_offset(buffer: Buffer, shape: tuple[int, int], base: tuple[Expr, ...]) -> Expr:
