@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import schedlang as sl
 from examples.gpu_gemm import group_size
-from schedlang.ir.dtype import itemsize
 from examples.gpu_gemm_fp16 import gemm
+from schedlang.ir.dtype import itemsize
 
 __all__ = ["FAST", "build", "gemm", "schedule", "stage_tile"]
 
