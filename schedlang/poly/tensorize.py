@@ -429,7 +429,7 @@ class _Checker:
 
     def _operand_dtypes(self, dtypes: set[str]) -> None:
         """float16 or bfloat16 operands, or float32 ones where TF32 was asked for: never a
-        silent change of precision."""
+        silent change of precision (8-bit floats: a warpgroup's k = 32 instruction)."""
         shown = " and ".join(sorted(dtypes))
         if self.intrin.warpgroup and (self.intrin.shape[2] == K_FLOAT8 or dtypes & set(FLOAT8)):
             self._float8_dtypes(dtypes, shown)
@@ -457,8 +457,8 @@ class _Checker:
         if not dtypes <= set(FLOAT8):
             raise self.fail(
                 f"the operands are {shown}; wgmma(k={K_FLOAT8}) multiplies 8-bit floats "
-                "(float8_e4m3fn or float8_e5m2) and wgmma of 16 halves along k (the default "
-                "k=16) float16 or bfloat16 ones: convert none of them, or use the other"
+                "(float8_e4m3fn, float8_e5m2) and wgmma(k=16), the default, float16 or "
+                "bfloat16 ones: give both operands dtypes of one kind and use its intrinsic"
             )
         if k != K_FLOAT8:
             raise self.fail(

@@ -63,24 +63,24 @@ _FLOAT8 = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 def emit_wgmma(em: StmtEmitter, c: Tile, a: Tile, b: Tile, acc: list[ir.Value]) -> list[ir.Value]:
     """D = A @ B + C for the accumulator slots `acc` of tile `c`; the new slots."""
-    types = _TYPES.get(a.buffer.dtype), _TYPES.get(b.buffer.dtype)
+    operand = _TYPES.get(a.buffer.dtype)
     pair = _FLOAT8.get(a.buffer.dtype) and _FLOAT8.get(b.buffer.dtype)
-    same = types[0] is not None and a.buffer.dtype == b.buffer.dtype
+    same = operand is not None and a.buffer.dtype == b.buffer.dtype
     if not (same or pair) or c.buffer.dtype != "float32":
         raise LoweringError(
             f"wgmma of {a.buffer.dtype} @ {b.buffer.dtype} into {c.buffer.dtype}: it multiplies "
             "two float16, two bfloat16 or two 8-bit float tiles into float32"
         )
-    n, k = c.shape[1], a.shape[1]
+    n, depth = c.shape[1], a.shape[1]
     desc_a, trans_a = _descriptor(em, a, k_axis=1)
     desc_b, trans_b = _descriptor(em, b, k_axis=0)
     count = len(acc)
     registers = ", ".join(f"${k}" for k in range(count))
     if pair:  # 8-bit operands are K-major, and the instruction takes no imm-trans
-        shape = f"m64n{n}k{k}.f32.{_FLOAT8[a.buffer.dtype]}.{_FLOAT8[b.buffer.dtype]}"
+        shape = f"m64n{n}k{depth}.f32.{_FLOAT8[a.buffer.dtype]}.{_FLOAT8[b.buffer.dtype]}"
         scales = "p, 1, 1"
     else:
-        shape = f"m64n{n}k{k}.f32.{types[0]}.{types[0]}"
+        shape = f"m64n{n}k{depth}.f32.{operand}.{operand}"
         scales = f"p, 1, 1, {trans_a}, {trans_b}"
     text = (
         "{\n.reg .pred p;\n"
