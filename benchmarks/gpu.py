@@ -349,9 +349,15 @@ def bench_gemm_fp8(repeat: int) -> list[Row]:
     """The 8-bit float GEMM (`examples/gpu_gemm_fp8.py`, wgmma's k32 form on sm_90a),
     float8_e4m3fn operands (B stored n x k) summed in float32 and stored as float32 or
     bfloat16, against ``torch._scaled_mm`` (cuBLASLt) with per-tensor scales of 1 and its fast
-    accumulation (the tensor cores' own, as ours): the default schedule and `FAST`."""
+    accumulation (the tensor cores' own, as ours): the default schedule, `FAST`, and `FAST`
+    on persistent blocks (one a multiprocessor)."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
-    variants = (("wgmma", {}), ("wgmma, copy engine", gpu_gemm_fp8.FAST))
+    variants = (
+        ("wgmma", {}),
+        ("wgmma, copy engine", gpu_gemm_fp8.FAST),
+        ("wgmma, copy engine, persistent", dict(gpu_gemm_fp8.FAST, persistent=sms)),
+    )
     for out, n, (how, options) in itertools.product(
         ("float32", "bfloat16"), (4096, 8192, 4000), variants
     ):
