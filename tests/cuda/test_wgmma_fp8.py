@@ -37,6 +37,9 @@ CASES = [
     ((70, 72, 160), E4M3, E4M3, "float32", dict(block_cols=64, stages=2, tma=True)),
     ((256, 256, 256), E4M3, E4M3, "float32", example.FAST),
     ((200, 264, 288), E5M2, E4M3, "bfloat16", example.FAST),
+    # k by 256: rows of two 128-byte panels, read K-major across them
+    ((130, 136, 544), E4M3, E4M3, "float32", dict(block_cols=64, stages=2, step=256)),
+    ((130, 136, 544), E5M2, E4M3, "float32", dict(block_cols=128, stages=2, step=256, tma=True)),
     # 4 persistent blocks take the 6 tiles in turn, one pipeline across their tiles
     ((256, 384, 256), E4M3, E5M2, "bfloat16", dict(example.FAST, persistent=4)),
 ]
