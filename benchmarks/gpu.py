@@ -34,6 +34,7 @@ from examples import (  # noqa: E402
     gpu_conv2d_wgmma,
     gpu_elementwise,
     gpu_gemm,
+    gpu_gemm_fp8,
     gpu_gemm_fp16,
     gpu_gemm_wgmma,
     gpu_rows,
@@ -344,6 +345,52 @@ def _gemm_wgmma_row(n, dtype: str, options: dict, name: str, repeat: int) -> Row
     return Row(name, ours, "cuBLAS", peer, 2.0 * m * n * k, "TFLOP/s")
 
 
+def bench_gemm_fp8(repeat: int) -> list[Row]:
+    """The 8-bit float GEMM (`examples/gpu_gemm_fp8.py`, wgmma's k32 form on sm_90a),
+    float8_e4m3fn operands (B stored n x k) summed in float32 and stored as float32 or
+    bfloat16, against ``torch._scaled_mm`` (cuBLASLt) with per-tensor scales of 1 and its fast
+    accumulation (the tensor cores' own, as ours): the default schedule, `FAST`, and `FAST`
+    on persistent blocks (one a multiprocessor)."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = []
+    variants = (
+        ("wgmma", {}),
+        ("wgmma, copy engine", gpu_gemm_fp8.FAST),
+        ("wgmma, copy engine, persistent", dict(gpu_gemm_fp8.FAST, persistent=sms)),
+    )
+    for out, n, (how, options) in itertools.product(
+        ("float32", "bfloat16"), (4096, 8192, 4000), variants
+    ):
+        name = f"gemm {n}^3 e4m3 -> {out} ({how})"
+        rows.append(_gemm_fp8_row(n, out, options, name, repeat))
+    return rows
+
+
+def _gemm_fp8_row(n: int, out: str, options: dict, name: str, repeat: int) -> Row:
+    kind = getattr(torch, out)
+
+    def make():
+        a, b = (torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn) for _ in range(2))
+        return a, b, torch.empty(n, n, device="cuda", dtype=kind)
+
+    sets = rotation(make, 2 * n * n + kind.itemsize * n * n)
+    a, b, c = sets[0]
+    c.fill_(float("nan"))
+    kernel = gpu_gemm_fp8.build(n, n, n, "float8_e4m3fn", out_dtype=out, **options)
+    kernel(a, b, c)
+    check(c, a.double() @ b.double().T, name, rtol=1e-2)
+    reps = max(5, repeat // (n // 2048) ** 2)
+    ours = rotated_kernel_time(kernel, sets, reps)
+    one = torch.ones((), device="cuda")
+    peer = event_time(partial(_cublas_fp8, one, itertools.cycle(sets)), reps)
+    return Row(name, ours, "torch._scaled_mm", peer, 2.0 * n**3, "TFLOP/s")
+
+
+def _cublas_fp8(scale: torch.Tensor, turns) -> torch.Tensor:
+    a, b, c = next(turns)
+    return torch._scaled_mm(a, b.t(), scale, scale, out_dtype=c.dtype, use_fast_accum=True, out=c)
+
+
 def _cublas_half(turns) -> torch.Tensor:
     a, b, c = next(turns)
     return torch.matmul(a, b, out=c)
@@ -652,6 +699,7 @@ BENCHMARKS = {
     "gemm_wgmma_tma": bench_gemm_wgmma_tma,
     "gemm_wgmma_persistent": bench_gemm_wgmma_persistent,
     "gemm_wgmma_edges": bench_gemm_wgmma_edges,
+    "gemm_fp8": bench_gemm_fp8,
     "conv2d_fp16": bench_conv2d_fp16,
     "conv2d_wgmma": bench_conv2d_wgmma,
     "wgmma_stores": bench_wgmma_stores,

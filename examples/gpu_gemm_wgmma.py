@@ -27,11 +27,13 @@ from __future__ import annotations
 import schedlang as sl
 from examples.gpu_gemm import group_size
 from examples.gpu_gemm_fp16 import gemm
+from schedlang.ir.dtype import itemsize
 
 __all__ = ["FAST", "build", "gemm", "schedule", "stage_tile"]
 
 GROUP_ROWS = 64  # a warpgroup's accumulator tile: 64 x n
 K_TILE = 16
+K_BYTES = 32  # the bytes of K one instruction takes: 16 halves, or 32 8-bit floats
 # the fastest options measured on the H100 and H200 (benchmarks/NOTES.md): tiles copied by the
 # copy engine from a producer warpgroup, 128 x 256 blocks, 4 stages, results stored by the copy
 # engine
@@ -52,7 +54,8 @@ def schedule(
     tma_store: bool = False,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
-    256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64. With `tma`, the
+    256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64 (of 128 for 8-bit
+    floats, whose instructions take 32 of K, `gpu_gemm_fp8`). With `tma`, the
     tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``).
     With `group`, blocks are launched down that many block columns at a time (at most; a
     divisor of their number), so that the blocks running at once share B's columns in L2.
@@ -94,9 +97,10 @@ def schedule(
     s[acc].compute_at(s[c], gi)
     fi, fj = s[acc].op.axis
     ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
-    kio, ki = s[acc].split(ki, factor=K_TILE)
+    k_tile = K_BYTES // itemsize(a.dtype)
+    kio, ki = s[acc].split(ki, factor=k_tile)
     s[acc].reorder(ko, kio, fi, fj, ki)
-    s[acc].tensorize(fi, sl.intrin.wgmma(n=block_cols))
+    s[acc].tensorize(fi, sl.intrin.wgmma(n=block_cols, k=k_tile))
 
     for staged in (a_shared, b_shared):
         stage_tile(s, staged, s[acc], ko, groups, stages, tma)
@@ -116,7 +120,7 @@ def stage_tile(
     wgmma reads (swizzled by 128 bytes), copied 16 bytes a thread by all the block's threads
     (lanes in x, a warpgroup's warps in y, `groups` warpgroups in z), `stages` - 1 steps
     ahead where `stages` >= 2. The tile is the last two dimensions of the staged box."""
-    vector = 16 // 2  # halves a thread copies at once
+    vector = 16 // itemsize(staged.dtype)  # elements a thread copies at once
     s[staged].compute_at(consumer, at)
     s[staged].swizzle(128)
     fused = s[staged].fuse(*s[staged].op.axis[-2:])

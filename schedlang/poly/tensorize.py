@@ -25,12 +25,13 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
+from ..ir.dtype import FLOAT8
 from ..ir.expr import Binary, Cast, Const, Expr, Read, Reduce
 from ..ir.tensor import Operation
 from ..schedule import records as rec
 from ..schedule.axis import Axis
 from ..schedule.errors import TensorizeError, message
-from ..schedule.intrin import FRAGMENT_SCOPES
+from ..schedule.intrin import FRAGMENT_SCOPES, K_FLOAT8
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .fragment_stages import check_fragment_stages
@@ -415,6 +416,8 @@ class _Checker:
         b_tile = self._operand(b, b_scope, (2, 1), (k_tile, n_tile))
         dtypes = {a[0].tensor.op.dtype, b[0].tensor.op.dtype}
         self._operand_dtypes(dtypes)
+        if group and self.intrin.shape[2] == K_FLOAT8:
+            self._float8_k_major(a_tile, b_tile)
         if self.intrin.tf32 and op.dtype != "float32":
             raise self.fail(f"the accumulator is {op.dtype}; TF32 products sum in float32")
         dst = TileOf(op, (nd - 2, nd - 1), (m_tile, n_tile))
@@ -429,8 +432,11 @@ class _Checker:
 
     def _operand_dtypes(self, dtypes: set[str]) -> None:
         """float16 or bfloat16 operands, or float32 ones where TF32 was asked for: never a
-        silent change of precision."""
+        silent change of precision (8-bit floats: a warpgroup's k = 32 instruction)."""
         shown = " and ".join(sorted(dtypes))
+        if self.intrin.warpgroup and (self.intrin.shape[2] == K_FLOAT8 or dtypes & set(FLOAT8)):
+            self._float8_dtypes(dtypes, shown)
+            return
         if self.intrin.tf32:
             if dtypes != {"float32"}:
                 raise self.fail(f"the operands are {shown}; a TF32 instruction takes float32 data")
@@ -446,6 +452,34 @@ class _Checker:
                 f"the operands are {shown}; mma_sync multiplies two float16 or two bfloat16 "
                 "matrices (or, with tf32=True, two float32 ones)"
             )
+
+    def _float8_dtypes(self, dtypes: set[str], shown: str) -> None:
+        """8-bit floats, either kind for each operand, take the k = 32 instruction, and only
+        they do."""
+        k = self.intrin.shape[2]
+        if not dtypes <= set(FLOAT8):
+            raise self.fail(
+                f"the operands are {shown}; wgmma(k={K_FLOAT8}) multiplies 8-bit floats "
+                "(float8_e4m3fn, float8_e5m2) and wgmma(k=16), the default, float16 or "
+                "bfloat16 ones: give both operands dtypes of one kind and use its intrinsic"
+            )
+        if k != K_FLOAT8:
+            raise self.fail(
+                f"the operands are {shown}, which wgmma multiplies {K_FLOAT8} along k at a "
+                f"time (32 bytes of a row); use sl.intrin.wgmma(n={self.intrin.shape[1]}, "
+                f"k={K_FLOAT8}) and split the reduction by {K_FLOAT8}"
+            )
+
+    def _float8_k_major(self, a: TileOf, b: TileOf) -> None:
+        """wgmma transposes only 16-bit operands in shared memory: 8-bit ones have K as
+        their last (contiguous) dimension."""
+        for tile, name, k, stored in ((a, "A", 1, "[M, K]"), (b, "B", 0, "[N, K]")):
+            if tile.dims[k] != len(tile.op.shape) - 1:
+                raise self.fail(
+                    f"operand {name} ('{tile.op.name}') of 8-bit floats runs along K across "
+                    "its rows (MN-major), and wgmma reads 8-bit operands only K-major, K "
+                    f"contiguous; store {name} as {stored} (C[i, j] += A[i, k] * B[j, k])"
+                )
 
     def _operand(self, found, scope: str, which: tuple[int, int], shape) -> TileOf:
         read, steps = found

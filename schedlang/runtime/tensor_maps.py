@@ -29,6 +29,8 @@ _TYPES = {
     "int32": "INT32",
     "int64": "INT64",
     "uint8": "UINT8",
+    "float8_e4m3fn": "UINT8",  # the copy engine moves bytes: 8-bit floats as uint8
+    "float8_e5m2": "UINT8",
     "uint32": "UINT32",
 }
 _SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}

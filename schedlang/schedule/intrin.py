@@ -31,6 +31,10 @@ of shared memory:
   n a multiple of 8 up to 256), A and B read from shared stages swizzled by 128 bytes
   (``s[A_shared].swizzle(128)``), either of their dimensions contiguous; the accumulator is a
   ``wgmma.accumulator`` fragment, 64 x n a tile, held by the warpgroup's 128 threads;
+- ``wgmma(n, k=32)``: the same of 8-bit floats (``float8_e4m3fn``, ``float8_e5m2``, either
+  for each operand), 64 x n x 32 a tile: 32 bytes of K a row, as 16 halves are. The
+  instruction reads 8-bit operands K-major only, so both A and B are stored with K as their
+  last dimension (B as ``[N, K]``, ``C[i, j] += A[i, k] * B[j, k]``);
 - ``store_matrix(n, m=64)``: the store of such a tile; with ``tma=True`` (to a tensor in
   global memory) it goes through shared memory in pieces of 128-byte rows, each stored by the
   copy engine in the background, so the warpgroup's next products start at once and a tile
@@ -48,6 +52,7 @@ FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator", "wgmma.
 M = 16
 M_WARPGROUP = 64  # rows of a warpgroup's accumulator tile (wgmma.mma_async.m64nNk16)
 K = 16
+K_FLOAT8 = 32  # wgmma's reduction of 8-bit floats: the same 32 bytes of a row as 16 halves
 K_TF32 = 8
 
 
@@ -99,12 +104,19 @@ def mma_sync(n: int = 16, tf32: bool = False) -> TensorIntrin:
     return TensorIntrin(f"sl.intrin.mma_sync(n={n})", "mma", (M, n, K))
 
 
-def wgmma(n: int = 128) -> TensorIntrin:
-    """``C[i, j] += A[i, k] * B[k, j]`` over a 64 x `n` x 16 tile by a warpgroup
-    (``wgmma.mma_async.m64nNk16``, sm_90a), A and B in swizzled shared memory, float16 or
-    bfloat16, summed in a float32 ``wgmma.accumulator`` fragment."""
+def wgmma(n: int = 128, k: int = K) -> TensorIntrin:
+    """``C[i, j] += A[i, k] * B[k, j]`` over a 64 x `n` x `k` tile by a warpgroup
+    (``wgmma.mma_async.m64nNk16``, sm_90a), A and B in swizzled shared memory, summed in a
+    float32 ``wgmma.accumulator`` fragment: k = 16 for float16 or bfloat16 data, k = 32 for
+    8-bit floats (``m64nNk32``, both operands K-major)."""
     n = _wide_n(n, "wgmma")
-    return TensorIntrin(f"sl.intrin.wgmma(n={n})", "mma", (M_WARPGROUP, n, K))
+    if k not in (K, K_FLOAT8) or isinstance(k, bool):
+        raise ValueError(
+            f"wgmma: k must be {K} (float16 or bfloat16 data) or {K_FLOAT8} (8-bit floats), "
+            f"got {k!r}"
+        )
+    name = f"sl.intrin.wgmma(n={n})" if k == K else f"sl.intrin.wgmma(n={n}, k={k})"
+    return TensorIntrin(name, "mma", (M_WARPGROUP, n, int(k)))
 
 
 def store_matrix(n: int = 16, m: int = 16, tma: bool = False) -> TensorIntrin:

@@ -13,8 +13,9 @@ multiple of 1024 bytes (`shared_layout.lay_out_shared`) and the descriptor carri
 address. Along a tile's K dimension:
 
 - contiguous (K-major): the tile's rows are the buffer's rows, 128 bytes apart, 8 of them (a
-  1024-byte swizzle atom) a stride apart (SBO, 1024); K moves within a row, so K's 16 elements
-  must start at a multiple of 16 (one 32-byte step of the row);
+  1024-byte swizzle atom) a stride apart (SBO, 1024); K moves within a row, so K's 32 bytes (16
+  halves, or 32 8-bit floats) must start at a multiple of 32 bytes (one step of the row); the
+  instruction reads 8-bit operands this way only, and takes no ``imm-trans`` for them;
 - not contiguous (MN-major, ``imm-trans`` 1): M or N runs along the rows, a panel of 64
   elements at a time; panels are LBO apart (a panel's size), K's rows 128 bytes apart, each 8
   SBO (1024) apart; the tile starts at a panel and at a multiple of 8 rows.
@@ -55,7 +56,9 @@ if TYPE_CHECKING:
 
 ATOM = 1024  # bytes of a 128-byte swizzle's repeating pattern: 8 rows of 128 bytes
 ROW = 128  # bytes of a swizzled row (a panel's width)
+K_STEP = 32  # bytes of K one instruction reads of a row: 16 halves or 32 8-bit floats
 _TYPES = {"float16": "f16", "bfloat16": "bf16"}
+_FLOAT8 = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
 def emit_wgmma(
@@ -71,29 +74,37 @@ def emit_wgmma(
     layout the instruction takes A in from registers: a tile computed by the threads, such as
     attention's probabilities), passed as 4 registers of two halves."""
     operand = _TYPES.get(a.buffer.dtype)
-    if operand is None or b.buffer.dtype != a.buffer.dtype or c.buffer.dtype != "float32":
+    pair = _FLOAT8.get(a.buffer.dtype) and _FLOAT8.get(b.buffer.dtype)
+    same = operand is not None and a.buffer.dtype == b.buffer.dtype
+    if not (same or pair) or c.buffer.dtype != "float32":
         raise LoweringError(
             f"wgmma of {a.buffer.dtype} @ {b.buffer.dtype} into {c.buffer.dtype}: it multiplies "
-            "two float16 or two bfloat16 tiles into float32"
+            "two float16, two bfloat16 or two 8-bit float tiles into float32"
         )
-    n = c.shape[1]
+    n, depth = c.shape[1], a.shape[1]
     desc_b, trans_b = _descriptor(em, b, k_axis=0)
     count = len(acc)
     registers = ", ".join(f"${k}" for k in range(count))
     if held is None:
         desc_a, trans_a = _descriptor(em, a, k_axis=1)
-        a_args, a_types, a_text, trans = [desc_a], [I64], f"${count}", f"{trans_a}, {trans_b}"
+        a_args, a_types, a_text = [desc_a], [I64], f"${count}"
+        trans = f", {trans_a}, {trans_b}"
     else:
         a_args = _pairs(em.b, held)
         a_types = [I32] * len(a_args)
         a_text = "{" + ", ".join(f"${count + k}" for k in range(len(a_args))) + "}"
-        trans = f"{trans_b}"  # A from registers is K-major: no transpose of its own
+        trans = f", {trans_b}"  # A from registers is K-major: no transpose of its own
+    if pair:  # 8-bit operands are K-major, and the instruction takes no imm-trans
+        shape = f"m64n{n}k{depth}.f32.{_FLOAT8[a.buffer.dtype]}.{_FLOAT8[b.buffer.dtype]}"
+        trans = ""
+    else:
+        shape = f"m64n{n}k{depth}.f32.{operand}.{operand}"
     first = count + len(a_args)  # B's descriptor, then the scale
     text = (
         "{\n.reg .pred p;\n"
         f"setp.ne.b32 p, ${first + 1}, 0;\n"
-        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operand}.{operand} "
-        f"{{{registers}}}, {a_text}, ${first}, p, 1, 1, {trans};\n}}"
+        f"wgmma.mma_async.sync.aligned.{shape} "
+        f"{{{registers}}}, {a_text}, ${first}, p, 1, 1{trans};\n}}"
     )
     result = ir.LiteralStructType([F32] * count)
     ftype = ir.FunctionType(result, [*a_types, I64, I32, *([F32] * count)])
@@ -144,8 +155,9 @@ def _descriptor(em: StmtEmitter, t: Tile, k_axis: int) -> tuple[ir.Value, int]:
         raise LoweringError(f"{what}: neither of its tile's dimensions is contiguous")
     known = em.known_factors
     k_base, mn_base = factor(t.base[k_dim], known), factor(t.base[mn_dim], known)
+    step = K_STEP // size  # elements of one instruction's K
     if k_major:
-        need = {"K": (k_base, 16), "M/N": (mn_base, 8)}
+        need = {"K": (k_base, step), "M/N": (mn_base, 8)}
         leading, stride = 16, ATOM  # leading: unused by a K-major swizzled layout
     else:
         need = {"K": (k_base, 8), "M/N": (mn_base, ROW // size)}
@@ -154,7 +166,8 @@ def _descriptor(em: StmtEmitter, t: Tile, k_axis: int) -> tuple[ir.Value, int]:
         if have < want:
             raise LoweringError(
                 f"{what}: its tile's {axis} index is not provably a multiple of {want}, which "
-                "the swizzled layout needs a tile to start at; tile it by whole 64 x 16 blocks"
+                f"the swizzled layout needs a tile to start at; tile it by whole 64 x {step} "
+                "blocks"
             )
     b = em.b
     offset = em.offset(buffer, tuple(t.base), xor=False)

@@ -121,10 +121,12 @@ def matrix_spec(s: MatrixOp) -> MatrixSpec:
             )
     if s.op == "mma":
         c, a, b = tiles
-        if a.dtype != b.dtype or b.shape[1] != c.shape[1]:
+        float8 = group > WARP and dt.is_float8(a.dtype) and dt.is_float8(b.dtype)
+        if (a.dtype != b.dtype and not float8) or b.shape[1] != c.shape[1]:
             raise InternalError(
                 f"{head} of {a.dtype} {a.shape} @ {b.dtype} {b.shape} into {c.shape}: operands "
-                "must share a dtype and the accumulator must have B's columns"
+                "must share a dtype (or both be 8-bit floats, for a warpgroup) and the "
+                "accumulator must have B's columns"
             )
     if s.clipped and s.op != "store":
         raise InternalError(f"{head} cannot be clipped: only a store keeps part of its tile")
