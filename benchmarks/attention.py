@@ -86,10 +86,12 @@ def main() -> None:
     parser.add_argument(
         "--schedule",
         default="fused",
-        choices=["fused", "stages"],
-        help="one kernel, a thread per query row (fused), or a kernel per stage (stages)",
+        choices=["fused", "stages", "wgmma"],
+        help="one kernel, a thread per query row (fused), one kernel on the tensor cores, a "
+        "warpgroup per 64 rows (wgmma, not causal), or a kernel per stage (stages)",
     )
     parser.add_argument("--rows", type=int, default=64, help="query rows per block (fused)")
+    parser.add_argument("--stages", type=int, default=2, help="copies of K and V in flight (wgmma)")
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
@@ -130,6 +132,12 @@ def _row(dtype: str, causal: bool, n: int, d: int, args) -> str:
 
 def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
+    if args.schedule == "wgmma":
+        if causal:
+            return None
+        tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype)
+        s = gpu_attention.wgmma_schedule(*tensors, rows=args.rows, stages=args.stages)
+        return _timed(s, tensors, q, k, v, causal, args.repeat)
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
         factor = args.factor or min(16, 1024 // d)
@@ -138,6 +146,13 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
         return None
     else:
         s = gpu_attention.schedule(*tensors[:3], *tensors[3:], factor=args.factor or 64)
+    return _timed(s, tensors, q, k, v, causal, args.repeat)
+
+
+def _timed(s, tensors, q, k, v, causal: bool, repeat: int) -> float:
+    """Median seconds of schedule `s` over (b, h, n, d) `q`, `k`, `v`, after checking it
+    against torch's math backend in float64."""
+    b, h, n, d = q.shape
     kernel = sl.build(s, [*tensors[:3], tensors[-1]], target="cuda")
     flat = [x.reshape(b * h, n, d).contiguous() for x in (q, k, v)]
     out = torch.full_like(flat[0], float("nan"))
@@ -149,7 +164,7 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     err = ((out.double() - want).abs().max() / want.abs().max()).item()
     if not err <= 2e-2:
         raise SystemExit(f"schedlang attention {tuple(q.shape)}: max error {err:.2e}")
-    return event_time(lambda: kernel(*flat, out), args.repeat)
+    return event_time(lambda: kernel(*flat, out), repeat)
 
 
 if __name__ == "__main__":

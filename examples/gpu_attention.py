@@ -15,6 +15,7 @@ A causal mask is the triangular domain ``j <= i`` of every reduction.
 from __future__ import annotations
 
 import schedlang as sl
+from examples.gpu_gemm_wgmma import stage_tile
 from schedlang.ir.tensor import ComputeOp
 
 
@@ -102,6 +103,87 @@ def fused_schedule(
         s[scores].unroll(scores.op.axis[-1])  # read once for the block's keys
         for stage in (block_max, stages["M.online.Z_block"], weighted):
             s[stage].unroll(stage.op.reduce_axis[0])
+    return s
+
+
+def tensor_core_attention(bh: int, n, d: int, dtype: str = "float16"):
+    """``(Q, K, V, (M, Z, O), P16, Out)``: the definition as the tensor cores compute it. The
+    scores are the plain products (their scale applied in the exponent, ``exp((S - M) * scale)``,
+    the same softmax), and the probabilities are rounded to `dtype` as the second product's
+    operand, as FlashAttention rounds them; the sum ``Z`` takes them unrounded."""
+    scale = d**-0.5
+    q, k, v = (sl.placeholder((bh, n, d), dtype, name=name) for name in "QKV")
+    e = sl.reduce_axis((0, d), name="e")
+    s_ = sl.compute(
+        (bh, n, n),
+        lambda b, i, j: sl.sum(q[b, i, e].astype("float32") * k[b, j, e].astype("float32"), axis=e),
+        name="S",
+    )
+    j = sl.reduce_axis((0, n), name="j")
+    m = sl.compute((bh, n), lambda b, i: sl.max(s_[b, i, j], axis=j), name="M")
+    p = sl.compute((bh, n, n), lambda b, i, j: sl.exp((s_[b, i, j] - m[b, i]) * scale), name="P")
+    p16 = sl.compute((bh, n, n), lambda b, i, j: p[b, i, j].astype(dtype), name="P16")
+    jz = sl.reduce_axis((0, n), name="jz")
+    z = sl.compute((bh, n), lambda b, i: sl.sum(p[b, i, jz], axis=jz), name="Z")
+    jo = sl.reduce_axis((0, n), name="jo")
+    o = sl.compute(
+        (bh, n, d),
+        lambda b, i, c: sl.sum(
+            p16[b, i, jo].astype("float32") * v[b, jo, c].astype("float32"), axis=jo
+        ),
+        name="O",
+    )
+    out = sl.compute((bh, n, d), lambda b, i, c: (o[b, i, c] / z[b, i]).astype(dtype), name="Out")
+    return q, k, v, (m, z, o), p16, out
+
+
+def wgmma_schedule(
+    q, k, v, chain, p16, out, rows: int = 128, keys: int = 64, stages: int = 2
+) -> sl.Schedule:
+    """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
+    them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
+    Per step: the scores ``Q K^T`` by wgmma (Q staged once, K per block), the block's maximum
+    and sum across the accumulator's lanes (each thread its columns, then its quad), the
+    probabilities rounded in registers and used there as the A operand of ``P V`` (V per
+    block), the running output rescaled in registers; at the end ``O / Z`` stored by
+    ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``).
+    The keys' length must be a multiple of `keys` (whole tiles along the second product's
+    reduction)."""
+    d = int(q.shape[-1])
+    s = sl.create_schedule(out.op)
+    m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])
+    for copy in chain[1:]:  # O and Z read the last step of their states
+        s[copy].compute_inline()
+    held = s.cache_write(out, "wgmma.accumulator")  # O / Z, in the output's layout
+    b, i, c = out.op.axis
+    io, ii = s[out].split(i, factor=rows)
+    group, ii = s[out].split(ii, factor=64)
+    s[out].reorder(b, io, group, ii, c)
+    s[out].bind(b, sl.thread_axis("blockIdx.y"))
+    s[out].bind(io, sl.thread_axis("blockIdx.x"))
+    s[out].bind(group, sl.thread_axis("threadIdx.z"))
+    s[out].tensorize(ii, sl.intrin.store_matrix(n=d, m=64))
+    s[held].compute_at(s[out], group)
+    s[m_run].compute_at(s[out], group)  # the states of the warpgroup's 64 rows
+    s[m_run].set_scope("wgmma.accumulator")
+    named = {stage.name: stage for stage in s.stages}
+    update = named["M.online.M_update"]
+    step = update.op.axis[0]
+    scores, weighted = named["S"], named["M.online.O_block"]
+    for stage in (scores, named["M.online.block_max"]):
+        s[stage].compute_at(s[update], step)
+    for name in ("S", "M.online.block_max", "M.online.Z_block", "M.online.P16_block"):
+        s[named[name]].set_scope("wgmma.accumulator")
+    s[weighted].set_scope("wgmma.accumulator")
+    for product, n in ((scores, keys), (weighted, d)):
+        ko, ki = s[product].split(product.op.reduce_axis[0], factor=16)
+        s[product].reorder(ko, *product.op.axis[-2:], ki)
+        s[product].tensorize(product.op.axis[-2], sl.intrin.wgmma(n=n))
+    groups = rows // 64
+    stage_tile(s, s.cache_read(q, "shared", [scores]), s[out], group, groups, 1)
+    stage_tile(s, s.cache_read(k, "shared", [scores]), s[update], step, groups, stages)
+    v_tile = s.cache_read(v, "shared", [weighted])
+    stage_tile(s, v_tile, s[update], step, groups, stages)  # beside K: one pipeline
     return s
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -272,3 +273,58 @@ def test_fused_attention_unrolled_simulated(causal):
     kernel.simulate(q, k, v, out)
     want = _attention_reference(q, k, v, causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
+
+
+@pytest.mark.parametrize(("n", "d", "rows"), [(128, 64, 128), (192, 128, 64)])
+def test_attention_on_the_tensor_cores_simulated(n, d, rows):
+    """Both products by wgmma, the probabilities rounded to float16 in registers as the second
+    one's A operand, the scan inside each warpgroup's rows; against float64 numpy (the rounding
+    of the probabilities, as FlashAttention's, within the output's)."""
+    bh = 2
+    tensors = gpu_attention.tensor_core_attention(bh, n, d)
+    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, rows=rows), _io(tensors), "cuda")
+    text = str(kernel.lowered)
+    assert "in wgmma.accumulator" in text and "over groups of 4 lanes" in text
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
+    out = np.full((bh, n, d), np.nan, np.float16)
+    kernel.simulate(q, k, v, out)
+    want = _attention_reference(q, k, v, causal=False)
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
+
+
+def test_attention_on_the_tensor_cores_copies_k_and_v_a_step_ahead():
+    """V's tile is filled after the scores in the step's order, but nothing in between touches
+    it: its copy joins K's at the start of the step, both issued a step ahead (`pipeline`)."""
+    tensors = gpu_attention.tensor_core_attention(2, 256, 64)
+    text = str(sl.lower(gpu_attention.wgmma_schedule(*tensors, stages=2), _io(tensors)))
+    step = text[text.index("for j.step in") :]
+    copies = [step.index(f"{name}.shared[j.step % 2, 0, ") for name in "KV"]  # the next copy
+    assert step.index("async_wait(pending=0)") < min(copies)
+    assert max(copies) < step.index("async_commit()") < step.index("+= wgmma(Q.shared")
+    assert "@ K.shared[(j.step - 1) % 2" in step
+
+
+def test_attention_on_the_tensor_cores_takes_p_from_registers():
+    tensors = gpu_attention.tensor_core_attention(2, 128, 64)
+    ptx = sl.build(gpu_attention.wgmma_schedule(*tensors), _io(tensors), "cuda").ptx
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx
+    assert len(re.findall(r"wgmma\.mma_async[^;]*\{%r\d+, %r\d+, %r\d+, %r\d+\}", ptx)) == 4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_attention_on_the_tensor_cores_on_the_gpu(d):
+    bh, n = 3, 320
+    tensors = gpu_attention.tensor_core_attention(bh, n, d)
+    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors), _io(tensors), "cuda")
+    rng = np.random.default_rng(10)
+    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
+    out = np.full((bh, n, d), np.nan, np.float16)
+    kernel(q, k, v, out)
+    want = _attention_reference(q, k, v, causal=False)
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
+
+
+def _io(tensors):
+    return [*tensors[:3], tensors[-1]]

@@ -105,3 +105,15 @@ def cond_text(e: Expr, names: Mapping[Var, str]) -> str:
     if isinstance(e, Unary) and e.op == "not":
         return f"(not ({cond_text(e.a, names)}))"
     raise NonAffine(e)
+
+
+def affine_condition(e: Expr) -> bool:
+    """Whether `e` is a condition isl holds exactly: a domain restricted by a `where=` of
+    this kind has lost precisely the instances where it is false."""
+    found = [n for n in walk(e) if isinstance(n, Var)]
+    names = {v: f"v{k}" for k, v in enumerate(dict.fromkeys(found))}
+    try:
+        cond_text(e, names)
+    except NonAffine:
+        return False
+    return True

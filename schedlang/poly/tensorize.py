@@ -34,6 +34,7 @@ from ..schedule.errors import TensorizeError, message
 from ..schedule.intrin import FRAGMENT_SCOPES, K_FLOAT8
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from .affine import affine_condition
 from .fragment_stages import check_fragment_stages
 from .placement import Placed, Placement
 from .space import Params
@@ -370,8 +371,11 @@ class _Checker:
         body = op.body
         if not isinstance(body, Reduce) or body.combiner.name != "sum":
             raise self.fail(f"'{stage.name}' is not a sum; mma_sync computes C += A @ B")
-        if body.where is not None:
-            raise self.fail("a reduction with where= cannot run as an mma tile")
+        if body.where is not None and not affine_condition(body.where):
+            raise self.fail(
+                "a reduction whose where= is not affine cannot run as an mma tile; the "
+                "instances an affine one leaves out must not cut a tile"
+            )
         group = self.intrin.warpgroup
         accumulator = "wgmma.accumulator" if group else "wmma.accumulator"
         self._scope(stage, accumulator, "the accumulator (s.cache_write(C, ...))")

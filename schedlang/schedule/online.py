@@ -37,7 +37,21 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..ir.expr import Binary, Call, Const, Expr, Read, Reduce, Var, as_expr, const, logical
+from ..ir import dtype as dt
+from ..ir.expr import (
+    Binary,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Read,
+    Reduce,
+    Var,
+    as_expr,
+    const,
+    logical,
+    select,
+)
 from ..ir.graph import post_order, together
 from ..ir.integers import as_int
 from ..ir.printer import expr_str
@@ -54,11 +68,13 @@ if TYPE_CHECKING:
 RESCALED = ("exp", "exp2")  # exp(a - b) = exp(a - c) * exp(c - b), and so for exp2
 
 
-def online(s: Schedule, tensors: object, factor: object, loc: str) -> list[Tensor]:
+def online(s: Schedule, tensors: object, factor: object, loc: str, keep=()) -> list[Tensor]:
     listed = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     stages = [s[t] for t in listed]
+    kept = [s[t] for t in (keep if isinstance(keep, (list, tuple)) else [keep])]
     names = ", ".join(st.name for st in stages)
-    call = f"online([{names}], factor={factor})"
+    shown = f", keep=[{', '.join(st.name for st in kept)}]" if kept else ""
+    call = f"online([{names}], factor={factor}{shown})"
     first = stages[0]
 
     def fail(stage: Stage, what: str) -> None:
@@ -93,12 +109,14 @@ def online(s: Schedule, tensors: object, factor: object, loc: str) -> list[Tenso
                 f"'{st.name}' reduces over {_range(r.axis[0])} and '{first.name}' over "
                 f"{_range(top.axis[0])}; an online pass needs one range",
             )
+    if top.combiner.name == "sum" and kept:
+        fail(kept[0], "keep= names stages of a softmax chain (between its maximum and sums)")
     if top.combiner.name == "sum":
         from .online_moments import Moments
 
         moments = Moments(s, stages, call, loc, fail)
         return moments.rewrite(blocks, [moments.centred(st) for st in stages[1:]])
-    chain = _Softmax(s, stages, call, loc, fail)
+    chain = _Softmax(s, stages, call, loc, fail, kept)
     sources = [chain.rescalable(st) for st in stages[1:]]
     return chain.rewrite(blocks, sources)
 
@@ -122,10 +140,32 @@ class Rewrite:
     """What the online forms share: the chain's stages, the first reduction (`top`) and the
     stages between it and the others, and putting the scan in the schedule."""
 
-    def __init__(self, s: Schedule, stages: list[Stage], call: str, loc: str, fail) -> None:
+    def __init__(
+        self, s: Schedule, stages: list[Stage], call: str, loc: str, fail, kept=()
+    ) -> None:
         self.s, self.stages, self.call, self.loc, self.fail = s, stages, call, loc, fail
         self.top = stages[0].op
         self.listed = {st.op for st in stages}
+        self.kept = [st.op for st in kept]
+        for stage in kept:
+            self._check_kept(stage)
+
+    def _check_kept(self, stage: Stage) -> None:
+        """A kept stage stands between the maximum and the sums, elementwise."""
+        op = stage.op
+        between = (
+            isinstance(op, ComputeOp)
+            and not isinstance(op.body, Reduce)
+            and op not in self.listed
+            and self._reaches_top(op)
+            and any(op in post_order([st.op]) for st in self.stages[1:])
+        )
+        if not between:
+            self.fail(
+                stage,
+                f"'{stage.name}' is not an elementwise stage between '{self.top.name}' and the "
+                "sums; keep= names those (computed one block at a time, in the scan's steps)",
+            )
 
     def folded_source(self, stage: Stage) -> tuple[Expr, tuple[Expr, ...]]:
         """`stage`'s source with the stages between it and `top` folded in, and the one point
@@ -157,14 +197,15 @@ class Rewrite:
             )
         return source, at
 
-    def _folded(self, stage: Stage, e: Expr) -> Expr:
-        """`e` with every stage between it and the maximum inlined (those are elementwise)."""
+    def _folded(self, stage: Stage, e: Expr, keep: bool = False) -> Expr:
+        """`e` with every stage between it and the maximum inlined (those are elementwise);
+        with `keep`, but the kept ones."""
 
         def fold(x: Expr) -> Expr | None:
             if not isinstance(x, Read) or x.tensor.op is self.top:
                 return None
             op = x.tensor.op
-            if op in self.listed or not self._reaches_top(op):
+            if op in self.listed or not self._reaches_top(op) or (keep and op in self.kept):
                 return None
             if (
                 not isinstance(op, ComputeOp)
@@ -236,7 +277,8 @@ class Rewrite:
         ]
         self._install(finals)
         names = tuple(st.name for st in self.stages)
-        self.s.records.append(rec.Online(names, blocks, self.loc))
+        kept = tuple(op.name for op in self.kept)
+        self.s.records.append(rec.Online(names, blocks, self.loc, kept))
         return results
 
     def _install(self, finals: list[ComputeOp]) -> None:
@@ -277,6 +319,7 @@ class _Softmax(Rewrite):
         for factor in _product(source):
             if not self._reads_top(factor):
                 continue
+            factor = _unrounded(factor)
             if not (isinstance(factor, Call) and factor.name in RESCALED):
                 self.fail(
                     stage,
@@ -361,18 +404,26 @@ class _Softmax(Rewrite):
 
         rows = [(step, steps)] + _axes(top)
         updates = [_compute(f"{name}.{top.name}_update", rows, grown)]
-        for k, (op, (source, at, scale, fn)) in enumerate(zip(ops[1:], sources), start=1):
+        blocked = {op: self._kept_block(op, sweep, blocks) for op in self.kept}
+        for k, (op, (_, at, scale, fn)) in enumerate(zip(ops[1:], sources), start=1):
             body: Reduce = op.body
             rows_k = [(step, steps)] + _axes(op)
+            source = self._folded(self.stages[k], body.source, keep=True)
 
             def block_sum(t, *a, op=op, body=body, source=source):
                 mapping = _mapping(op.axis, a)
                 key, r, guard = within(t, body, mapping)
                 own = body.axis[0]
-                value = transform(
-                    substitute(source, {**mapping, own: key, own.var: key}),
-                    lambda x: m[(t, *x.indices)] if self._is_top(x) else None,
-                )
+
+                def at_step(x: Expr) -> Expr | None:
+                    if self._is_top(x):
+                        return m[(t, *x.indices)]
+                    if isinstance(x, Read) and x.tensor.op in blocked:
+                        tile, p = blocked[x.tensor.op]
+                        return tile[(t, *x.indices[:p], r.var, *x.indices[p + 1 :])]
+                    return None
+
+                value = transform(substitute(source, {**mapping, own: key, own.var: key}), at_step)
                 return Reduce(body.combiner, value, (r,), guard, body.dtype)
 
             part = _compute(f"{name}.{op.name}_block", rows_k, block_sum)
@@ -387,6 +438,54 @@ class _Softmax(Rewrite):
 
             updates.append(_compute(f"{name}.{op.name}_update", rows_k, rescaled))
         return self.finish(sweep, updates, blocks)
+
+
+    def _kept_block(self, op: ComputeOp, sweep: Sweep, blocks: int) -> tuple[Tensor, int]:
+        """The kept stage `op` one block of the reduce axis at a time, a row per step (zero
+        outside the axis and at step 0), and which of its axes runs along the block."""
+        position = self._key_position(op)
+        j = self.top.body.axis[0]
+        extent, start = j.dom.extent, j.dom.min
+        axes = _axes(op)
+        axes[position] = (sweep.inner, const(blocks))
+        m = sweep.states[0]
+        body = self._folded(self.s[op], op.body, keep=True)
+
+        def block(t, *a):
+            key = start + (t - 1) * blocks + a[position]
+            point = (*a[:position], key, *a[position + 1 :])
+            value = transform(
+                substitute(body, _mapping(op.axis, point)),
+                lambda x: m[(t, *x.indices)] if self._is_top(x) else None,
+            )
+            inside = logical("and", [t >= 1, (t - 1) * blocks + a[position] < extent])
+            return select(inside, value, const(0, value.dtype))
+
+        rows = [(sweep.step, sweep.steps)] + axes
+        return _compute(f"{sweep.name}.{op.name}_block", rows, block), position
+
+    def _key_position(self, op: ComputeOp) -> int:
+        """The axis of kept `op` that the sums read it along, by their reduce axis."""
+        found = set()
+        for stage in self.stages[1:]:
+            body: Reduce = stage.op.body
+            j = body.axis[0]
+            source = self._folded(stage, body.source, keep=True)
+            for x in walk(source):
+                if isinstance(x, Read) and x.tensor.op is op:
+                    hits = [p for p, i in enumerate(x.indices) if i is j or i is j.var]
+                    moving = [i for i in x.indices if any(v is j or v is j.var for v in walk(i))]
+                    if len(hits) != 1 or len(moving) != 1:
+                        self.fail(
+                            self.s[op],
+                            f"'{stage.name}' reads the kept '{op.name}' at "
+                            f"'{expr_str(x)}'; a kept stage is read along the reduce axis "
+                            "itself, at one of its axes",
+                        )
+                    found.add(hits[0])
+        if len(found) != 1:
+            self.fail(self.s[op], f"the sums read the kept '{op.name}' along different axes")
+        return found.pop()
 
 
 def running(results: list[Tensor], ops: list[ComputeOp]) -> list[Tensor]:
@@ -424,6 +523,15 @@ def _product(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "/":
         return _product(e.a) + [Binary("/", const(1.0, e.dtype), e.b, e.dtype)]
     return [e]
+
+
+def _unrounded(e: Expr) -> Expr:
+    """`e` without the conversions between floating types around it: a factor rounded (to the
+    tensor cores' float16, as FlashAttention rounds its probabilities) is rescaled as the
+    factor it rounds, exactly up to that rounding."""
+    while isinstance(e, Cast) and dt.is_float(e.dtype) and dt.is_float(e.value.dtype):
+        e = e.value
+    return e
 
 
 def _scaled(e: Expr) -> tuple[Expr, Expr | None]:

@@ -150,6 +150,7 @@ class Online:
     stages: tuple[str, ...]
     factor: int
     loc: str = ""
+    keep: tuple[str, ...] = ()
 
     @property
     def stage(self) -> str:

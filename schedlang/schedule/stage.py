@@ -28,7 +28,14 @@ from .errors import (
 from .intrin import TensorIntrin
 from .introspect import StageViews
 from .pragma import apply_pragma
-from .stage_guards import check_scope, depends_on, keep_in_scan, one_output, scan_stages
+from .stage_guards import (
+    check_scope,
+    depends_on,
+    keep_in_scan,
+    one_output,
+    scan_stages,
+    step_mates,
+)
 from .user_intrin import UserIntrin
 
 if TYPE_CHECKING:
@@ -543,13 +550,15 @@ class Stage(StageViews):
                 f"'{parent.name}' computes the steps of the scan '{self.name}'; compute the "
                 "scan at a loop of a stage that reads its result",
             )
-        if not depends_on(parent, self):
+        readers = step_mates(parent) if target_axis is parent.root_axes[0] else [parent]
+        if not any(depends_on(reader, self) for reader in readers):
             self._fail(
                 PlacementError,
                 call,
                 loc,
                 f"'{parent.name}' does not read '{self.name}'; compute_at needs a consumer "
-                "stage (the one whose loop decides which part of this stage is needed)",
+                "stage (the one whose loop decides which part of this stage is needed), or, "
+                "at a scan's loop over its steps, a stage of that scan's steps",
             )
         if self.name in self.schedule._attach_chain(parent):
             self._fail(

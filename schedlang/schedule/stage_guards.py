@@ -56,6 +56,16 @@ def scan_stages(scan: Stage) -> list[str]:
     return inits + [s.name for s in schedule.stages if any(o in body for o in s.ops)]
 
 
+def step_mates(stage: Stage) -> list[Stage]:
+    """The stages whose loop `stage`'s first loop is: the body stages of the scan whose
+    steps it computes (they share one loop over the steps), else `stage` alone."""
+    schedule = stage.schedule
+    for scan in schedule.stages:
+        if isinstance(scan.op, ScanOp) and stage.name in scan_stages(scan):
+            return [schedule[name] for name in scan_stages(scan)]
+    return [stage]
+
+
 def one_output(stage: Stage, cls: type, call: str, loc: str) -> None:
     """Refuse a primitive that makes or replaces one op on a multi-output stage."""
     if len(stage.ops) > 1:

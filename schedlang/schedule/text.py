@@ -86,7 +86,8 @@ def _line(r, st: str, ref) -> str:
         return f"{_ident(r.factored)} = s.rfactor({args})"
     if isinstance(r, rec.Online):
         listed = ", ".join(_ident(name) for name in r.stages)
-        return f"s.online([{listed}], factor={r.factor})"
+        kept = ", ".join(_ident(name) for name in r.keep)
+        return f"s.online([{listed}], factor={r.factor}" + (f", keep=[{kept}])" if kept else ")")
     if isinstance(r, rec.DoubleBuffer):
         return f"{st}.double_buffer()"
     if isinstance(r, rec.Pipeline):

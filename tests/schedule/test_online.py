@@ -337,3 +337,56 @@ def test_what_the_one_pass_variance_cannot_take_is_refused_by_name(change, match
     s = sl.create_schedule(q)
     with pytest.raises(OnlineError, match=match):
         s.online([total, q], factor=4)
+
+
+def _rounded_attention(n):
+    """Attention with the probabilities rounded to float16 for the weighted sum (a stage of
+    their own, `P16`), as the tensor cores take them; the sum of the unrounded ones."""
+    q, k, v = (sl.placeholder((n, D), name=name) for name in "QKV")
+    d = sl.reduce_axis((0, D), name="d")
+    s = sl.compute((n, n), lambda i, j: sl.sum(q[i, d] * k[j, d], axis=d), name="S")
+    j = sl.reduce_axis((0, n), name="j")
+    m = sl.compute((n,), lambda i: sl.max(s[i, j], axis=j), name="M")
+    p = sl.compute((n, n), lambda i, j: sl.exp((s[i, j] - m[i]) * 0.35), name="P")
+    p16 = sl.compute((n, n), lambda i, j: p[i, j].astype("float16"), name="P16")
+    jz, jo = sl.reduce_axis((0, n), name="jz"), sl.reduce_axis((0, n), name="jo")
+    z = sl.compute((n,), lambda i: sl.sum(p[i, jz], axis=jz), name="Z")
+    o = sl.compute(
+        (n, D), lambda i, e: sl.sum(p16[i, jo].astype("float32") * v[jo, e], axis=jo), name="O"
+    )
+    out = sl.compute((n, D), lambda i, e: o[i, e] / z[i], name="Out")
+    return [q, k, v], (m, z, o), p16, out
+
+
+@pytest.mark.parametrize("n, factor", [(37, 8), (64, 16)])
+def test_probabilities_rounded_and_kept_a_block_at_a_time(n, factor):
+    """A factor rounded to float16 is rescaled as the factor it rounds (exact up to that
+    rounding), and `keep` computes P16 one block per step, which the weighted sum reads."""
+    inputs, chain, p16, out = _rounded_attention(n)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=factor, keep=[p16])
+    assert f"s.online([M, Z, O], factor={factor}, keep=[P16])" in str(s)
+    block = next(st for st in s.stages if st.name == "M.online.P16_block")
+    assert [int(x.value) for x in block.op.shape] == [-(-n // factor) + 1, n, factor]
+    weighted = next(st for st in s.stages if st.name == "M.online.O_block")
+    assert "M.online.P16_block[j.step, i, j.inner]" in str(weighted.op.body)
+    arrays = _data(n)
+    result, rewritten = _run(s, inputs, out, arrays, n)
+    want = _numpy_attention(*arrays)
+    np.testing.assert_allclose(result, want, rtol=2e-3, atol=2e-3)  # float16 probabilities
+    np.testing.assert_allclose(rewritten, want, rtol=2e-3, atol=2e-3)
+    replayed = s.copy()
+    assert str(sl.lower(replayed, [*inputs, out])) == str(sl.lower(s, [*inputs, out]))
+
+
+def test_only_stages_between_the_maximum_and_the_sums_are_kept():
+    inputs, chain, p16, out = _rounded_attention(16)
+    s = sl.create_schedule(out)
+    with pytest.raises(OnlineError, match="'Out' is not an elementwise stage between 'M'"):
+        s.online(list(chain), factor=4, keep=[out])
+    with pytest.raises(OnlineError, match="'M' is not an elementwise stage between 'M'"):
+        s.online(list(chain), factor=4, keep=[chain[0]])
+    x, total, mu, q, y = _moments(16)
+    s = sl.create_schedule(y)
+    with pytest.raises(OnlineError, match="keep= names stages of a softmax chain"):
+        s.online([total, q], factor=4, keep=[mu])

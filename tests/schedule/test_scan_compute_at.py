@@ -194,3 +194,25 @@ def test_two_steps_back_keeps_two_rows():
     result = np.full(n, np.nan, np.float32)
     sl.build(s, [x, y])(data, result)
     np.testing.assert_allclose(result, want[-1] + 1.0, rtol=1e-5)
+
+
+def test_a_stage_read_in_the_steps_is_computed_at_any_body_stage_step_loop():
+    """The body stages share one loop over the steps: a tile of V, read by the weighted sum
+    only, may be computed at the maximum's update's step loop (beside K's tile, so that one
+    pipeline brings both); a tile nothing in the steps reads may not."""
+    n = 37
+    s, inputs, out, _, _ = _fused_attention(n, factor=8, tile=4)
+    update = _stage(s, "M.online.M_update")
+    for name in ("S", "M.online.block_max"):
+        s[_stage(s, name)].compute_at(update, update.op.axis[0])
+    v_tile = s.cache_read(inputs[2], "local", [_stage(s, "M.online.O_block")])
+    s[v_tile].compute_at(update, update.op.axis[0])
+    arrays = _data(n)
+    result = np.full((n, D), np.nan, np.float32)
+    sl.build(s, [*inputs, out])(*arrays, result)
+    np.testing.assert_allclose(result, _numpy_attention(*arrays), rtol=2e-5, atol=2e-6)
+    s, inputs, out, _, _ = _fused_attention(n, factor=8, tile=4)
+    update = _stage(s, "M.online.M_update")
+    v_tile = s.cache_read(inputs[2], "local", [_stage(s, "M.online.O_block")])
+    with pytest.raises(PlacementError, match="or, at a scan's loop over its steps, a stage"):
+        s[v_tile].compute_at(update, update.op.axis[1])  # a loop of the update's own

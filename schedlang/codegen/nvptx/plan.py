@@ -346,11 +346,7 @@ def _check_accumulator_registers(func: LoweredFunc, body: Stmt, block: tuple[int
     """A LoweringError when the warpgroup accumulators a thread holds leave too few of the
     registers its block's size allows for anything else (ptxas would refuse the kernel when
     it is loaded, with a message that names no schedule)."""
-    held = sum(
-        lane_size(s.buffer) * max(1, dt.itemsize(s.buffer.dtype) // 4)
-        for s in walk_stmt(body)
-        if isinstance(s, Allocate) and s.buffer.scope == "wgmma.accumulator"
-    )
+    held = _peak_accumulators(body)
     threads = block[0] * block[1] * block[2]
     budget = min(MAX_REGISTERS, REGISTER_FILE // threads // 8 * 8)
     if held and held + ADDRESS_REGISTERS > budget:
@@ -361,6 +357,18 @@ def _check_accumulator_registers(func: LoweredFunc, body: Stmt, block: tuple[int
             "use fewer or narrower warpgroup tiles (pipeline(tma=True) adds a warpgroup for its "
             "producer)"
         )
+
+
+def _peak_accumulators(s: Stmt) -> int:
+    """The most registers of warpgroup accumulators a thread holds at once: those allocated
+    around a point, 16-bit elements two to a register (a step's scores and probabilities are
+    allocated per step, beside the running output)."""
+    if isinstance(s, Allocate):
+        own = 0
+        if s.buffer.scope == "wgmma.accumulator":
+            own = -(-lane_size(s.buffer) * dt.itemsize(s.buffer.dtype) // 4)
+        return own + _peak_accumulators(s.body)
+    return max((_peak_accumulators(k) for k in stmt_children(s)), default=0)
 
 
 def _warpgroup(s: MatrixOp) -> bool:

@@ -27,8 +27,9 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ...errors import InternalError
-from ...ir.expr import Binary, Compare, Const, Expr, Var, const, logical
+from ...errors import InternalError, LoweringError
+from ...ir.expr import Binary, Compare, Const, Expr, Unary, Var, const, logical
+from ...ir.printer import expr_str
 from ...ir.visit import substitute
 from ..core.nodes import (
     FRAGMENT_SCOPES,
@@ -225,8 +226,14 @@ class _Access:
         return self.place(element_slot(buffer, lead, th.t, th.h, th.v, th.e))
 
     def _check(self, buffer: Buffer, index: Expr, var: Var, offset: Expr) -> None:
-        if not _is_zero(simplify_expr(_minus(index, _plus(var, offset)))):
-            raise InternalError(f"'{buffer.name}' read at another thread's element")
+        """The read's element of `buffer` is the thread's own: its index moves with `var`
+        from the same start as the stored fragment's (their boxes agree)."""
+        if _linear(_minus(index, _plus(var, offset))) != {}:
+            raise LoweringError(
+                f"'{buffer.name}' is read element by element at {expr_str(index)}, which is "
+                f"not the element the thread holds ({var.name} + {expr_str(offset)}): the "
+                "fragments' boxes start at different points; compute them at the same loop"
+            )
 
 
 def _rows_body(piece: Stmt, loop: For, access: _Access) -> Stmt:
@@ -296,8 +303,8 @@ def _without(piece: Stmt, col_loop: For, access: _Access, at_store=None) -> Stmt
 def _whole(loop: For, offset: Expr, extent: int) -> bool:
     """Whether `loop` runs over the `extent` elements of the fragment from the first (its
     variable plus `offset` being the element): no guard is needed."""
-    start = simplify_expr(_plus(loop.min, offset))
-    return _is_zero(start) and isinstance(loop.extent, Const) and loop.extent.value == extent
+    start = _linear(_plus(loop.min, offset))
+    return start == {} and isinstance(loop.extent, Const) and loop.extent.value == extent
 
 
 def _guarded(body: Stmt, loop: For, access: _Access) -> Stmt:
@@ -399,6 +406,25 @@ def _path(root: Stmt, target: Stmt) -> list[Stmt]:
         if below:
             return [root, *below]
     return []
+
+
+def _linear(e: Expr) -> dict[str, int]:
+    """`e` as integer coefficients of its terms (printed; "" the constant), products by
+    constants distributed: ``(t - 1) * 64 - (64 * t - 64)`` is ``{}``, zero."""
+    if isinstance(e, Const):
+        return {"": int(e.value)} if int(e.value) else {}
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        total = dict(_linear(e.a))
+        for term, k in _linear(e.b).items():
+            total[term] = total.get(term, 0) + (k if e.op == "+" else -k)
+        return {t: k for t, k in total.items() if k}
+    if isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
+        return {t: k * int(e.b.value) for t, k in _linear(e.a).items() if int(e.b.value)}
+    if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
+        return {t: k * int(e.a.value) for t, k in _linear(e.b).items() if int(e.a.value)}
+    if isinstance(e, Unary) and e.op == "-":
+        return {t: -k for t, k in _linear(e.a).items()}
+    return {expr_str(e): 1}
 
 
 def _offset(index: Expr, var: Var, buffer: Buffer) -> Expr:

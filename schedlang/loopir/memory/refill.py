@@ -73,6 +73,7 @@ def split_body(loop: For, group: list[Buffer], call: str) -> Body:
     def touches(s: Stmt) -> bool:
         return any(writes(s, b) or reads(s, b) for b in group)
 
+    body = _fills_first(body, group)
     start = next((k for k, s in enumerate(body) if touches(s)), len(body))
     pre, fill = body[:start], []
     for s in body[start:]:
@@ -96,6 +97,42 @@ def split_body(loop: For, group: list[Buffer], call: str) -> Body:
                 "first and then only read it; compute the stage at the loop that consumes it"
             )
     return Body(tuple(wrappers), tuple(pre), tuple(fill), tuple(rest))
+
+
+def _fills_first(body: tuple[Stmt, ...], group: list[Buffer]) -> tuple[Stmt, ...]:
+    """`body` with each fill of a buffer of `group` that comes after other statements moved up
+    to the first fill, where nothing in between touches its buffer or writes what it reads
+    (the statements are independent: a scan's step fills its keys first and its values after
+    the scores, and both can be in flight together)."""
+    order = list(body)
+    first = next((k for k, s in enumerate(order) if _fills(s, group)), None)
+    if first is None:
+        return body
+    k = first + 1
+    while k < len(order):
+        s = order[k]
+        end = first + 1
+        while end < len(order) and _fills(order[end], group):
+            end += 1
+        if k >= end and _fills(s, group) and _independent(s, order[end:k], group):
+            order.insert(end, order.pop(k))
+        k += 1
+    return tuple(order)
+
+
+def _fills(s: Stmt, group: list[Buffer]) -> bool:
+    return any(writes(s, b) for b in group) and not any(reads(s, b) for b in group)
+
+
+def _independent(fill: Stmt, between: list[Stmt], group: list[Buffer]) -> bool:
+    filled = [b for b in group if writes(fill, b)]
+    sources = {id(x.buffer) for x in _loads(fill)}
+    for s in between:
+        if any(writes(s, b) or reads(s, b) for b in filled):
+            return False
+        if any(isinstance(x, Store) and id(x.buffer) in sources for x in walk_stmt(s)):
+            return False
+    return True
 
 
 def copies_of(buffer: Buffer, count: int) -> Buffer:
