@@ -88,7 +88,7 @@ def main() -> None:
         default="fused",
         choices=["fused", "stages", "wgmma"],
         help="one kernel, a thread per query row (fused), one kernel on the tensor cores, a "
-        "warpgroup per 64 rows (wgmma, not causal), or a kernel per stage (stages)",
+        "warpgroup per 64 rows (wgmma), or a kernel per stage (stages)",
     )
     parser.add_argument("--rows", type=int, default=64, help="query rows per block (fused)")
     parser.add_argument("--stages", type=int, default=2, help="copies of K and V in flight (wgmma)")
@@ -133,9 +133,7 @@ def _row(dtype: str, causal: bool, n: int, d: int, args) -> str:
 def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
     if args.schedule == "wgmma":
-        if causal:
-            return None
-        tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype)
+        tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
         s = gpu_attention.wgmma_schedule(*tensors, rows=args.rows, stages=args.stages)
         return _timed(s, tensors, q, k, v, causal, args.repeat)
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)

@@ -275,13 +275,17 @@ def test_fused_attention_unrolled_simulated(causal):
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
-@pytest.mark.parametrize(("n", "d", "rows"), [(128, 64, 128), (192, 128, 64)])
-def test_attention_on_the_tensor_cores_simulated(n, d, rows):
+@pytest.mark.parametrize(
+    ("n", "d", "rows", "causal"),
+    [(128, 64, 128, False), (192, 128, 64, False), (128, 64, 64, True)],
+)
+def test_attention_on_the_tensor_cores_simulated(n, d, rows, causal):
     """Both products by wgmma, the probabilities rounded to float16 in registers as the second
     one's A operand, the scan inside each warpgroup's rows; against float64 numpy (the rounding
-    of the probabilities, as FlashAttention's, within the output's)."""
+    of the probabilities, as FlashAttention's, within the output's). A causal mask zeroes the
+    kept probabilities, so that the product takes no mask of its own."""
     bh = 2
-    tensors = gpu_attention.tensor_core_attention(bh, n, d)
+    tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
     kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, rows=rows), _io(tensors), "cuda")
     text = str(kernel.lowered)
     assert "in wgmma.accumulator" in text and "over groups of 4 lanes" in text
@@ -289,7 +293,7 @@ def test_attention_on_the_tensor_cores_simulated(n, d, rows):
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)
     kernel.simulate(q, k, v, out)
-    want = _attention_reference(q, k, v, causal=False)
+    want = _attention_reference(q, k, v, causal=causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
@@ -313,16 +317,16 @@ def test_attention_on_the_tensor_cores_takes_p_from_registers():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("d", [64, 128])
-def test_attention_on_the_tensor_cores_on_the_gpu(d):
+@pytest.mark.parametrize(("d", "causal"), [(64, False), (128, False), (64, True)])
+def test_attention_on_the_tensor_cores_on_the_gpu(d, causal):
     bh, n = 3, 320
-    tensors = gpu_attention.tensor_core_attention(bh, n, d)
+    tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
     kernel = sl.build(gpu_attention.wgmma_schedule(*tensors), _io(tensors), "cuda")
     rng = np.random.default_rng(10)
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)
     kernel(q, k, v, out)
-    want = _attention_reference(q, k, v, causal=False)
+    want = _attention_reference(q, k, v, causal=causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 

@@ -89,6 +89,7 @@ def _sigmoid(x):
 _MATH = {
     "exp": np.exp,
     "exp2": np.exp2,
+    "fast_exp2": np.exp2,
     "log": np.log,
     "log2": np.log2,
     "sqrt": np.sqrt,

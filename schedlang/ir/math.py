@@ -14,6 +14,7 @@ from .expr import Call, Expr, as_expr, binary, const
 FLOAT_FUNCTIONS = {
     "exp": 1,
     "exp2": 1,
+    "fast_exp2": 1,
     "log": 1,
     "log2": 1,
     "sqrt": 1,
@@ -67,6 +68,14 @@ def exp(x: object) -> Expr:
 @entry_point
 def exp2(x: object) -> Expr:
     return _float_call("exp2", x)
+
+
+@entry_point
+def fast_exp2(x: object) -> Expr:
+    """``2 ** x`` by the GPU's approximate instruction (``ex2.approx.ftz.f32``: a relative error
+    below 2**-22, results below 2**-126 flushed to zero), as FlashAttention and Triton compute
+    softmax's exponentials; elsewhere, and in float64, `exp2`. The reference computes exp2."""
+    return _float_call("fast_exp2", x)
 
 
 @entry_point

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from .schedule import Schedule
     from .stage import Stage
 
-RESCALED = ("exp", "exp2")  # exp(a - b) = exp(a - c) * exp(c - b), and so for exp2
+RESCALED = ("exp", "exp2", "fast_exp2")  # exp(a - b) = exp(a - c) * exp(c - b), and so for exp2
 
 
 def online(s: Schedule, tensors: object, factor: object, loc: str, keep=()) -> list[Tensor]:
@@ -404,15 +404,18 @@ class _Softmax(Rewrite):
 
         rows = [(step, steps)] + _axes(top)
         updates = [_compute(f"{name}.{top.name}_update", rows, grown)]
-        blocked = {op: self._kept_block(op, sweep, blocks) for op in self.kept}
+        masks = {op: self._kept_mask(op) for op in self.kept}
+        blocked = {op: self._kept_block(op, sweep, blocks, masks[op][0]) for op in self.kept}
+        unmasked = {stage for _, readers in masks.values() for stage in readers}
         for k, (op, (_, at, scale, fn)) in enumerate(zip(ops[1:], sources), start=1):
             body: Reduce = op.body
             rows_k = [(step, steps)] + _axes(op)
             source = self._folded(self.stages[k], body.source, keep=True)
+            bounds = replace(body, where=None) if op in unmasked else body
 
-            def block_sum(t, *a, op=op, body=body, source=source):
+            def block_sum(t, *a, op=op, body=body, source=source, bounds=bounds):
                 mapping = _mapping(op.axis, a)
-                key, r, guard = within(t, body, mapping)
+                key, r, guard = within(t, bounds, mapping)
                 own = body.axis[0]
 
                 def at_step(x: Expr) -> Expr | None:
@@ -440,9 +443,47 @@ class _Softmax(Rewrite):
         return self.finish(sweep, updates, blocks)
 
 
-    def _kept_block(self, op: ComputeOp, sweep: Sweep, blocks: int) -> tuple[Tensor, int]:
+    def _kept_mask(self, op: ComputeOp):
+        """The mask of the sums that read kept `op` (their `where=`, the same for each), as a
+        function of a point of `op`, and those sums' ops; ``(None, ())`` where one has none, they
+        differ, or a mask depends on more than the point. A kept stage zero where the mask
+        fails adds nothing to those sums, which then need no mask of their own: a product on
+        the tensor cores takes no mask (a causal one would cut its tiles)."""
+        found = []
+        for stage in self.stages[1:]:
+            body: Reduce = stage.op.body
+            source = self._folded(stage, body.source, keep=True)
+            reads = [x for x in walk(source) if isinstance(x, Read) and x.tensor.op is op]
+            if not reads:
+                continue
+            if body.where is None:
+                return None, ()
+            at = {}
+            for p, index in enumerate(reads[0].indices):
+                if isinstance(index, Var):
+                    at[index] = p
+            free = [v for v in walk(body.where) if isinstance(v, Var) and v.kind != "size"]
+            if any(v not in at for v in free):
+                return None, ()
+            found.append((body.where, at, stage.op))
+        if not found:
+            return None, ()
+
+        def mask(where, at):
+            return lambda point: substitute(where, {v: point[p] for v, p in at.items()})
+
+        masks = [mask(where, at) for where, at, _ in found]
+        probe = tuple(Var(f"p{k}", "int32", "axis") for k in range(len(op.axis)))
+        if len({expr_str(m(probe)) for m in masks}) != 1:
+            return None, ()
+        return masks[0], tuple(reader for _, _, reader in found)
+
+    def _kept_block(
+        self, op: ComputeOp, sweep: Sweep, blocks: int, mask=None
+    ) -> tuple[Tensor, int]:
         """The kept stage `op` one block of the reduce axis at a time, a row per step (zero
-        outside the axis and at step 0), and which of its axes runs along the block."""
+        outside the axis, at step 0 and where `mask` of the point fails), and which of its axes
+        runs along the block."""
         position = self._key_position(op)
         j = self.top.body.axis[0]
         extent, start = j.dom.extent, j.dom.min
@@ -458,8 +499,10 @@ class _Softmax(Rewrite):
                 substitute(body, _mapping(op.axis, point)),
                 lambda x: m[(t, *x.indices)] if self._is_top(x) else None,
             )
-            inside = logical("and", [t >= 1, (t - 1) * blocks + a[position] < extent])
-            return select(inside, value, const(0, value.dtype))
+            conditions = [t >= 1, (t - 1) * blocks + a[position] < extent]
+            if mask is not None:
+                conditions.append(mask(point))
+            return select(logical("and", conditions), value, const(0, value.dtype))
 
         rows = [(sweep.step, sweep.steps)] + axes
         return _compute(f"{sweep.name}.{op.name}_block", rows, block), position

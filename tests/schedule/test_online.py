@@ -116,10 +116,11 @@ def test_rows_of_minus_infinity_scores():
     np.testing.assert_allclose(rewritten, plain, rtol=2e-5, atol=2e-6, equal_nan=True)
 
 
-def test_exp2_with_the_scale_folded_in():
+@pytest.mark.parametrize("fn", [sl.exp2, sl.fast_exp2])
+def test_exp2_with_the_scale_folded_in(fn):
     n = 23
     log2e = 1.4426950408889634
-    inputs, chain, out = _attention(n, fn=sl.exp2, scale=log2e)
+    inputs, chain, out = _attention(n, fn=fn, scale=log2e)
     s = sl.create_schedule(out)
     s.online(list(chain), factor=4)
     arrays = _data(n)
@@ -339,20 +340,26 @@ def test_what_the_one_pass_variance_cannot_take_is_refused_by_name(change, match
         s.online([total, q], factor=4)
 
 
-def _rounded_attention(n):
+def _rounded_attention(n, causal=False):
     """Attention with the probabilities rounded to float16 for the weighted sum (a stage of
     their own, `P16`), as the tensor cores take them; the sum of the unrounded ones."""
+
+    def kept(i, j):
+        return j <= i if causal else None
+
     q, k, v = (sl.placeholder((n, D), name=name) for name in "QKV")
     d = sl.reduce_axis((0, D), name="d")
     s = sl.compute((n, n), lambda i, j: sl.sum(q[i, d] * k[j, d], axis=d), name="S")
     j = sl.reduce_axis((0, n), name="j")
-    m = sl.compute((n,), lambda i: sl.max(s[i, j], axis=j), name="M")
+    m = sl.compute((n,), lambda i: sl.max(s[i, j], axis=j, where=kept(i, j)), name="M")
     p = sl.compute((n, n), lambda i, j: sl.exp((s[i, j] - m[i]) * 0.35), name="P")
     p16 = sl.compute((n, n), lambda i, j: p[i, j].astype("float16"), name="P16")
     jz, jo = sl.reduce_axis((0, n), name="jz"), sl.reduce_axis((0, n), name="jo")
-    z = sl.compute((n,), lambda i: sl.sum(p[i, jz], axis=jz), name="Z")
+    z = sl.compute((n,), lambda i: sl.sum(p[i, jz], axis=jz, where=kept(i, jz)), name="Z")
     o = sl.compute(
-        (n, D), lambda i, e: sl.sum(p16[i, jo].astype("float32") * v[jo, e], axis=jo), name="O"
+        (n, D),
+        lambda i, e: sl.sum(p16[i, jo].astype("float32") * v[jo, e], axis=jo, where=kept(i, jo)),
+        name="O",
     )
     out = sl.compute((n, D), lambda i, e: o[i, e] / z[i], name="Out")
     return [q, k, v], (m, z, o), p16, out
@@ -377,6 +384,23 @@ def test_probabilities_rounded_and_kept_a_block_at_a_time(n, factor):
     np.testing.assert_allclose(rewritten, want, rtol=2e-3, atol=2e-3)
     replayed = s.copy()
     assert str(sl.lower(replayed, [*inputs, out])) == str(sl.lower(s, [*inputs, out]))
+
+
+def test_a_causal_mask_moves_into_the_kept_probabilities():
+    """The weighted sum's mask becomes the kept block's zeros (its product then takes no mask,
+    as a tensor-core tile needs); the sum of the unrounded ones keeps its own."""
+    n = 29
+    inputs, chain, p16, out = _rounded_attention(n, causal=True)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=8, keep=[p16])
+    bodies = {st.name: str(getattr(st.op, "body", "")) for st in s.stages}
+    assert "j.inner <= i" in bodies["M.online.P16_block"]
+    assert "<= i" not in bodies["M.online.O_block"] and "<= i" in bodies["M.online.Z_block"]
+    arrays = _data(n)
+    result, rewritten = _run(s, inputs, out, arrays, n)
+    want = _numpy_attention(*arrays, causal=True)
+    np.testing.assert_allclose(result, want, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(rewritten, want, rtol=2e-3, atol=2e-3)
 
 
 def test_only_stages_between_the_maximum_and_the_sums_are_kept():

@@ -63,6 +63,8 @@ def call_math(
         positive = b.fcmp_ordered(">=", x, splat_like(0.0, x))
         numerator = b.select(positive, splat_like(1.0, x), e)
         result = b.fdiv(numerator, b.fadd(splat_like(1.0, x), e))
+    elif name == "fast_exp2":
+        result = target.fast_exp2(b, args[0], dtype) or _function(b, target, "exp2", args, dtype)
     elif name in _INTRINSICS or name in EXTERNAL:
         result = _function(b, target, name, args, dtype)
     elif name.startswith(EXTERN):  # `call_pure_extern`: the target's function of that C name

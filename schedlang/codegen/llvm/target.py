@@ -163,6 +163,12 @@ class Target(ABC):
         overrides it where LLVM's generic lowering is longer."""
         return float_to_int(b, value, dtype)
 
+    def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
+        """``2 ** x`` by the target's approximate instruction (`sl.fast_exp2`), or None where it
+        has none (then it is `exp2`)."""
+        del b, x, dtype
+        return None
+
     def native_math(self, name: str) -> bool:
         """Whether this target's LLVM backend lowers the intrinsic for `name` (``exp``, ...);
         when it does not, the call goes to `external_math` instead."""

@@ -43,10 +43,11 @@ from ...loopir.core.nodes import (
 from ...loopir.core.visit import walk_stmt
 from ...loopir.memory import fragments
 from ...loopir.memory.fragments import is_wgmma
+from ..llvm.intrinsics import function
 from ..llvm.register_values import promoted
 from ..llvm.storage import constant_count
 from ..llvm.target import Target
-from ..llvm.types import I64, storage_type
+from ..llvm.types import F32, I64, storage_type
 from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
@@ -251,6 +252,11 @@ class NvptxTarget(Target):
 
     def native_math(self, name: str) -> bool:
         return name in _NATIVE_MATH
+
+    def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
+        if dtype != "float32" or not isinstance(x.type, ir.FloatType):
+            return None
+        return b.call(function(b.module, "llvm.nvvm.ex2.approx.ftz.f", F32, [F32]), [x])
 
     def named_math(self, symbol: str) -> str:
         """libdevice's function for a CUDA math name: ``expf`` is ``__nv_expf``, the fast

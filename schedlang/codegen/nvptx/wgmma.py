@@ -111,23 +111,23 @@ def emit_wgmma(
     inputs = ["r" if t is I32 else "l" for t in a_types]
     constraints = ",".join(["=f"] * count + inputs + ["l", "r"] + [str(k) for k in range(count)])
     scale = ir.Constant(I32, 1)  # D = A @ B + D: the fill gave D its first value
+    if all(isinstance(x, ir.Constant) and x.constant == 0.0 for x in acc):
+        scale = ir.Constant(I32, 0)  # D = A @ B: the zeros the fill gave need no registers
+        acc = [ir.Constant(F32, ir.Undefined)] * count
     out = em.b.asm(ftype, text, constraints, [*a_args, desc_b, scale, *acc], side_effect=True)
     return [em.b.extract_value(out, k) for k in range(count)]
 
 
 def _pairs(b: ir.IRBuilder, held: list[ir.Value]) -> list[ir.Value]:
     """The 16-bit values `held` (in their storage type), two to a 32-bit register, the first
-    in the low half."""
+    in the low half: a two-element vector bitcast, one move in PTX."""
     words = []
     for low, high in zip(held[0::2], held[1::2]):
-        pair = [b.zext(_bits16(b, x), I32) for x in (low, high)]
-        words.append(b.or_(pair[0], b.shl(pair[1], ir.Constant(I32, 16))))
+        pair: ir.Value = ir.Constant(ir.VectorType(low.type, 2), ir.Undefined)
+        pair = b.insert_element(pair, low, ir.Constant(I32, 0))
+        pair = b.insert_element(pair, high, ir.Constant(I32, 1))
+        words.append(b.bitcast(pair, I32))
     return words
-
-
-def _bits16(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
-    i16 = ir.IntType(16)
-    return value if value.type == i16 else b.bitcast(value, i16)
 
 
 def _descriptor(em: StmtEmitter, t: Tile, k_axis: int) -> tuple[ir.Value, int]:
@@ -206,10 +206,16 @@ class WgmmaOrder:
             self.pending = self.uncommitted = self.last_was_product = True
 
     def before_loop(self, em: StmtEmitter, loop: For) -> None:
-        """A loop of nothing but products (over k within a step) is fenced once, before it."""
-        if only_products(loop.body) and not self.last_was_product:
-            _asm(em, "wgmma.fence.sync.aligned;")
-            self.last_was_product = True
+        """A loop of nothing but products (over k within a step) is fenced once, before it; one
+        that does other work waits for the products in flight before it, not in its body
+        (where LLVM's unrolling would copy the wait into every iteration)."""
+        if only_products(loop.body):
+            if not self.last_was_product:
+                _asm(em, "wgmma.fence.sync.aligned;")
+                self.last_was_product = True
+        elif self.pending and not only_products(loop.body, (MBarrier, BulkCopy)):
+            self.wait(em)
+            self.last_was_product = False
 
     def end_of_body(self, em: StmtEmitter, body: Stmt) -> None:
         """Called at the end of a loop's body, before it repeats: a body that does anything
