@@ -44,7 +44,6 @@ from .types import (
     lanes_of,
     round_half,
     storage_type,
-    to_storage,
 )
 
 _FLOAT_ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}
@@ -148,6 +147,9 @@ class ExprEmitter:
             value = self.value(e.value)
             if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
                 return self.target.float_to_int(self.b, value, e.dtype)
+            if e.dtype == "bfloat16" and e.value.dtype == "float32":  # the target's rounding
+                bits = self.target.to_storage(self.b, e.dtype, value)
+                return from_storage(self.b, e.dtype, bits)
             return arith.cast(self.b, value, e.value.dtype, e.dtype)
         if isinstance(e, Call):
             args = self.unify(*(self.value(a) for a in e.args))
@@ -389,7 +391,7 @@ class ExprEmitter:
         return from_storage(self.b, buffer.dtype, raw)
 
     def scalar_store(self, buffer: Buffer, indices: tuple[Expr, ...], value: ir.Value) -> None:
-        stored = to_storage(self.b, buffer.dtype, value)
+        stored = self.target.to_storage(self.b, buffer.dtype, value)
         values = self.registers.values.get(buffer)
         if values is not None:
             values[self.register(buffer, indices)] = stored

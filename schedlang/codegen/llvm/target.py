@@ -18,6 +18,7 @@ from llvmlite import ir
 from ...errors import LoweringError
 from ...ir import dtype as dt
 from .arith import float_to_int
+from .types import to_storage
 
 if TYPE_CHECKING:
     from ...loopir.core.nodes import (
@@ -162,6 +163,12 @@ class Target(ABC):
         does (`llvm.arith.float_to_int`); a target whose own instruction already saturates
         overrides it where LLVM's generic lowering is longer."""
         return float_to_int(b, value, dtype)
+
+    def to_storage(self, b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
+        """A compute value of `dtype` as stored (`types.to_storage`); a target with an
+        instruction for a conversion the generic one spells out in integer operations
+        overrides it, to the same bits."""
+        return to_storage(b, dtype, value)
 
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         """``2 ** x`` by the target's approximate instruction (`sl.fast_exp2`), or None where it

@@ -106,7 +106,7 @@ def to_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     if dtype == "float16":
         return b.fptrunc(value, vector_of(HALF, lanes))
     if dtype == "bfloat16":
-        loaded = _bfloat_bits(value)
+        loaded = bfloat_bits(value)
         return loaded if loaded is not None else _float_to_bfloat(b, value, lanes)
     if dt.is_float8(dtype):
         from . import float8  # which builds on this module
@@ -115,7 +115,7 @@ def to_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     return value
 
 
-def _bfloat_bits(value: ir.Value) -> ir.Value | None:
+def bfloat_bits(value: ir.Value) -> ir.Value | None:
     """The bfloat16 bits that `value` was widened from (`from_storage`), if it was: storing
     them back needs no rounding. A copy of bfloat16 data then moves its bits as they are, in
     wide loads and stores, as a float16 copy does (LLVM folds fpext and fptrunc, but not the

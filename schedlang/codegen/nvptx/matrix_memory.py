@@ -38,7 +38,7 @@ from ...loopir.core.nodes import Buffer, Tile
 from ...loopir.memory import fragments
 from ..llvm import arith
 from ..llvm.intrinsics import function
-from ..llvm.types import HALF, I16, I32, I64, from_storage, storage_type, to_storage
+from ..llvm.types import HALF, I16, I32, I64, from_storage, storage_type
 from .nvvm import SHARED_PTR
 
 if TYPE_CHECKING:
@@ -415,4 +415,4 @@ def _convert(em: StmtEmitter, value: ir.Value, source: str, target: str) -> ir.V
         converted = em.target.float_to_int(em.b, computed, target)
     else:
         converted = arith.cast(em.b, computed, source, target)
-    return to_storage(em.b, target, converted)
+    return em.target.to_storage(em.b, target, converted)

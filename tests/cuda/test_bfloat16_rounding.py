@@ -1,0 +1,47 @@
+"""float32 rounded to bfloat16 by the GPU's ``cvt.rn.bf16.f32`` from sm_80 on (one instruction
+for the six of the integer rounding), to the reference's bits: ties to even, overflow to
+infinity, NaN kept NaN."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import schedlang as sl
+
+
+def _kernel(arch):
+    a = sl.placeholder((1000,), "float32", name="A")
+    b = sl.compute((1000,), lambda i: (a[i] * 3.0).astype("bfloat16"), name="B")
+    s = sl.create_schedule(b.op)
+    outer, inner = s[b].split(b.op.axis[0], factor=128)
+    s[b].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[b].bind(inner, sl.thread_axis("threadIdx.x"))
+    return a, b, sl.build(s, [a, b], target=f"cuda -arch={arch}")
+
+
+def _data():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1000).astype(np.float32) * 100
+    ties = (np.arange(100, dtype=np.uint32) << 16 | 0x8000).view(np.float32) / 3  # halfway
+    x[:100] = ties
+    x[100:104] = [np.inf, -np.inf, np.nan, 3e38]
+    return x
+
+
+def test_one_instruction_from_sm_80_and_the_integer_rounding_before():
+    assert "cvt.rn.bf16.f32" in _kernel("sm_90")[2].ptx
+    assert "cvt.rn.bf16.f32" not in _kernel("sm_75")[2].ptx
+
+
+@pytest.mark.gpu
+def test_the_same_bits_as_the_reference():
+    a, b, kernel = _kernel("sm_90")
+    x = _data()
+    out = np.zeros(1000, ml_dtypes.bfloat16)
+    kernel(x, out)
+    want = sl.reference(b, {a: x})
+    finite = ~np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(out.view(np.uint16)[finite], want.view(np.uint16)[finite])
+    assert np.isnan(out.astype(np.float32)[~finite]).all()
