@@ -386,6 +386,55 @@ def _gemm_fp8_row(n: int, out: str, options: dict, name: str, repeat: int) -> Ro
     return Row(name, ours, "torch._scaled_mm", peer, 2.0 * n**3, "TFLOP/s")
 
 
+def bench_gemm_fp8_scaled(repeat: int) -> list[Row]:
+    """The scaled 8-bit GEMM as Transformer Engine writes it (`gpu_gemm_fp8.scaled_gemm`:
+    ``(A @ B^T) * SA * SB`` to bfloat16, the scales applied to the accumulator in registers),
+    per-tensor and per-row scales, against ``torch._scaled_mm`` with the same scales and fast
+    accumulation, at 4096^3, 8192^3, 4000^3 and tritonbench's other squares (1024, 2048,
+    16384): `FAST`'s copy engine on persistent blocks of 128 x 128."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    # 128 x 128 blocks: at 128 x 256 the accumulator and its scaled copy take 192 registers
+    options = dict(gpu_gemm_fp8.FAST, block_cols=128, persistent=sms)
+    rows = []
+    for per, n in itertools.product(("tensor", "row"), (4096, 8192, 4000, 1024, 2048, 16384)):
+        name = f"scaled gemm {n}^3 e4m3 -> bfloat16 (per {per})"
+        rows.append(_scaled_fp8_row(n, per, options, name, repeat))
+    return rows
+
+
+def _scaled_fp8_row(n: int, per: str, options: dict, name: str, repeat: int) -> Row:
+    rows = per == "row"
+
+    def make():
+        a, b = (torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn) for _ in range(2))
+        sa = torch.rand(n if rows else 1, device="cuda") + 0.5
+        sb = torch.rand(n if rows else 1, device="cuda") + 0.5
+        return a, b, sa, sb, torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+
+    sets = rotation(make, 4 * n * n)
+    a, b, sa, sb, c = sets[0]
+    c.fill_(float("nan"))
+    tensors = gpu_gemm_fp8.scaled_gemm(n, n, n, per=per)
+    s = gpu_gemm_fp8.schedule(*tensors[:2], tensors[-1], **options)
+    kernel = sl.build(s, list(tensors), target="cuda")
+    kernel(a, b, sa, sb, c)
+    want = (a.double() @ b.double().T) * sa.double()[:, None] * sb.double()[None, :]
+    check(c, want, name, rtol=1e-2 * max(1, n / 8192))  # fast accumulation drifts with k
+    reps = max(5, repeat // max(1, (n // 2048) ** 2))
+    ours = rotated_kernel_time(kernel, sets, reps)
+    shaped = [
+        (x, y, sx[:, None] if rows else sx[0], sy[None, :] if rows else sy[0], z)
+        for x, y, sx, sy, z in sets
+    ]
+    peer = event_time(partial(_cublas_fp8_scaled, itertools.cycle(shaped)), reps)
+    return Row(name, ours, "torch._scaled_mm", peer, 2.0 * n**3, "TFLOP/s")
+
+
+def _cublas_fp8_scaled(turns) -> torch.Tensor:
+    a, b, sa, sb, c = next(turns)
+    return torch._scaled_mm(a, b.t(), sa, sb, out_dtype=c.dtype, use_fast_accum=True, out=c)
+
+
 def _cublas_fp8(scale: torch.Tensor, turns) -> torch.Tensor:
     a, b, c = next(turns)
     return torch._scaled_mm(a, b.t(), scale, scale, out_dtype=c.dtype, use_fast_accum=True, out=c)
@@ -700,6 +749,7 @@ BENCHMARKS = {
     "gemm_wgmma_persistent": bench_gemm_wgmma_persistent,
     "gemm_wgmma_edges": bench_gemm_wgmma_edges,
     "gemm_fp8": bench_gemm_fp8,
+    "gemm_fp8_scaled": bench_gemm_fp8_scaled,
     "conv2d_fp16": bench_conv2d_fp16,
     "conv2d_wgmma": bench_conv2d_wgmma,
     "wgmma_stores": bench_wgmma_stores,

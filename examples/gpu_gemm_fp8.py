@@ -22,7 +22,7 @@ from __future__ import annotations
 import schedlang as sl
 from examples import gpu_gemm_wgmma
 
-__all__ = ["FAST", "build", "gemm", "schedule"]
+__all__ = ["FAST", "build", "gemm", "scaled_gemm", "schedule"]
 
 STEP = 128  # k per step: a 128-byte row of 8-bit floats
 # gpu_gemm_wgmma's fastest options (128 x 256 blocks, 4 stages, TMA loads and stores): a step
@@ -35,17 +35,41 @@ def gemm(
 ) -> tuple[sl.Tensor, sl.Tensor, sl.Tensor]:
     """``(A, B, C)``: C (m x n) = A (m x k) @ B (n x k)^T, A of `dtype`, B of `b_dtype`
     (default `dtype`), summed in float32 and stored as `out_dtype`."""
+    a, b, acc = _product(m, n, k, dtype, b_dtype, "C" if out_dtype == "float32" else "acc")
+    if out_dtype == "float32":
+        return a, b, acc
+    return a, b, sl.compute((m, n), lambda i, j: acc[i, j].astype(out_dtype), name="C")
+
+
+def scaled_gemm(
+    m, n, k, dtype: str = "float8_e4m3fn", out_dtype: str = "bfloat16", per: str = "tensor"
+) -> tuple[sl.Tensor, ...]:
+    """``(A, B, SA, SB, C)``: the quantised GEMM as Transformer Engine writes it, ``C = (A @
+    B^T) * SA * SB`` in `out_dtype`, the scales float32 per tensor (`per` "tensor": SA and SB
+    of one element) or per row of A and column of C (`per` "row": SA m long, SB n long). The
+    schedule scales the accumulator in registers, each thread its own elements, on the way to
+    ``store_matrix``."""
+    a, b, acc = _product(m, n, k, dtype, None, "acc")
+    rows = per == "row"
+    sa = sl.placeholder((m,) if rows else (1,), "float32", name="SA")
+    sb = sl.placeholder((n,) if rows else (1,), "float32", name="SB")
+
+    def scaled(i, j):
+        return (acc[i, j] * sa[i if rows else 0] * sb[j if rows else 0]).astype(out_dtype)
+
+    return a, b, sa, sb, sl.compute((m, n), scaled, name="C")
+
+
+def _product(m, n, k, dtype: str, b_dtype: str | None, name: str):
     a = sl.placeholder((m, k), dtype, name="A")
     b = sl.placeholder((n, k), b_dtype or dtype, name="B")
     r = sl.reduce_axis((0, k), name="k")
     acc = sl.compute(
         (m, n),
         lambda i, j: sl.sum(a[i, r].astype("float32") * b[j, r].astype("float32"), axis=r),
-        name="C" if out_dtype == "float32" else "acc",
+        name=name,
     )
-    if out_dtype == "float32":
-        return a, b, acc
-    return a, b, sl.compute((m, n), lambda i, j: acc[i, j].astype(out_dtype), name="C")
+    return a, b, acc
 
 
 def schedule(a: sl.Tensor, b: sl.Tensor, c: sl.Tensor, step: int = STEP, **options) -> sl.Schedule:

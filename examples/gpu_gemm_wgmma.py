@@ -28,6 +28,7 @@ import schedlang as sl
 from examples.gpu_gemm import group_size
 from examples.gpu_gemm_fp16 import gemm
 from schedlang.ir.dtype import itemsize
+from schedlang.ir.expr import Cast, Read, Reduce
 
 __all__ = ["FAST", "build", "gemm", "schedule", "stage_tile"]
 
@@ -64,14 +65,17 @@ def schedule(
     store the last one's results. With `tma_store`, the copy engine stores each warpgroup's
     tile from shared memory, in the background."""
     s = sl.create_schedule(c.op)
-    product = c.op.input_tensors[0] if c.op.input_tensors[0].op is not a.op else c
+    product = _product(a, c)
     a_shared = s.cache_read(a, "shared", [product])
     b_shared = s.cache_read(b, "shared", [product])
+    epilogue = None
     if product is c:  # C is the sum itself: accumulate in a fragment copy of it
         acc = s.cache_write(c, "wgmma.accumulator")
     else:  # C converts the sum: the sum's stage is the accumulator
         acc = product
         s[acc].set_scope("wgmma.accumulator")
+        if not _converts(c, product):  # C scales it too: each thread its elements, in place
+            epilogue = s.cache_write(c, "wgmma.accumulator")
     groups = block_rows // GROUP_ROWS
 
     i, j = c.op.axis
@@ -94,6 +98,8 @@ def schedule(
     s[c].bind(gi, sl.thread_axis("threadIdx.z"))
     s[c].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=GROUP_ROWS, tma=tma_store))
 
+    if epilogue is not None:
+        s[epilogue].compute_at(s[c], gi)
     s[acc].compute_at(s[c], gi)
     fi, fj = s[acc].op.axis
     ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
@@ -105,6 +111,22 @@ def schedule(
     for staged in (a_shared, b_shared):
         stage_tile(s, staged, s[acc], ko, groups, stages, tma)
     return s
+
+
+def _product(a: sl.Tensor, c: sl.Tensor) -> sl.Tensor:
+    """The stage that sums A's products: C, or the sum C reads."""
+    for t in c.op.input_tensors:
+        if t.op is not a.op and isinstance(getattr(t.op, "body", None), Reduce):
+            return t
+    return c
+
+
+def _converts(c: sl.Tensor, product: sl.Tensor) -> bool:
+    """Whether C only converts the sum (what store_matrix does on its way out)."""
+    body = c.op.body
+    while isinstance(body, Cast):
+        body = body.value
+    return isinstance(body, Read) and body.tensor.op is product.op
 
 
 def stage_tile(

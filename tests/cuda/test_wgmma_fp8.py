@@ -260,3 +260,45 @@ def test_on_the_gpu(shape, a_dtype, b_dtype, out, options):
     x, y, z = _inputs(*shape, a_dtype, b_dtype, out, seed=5)
     kernel(x, y, z)
     _close_on_gpu(z, x, y, out)
+
+
+SCALED = [
+    # (m, n, k), scales, schedule options
+    ((70, 72, 224), "tensor", dict(block_cols=64, stages=2)),
+    ((130, 136, 160), "row", dict(block_cols=64, stages=2)),
+    ((200, 264, 288), "row", dict(example.FAST, block_cols=128)),  # copy engine in and out
+    ((256, 384, 256), "tensor", dict(example.FAST, block_cols=128, persistent=4)),
+]
+
+
+def _scaled(shape, per, options, seed=7):
+    a, b, sa, sb, c = example.scaled_gemm(*shape, per=per)
+    kernel = sl.build(example.schedule(a, b, c, **options), [a, b, sa, sb, c], target="cuda")
+    x, y, z = _inputs(*shape, E4M3, E4M3, "bfloat16", seed=seed)
+    rng = np.random.default_rng(seed)
+    u, w = (
+        rng.uniform(0.25, 4.0, tuple(int(n) for n in t.shape)).astype(np.float32) for t in (sa, sb)
+    )
+    return kernel, (a, b, sa, sb, c), (x, y, u, w, z)
+
+
+@pytest.mark.parametrize(("shape", "per", "options"), SCALED)
+def test_scaled_simulated_the_scales_applied_in_registers(shape, per, options):
+    """``(A @ B^T) * SA * SB``: the scales multiply the accumulator in registers (each thread
+    its own elements, `loopir.gpu.fragment_lanes`), and store_matrix writes the bfloat16."""
+    kernel, tensors, values = _scaled(shape, per, options)
+    assert "C.wgmma.accumulator.slot[" in str(kernel.lowered)
+    kernel.simulate(*values)
+    want = sl.reference(tensors[-1], dict(zip(tensors[:-1], values[:-1])))
+    _close(values[-1], want, "bfloat16")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize(("shape", "per", "options"), SCALED)
+def test_scaled_on_the_gpu(shape, per, options):
+    kernel, _, (x, y, u, w, z) = _scaled(shape, per, options, seed=9)
+    kernel(x, y, u, w, z)
+    rows, cols = (u, w) if per == "row" else (np.full(shape[0], u[0]), np.full(shape[1], w[0]))
+    scaled = z.astype(np.float64) / rows[:, None] / cols[None, :]
+    _close_on_gpu(scaled.astype(np.float32), x, y, "bfloat16")

@@ -257,8 +257,8 @@ def _wait_for_accumulators(em: StmtEmitter, text: str) -> None:
     hoists their conversions above the wait, and ptxas, to keep them correct, waits for each
     product before issuing the next ("wgmma serialized")."""
     for buffer, values in em.registers.values.items():
-        if buffer.scope != "wgmma.accumulator":
-            continue
+        if buffer.scope != "wgmma.accumulator" or buffer.dtype != "float32":
+            continue  # a 16-bit fragment is computed by the threads, never by a product
         count = len(values)
         result = ir.LiteralStructType([F32] * count)
         ftype = ir.FunctionType(result, [F32] * count)
