@@ -24,4 +24,6 @@ def test_conv2d_nhwc_python_takes_nhwc_data_and_hwio_weights():
     weights = rng.uniform(-1, 1, (3, 2, 3, 5)).astype(np.float32)
     got = conv2d_nhwc_python(data, weights, (2, 1), (1, 0))
     assert got.shape == (2, 4, 8, 5) and got.dtype == np.float32
-    np.testing.assert_allclose(got, _conv_nhwc_loops(data, weights, (2, 1), (1, 0)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        got, _conv_nhwc_loops(data, weights, (2, 1), (1, 0)), rtol=1e-5, atol=1e-5
+    )
