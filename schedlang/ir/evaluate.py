@@ -38,6 +38,7 @@ from .expr import (
 )
 from .extern import ExternOp
 from .graph import post_order, together
+from .hybrid.nodes import HybridOp
 from .integers import as_int
 from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
@@ -189,6 +190,8 @@ def reference(
                 ctx.values[op] = _compute(op, ctx)
             elif isinstance(op, ExternOp):
                 ctx.values[op] = _extern(op, ctx)
+            elif isinstance(op, HybridOp):
+                _hybrid(op, ctx)
             elif isinstance(op, ScanOp):
                 _scan(together(op), ctx)
     results = [ctx.values[t.op] for t in outs]
@@ -203,7 +206,7 @@ def _input_arrays(
         if isinstance(key, Read) and not key.indices:  # a scalar parameter (sl.var of a float)
             key = key.tensor
         op = key.op if isinstance(key, Tensor) else key
-        if not isinstance(op, PlaceholderOp) or isinstance(op, ExternOp):
+        if not isinstance(op, PlaceholderOp) or isinstance(op, (ExternOp, HybridOp)):
             raise AlgorithmError(
                 f"inputs: '{getattr(op, 'name', key)}' is not a placeholder; give arrays only "
                 "for placeholders, computed tensors are evaluated"
@@ -211,7 +214,7 @@ def _input_arrays(
         given[op] = value
     arrays = {}
     for op in ops:
-        if not isinstance(op, PlaceholderOp) or isinstance(op, ExternOp):
+        if not isinstance(op, PlaceholderOp) or isinstance(op, (ExternOp, HybridOp)):
             continue
         if op not in given:
             raise AlgorithmError(f"no array given for placeholder '{op.name}'")
@@ -352,6 +355,29 @@ def _extern(op: ExternOp, ctx: _Context) -> np.ndarray:
     out = np.zeros(shape, ctx.np_dtype(op.dtype))
     call_extern(op, ctx.values, out)
     return out
+
+
+def _hybrid(op: HybridOp, ctx: _Context) -> None:
+    """The outputs of `op`'s script call, run as Python on copies of its inputs' values."""
+    from .hybrid.runtime import run_script
+
+    def value(arg: object) -> object:
+        if isinstance(arg, (list, tuple)):
+            return [value(a) for a in arg]
+        if isinstance(arg, Tensor):
+            return ctx.values[arg.op].copy()  # a script may write its inputs
+        if isinstance(arg, Expr):
+            return _size_value(arg, ctx.sizes)
+        return arg
+
+    results = run_script(op.call.func, tuple(value(a) for a in op.call.args))
+    if len(results) != len(op.call.ops):
+        raise AlgorithmError(
+            f"hybrid script '{op.call.name}' returned {len(results)} array(s) when run on "
+            f"arrays, but {len(op.call.ops)} tensor(s) when called on tensors"
+        )
+    for out, array in zip(op.call.ops, results):
+        ctx.values[out] = np.asarray(array).astype(ctx.np_dtype(out.dtype), copy=False)
 
 
 def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:

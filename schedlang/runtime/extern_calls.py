@@ -1,5 +1,6 @@
-"""A build whose schedule has `extern` stages: their calls on the host, then one kernel for the
-computed stages, which reads the calls' results as inputs.
+"""A build whose schedule has `extern` stages or hybrid scripts: their calls first, then one
+kernel for the computed stages, which reads the calls' results as inputs. A hybrid script's
+call is a compiled function of its own (`loopir.hybrid`).
 
 An extern stage is computed whole by a function schedlang cannot see into, so it runs before
 the kernel that reads it, and only from inputs that exist before the kernel runs: placeholders,
@@ -19,15 +20,33 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes, _size_value
 from ..ir.expr import Read
 from ..ir.extern import ExternBuffer, ExternOp
+from ..ir.hybrid.nodes import HybridCall, HybridOp
 from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+from ..loopir.hybrid import hybrid_params, lower_hybrid
 from ..schedule.schedule import Schedule
 from .wall_time import median_seconds
 
+Step = ExternOp | HybridCall
 
-def extern_ops(s: Schedule) -> list[ExternOp]:
-    """The schedule's extern stages, each after those it reads (stages are in that order)."""
-    return [stage.op for stage in s.stages if isinstance(stage.op, ExternOp)]
+
+def extern_ops(s: Schedule) -> list[Step]:
+    """The schedule's extern stages and hybrid script calls, each after those it reads
+    (stages are in that order)."""
+    steps: list[Step] = []
+    for stage in s.stages:
+        step = stage.op.call if isinstance(stage.op, HybridOp) else stage.op
+        if isinstance(stage.op, (ExternOp, HybridOp)) and step not in steps:
+            steps.append(step)
+    return steps
+
+
+def _outputs(step: Step) -> tuple[Operation, ...]:
+    return step.ops if isinstance(step, HybridCall) else (step,)
+
+
+def _inputs(step: Step) -> tuple[Tensor, ...]:
+    return step.inputs
 
 
 class ExternProgram:
@@ -46,6 +65,9 @@ class ExternProgram:
         self.kernel = kernel
         self.kernel_ops = tuple(kernel_ops)
         self.target = "cpu"
+        self.hybrid_kernels = {
+            step: _hybrid_kernel(step) for step in externs if isinstance(step, HybridCall)
+        }
 
     def __call__(self, *arrays: object, **sizes: int) -> None:
         if len(arrays) != len(self.arg_ops):
@@ -53,12 +75,15 @@ class ExternProgram:
         given = {op: _as_array(op, a) for op, a in zip(self.arg_ops, arrays)}
         known = _bind_sizes(list(self.arg_ops), given, sizes)  # shapes checked here too
         values: dict[Operation, np.ndarray] = dict(given)
-        for op in self.externs:
-            out = values.get(op)
-            if out is None:
-                shape = tuple(_size_value(n, known) for n in op.shape)
-                out = values[op] = np.empty(shape, dt.to_numpy(op.dtype))
-            call_extern(op, values, out)
+        for step in self.externs:
+            for op in _outputs(step):
+                if op not in values:
+                    shape = tuple(_size_value(n, known) for n in op.shape)
+                    values[op] = np.empty(shape, dt.to_numpy(op.dtype))
+            if isinstance(step, HybridCall):
+                self.hybrid_kernels[step](*(values[op] for op in hybrid_params(step)))
+            else:
+                call_extern(step, values, values[step])
         if self.kernel is not None:
             self.kernel(*(values[op] for op in self.kernel_ops), **sizes)
 
@@ -82,7 +107,10 @@ class ExternProgram:
         )
 
     def __repr__(self) -> str:
-        calls = ", ".join(f"{op.name} = {op.call.func}(...)" for op in self.externs)
+        calls = ", ".join(
+            f"{op.name} = {op.name if isinstance(op, HybridCall) else op.call.func}(...)"
+            for op in self.externs
+        )
         return f"<ExternProgram {calls}; then {self.kernel!r}>"
 
 
@@ -95,7 +123,10 @@ class ExternLowered:
         self.kernel = kernel
 
     def __str__(self) -> str:
-        lines = [f"{_call_str(op)}  # extern, on the host" for op in self.externs]
+        lines = [
+            str(lower_hybrid(op)) if isinstance(op, HybridCall) else f"{_call_str(op)}  # extern"
+            for op in self.externs
+        ]
         if self.kernel is not None:
             lines.append(str(self.kernel))
         return "\n".join(lines)
@@ -123,12 +154,19 @@ def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, 
     computed stages over the arguments it is given."""
     externs = _checked(s)
     if target != "cpu":
+        first = externs[0]
+        if isinstance(first, HybridCall):
+            raise LoweringError(
+                f"hybrid script '{first.name}' is built for the CPU only; build for "
+                f"target='cpu' (its {target} build is not there yet)"
+            )
         raise LoweringError(
-            f"extern stage '{externs[0].name}' calls {externs[0].call.func!r} on the host; "
+            f"extern stage '{first.name}' calls {first.call.func!r} on the host; "
             f"build for target='cpu' (a {target} kernel cannot call it)"
         )
     for op in externs:
-        get_global_func(op.call.func)  # a missing function is an error now, not at the call
+        if isinstance(op, ExternOp):
+            get_global_func(op.call.func)  # a missing function is an error now, not at the call
     kernel_args = _kernel_args(s, args, externs)
     arg_ops = [_op_of(a) for a in args]
     if kernel_args is None:
@@ -136,17 +174,24 @@ def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, 
     return ExternProgram(arg_ops, externs, make_kernel(kernel_args), map(_op_of, kernel_args))
 
 
-def _checked(s: Schedule) -> list[ExternOp]:
+def _checked(s: Schedule) -> list[Step]:
     externs = extern_ops(s)
     for op in externs:
-        for t in op.inputs:
+        what = "hybrid script" if isinstance(op, HybridCall) else "extern stage"
+        for t in _inputs(op):
             if not isinstance(t.op, PlaceholderOp):
                 raise LoweringError(
-                    f"extern stage '{op.name}' reads '{t.name}', which the kernel computes after "
-                    "the extern calls; build the stages before it separately and pass its "
+                    f"{what} '{op.name}' reads '{t.name}', which the kernel computes after "
+                    f"the {what} calls; build the stages before it separately and pass its "
                     "result as an input"
                 )
     return externs
+
+
+def _hybrid_kernel(call: HybridCall):
+    from .kernel import Kernel
+
+    return Kernel.for_cpu(lower_hybrid(call))
 
 
 def _kernel_args(s: Schedule, args: list, externs: list[ExternOp]) -> list | None:
@@ -159,7 +204,8 @@ def _kernel_args(s: Schedule, args: list, externs: list[ExternOp]) -> list | Non
     read = {t.op for op in computed for t in op.input_tensors} | set(computed)
     kernel_args = [a for a in args if _op_of(a) in read]
     listed = {_op_of(a) for a in kernel_args}
-    return kernel_args + [Tensor(op) for op in externs if op in read and op not in listed]
+    made = [op for step in externs for op in _outputs(step)]
+    return kernel_args + [Tensor(op) for op in made if op in read and op not in listed]
 
 
 def _op_of(a: object) -> Operation:

@@ -9,6 +9,7 @@ from ..errors import InternalError, ScheduleError, entry_point, located, user_lo
 from ..ir.expr import Read
 from ..ir.extern import ExternOp
 from ..ir.graph import post_order, together
+from ..ir.hybrid.nodes import HybridOp
 from ..ir.scan import ScanOp
 from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
@@ -312,7 +313,7 @@ def create_schedule(outputs: object) -> Schedule:
         ops.append(op)
     if not ops:
         raise ScheduleError("create_schedule: no outputs given; pass the tensors to compute")
-    if not any(isinstance(op, (ComputeOp, ExternOp, ScanOp)) for op in ops):
+    if not any(isinstance(op, (ComputeOp, ExternOp, HybridOp, ScanOp)) for op in ops):
         names = ", ".join(f"'{op.name}'" for op in ops)
         raise ScheduleError(
             f"create_schedule: every output ({names}) is a placeholder, so the schedule would "

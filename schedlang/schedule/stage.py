@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from ..errors import entry_point, user_location
 from ..ir.expr import Const, Var, as_expr
 from ..ir.extern import ExternOp
+from ..ir.hybrid.nodes import HybridOp
 from ..ir.integers import as_int
 from ..ir.scan import ScanOp
 from ..ir.tensor import ComputeOp, IterVar, Operation
@@ -176,6 +177,13 @@ class Stage(StageViews):
             what = (
                 f"'{self.name}' is an extern stage (computed whole by {self.op.call.func!r}, "
                 "before the kernel): it has no loops to schedule"
+            )
+            self._fail(PlacementError, call, loc, what)
+        if isinstance(self.op, HybridOp):
+            what = (
+                f"'{self.name}' is computed by the hybrid script '{self.op.call.name}', whole, "
+                "as a function of its own: its loops are the script's (write the schedule "
+                "into the script: parallel, vectorize, unroll)"
             )
             self._fail(PlacementError, call, loc, what)
         if not isinstance(self.op, ComputeOp):

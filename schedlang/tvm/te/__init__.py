@@ -41,16 +41,14 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
 )
 from schedlang.ir.tensor import ComputeOp, PlaceholderOp  # noqa: F401 - TE's op classes
 
-from ..errors import AlgorithmError, ScheduleError
-from ..ir.dtype import is_float
-from . import (
-    hybrid,  # noqa: F401 - te.hybrid.script, refused when called
-    schedule,  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
-)
-from . import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
-from .tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
-from .tensor_intrin import decl_tensor_intrin  # noqa: F401
-from .tir import floordiv, floormod, truncdiv  # noqa: F401 - te.floordiv, te.floormod
+from ...errors import AlgorithmError, ScheduleError
+from ...ir.dtype import is_float
+from .. import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+from .. import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
+from ..tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
+from ..tensor_intrin import decl_tensor_intrin  # noqa: F401
+from ..tir import floordiv, floormod, truncdiv  # noqa: F401 - te.floordiv, te.floormod
+from . import hybrid  # noqa: F401 - te.hybrid.script
 
 power = pow
 

@@ -1,0 +1,111 @@
+"""A hybrid script's call (`schedlang.ir.hybrid`) as a loop-IR function of its own.
+
+The script's statements are already loops, conditions and stores in program order, so this
+is a translation, not a schedule: each tensor it touches becomes a buffer (inputs and outputs
+the function's parameters, in that order; a one-element variable a ``local`` allocation, an
+``allocate`` one of its scope), each read a `Load`. The outputs are first filled with zeros, as
+the script's ``output_tensor`` gives them when it runs as Python, so that an element the
+script leaves alone reads the same in both. ``assert`` statements are checked only when the
+script runs as Python.
+"""
+
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..ir.expr import Expr, Read, Var, const
+from ..ir.hybrid.nodes import Check, Cond, HStmt, HybridCall, Local, Loop, Store
+from ..ir.tensor import Operation
+from ..ir.visit import transform, walk
+from .core.nodes import Allocate, Buffer, For, If, Load, LoweredFunc, Stmt, seq
+from .core.nodes import Store as BufferStore
+
+
+def lower_hybrid(call: HybridCall) -> LoweredFunc:
+    """The function computing `call`'s outputs, over its inputs then its outputs."""
+    return _Translator(call).func()
+
+
+def hybrid_params(call: HybridCall) -> tuple[Operation, ...]:
+    """The ops of `lower_hybrid`'s parameters, in order."""
+    return tuple(dict.fromkeys([*(t.op for t in call.inputs), *call.ops]))
+
+
+class _Translator:
+    def __init__(self, call: HybridCall) -> None:
+        self.call = call
+        self.buffers: dict[Operation, Buffer] = {}
+        names: set[str] = set()
+        for op in hybrid_params(call):
+            name = op.name
+            k = 1
+            while name in names:
+                name, k = f"{op.name}_{k}", k + 1
+            names.add(name)
+            self.buffers[op] = Buffer(name, op.shape, op.dtype)
+
+    def func(self) -> LoweredFunc:
+        zeros = [self.zero_fill(self.buffers[op]) for op in self.call.ops]
+        body = seq(*zeros, *self.block(self.call.body))
+        params = tuple(self.buffers[op] for op in hybrid_params(self.call))
+        sizes = {
+            v: None
+            for b in params
+            for d in b.shape
+            for v in walk(d)
+            if isinstance(v, Var) and v.kind == "size"
+        }
+        return LoweredFunc(self.call.name, params, tuple(sizes), body)
+
+    def zero_fill(self, buffer: Buffer) -> Stmt:
+        loops = [Var(f"{buffer.name}.z{k}", "int32", "loop") for k in range(len(buffer.shape))]
+        body: Stmt = BufferStore(buffer, tuple(loops), const(0, buffer.dtype))
+        for var, extent in reversed(list(zip(loops, buffer.shape))):
+            body = For(var, const(0), extent, "serial", body)
+        return body
+
+    def block(self, stmts: tuple[HStmt, ...]) -> list[Stmt]:
+        return [s for s in map(self.stmt, stmts) if s is not None]
+
+    def stmt(self, s: HStmt) -> Stmt | None:
+        if isinstance(s, Store):
+            return BufferStore(self.buffer(s.tensor.op), self.exprs(s.indices), self.expr(s.value))
+        if isinstance(s, Loop):
+            if s.kind == "bound":
+                raise LoweringError(
+                    f"hybrid script '{self.call.name}': bind({s.thread!r}, ...) needs a GPU "
+                    "build, which hybrid scripts do not have yet; use range"
+                )
+            body = seq(*self.block(s.body))
+            return For(s.var, self.expr(s.min), self.expr(s.extent), s.kind, body)
+        if isinstance(s, Cond):
+            otherwise = seq(*self.block(s.otherwise)) if s.otherwise else None
+            return If(self.expr(s.cond), seq(*self.block(s.then)), otherwise)
+        if isinstance(s, Local):
+            op = s.tensor.op
+            scope = "local" if s.scope == "local" else "global"
+            self.buffers[op] = Buffer(op.name, op.shape, op.dtype, scope)
+            return Allocate(self.buffers[op], seq(*self.block(s.body)))
+        if isinstance(s, Check):
+            return None
+        raise TypeError(f"not a hybrid statement: {s!r}")
+
+    def buffer(self, op: Operation) -> Buffer:
+        buffer = self.buffers.get(op)
+        if buffer is None:
+            raise LoweringError(
+                f"hybrid script '{self.call.name}' reads '{op.name}', which is not among its "
+                "arguments; pass it as one"
+            )
+        return buffer
+
+    def exprs(self, es: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(self.expr(e) for e in es)
+
+    def expr(self, e: Expr) -> Expr:
+        def load(node: Expr) -> Expr | None:
+            if isinstance(node, Read):
+                buffer = self.buffer(node.tensor.op)
+                return Load(buffer, self.exprs(node.indices), node.dtype)
+            return None
+
+        return transform(e, load)
