@@ -110,6 +110,8 @@ class HybridOp(PlaceholderOp):
     def input_tensors(self) -> tuple[Tensor, ...]:
         return self.call.inputs
 
+    inputs = input_tensors
+
     @property
     def body(self) -> tuple[HStmt, ...]:
         return self.call.body

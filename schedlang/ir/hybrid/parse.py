@@ -193,9 +193,8 @@ class _Parser:
                 self.created.append(op)
                 self.env[name] = Tensor(op)
                 return [], []
-            tensor = self.new_tensor(name, shape, dtype)
-            self.env[name] = tensor
-            return [(tensor, "global")], []
+            self.env[name] = self.new_tensor(name, shape, dtype)  # its caller allocates it
+            return [], []
         if callee is not None and not isinstance(callee, str):
             body, outputs = self.inline_script(callee, value)
             self.env[name] = outputs[0] if len(outputs) == 1 else outputs
@@ -457,8 +456,11 @@ class _Parser:
         index = self.expr(node.slice)
         if isinstance(value, (Tensor, TensorSlice)):
             return value[index]
-        if isinstance(value, (tuple, list)) and isinstance(index, int):
-            return value[index]
+        steps = index if isinstance(index, tuple) else (index,)
+        if isinstance(value, (tuple, list)) and all(isinstance(k, int) for k in steps):
+            for k in steps:
+                value = value[k]
+            return value
         raise self.fail(node, "index tensors, or Python lists and tuples by Python integers")
 
     def expr_Call(self, node: ast.Call) -> object:

@@ -46,6 +46,10 @@ def _flat(values) -> list:
 
 
 def _arrays(value: object) -> object:
-    if isinstance(value, (list, tuple)) and value and isinstance(value[0], np.ndarray):
-        return [np.asarray(v) for v in value]
+    """A list of numbers as the array TE's Python run makes of it (it is indexed ``b[i, j]``
+    as in the compiled script); a list of arrays stays a list."""
+    if isinstance(value, (list, tuple)) and value:
+        if isinstance(value[0], np.ndarray):
+            return [np.asarray(v) for v in value]
+        return np.asarray(value)
     return value

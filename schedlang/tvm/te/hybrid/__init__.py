@@ -8,7 +8,9 @@ import textwrap
 from pathlib import Path
 
 from ....errors import AlgorithmError
+from ....ir.expr import Var
 from ....ir.hybrid import HybridFunction, HybridOp, script
+from ....ir.tensor import Tensor
 
 __all__ = ["HybridModule", "build", "script"]
 
@@ -21,13 +23,28 @@ class HybridModule:
         self.src = src
         self.name = name
         self.function: HybridFunction | None = None
+        self.bound: tuple | None = None  # the arguments of the call `build` made it from
         if src is not None:
             self._define(src, "<hybrid module>")
 
     def __call__(self, *args: object):
         if self.function is None:
             raise AlgorithmError("HybridModule: load a script before calling it")
-        return self.function(*args)
+        return self.function(*self._arguments(args))
+
+    def _arguments(self, given: tuple) -> tuple:
+        """The script's arguments: those `build` was called with that are neither tensors nor
+        variables stay what they were, the others are `given`, in order."""
+        if self.bound is None:
+            return given
+        taken = iter(given)
+        args = tuple(next(taken) if _is_argument(a) else a for a in self.bound)
+        if next(taken, None) is not None or len(given) != sum(map(_is_argument, self.bound)):
+            raise AlgorithmError(
+                f"HybridModule '{self.name}' takes {sum(map(_is_argument, self.bound))} "
+                f"argument(s) (the tensors and variables it was built over), got {len(given)}"
+            )
+        return args
 
     def save(self, path) -> None:
         Path(path).write_text(self.src)
@@ -56,6 +73,7 @@ def build(sch, inputs, outputs) -> HybridModule:
     module = HybridModule()
     module.src = _without_decorators(textwrap.dedent(inspect.getsource(func)))
     module.function = HybridFunction(func)
+    module.bound = op.call.args
     module.name = func.__name__
     return module
 
@@ -64,3 +82,7 @@ def _without_decorators(src: str) -> str:
     lines = src.splitlines(keepends=True)
     start = next(k for k, line in enumerate(lines) if line.startswith("def "))
     return "".join(lines[start:])
+
+
+def _is_argument(value: object) -> bool:
+    return isinstance(value, (Tensor, Var))
