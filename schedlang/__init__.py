@@ -73,7 +73,7 @@ def lower(s: Schedule, args: list, name: str = "main"):
     from .runtime.extern_calls import extern_ops, lower_with_externs
 
     if extern_ops(s):
-        return lower_with_externs(s, args, lambda kargs: _lower(s, kargs, name, draft=True))
+        return lower_with_externs(s, args, lambda ks, kargs: _lower(ks, kargs, name, draft=True))
     return _lower(s, args, name, draft=True)
 
 

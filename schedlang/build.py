@@ -103,7 +103,7 @@ def build(
 
         if extern_ops(s):
             return build_with_externs(
-                s, args, resolved.name, name, lambda kargs: _build(s, kargs, resolved, name)
+                s, args, resolved.name, name, lambda ks, kargs: _build(ks, kargs, resolved, name)
             )
         return _build(s, args, resolved, name)
 

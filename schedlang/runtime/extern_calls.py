@@ -1,6 +1,7 @@
-"""A build whose schedule has `extern` stages or hybrid scripts: their calls first, then one
-kernel for the computed stages, which reads the calls' results as inputs. A hybrid script's
-call is a compiled function of its own (`loopir.hybrid`).
+"""A build whose schedule has `extern` stages or hybrid scripts: a kernel for the computed
+stages the calls read (when they read any), the calls, then one kernel for the computed
+stages, which reads the calls' results as inputs. A hybrid script's call is a compiled
+function of its own (`loopir.hybrid`).
 
 An extern stage is computed whole by a function schedlang cannot see into, so it runs before
 the kernel that reads it, and only from inputs that exist before the kernel runs: placeholders,
@@ -24,7 +25,7 @@ from ..ir.hybrid.nodes import HybridCall, HybridOp
 from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..loopir.hybrid import hybrid_params, lower_hybrid
-from ..schedule.schedule import Schedule
+from ..schedule.schedule import Schedule, replay
 from .wall_time import median_seconds
 
 Step = ExternOp | HybridCall
@@ -50,8 +51,9 @@ def _inputs(step: Step) -> tuple[Tensor, ...]:
 
 
 class ExternProgram:
-    """Called like a kernel (`args` in order, sizes by name): the extern calls, then
-    `kernel` over `kernel_ops` (None when nothing is computed)."""
+    """Called like a kernel (`args` in order, sizes by name): `first` (a kernel and the ops
+    of its arguments, for the computed stages the calls read; None when they read none),
+    the calls, then `kernel` over `kernel_ops` (None when nothing else is computed)."""
 
     def __init__(
         self,
@@ -59,11 +61,13 @@ class ExternProgram:
         externs: Sequence[ExternOp],
         kernel: object | None,
         kernel_ops: Sequence[Operation],
+        first: tuple[object, Sequence[Operation]] | None = None,
     ) -> None:
         self.arg_ops = tuple(arg_ops)
         self.externs = tuple(externs)
         self.kernel = kernel
         self.kernel_ops = tuple(kernel_ops)
+        self.first = first
         self.target = "cpu"
         self.hybrid_kernels = {
             step: _hybrid_kernel(step) for step in externs if isinstance(step, HybridCall)
@@ -75,11 +79,19 @@ class ExternProgram:
         given = {op: _as_array(op, a) for op, a in zip(self.arg_ops, arrays)}
         known = _bind_sizes(list(self.arg_ops), given, sizes)  # shapes checked here too
         values: dict[Operation, np.ndarray] = dict(given)
-        for step in self.externs:
-            for op in _outputs(step):
+
+        def make(ops: Sequence[Operation]) -> None:
+            for op in ops:
                 if op not in values:
                     shape = tuple(_size_value(n, known) for n in op.shape)
                     values[op] = np.empty(shape, dt.to_numpy(op.dtype))
+
+        if self.first is not None:
+            kernel, ops = self.first
+            make(ops)
+            kernel(*(values[op] for op in ops), **sizes)
+        for step in self.externs:
+            make(_outputs(step))
             if isinstance(step, HybridCall):
                 self.hybrid_kernels[step](*(values[op] for op in hybrid_params(step)))
             else:
@@ -121,9 +133,11 @@ class ExternLowered:
     def __init__(self, externs: Sequence[ExternOp], kernel: object | None) -> None:
         self.externs = tuple(externs)
         self.kernel = kernel
+        self.first: object | None = None  # the kernel of the computed stages the calls read
 
     def __str__(self) -> str:
-        lines = [
+        lines = [] if self.first is None else [str(self.first)]
+        lines += [
             str(lower_hybrid(op)) if isinstance(op, HybridCall) else f"{_call_str(op)}  # extern"
             for op in self.externs
         ]
@@ -134,6 +148,11 @@ class ExternLowered:
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
 
+    def functions(self) -> list:
+        """The loop-nest functions, in the order they run (extern calls have none)."""
+        hybrids = [lower_hybrid(op) for op in self.externs if isinstance(op, HybridCall)]
+        return [f for f in (self.first, *hybrids, self.kernel) if f is not None]
+
 
 def _call_str(op: ExternOp) -> str:
     from ..ir.printer import expr_str
@@ -143,10 +162,16 @@ def _call_str(op: ExternOp) -> str:
 
 
 def lower_with_externs(s: Schedule, args: list[Tensor], make_kernel) -> ExternLowered:
-    """The calls and the kernel's loop nest (`make_kernel(args)`) of `s` over `args`."""
+    """The calls and the kernels' loop nests (`make_kernel(schedule, args)`) of `s` over
+    `args`."""
     externs = _checked(s)
-    kernel_args = _kernel_args(s, args, externs)
-    return ExternLowered(externs, None if kernel_args is None else make_kernel(kernel_args))
+    first = _first_part(s, args, externs)
+    kernel_args = _kernel_args(s, args, externs, () if first is None else first[2])
+    kernel = None if kernel_args is None else make_kernel(s, kernel_args)
+    lowered = ExternLowered(externs, kernel)
+    if first is not None:
+        lowered.first = make_kernel(first[0], first[1])
+    return lowered
 
 
 def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, make_kernel):
@@ -167,25 +192,59 @@ def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, 
     for op in externs:
         if isinstance(op, ExternOp):
             get_global_func(op.call.func)  # a missing function is an error now, not at the call
-    kernel_args = _kernel_args(s, args, externs)
+    first = _first_part(s, args, externs)
+    done = () if first is None else first[2]
+    first_kernel = None if first is None else (make_kernel(*first[:2]), first[2])
+    kernel_args = _kernel_args(s, args, externs, done)
     arg_ops = [_op_of(a) for a in args]
-    if kernel_args is None:
-        return ExternProgram(arg_ops, externs, None, ())
-    return ExternProgram(arg_ops, externs, make_kernel(kernel_args), map(_op_of, kernel_args))
+    kernel = None if kernel_args is None else make_kernel(s, kernel_args)
+    kernel_ops = () if kernel_args is None else map(_op_of, kernel_args)
+    return ExternProgram(arg_ops, externs, kernel, kernel_ops, first_kernel)
 
 
 def _checked(s: Schedule) -> list[Step]:
-    externs = extern_ops(s)
-    for op in externs:
-        what = "hybrid script" if isinstance(op, HybridCall) else "extern stage"
-        for t in _inputs(op):
-            if not isinstance(t.op, PlaceholderOp):
-                raise LoweringError(
-                    f"{what} '{op.name}' reads '{t.name}', which the kernel computes after "
-                    f"the {what} calls; build the stages before it separately and pass its "
-                    "result as an input"
-                )
-    return externs
+    return extern_ops(s)
+
+
+def _first_part(s: Schedule, args: list, externs: list[Step]):
+    """For calls that read computed stages: a schedule of those stages alone (the records
+    of `s` on them replayed), its kernel's arguments (the placeholders they read, then the
+    tensors it computes: those the calls read and those of `args`), and the ops of the
+    latter; None when the calls read placeholders only."""
+    roots = [t.op for step in externs for t in _inputs(step) if not isinstance(t.op, PlaceholderOp)]
+    if not roots:
+        return None
+    roots = list(dict.fromkeys(roots))
+    needed: dict[Operation, None] = {}
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if op in needed:
+            continue
+        needed[op] = None
+        if isinstance(op, (ExternOp, HybridOp)):
+            raise LoweringError(
+                f"'{roots[0].name}' is computed from '{op.name}' and read by the call of "
+                f"'{_reader(externs, roots[0]).name}': a computed stage between two calls; "
+                "build the stages before the second call separately and pass their result"
+            )
+        if not isinstance(op, PlaceholderOp):
+            stack.extend(t.op for t in op.input_tensors)
+    names = {s[op].name for op in needed if not isinstance(op, PlaceholderOp)}
+    first = replay(roots, [r for r in s.records if r.stage in names])
+    computed = roots + [
+        op
+        for op in map(_op_of, args)
+        if op in needed and op not in roots
+        if not isinstance(op, PlaceholderOp)
+    ]
+    inputs = [op for op in needed if isinstance(op, PlaceholderOp)]
+    kernel_args = [Tensor(op) for op in inputs] + [Tensor(op) for op in computed]
+    return first, kernel_args, tuple(inputs + computed)
+
+
+def _reader(externs: list[Step], op: Operation) -> Step:
+    return next(step for step in externs if any(t.op is op for t in _inputs(step)))
 
 
 def _hybrid_kernel(call: HybridCall):
@@ -194,11 +253,13 @@ def _hybrid_kernel(call: HybridCall):
     return Kernel.for_cpu(lower_hybrid(call))
 
 
-def _kernel_args(s: Schedule, args: list, externs: list[ExternOp]) -> list | None:
+def _kernel_args(s: Schedule, args: list, externs: list[Step], done=()) -> list | None:
     """The arguments of the kernel of the computed stages: those of `args` it reads or
     writes, then the extern results it reads that `args` leaves out; None when nothing is
-    computed."""
+    computed but the stages `done` before the calls."""
     computed = [stage.op for stage in s.stages if isinstance(stage.op, ComputeOp)]
+    if all(op in done for op in computed):
+        return None
     if not computed:
         return None
     read = {t.op for op in computed for t in op.input_tensors} | set(computed)
