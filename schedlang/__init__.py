@@ -19,6 +19,7 @@ from .errors import (
     ScheduleError,
 )
 from .errors import entry_point as _entry_point
+from .ir import hybrid as hybrid
 from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else

@@ -4,10 +4,11 @@ stages, which reads the calls' results as inputs. A hybrid script's call is a co
 function of its own (`loopir.hybrid`).
 
 An extern stage is computed whole by a function schedlang cannot see into, so it runs before
-the kernel that reads it, and only from inputs that exist before the kernel runs: placeholders,
-scalar parameters, and other extern stages (a computed input would need a kernel before the
-call; build that part separately and pass its result). Results the caller does not list in
-`args` are held in arrays of this object's own, made at each call.
+the kernel that reads it, from placeholders, scalar parameters, other calls' results, and
+computed stages, which the first kernel computes (a computed stage that reads a call's result
+and is read by another call would need a kernel between the calls; build that part separately
+and pass its result). Results the caller does not list in `args` are held in arrays of this
+object's own, made at each call.
 """
 
 from __future__ import annotations
@@ -138,7 +139,9 @@ class ExternLowered:
     def __str__(self) -> str:
         lines = [] if self.first is None else [str(self.first)]
         lines += [
-            str(lower_hybrid(op)) if isinstance(op, HybridCall) else f"{_call_str(op)}  # extern"
+            str(lower_hybrid(op))
+            if isinstance(op, HybridCall)
+            else f"{_call_str(op)}  # extern, on the host"
             for op in self.externs
         ]
         if self.kernel is not None:
@@ -216,20 +219,20 @@ def _first_part(s: Schedule, args: list, externs: list[Step]):
         return None
     roots = list(dict.fromkeys(roots))
     needed: dict[Operation, None] = {}
-    stack = list(roots)
+    stack = [(op, op) for op in roots]  # (an op, the root that needs it)
     while stack:
-        op = stack.pop()
+        op, root = stack.pop()
         if op in needed:
             continue
         needed[op] = None
         if isinstance(op, (ExternOp, HybridOp)):
             raise LoweringError(
-                f"'{roots[0].name}' is computed from '{op.name}' and read by the call of "
-                f"'{_reader(externs, roots[0]).name}': a computed stage between two calls; "
+                f"'{root.name}' is computed from '{op.name}' and read by the call of "
+                f"'{_reader(externs, root).name}': a computed stage between two calls; "
                 "build the stages before the second call separately and pass their result"
             )
         if not isinstance(op, PlaceholderOp):
-            stack.extend(t.op for t in op.input_tensors)
+            stack.extend((t.op, root) for t in op.input_tensors)
     names = {s[op].name for op in needed if not isinstance(op, PlaceholderOp)}
     first = replay(roots, [r for r in s.records if r.stage in names])
     computed = roots + [

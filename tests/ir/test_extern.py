@@ -107,6 +107,27 @@ def test_lower_shows_the_call_before_the_loop_nest():
     assert "D[i, j] = C[i, j] + bias[]" in nest
 
 
+def test_a_call_reads_stages_a_kernel_computes_before_it():
+    a = sl.placeholder((7, 7), name="A")
+    twice = sl.compute(a.shape, lambda i, j: a[i, j] * 2, name="Twice")
+    square = sl.extern(
+        a.shape, [twice], lambda ins, outs: sl.call_packed("blas.matmul", ins[0], ins[0], outs[0])
+    )
+    shifted = sl.compute(a.shape, lambda i, j: square[i, j] - 1, name="Shifted")
+    s = sl.create_schedule(shifted.op)
+    s[twice].split(twice.op.axis[1], factor=3)
+    x = _random(7, 7)
+    expected = (2 * x) @ (2 * x) - 1
+    np.testing.assert_allclose(sl.reference(shifted, {a: x}), expected, rtol=1e-5, atol=1e-5)
+    out, kept = np.full((7, 7), np.nan, "float32"), np.full((7, 7), np.nan, "float32")
+    sl.build(s, [a, shifted, twice])(x, out, kept)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(kept, 2 * x)
+    text = str(sl.lower(s, [a, shifted]))
+    assert text.index("Twice[") < text.index("blas.matmul") < text.index("Shifted[")
+    assert "range(0, 3)" in text.split("blas.matmul")[0]  # the split replayed
+
+
 def test_an_extern_stage_has_no_loops_to_schedule():
     _, _, c, _, d = _matmul_then_bias(8, 4, 8)
     s = sl.create_schedule(d.op)
@@ -122,8 +143,12 @@ def test_what_cannot_run_is_refused_at_build():
     late = sl.extern(
         a.shape, [twice], lambda ins, outs: sl.call_packed("blas.matmul", ins[0], ins[0], outs[0])
     )
-    with pytest.raises(sl.LoweringError, match="reads 'Twice', which the kernel computes after"):
-        sl.build(sl.create_schedule(late.op), [a, late])
+    again = sl.compute(a.shape, lambda i, j: late[i, j] + twice[i, j], name="Again")
+    after = sl.extern(
+        a.shape, [again], lambda ins, outs: sl.call_packed("blas.matmul", ins[0], ins[0], outs[0])
+    )
+    with pytest.raises(sl.LoweringError, match="'Again' is computed from '.*': a computed stage"):
+        sl.build(sl.create_schedule(after.op), [a, after])
     nowhere = sl.extern(a.shape, [a], lambda ins, outs: sl.call_packed("no.such", ins[0], outs[0]))
     with pytest.raises(sl.LoweringError, match="no function is registered as 'no.such'"):
         sl.build(sl.create_schedule(nowhere.op), [a, nowhere])

@@ -419,10 +419,14 @@ class _Parser:
 
     def expr_BoolOp(self, node: ast.BoolOp) -> object:
         values = [self.expr(v) for v in node.values]
-        if not any(isinstance(v, Expr) for v in values):
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        exprs = [as_expr(v) for v in values]
-        if isinstance(node.op, ast.And):
+        conjunction = isinstance(node.op, ast.And)
+        known = [bool(v) for v in values if not isinstance(v, Expr)]
+        if conjunction in [not k for k in known]:  # a false operand of and, a true one of or
+            return not conjunction
+        exprs = [v for v in values if isinstance(v, Expr)]
+        if not exprs:
+            return conjunction
+        if conjunction:
             return functools.reduce(lambda a, b: a & b, exprs)
         return functools.reduce(lambda a, b: a | b, exprs)
 

@@ -1,0 +1,220 @@
+"""Hybrid scripts (`sl.hybrid.script`): Python loops over tensors, compiled as a function of
+their own and run as Python for the reference; checked against numpy written out here, on
+random data with symbolic and odd sizes and outputs poisoned with NaN."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from schedlang.ir.hybrid import HYBRID_GLOBALS
+from schedlang.schedule.errors import PlacementError
+
+RNG = np.random.default_rng(11)
+script = sl.hybrid.script
+
+
+def _random(*shape, dtype="float32"):
+    if dtype.startswith("int"):
+        return RNG.integers(-50, 50, shape).astype(dtype)
+    return RNG.uniform(-1, 1, shape).astype(dtype)
+
+
+@script
+def window_mean(a, width):
+    out = output_tensor((a.shape[0] - width + 1,), a.dtype)  # noqa: F821
+    for i in range(a.shape[0] - width + 1):
+        total = 0.0
+        for k in range(width):
+            total += a[i + k]
+        total = total / width
+        out[i] = total
+    return out
+
+
+def _window_mean(x, width):
+    return np.array([x[i : i + width].sum() / width for i in range(len(x) - width + 1)])
+
+
+def test_a_script_with_a_running_total_at_symbolic_sizes():
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    out = window_mean(a, 3)
+    kernel = sl.build(sl.create_schedule(out.op), [a, out])
+    for size in (3, 4, 17):
+        x = _random(size)
+        expected = _window_mean(x, 3)
+        np.testing.assert_allclose(sl.reference(out, {a: x}), expected, rtol=1e-5, atol=1e-6)
+        got = np.full(size - 2, np.nan, "float32")
+        kernel(x, got)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_called_on_arrays_a_script_runs_as_python_and_leaves_its_module_alone():
+    x = _random(9)
+    np.testing.assert_allclose(window_mean(x, 4), _window_mean(x, 4), rtol=1e-5)
+    assert not set(HYBRID_GLOBALS) & set(globals())
+
+
+@script
+def split_signs(a, offsets):
+    pos = output_tensor(a.shape, "int32")  # noqa: F821
+    neg = output_tensor((a.shape[0],), a.dtype)  # noqa: F821
+    for i in parallel(a.shape[0]):  # noqa: F821
+        for j in const_range(len(offsets)):  # noqa: F821
+            if a[i, j] > 0 and not j == 1:
+                pos[i, j] = int32(a[i, j] * 10.0) + offsets[j]  # noqa: F821
+            else:
+                pos[i, j] = -1 if a[i, j] < -0.5 else 0
+    for i in unroll(a.shape[0]):  # noqa: F821
+        neg[i] = min(a[i, 0], a[i, 2]) + sqrt(abs(a[i, 1]))  # noqa: F821
+    return pos, neg
+
+
+def _split_signs(x, offsets):
+    pos = np.where(x < -0.5, -1, 0).astype("int32")
+    for j, off in enumerate(offsets):
+        keep = (x[:, j] > 0) & (j != 1)
+        pos[keep, j] = (x[keep, j] * np.float32(10)).astype("int32") + off
+    neg = np.minimum(x[:, 0], x[:, 2]) + np.sqrt(np.abs(x[:, 1]))
+    return pos, neg
+
+
+def test_two_outputs_conditions_and_an_unrolled_python_list():
+    a = sl.placeholder((5, 3), name="A")
+    pos, neg = split_signs(a, [7, -2, 4])
+    assert (pos.op.num_outputs, neg.op.value_index) == (2, 1)
+    assert pos.op.output(1) == neg
+    s = sl.create_schedule([pos.op, neg.op])
+    text = str(sl.lower(s, [a, pos, neg]))
+    assert "# parallel" in text and "# unrolled" in text
+    assert "and False" not in text and "A[i, 1] > 0.0" not in text  # `not j == 1` is known
+    x = _random(5, 3)
+    got_pos, got_neg = np.full((5, 3), -9, "int32"), np.full(5, np.nan, "float32")
+    sl.build(s, [a, pos, neg])(x, got_pos, got_neg)
+    want_pos, want_neg = _split_signs(x, [7, -2, 4])
+    np.testing.assert_array_equal(got_pos, want_pos)
+    np.testing.assert_allclose(got_neg, want_neg, rtol=1e-6)
+    ref_pos, ref_neg = sl.reference([pos, neg], {a: x})
+    np.testing.assert_array_equal(ref_pos, want_pos)
+    np.testing.assert_allclose(ref_neg, want_neg, rtol=1e-6)
+
+
+@script
+def scaled_rows(a):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    for i in range(1, a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j] * i
+    return out
+
+
+def test_a_script_between_computed_stages_with_their_schedules():
+    n, m = sl.var("n"), sl.var("m")
+    a = sl.placeholder((n, m), name="A")
+    b = sl.compute((n, m), lambda i, j: a[i, j] + 1.0, name="B")
+    c = scaled_rows(b)
+    d = sl.compute((n, m), lambda i, j: c[i, j] - b[i, j], name="D")
+    s = sl.create_schedule(d.op)
+    s[b].split(b.op.axis[1], factor=4)
+    outer, inner = s[d].split(d.op.axis[1], factor=3)
+    s[d].vectorize(inner)
+    kernel = sl.build(s, [a, d])
+    for rows, cols in ((5, 7), (2, 13)):
+        x = _random(rows, cols)
+        rows_scale = np.arange(rows, dtype="float32")[:, None]
+        expected = (x + 1) * rows_scale - (x + 1)
+        expected[0] = -(x[0] + 1)  # row 0 is never written: it stays 0
+        got = np.full((rows, cols), np.nan, "float32")
+        kernel(x, got)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sl.reference(d, {a: x}), expected, rtol=1e-5, atol=1e-6)
+
+
+@script
+def outer(a, b):
+    c = output_tensor((a.shape[0], b.shape[0]), a.dtype)  # noqa: F821
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            c[i, j] = a[i] * b[j]
+    return c
+
+
+@script
+def outer_plus_diagonal(a, b):
+    c = outer(a, b)
+    d = output_tensor(c.shape, c.dtype)  # noqa: F821
+    scratch = allocate((1,), "float32", "local")  # noqa: F821
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            scratch[0] = c[i, j]
+            d[i, j] = scratch[0] + (1.0 if i == j else 0.0)
+    return d
+
+
+def test_a_script_calling_a_script_allocates_what_the_callee_returns():
+    a, b = sl.placeholder((6,), name="A"), sl.placeholder((4,), name="B")
+    d = outer_plus_diagonal(a, b)
+    assert d.op.input_tensors == (a, b)
+    x, y = _random(6), _random(4)
+    got = np.full((6, 4), np.nan, "float32")
+    sl.build(sl.create_schedule(d.op), [a, b, d])(x, y, got)
+    expected = np.outer(x, y) + np.eye(6, 4, dtype="float32")
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    np.testing.assert_allclose(sl.reference(d, {a: x, b: y}), expected, rtol=1e-6)
+
+
+@script
+def needs_a_loop(a):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    while a[0] > 0:
+        out[0] = 1.0
+    return out
+
+
+@script
+def forgets_an_output(a):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    extra = output_tensor(a.shape, a.dtype)  # noqa: F821
+    out[0] = a[0]
+    extra[0] = a[0]
+    return out
+
+
+@script
+def symbolic_const_range(a):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    for i in const_range(a.shape[0]):  # noqa: F821
+        out[i] = a[i]
+    return out
+
+
+@script
+def calls_numpy(a):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    out[0] = np.sum(a[0])
+    return out
+
+
+def test_what_a_script_cannot_say_is_refused_when_it_is_called():
+    n = sl.var("n")
+    a = sl.placeholder((n,), name="A")
+    with pytest.raises(sl.AlgorithmError, match=r"'needs_a_loop', line \d+: the statement While"):
+        needs_a_loop(a)
+    with pytest.raises(sl.AlgorithmError, match="output_tensor 'extra' is not returned"):
+        forgets_an_output(a)
+    with pytest.raises(sl.AlgorithmError, match="const_range takes Python integers"):
+        symbolic_const_range(a)
+    with pytest.raises(sl.AlgorithmError, match="call functions by name"):
+        calls_numpy(a)
+
+
+def test_a_script_stage_has_no_loops_to_schedule_and_builds_for_the_cpu():
+    a = sl.placeholder((8,), name="A")
+    out = window_mean(a, 2)
+    s = sl.create_schedule(out.op)
+    with pytest.raises(PlacementError, match="computed by the hybrid script 'window_mean'"):
+        s[out].compute_root()
+    with pytest.raises(sl.LoweringError, match="'window_mean' is built for the CPU only"):
+        sl.build(s, [a, out], target="cuda")
