@@ -104,7 +104,14 @@ _MATH = {
     "floor": np.floor,
     "ceil": np.ceil,
     "round": np.rint,
+    "popcount": lambda x: _popcount(np.asarray(x)),
 }
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Bits set in two's complement (numpy counts a negative's absolute value)."""
+    unsigned = x.astype(f"uint{x.dtype.itemsize * 8}")
+    return np.bitwise_count(unsigned).astype(x.dtype)
 
 
 @dataclass

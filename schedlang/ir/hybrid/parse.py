@@ -43,6 +43,7 @@ _MATH: dict[str, Callable] = {
     "floor": slmath.floor,
     "ceil": slmath.ceil,
     "abs": slmath.abs,
+    "popcount": slmath.popcount,
     "likely": lambda cond: cond,
     "ceil_div": lambda a, b: (a + b - 1) // b,
 }
@@ -496,7 +497,7 @@ class _Parser:
 
 _BUILTIN = object()
 _HYBRID_NAMES = frozenset(
-    {"output_tensor", "allocate", "const_range", "bind", "popcount", *_LOOPS, *_MATH, *_CASTS}
+    {"output_tensor", "allocate", "const_range", "bind", *_LOOPS, *_MATH, *_CASTS}
 )
 
 
