@@ -13,7 +13,7 @@ object's own, made at each call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..loopir.hybrid import hybrid_params, lower_hybrid
 from ..schedule.schedule import Schedule, replay
+from .kernel import Kernel
 from .wall_time import median_seconds
 
 Step = ExternOp | HybridCall
@@ -63,6 +64,7 @@ class ExternProgram:
         kernel: object | None,
         kernel_ops: Sequence[Operation],
         first: tuple[object, Sequence[Operation]] | None = None,
+        hybrid_kernels: Mapping[HybridCall, object] | None = None,
     ) -> None:
         self.arg_ops = tuple(arg_ops)
         self.externs = tuple(externs)
@@ -70,9 +72,7 @@ class ExternProgram:
         self.kernel_ops = tuple(kernel_ops)
         self.first = first
         self.target = "cpu"
-        self.hybrid_kernels = {
-            step: _hybrid_kernel(step) for step in externs if isinstance(step, HybridCall)
-        }
+        self.hybrid_kernels = dict(hybrid_kernels or {})  # each script's compiled function
 
     def __call__(self, *arrays: object, **sizes: int) -> None:
         if len(arrays) != len(self.arg_ops):
@@ -131,15 +131,18 @@ class ExternLowered:
     """What `sl.lower` shows of a schedule with extern stages: the calls, in order, then the
     kernel's loop nest (None when nothing is computed)."""
 
-    def __init__(self, externs: Sequence[ExternOp], kernel: object | None) -> None:
+    def __init__(
+        self, externs: Sequence[ExternOp], kernel: object | None, hybrids: Mapping
+    ) -> None:
         self.externs = tuple(externs)
         self.kernel = kernel
+        self.hybrids = dict(hybrids)  # each script call's function
         self.first: object | None = None  # the kernel of the computed stages the calls read
 
     def __str__(self) -> str:
         lines = [] if self.first is None else [str(self.first)]
         lines += [
-            str(lower_hybrid(op))
+            str(self.hybrids[op])
             if isinstance(op, HybridCall)
             else f"{_call_str(op)}  # extern, on the host"
             for op in self.externs
@@ -153,7 +156,7 @@ class ExternLowered:
 
     def functions(self) -> list:
         """The loop-nest functions, in the order they run (extern calls have none)."""
-        hybrids = [lower_hybrid(op) for op in self.externs if isinstance(op, HybridCall)]
+        hybrids = [self.hybrids[op] for op in self.externs if isinstance(op, HybridCall)]
         return [f for f in (self.first, *hybrids, self.kernel) if f is not None]
 
 
@@ -171,7 +174,7 @@ def lower_with_externs(s: Schedule, args: list[Tensor], make_kernel) -> ExternLo
     first = _first_part(s, args, externs)
     kernel_args = _kernel_args(s, args, externs, () if first is None else first[2])
     kernel = None if kernel_args is None else make_kernel(s, kernel_args)
-    lowered = ExternLowered(externs, kernel)
+    lowered = ExternLowered(externs, kernel, _hybrid_functions(s, externs))
     if first is not None:
         lowered.first = make_kernel(first[0], first[1])
     return lowered
@@ -202,7 +205,8 @@ def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, 
     arg_ops = [_op_of(a) for a in args]
     kernel = None if kernel_args is None else make_kernel(s, kernel_args)
     kernel_ops = () if kernel_args is None else map(_op_of, kernel_args)
-    return ExternProgram(arg_ops, externs, kernel, kernel_ops, first_kernel)
+    hybrid_kernels = {c: Kernel.for_cpu(f) for c, f in _hybrid_functions(s, externs).items()}
+    return ExternProgram(arg_ops, externs, kernel, kernel_ops, first_kernel, hybrid_kernels)
 
 
 def _checked(s: Schedule) -> list[Step]:
@@ -250,10 +254,10 @@ def _reader(externs: list[Step], op: Operation) -> Step:
     return next(step for step in externs if any(t.op is op for t in _inputs(step)))
 
 
-def _hybrid_kernel(call: HybridCall):
-    from .kernel import Kernel
-
-    return Kernel.for_cpu(lower_hybrid(call))
+def _hybrid_functions(s: Schedule, externs: list[Step]) -> dict:
+    """Each script call's loop-IR function, its loops as its stage has them."""
+    calls = [step for step in externs if isinstance(step, HybridCall)]
+    return {call: lower_hybrid(call, s[call.ops[0]]) for call in calls}
 
 
 def _kernel_args(s: Schedule, args: list, externs: list[Step], done=()) -> list | None:

@@ -79,7 +79,7 @@ class Stage(StageViews):
         # compute, which share its axes and loops.
         self.ops: tuple[Operation, ...] = (op,)
         roots: list[tuple[IterVar, Axis]] = []
-        if isinstance(op, ComputeOp):
+        if isinstance(op, (ComputeOp, HybridOp)):
             taken: set[str] = set()
             for iv in op.axis + op.reduce_axis:
                 axis_name = iv.var.name
@@ -168,6 +168,13 @@ class Stage(StageViews):
             self._fail(PlacementError, call, loc, what)
         self._require_placeable(call, loc)
 
+    def _require_loops(self, call: str, loc: str) -> None:
+        """A compute's loops, or a hybrid script's (the loops it is written with)."""
+        if isinstance(self.op, HybridOp):
+            guards.check_live(self, call, loc)
+        else:
+            self._require_compute(call, loc)
+
     def _require_placeable(self, call: str, loc: str) -> None:
         """A compute, or a scan: the placement primitives move a scan with all its stages."""
         guards.check_live(self, call, loc)
@@ -182,8 +189,8 @@ class Stage(StageViews):
         if isinstance(self.op, HybridOp):
             what = (
                 f"'{self.name}' is computed by the hybrid script '{self.op.call.name}', whole, "
-                "as a function of its own: its loops are the script's (write the schedule "
-                "into the script: parallel, vectorize, unroll)"
+                "as a function of its own: its loops are scheduled (split, fuse, reorder, "
+                "parallel, ...) but the stage is not placed, cached or tensorized"
             )
             self._fail(PlacementError, call, loc, what)
         if not isinstance(self.op, ComputeOp):
@@ -219,7 +226,7 @@ class Stage(StageViews):
         loc = user_location()
         shown = f"factor={factor}" if nparts is None else f"nparts={nparts}"
         call = f"split({getattr(parent, 'name', parent)}, {shown})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         axis = self._axis(parent, call, loc)
         if (factor is None) == (nparts is None):
             self._fail(FactorError, call, loc, "give exactly one of factor= and nparts=")
@@ -265,7 +272,7 @@ class Stage(StageViews):
         loc = user_location()
         names = [getattr(a, "name", a) for a in (x_parent, y_parent)]
         call = f"tile({names[0]}, {names[1]}, {x_factor}, {y_factor})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         x_axis = self._axis(x_parent, call, loc)
         y_axis = self._axis(y_parent, call, loc)
         if x_axis == y_axis:
@@ -286,7 +293,7 @@ class Stage(StageViews):
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = tuple(axes[0])
         call = f"fuse({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         if not axes:
             self._fail(AxisError, call, loc, "give at least one axis")
         resolved = [self._axis(a, call, loc) for a in axes]
@@ -327,7 +334,7 @@ class Stage(StageViews):
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = tuple(axes[0])
         call = f"reorder({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         resolved = [self._axis(a, call, loc) for a in axes]
         if len(set(resolved)) != len(resolved):
             self._fail(AxisError, call, loc, "an axis is listed twice")
@@ -356,7 +363,7 @@ class Stage(StageViews):
     def _annotate(self, axis: object, kind: str) -> None:
         loc = user_location()
         call = f"{kind}({getattr(axis, 'name', axis)})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         resolved = self._axis(axis, call, loc)
         word = {"unroll": "unrolled", "vectorize": "vectorized", "parallel": "parallel"}[kind]
         if resolved in self.binds:
@@ -418,7 +425,7 @@ class Stage(StageViews):
         loc = user_location()
         tag = thread_axis.tag if isinstance(thread_axis, ThreadAxis) else thread_axis
         call = f"bind({getattr(axis, 'name', axis)}, {tag})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         resolved = self._axis(axis, call, loc)
         if tag not in HARDWARE_TAGS:
             self._fail(

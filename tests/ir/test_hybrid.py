@@ -210,7 +210,7 @@ def test_what_a_script_cannot_say_is_refused_when_it_is_called():
         calls_numpy(a)
 
 
-def test_a_script_stage_has_no_loops_to_schedule_and_builds_for_the_cpu():
+def test_a_script_stage_is_not_placed_and_builds_for_the_cpu():
     a = sl.placeholder((8,), name="A")
     out = window_mean(a, 2)
     s = sl.create_schedule(out.op)
@@ -218,3 +218,76 @@ def test_a_script_stage_has_no_loops_to_schedule_and_builds_for_the_cpu():
         s[out].compute_root()
     with pytest.raises(sl.LoweringError, match="'window_mean' is built for the CPU only"):
         sl.build(s, [a, out], target="cuda")
+    s[out].bind(out.op.axis[0], sl.thread_axis("threadIdx.x"))
+    with pytest.raises(sl.LoweringError, match="loop 'i' is bound to threadIdx.x, which needs"):
+        sl.build(s, [a, out])
+
+
+@script
+def triangle(a, b):
+    c = output_tensor((a.shape[0], b.shape[0]), a.dtype)  # noqa: F821
+    for i in range(2, a.shape[0]):
+        for j in range(i - 2, b.shape[0]):
+            c[i, j] = a[i] * b[j] + 1.0
+    return c
+
+
+def _triangle(x, y):
+    c = np.zeros((len(x), len(y)), "float32")
+    for i in range(2, len(x)):
+        c[i, i - 2 :] = x[i] * y[i - 2 :] + 1
+    return c
+
+
+def test_a_scripts_loops_are_split_fused_reordered_and_annotated():
+    n = sl.var("n")
+    a, b = sl.placeholder((n,), name="A"), sl.placeholder((11,), name="B")
+    c = outer(a, b)
+    s = sl.create_schedule(c.op)
+    i, j = c.op.axis
+    io, ii = s[c].split(i, factor=4)
+    jo, ji = s[c].split(j, nparts=3)
+    s[c].reorder(io, jo, ii, ji)
+    s[c].parallel(io)
+    s[c].vectorize(ji)
+    text = str(sl.lower(s, [a, b, c]))
+    assert "for i.outer in range(0, (n + 3) // 4):  # parallel" in text
+    assert "# vectorized" in text and "< n" in text  # the split of i by 4 is guarded
+    kernel = sl.build(s, [a, b, c])
+    fused = sl.create_schedule(c.op)
+    fused[c].unroll(fused[c].fuse(*c.op.axis))
+    kernel_fused = sl.build(fused, [a, b, c])
+    for size in (1, 9):
+        x, y = _random(size), _random(11)
+        for k in (kernel, kernel_fused):
+            got = np.full((size, 11), np.nan, "float32")
+            k(x, y, got)
+            np.testing.assert_allclose(got, np.outer(x, y), rtol=1e-6)
+
+
+def test_a_triangular_nest_is_split_but_not_turned_inside_out():
+    a, b = sl.placeholder((9,), name="A"), sl.placeholder((8,), name="B")
+    c = triangle(a, b)
+    s = sl.create_schedule(c.op)
+    i, j = c.op.axis
+    s[c].split(j, factor=3)
+    x, y = _random(9), _random(8)
+    got = np.full((9, 8), np.nan, "float32")
+    sl.build(s, [a, b, c])(x, y, got)
+    np.testing.assert_allclose(got, _triangle(x, y), rtol=1e-6)
+    np.testing.assert_allclose(sl.reference(c, {a: x, b: y}), _triangle(x, y), rtol=1e-6)
+    inside_out = sl.create_schedule(c.op)
+    inside_out[c].reorder(j, i)
+    with pytest.raises(sl.LoweringError, match="extent of loop 'j' depends on 'i'"):
+        sl.build(inside_out, [a, b, c])
+
+
+def test_loops_of_two_nests_are_not_fused():
+    a = sl.placeholder((6, 3), name="A")
+    pos, neg = split_signs(a, [1, 2, 3])
+    s = sl.create_schedule(pos.op)
+    assert s[neg] is s[pos]  # one stage for the script's outputs
+    first, second = pos.op.axis  # the parallel loop, then the unrolled one after it
+    s[pos].fuse(first, second)
+    with pytest.raises(sl.LoweringError, match=r"fuse\(i, i.1\) relates loops .* not perfectly"):
+        sl.lower(s, [a, pos, neg])

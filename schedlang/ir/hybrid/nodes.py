@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..expr import Expr, Var
-from ..tensor import AlgorithmError, PlaceholderOp, Tensor
+from ..tensor import AlgorithmError, IterVar, PlaceholderOp, Range, Tensor
 
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled", "bound")
 
@@ -75,7 +75,7 @@ class HybridCall:
     the script returns them). The parser fills it in; the ops exist from ``output_tensor``
     on, which is why the call is not frozen."""
 
-    __slots__ = ("name", "func", "args", "inputs", "body", "ops")
+    __slots__ = ("name", "func", "args", "inputs", "body", "ops", "axis")
 
     def __init__(self, name: str, func: Callable, args: tuple) -> None:
         self.name = name
@@ -84,6 +84,7 @@ class HybridCall:
         self.inputs: tuple[Tensor, ...] = ()
         self.body: tuple[HStmt, ...] = ()
         self.ops: tuple[HybridOp, ...] = ()
+        self.axis: tuple[IterVar, ...] = ()  # the loops of `body`, outer first
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -107,6 +108,21 @@ class HybridOp(PlaceholderOp):
         return len(self.call.ops)
 
     @property
+    def outputs(self) -> HybridCall:
+        """The outputs computed together with this one (a schedule gives them one stage)."""
+        return self.call
+
+    @property
+    def axis(self) -> tuple[IterVar, ...]:
+        """Every loop of the script, outer first (TE's HybridOp axes): split, fuse, reorder
+        and annotate them as a compute's."""
+        return self.call.axis
+
+    @property
+    def reduce_axis(self) -> tuple[IterVar, ...]:
+        return ()
+
+    @property
     def input_tensors(self) -> tuple[Tensor, ...]:
         return self.call.inputs
 
@@ -115,3 +131,22 @@ class HybridOp(PlaceholderOp):
     @property
     def body(self) -> tuple[HStmt, ...]:
         return self.call.body
+
+
+def loop_itervars(body: tuple[HStmt, ...]) -> tuple[IterVar, ...]:
+    """The loops of `body` as IterVars, each before the loops inside it."""
+    found: list[IterVar] = []
+
+    def visit(stmts: tuple[HStmt, ...]) -> None:
+        for s in stmts:
+            if isinstance(s, Loop):
+                found.append(IterVar(s.var, Range(s.min, s.extent), "data"))
+                visit(s.body)
+            elif isinstance(s, Cond):
+                visit(s.then)
+                visit(s.otherwise)
+            elif isinstance(s, Local):
+                visit(s.body)
+
+    visit(body)
+    return tuple(found)

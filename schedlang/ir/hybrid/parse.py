@@ -25,7 +25,7 @@ from ..expr import Const, Expr, Read, Var, as_expr, const, select
 from ..tensor import PlaceholderOp, Tensor
 from ..tensor_slice import TensorSlice
 from ..visit import walk
-from .nodes import Check, Cond, HStmt, HybridCall, HybridOp, Local, Loop, Store
+from .nodes import Check, Cond, HStmt, HybridCall, HybridOp, Local, Loop, Store, loop_itervars
 
 _LOOPS = {
     "range": "serial",
@@ -94,6 +94,7 @@ def parse_call(func: Callable, args: tuple) -> tuple[Tensor, ...]:
             "return every output tensor (or allocate it instead)"
         )
     call.ops = tuple(t.op for t in outputs)
+    call.axis = loop_itervars(call.body)
     return tuple(Tensor(op, k) for k, op in enumerate(call.ops))
 
 

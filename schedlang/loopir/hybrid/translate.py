@@ -11,18 +11,21 @@ script runs as Python.
 
 from __future__ import annotations
 
-from ..errors import LoweringError
-from ..ir.expr import Expr, Read, Var, const
-from ..ir.hybrid.nodes import Check, Cond, HStmt, HybridCall, Local, Loop, Store
-from ..ir.tensor import Operation
-from ..ir.visit import transform, walk
-from .core.nodes import Allocate, Buffer, For, If, Load, LoweredFunc, Stmt, seq
-from .core.nodes import Store as BufferStore
+from ...errors import LoweringError
+from ...ir.expr import Expr, Read, Var, const
+from ...ir.hybrid.nodes import Check, Cond, HStmt, HybridCall, Local, Loop, Store
+from ...ir.tensor import Operation
+from ...ir.visit import transform, walk
+from ...schedule.stage import Stage
+from ..core.nodes import Allocate, Buffer, For, If, Load, LoweredFunc, Stmt, seq
+from ..core.nodes import Store as BufferStore
+from .loops import perfect_chain, scheduled_nest
 
 
-def lower_hybrid(call: HybridCall) -> LoweredFunc:
-    """The function computing `call`'s outputs, over its inputs then its outputs."""
-    return _Translator(call).func()
+def lower_hybrid(call: HybridCall, stage: Stage) -> LoweredFunc:
+    """The function computing `call`'s outputs, over its inputs then its outputs, with the
+    loops as `stage` (the call's stage in a schedule) has them."""
+    return _Translator(call, stage).func()
 
 
 def hybrid_params(call: HybridCall) -> tuple[Operation, ...]:
@@ -31,8 +34,10 @@ def hybrid_params(call: HybridCall) -> tuple[Operation, ...]:
 
 
 class _Translator:
-    def __init__(self, call: HybridCall) -> None:
+    def __init__(self, call: HybridCall, stage: Stage) -> None:
         self.call = call
+        self.stage = stage
+        self.values: dict[Var, Expr] = {}  # script loop variables -> their scheduled values
         self.buffers: dict[Operation, Buffer] = {}
         names: set[str] = set()
         for op in hybrid_params(call):
@@ -70,13 +75,7 @@ class _Translator:
         if isinstance(s, Store):
             return BufferStore(self.buffer(s.tensor.op), self.exprs(s.indices), self.expr(s.value))
         if isinstance(s, Loop):
-            if s.kind == "bound":
-                raise LoweringError(
-                    f"hybrid script '{self.call.name}': bind({s.thread!r}, ...) needs a GPU "
-                    "build, which hybrid scripts do not have yet; use range"
-                )
-            body = seq(*self.block(s.body))
-            return For(s.var, self.expr(s.min), self.expr(s.extent), s.kind, body)
+            return self.nest(s)
         if isinstance(s, Cond):
             otherwise = seq(*self.block(s.otherwise)) if s.otherwise else None
             return If(self.expr(s.cond), seq(*self.block(s.then)), otherwise)
@@ -88,6 +87,42 @@ class _Translator:
         if isinstance(s, Check):
             return None
         raise TypeError(f"not a hybrid statement: {s!r}")
+
+    def nest(self, loop: Loop) -> Stmt:
+        chain = perfect_chain(loop)
+        nest = scheduled_nest(self.stage, chain)
+        for loop in chain:  # outer first: an inner loop's bounds may use an outer variable
+            self.values[loop.var] = self.expr(nest.values[loop.var])
+        body = seq(*self.block(chain[-1].body))
+        if nest.guards:
+            cond = nest.guards[0]
+            for guard in nest.guards[1:]:
+                cond = cond & guard
+            body = If(self.expr(cond), body)
+        self.check_bounds(nest)
+        for leaf in reversed(nest.loops):
+            if leaf.kind == "bound":
+                raise LoweringError(
+                    f"hybrid script '{self.call.name}': loop '{leaf.var.name}' is bound to "
+                    f"{leaf.thread}, which needs a GPU build; hybrid scripts build for the CPU"
+                )
+            body = For(leaf.var, const(0), self.expr(leaf.extent), leaf.kind, body)
+        return body
+
+    def check_bounds(self, nest) -> None:
+        """Each loop's extent may use only the loops around it (a script's triangular loop
+        cannot be reordered outside the loop its bound depends on)."""
+        leaves = {leaf.var for leaf in nest.loops}
+        outside: set[Var] = set()
+        for leaf in nest.loops:
+            inner = [v for v in walk(self.expr(leaf.extent)) if v in leaves - outside]
+            if inner:
+                raise LoweringError(
+                    f"In schedule for '{self.stage.name}': the extent of loop '{leaf.var.name}' "
+                    f"depends on '{inner[0].name}', which the schedule puts inside it; keep "
+                    "the loop a bound depends on outside"
+                )
+            outside.add(leaf.var)
 
     def buffer(self, op: Operation) -> Buffer:
         buffer = self.buffers.get(op)
@@ -106,6 +141,8 @@ class _Translator:
             if isinstance(node, Read):
                 buffer = self.buffer(node.tensor.op)
                 return Load(buffer, self.exprs(node.indices), node.dtype)
+            if isinstance(node, Var) and node in self.values:
+                return self.values[node]
             return None
 
         return transform(e, load)
