@@ -41,6 +41,17 @@ class CallEffectKind(enum.IntEnum):
     Opaque = 4
 
 
+class ForKind:
+    """TE's loop kinds, as schedlang's loops (a loop-IR ``For`` or a hybrid script's loop)
+    name them in their `kind`."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+    THREAD_BINDING = "bound"
+
+
 class Op:
     """The op a call calls, by TE's name (``tir.exp``)."""
 
