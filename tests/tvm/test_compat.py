@@ -99,6 +99,12 @@ def test_targets_devices_and_arrays_spelled_as_in_te():
         tvm.target.Target("opencl")
     assert tvm.device("cuda", 0) == tvm.cuda(0) == tvm.gpu(0)
     assert not tvm.cl(0).exist and not tvm.device("rocm").exist
+    for name in ("metal", "vulkan"):
+        assert not tvm.device(name, 0).exist and not tvm.testing.device_enabled(name)
+    with pytest.raises(tvm.TVMError, match="unknown device 'webgpu'"):
+        tvm.device("webgpu")
+    scalar = tvm.nd.array(np.random.default_rng(1).uniform(size=()).astype("float32"))
+    assert scalar.shape == () and scalar.numpy().shape == ()
     with pytest.raises(tvm.TVMError, match="not available here"):
         tvm.nd.array(np.ones(3), tvm.cl(0))
     empty = tvm.nd.empty((2, 3), "int32", tvm.cpu(0))
