@@ -30,6 +30,11 @@ class ExternBuffer:
     dtype: str
     tensor: Tensor | None  # the input it holds; None for the output
 
+    @property
+    def data(self) -> ExternBuffer:
+        """What TE passes for ``buffer.data`` (its data pointer): the array, as the buffer."""
+        return self
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PackedCall:

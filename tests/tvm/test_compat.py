@@ -190,12 +190,15 @@ def test_an_extern_stage_calls_a_function_registered_in_te_style():
 
     n = te.var("n")
     a = te.placeholder((n,), name="A")
-    c = te.extern(
-        a.shape,
-        [a],
-        lambda ins, outs: tvm.tir.call_packed("test_compat.cube_plus_one", ins[0], outs[0]),
-        name="C",
-    )
+    buffers = []
+
+    def call(ins, outs):  # TE passes a buffer, or its data pointer: both are the array
+        buffers.extend(ins + outs)
+        return tvm.tir.call_packed("test_compat.cube_plus_one", ins[0].data, outs[0])
+
+    c = te.extern(a.shape, [a], call, name="C")
+    assert all(isinstance(b, tvm.te.schedule.Buffer) for b in buffers) and len(buffers) == 2
+    assert not isinstance(a, tvm.te.schedule.Buffer)
     d = te.compute(a.shape, lambda i: c[i] - a[i], name="D")
     f = tvm.build(te.create_schedule(d.op), [a, d], "llvm")
     x = np.random.default_rng(3).uniform(-2, 2, 37).astype("float32")
