@@ -288,14 +288,21 @@ class Stage(StageViews):
 
     @entry_point
     def fuse(self, *axes: object) -> Axis:
-        """Fuse adjacent loops (outer first) into one: ``fused = outer * extent(inner) + inner``."""
+        """Fuse adjacent loops (outer first) into one: ``fused = outer * extent(inner) + inner``.
+        Of no loops, a new loop of one iteration outside all the others (TE's singleton)."""
         loc = user_location()
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = tuple(axes[0])
         call = f"fuse({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
         self._require_loops(call, loc)
-        if not axes:
-            self._fail(AxisError, call, loc, "give at least one axis")
+        if not axes:  # TE's singleton: a loop of one iteration, outermost
+            singleton = Axis(self.name, "singleton", "data")
+            self.extents[singleton] = 1
+            self.leaves.insert(0, singleton)
+            record = rec.Fuse(self.name, (), singleton, loc)
+            self.relations.append(record)
+            self._record(record)
+            return singleton
         resolved = [self._axis(a, call, loc) for a in axes]
         if len(resolved) == 1:
             return resolved[0]

@@ -23,6 +23,17 @@ class _LoopClass(type):
         return isinstance(value, (_IterVar, Axis))
 
 
+class _SingletonClass(type):
+    """``isinstance(r, te.schedule.Singleton)``: the relation ``fuse()`` of no loops made."""
+
+    def __instancecheck__(cls, value: object) -> bool:
+        return isinstance(value, Fuse) and not value.axes
+
+
+class Singleton(metaclass=_SingletonClass):
+    """TE's relation of a loop of one iteration (see `_SingletonClass`)."""
+
+
 class _BufferClass(type):
     """``isinstance(x, te.schedule.Buffer)``: an array an extern stage's function is handed,
     or a buffer declared for an intrinsic."""
@@ -60,6 +71,7 @@ __all__ = [
     "IterVar",
     "Schedule",
     "ScheduleOps",
+    "Singleton",
     "Split",
     "Stage",
     "create_schedule",
