@@ -284,8 +284,8 @@ def _op_of(a: object) -> Operation:
 
 def _as_array(op: Operation, value: object) -> np.ndarray:
     array = np.asarray(value)
-    if not op.shape and array.ndim == 0:
-        return array.astype(dt.to_numpy(op.dtype))
+    if not op.shape and array.ndim == 0:  # a number; a 0-d array of the dtype is used as is
+        return array.astype(dt.to_numpy(op.dtype), copy=False)
     if array.dtype != dt.to_numpy(op.dtype):
         raise TypeError(
             f"'{op.name}' is {op.dtype} but its array is {array.dtype}: convert it with "

@@ -128,6 +128,18 @@ def test_a_call_reads_stages_a_kernel_computes_before_it():
     assert "range(0, 3)" in text.split("blas.matmul")[0]  # the split replayed
 
 
+def test_a_zero_dimensional_result_is_written_into_the_callers_array():
+    def copy(x, y):
+        y[...] = x * 2
+
+    sl.register_func("tests.double_scalar", copy, override=True)
+    a = sl.placeholder((), name="A")
+    b = sl.extern((), [a], lambda ins, outs: sl.call_packed("tests.double_scalar", ins[0], outs[0]))
+    out = np.full((), np.nan, "float32")
+    sl.build(sl.create_schedule(b.op), [a, b])(np.array(1.25, "float32"), out)
+    assert out == 2.5
+
+
 def test_an_extern_stage_has_no_loops_to_schedule():
     _, _, c, _, d = _matmul_then_bias(8, 4, 8)
     s = sl.create_schedule(d.op)
