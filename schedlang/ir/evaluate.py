@@ -196,7 +196,7 @@ def reference(
             if isinstance(op, ComputeOp):
                 ctx.values[op] = _compute(op, ctx)
             elif isinstance(op, ExternOp):
-                ctx.values[op] = _extern(op, ctx)
+                _extern(op, ctx)
             elif isinstance(op, HybridOp):
                 _hybrid(op, ctx)
             elif isinstance(op, ScanOp):
@@ -354,14 +354,15 @@ def _sizes_str(e: Expr, sizes: Mapping[Var, int]) -> str:
     return ", ".join(f"{v.name}={sizes[v]}" for v in _size_vars(e))
 
 
-def _extern(op: ExternOp, ctx: _Context) -> np.ndarray:
-    """The array `op`'s function writes, given its inputs' values."""
+def _extern(op: ExternOp, ctx: _Context) -> None:
+    """The arrays `op`'s function writes (of `op` and the outputs computed with it), given
+    its inputs' values."""
     from .packed import call_extern
 
-    shape = tuple(_size_value(n, ctx.sizes) for n in op.shape)
-    out = np.zeros(shape, ctx.np_dtype(op.dtype))
-    call_extern(op, ctx.values, out)
-    return out
+    for out in together(op):
+        shape = tuple(_size_value(n, ctx.sizes) for n in out.shape)
+        ctx.values[out] = np.zeros(shape, ctx.np_dtype(out.dtype))
+    call_extern(op, ctx.values)
 
 
 def _hybrid(op: HybridOp, ctx: _Context) -> None:

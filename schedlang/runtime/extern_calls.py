@@ -22,6 +22,7 @@ from ..ir import dtype as dt
 from ..ir.evaluate import _bind_sizes, _size_value
 from ..ir.expr import Read
 from ..ir.extern import ExternBuffer, ExternOp
+from ..ir.graph import together
 from ..ir.hybrid.nodes import HybridCall, HybridOp
 from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
@@ -45,7 +46,7 @@ def extern_ops(s: Schedule) -> list[Step]:
 
 
 def _outputs(step: Step) -> tuple[Operation, ...]:
-    return step.ops if isinstance(step, HybridCall) else (step,)
+    return step.ops if isinstance(step, HybridCall) else together(step)
 
 
 def _inputs(step: Step) -> tuple[Tensor, ...]:
@@ -96,7 +97,7 @@ class ExternProgram:
             if isinstance(step, HybridCall):
                 self.hybrid_kernels[step](*(values[op] for op in hybrid_params(step)))
             else:
-                call_extern(step, values, values[step])
+                call_extern(step, values)
         if self.kernel is not None:
             self.kernel(*(values[op] for op in self.kernel_ops), **sizes)
 

@@ -166,12 +166,39 @@ def test_what_cannot_run_is_refused_at_build():
         sl.build(sl.create_schedule(nowhere.op), [a, nowhere])
 
 
+def test_a_call_with_two_outputs_is_one_stage_that_writes_both():
+    def split_signs(x, pos, neg):
+        pos[...] = np.maximum(x, 0)
+        neg[...] = np.minimum(x, 0).sum(axis=1)
+
+    sl.register_func("tests.split_signs", split_signs, override=True)
+    n = sl.var("n")
+    a = sl.placeholder((n, 5), name="A")
+    pos, neg = sl.extern(
+        [a.shape, (n,)],
+        [a],
+        lambda ins, outs: sl.call_packed("tests.split_signs", ins[0], outs[0], outs[1]),
+        name="signs",
+    )
+    assert (pos.value_index, neg.value_index, pos.op.num_outputs) == (0, 1, 2)
+    both = sl.compute((n,), lambda i: pos[i, 2] - neg[i], name="Both")
+    s = sl.create_schedule(both.op)
+    assert s[pos] is s[neg]
+    x = _random(7, 5)
+    expected = np.maximum(x[:, 2], 0) - np.minimum(x, 0).sum(axis=1)
+    np.testing.assert_allclose(sl.reference(both, {a: x}), expected, rtol=1e-6)
+    got, kept = np.full(7, np.nan, "float32"), np.full(7, np.nan, "float32")
+    sl.build(s, [a, both, neg])(x, got, kept)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    np.testing.assert_allclose(kept, np.minimum(x, 0).sum(axis=1), rtol=1e-6)
+
+
 def test_malformed_externs_are_refused_when_written():
     a = sl.placeholder((4,), name="A")
     with pytest.raises(sl.AlgorithmError, match="must return sl.call_packed"):
         sl.extern(a.shape, [a], lambda ins, outs: ins[0])
-    with pytest.raises(sl.AlgorithmError, match="one output per extern stage"):
-        sl.extern([(4,), (4,)], [a], lambda ins, outs: sl.call_packed("blas.matmul"))
+    with pytest.raises(sl.AlgorithmError, match="2 shapes but 3 dtypes"):
+        sl.extern([(4,), (4,)], [a], lambda i, o: None, dtype=["int32"] * 3)
     with pytest.raises(sl.AlgorithmError, match="give dtype="):
         sl.extern((4,), [], lambda ins, outs: sl.call_packed("blas.matmul", outs[0]))
 

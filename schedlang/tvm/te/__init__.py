@@ -3,6 +3,7 @@ shapes (integral floats such as ``N / bn``) and of thread axes (a range before t
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections.abc import Mapping
 
@@ -128,6 +129,10 @@ def extern(
             f"extern '{name}': in_buffers/out_buffers (buffers declared by hand) are not "
             "supported; schedlang hands the function whole compact arrays"
         )
+    several = isinstance(shape, (list, tuple)) and bool(shape)
+    if several and builtins.all(isinstance(s, (list, tuple)) for s in shape):
+        shapes = [_shape(tuple(s), name) for s in shape]  # one per output
+        return _sl.extern(shapes, inputs, fcompute, name=name, dtype=dtype)
     return _sl.extern(_shape(shape, name), inputs, fcompute, name=name, dtype=dtype)
 
 
