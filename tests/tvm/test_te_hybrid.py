@@ -60,6 +60,16 @@ def test_the_module_of_te_hybrid_build_keeps_what_is_not_a_tensor(tmp_path):
     np.testing.assert_allclose(loaded(x, [3.0, 4.0]), expected, rtol=1e-6)
 
 
+def test_tir_popcount_counts_bits_in_a_compute():
+    a = te.placeholder((6,), "int32", name="a")
+    b = te.compute((6,), lambda i: tvm.tir.popcount(a[i]), name="b")
+    func = tvm.build(te.create_schedule(b.op), [a, b], "llvm")
+    x = np.array([0, 1, 7, -1, 1024, 114514], "int32")
+    got = tvm.nd.array(np.zeros(6, "int32"))
+    func(tvm.nd.array(x), got)
+    np.testing.assert_array_equal(got.numpy(), [0, 1, 3, 32, 1, 11])
+
+
 def test_for_kinds_name_the_loop_kinds_of_lowered_loops():
     a = te.placeholder((16,), name="a")
     b = te.compute((16,), lambda i: a[i] * 2.0, name="b")

@@ -17,6 +17,7 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     floor,
     if_then_else,
     log,
+    popcount,
     sqrt,
 )
 from schedlang import if_then_else as Select  # noqa: F401, N812
