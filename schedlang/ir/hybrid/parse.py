@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import itertools
 import textwrap
 from collections.abc import Callable
 
@@ -70,7 +69,6 @@ class _Parser(ExpressionReader):
         self.func = func
         self.call = call
         self.created: list[HybridOp] = []
-        self.names = (f"{call.name}_{n}" for n in itertools.count())
         self.loop_names: dict[str, int] = {}
 
     # -- scripts ---------------------------------------------------------------------------
@@ -83,7 +81,8 @@ class _Parser(ExpressionReader):
             raise AlgorithmError(
                 f"hybrid script '{fdef.name}' takes {len(params)} argument(s), got {len(args)}"
             )
-        saved = (getattr(self, "env", None), getattr(self, "top", True), getattr(self, "fn", None))
+        frame = ("env", "top", "fn", "where", "assigned", "outputs", "locals")
+        caller = {name: getattr(self, name, None) for name in frame}  # a script calling it
         self.env = dict(zip(params, (_argument(a) for a in args)))
         self.top, self.fn, self.where = top, func, fdef.name
         self.assigned = _assignment_counts(fdef)
@@ -93,7 +92,8 @@ class _Parser(ExpressionReader):
             body = self.block(_without_docstring(fdef.body))
             outputs = self.outputs
         finally:
-            self.env, self.top, self.fn = saved
+            for name, value in caller.items():
+                setattr(self, name, value)
         if outputs is None:
             raise AlgorithmError(f"hybrid script '{fdef.name}': return its output tensors")
         return body, outputs
@@ -144,7 +144,7 @@ class _Parser(ExpressionReader):
         if callee == "output_tensor":
             shape, dtype = self.call_args(value, ("shape", "dtype"), 2)
             if self.top:
-                op = HybridOp(name, self.shape(shape, value), dt.canonical(dtype), self.call)
+                op = HybridOp(name, self.shape(shape), dt.canonical(dtype), self.call)
                 self.created.append(op)
                 self.env[name] = Tensor(op)
                 return [], []
@@ -282,22 +282,16 @@ class _Parser(ExpressionReader):
         return name if not seen else f"{name}.{seen}"
 
     def new_tensor(self, name: str, shape, dtype) -> Tensor:
-        dims = self.shape(shape, None)
-        return Tensor(PlaceholderOp(f"{name}", dims, dt.canonical(dtype)))
+        dims = self.shape(shape)
+        return Tensor(PlaceholderOp(name, dims, dt.canonical(dtype)))
 
-    def shape(self, shape, node) -> tuple[Expr, ...]:
+    def shape(self, shape) -> tuple[Expr, ...]:
         dims = shape if isinstance(shape, (tuple, list)) else (shape,)
         return tuple(as_expr(d) for d in dims)
 
     def inline_script(self, callee, value: ast.Call):
         args = tuple(self.expr(a) for a in value.args)
-        fdef = function_def(callee.func)
-        saved = (self.assigned, self.outputs, self.locals, self.where)
-        try:
-            body, outputs = self.inline(fdef, args, top=False, func=callee.func)
-        finally:
-            self.assigned, self.outputs, self.locals, self.where = saved
-        return body, outputs
+        return self.inline(function_def(callee.func), args, top=False, func=callee.func)
 
 
 def _argument(value: object) -> object:
