@@ -27,6 +27,7 @@ from ..ir.hybrid.nodes import HybridCall, HybridOp
 from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..loopir.hybrid import hybrid_params, lower_hybrid
+from ..poly.hybrid_bounds import check_script_bounds
 from ..schedule.schedule import Schedule, replay
 from .kernel import Kernel
 from .wall_time import median_seconds
@@ -95,7 +96,12 @@ class ExternProgram:
         for step in self.externs:
             make(_outputs(step))
             if isinstance(step, HybridCall):
-                self.hybrid_kernels[step](*(values[op] for op in hybrid_params(step)))
+                kernel = self.hybrid_kernels[step]
+                named = {v.name for v in kernel.lowered.sizes}  # a script's own sizes
+                kernel(
+                    *(values[op] for op in hybrid_params(step)),
+                    **{name: value for name, value in sizes.items() if name in named},
+                )
             else:
                 call_extern(step, values)
         if self.kernel is not None:
@@ -256,8 +262,11 @@ def _reader(externs: list[Step], op: Operation) -> Step:
 
 
 def _hybrid_functions(s: Schedule, externs: list[Step]) -> dict:
-    """Each script call's loop-IR function, its loops as its stage has them."""
+    """Each script call's loop-IR function, its loops as its stage has them, once its accesses
+    are checked to stay inside their tensors."""
     calls = [step for step in externs if isinstance(step, HybridCall)]
+    for call in calls:
+        check_script_bounds(call)
     return {call: lower_hybrid(call, s[call.ops[0]]) for call in calls}
 
 

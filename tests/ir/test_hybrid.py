@@ -291,3 +291,55 @@ def test_loops_of_two_nests_are_not_fused():
     s[pos].fuse(first, second)
     with pytest.raises(sl.LoweringError, match=r"fuse\(i, i.1\) relates loops .* not perfectly"):
         sl.lower(s, [a, pos, neg])
+
+
+@script
+def first_rows(a, rows):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    for i in range(rows):
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j] * 2.0
+    return out
+
+
+@script
+def differences(a):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    for i in range(a.shape[0]):
+        if i > 0:
+            out[i] = a[i] - a[i - 1]
+        out[i] = out[i] + (a[i + 1] if i + 1 < a.shape[0] else 0.0)
+    return out
+
+
+@script
+def reads_one_past(a):
+    out = output_tensor(a.shape, a.dtype)  # noqa: F821
+    for i in range(a.shape[0]):
+        out[i] = a[i + 1]
+    return out
+
+
+def test_a_scripts_accesses_are_checked_against_its_tensors_before_it_runs():
+    n = sl.var("n")
+    a = sl.placeholder((n, 4), name="A")
+    rows = sl.var("rows")
+    out = first_rows(a, rows)
+    with pytest.raises(
+        sl.AlgorithmError,
+        match=r"'first_rows' writes out\[i, j\] out of bounds at i=1, j=\d, n=1, rows=2: outside "
+        r"its shape \(n, 4\)",
+    ):
+        sl.build(sl.create_schedule(out.op), [a, out])
+    within = first_rows(a, 3)  # rows a constant: still more than n may be
+    with pytest.raises(sl.AlgorithmError, match="writes out"):
+        sl.lower(sl.create_schedule(within.op), [a, within])
+    b = sl.placeholder((n,), name="B")
+    with pytest.raises(sl.AlgorithmError, match=r"reads B\[i \+ 1\] out of bounds at i=0, n=1"):
+        sl.build(sl.create_schedule(reads_one_past(b).op), [b, reads_one_past(b)])
+    guarded = differences(b)  # an if and an if_then_else keep the reads inside
+    x = _random(9)
+    got = np.full(9, np.nan, "float32")
+    sl.build(sl.create_schedule(guarded.op), [b, guarded])(x, got)
+    expected = np.append(x[1:], 0) + np.insert(np.diff(x), 0, 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)

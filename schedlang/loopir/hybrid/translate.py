@@ -19,6 +19,7 @@ from ...ir.visit import transform, walk
 from ...schedule.stage import Stage
 from ..core.nodes import Allocate, Buffer, For, If, Load, LoweredFunc, Stmt, seq
 from ..core.nodes import Store as BufferStore
+from ..core.visit import stmt_exprs, walk_expr, walk_stmt
 from .loops import perfect_chain, scheduled_nest
 
 
@@ -52,13 +53,10 @@ class _Translator:
         zeros = [self.zero_fill(self.buffers[op]) for op in self.call.ops]
         body = seq(*zeros, *self.block(self.call.body))
         params = tuple(self.buffers[op] for op in hybrid_params(self.call))
-        sizes = {
-            v: None
-            for b in params
-            for d in b.shape
-            for v in walk(d)
-            if isinstance(v, Var) and v.kind == "size"
-        }
+        # the sizes the arrays show, then those the script uses besides (passed by name)
+        exprs = [d for b in params for d in b.shape]
+        exprs += [e for s in walk_stmt(body) for e in stmt_exprs(s)]
+        sizes = {v: None for e in exprs for v in walk_expr(e) if _is_size(v)}
         return LoweredFunc(self.call.name, params, tuple(sizes), body)
 
     def zero_fill(self, buffer: Buffer) -> Stmt:
@@ -146,3 +144,7 @@ class _Translator:
             return None
 
         return transform(e, load)
+
+
+def _is_size(e: Expr) -> bool:
+    return isinstance(e, Var) and e.kind == "size"
