@@ -121,9 +121,15 @@ class ExternProgram:
         return "" if self.kernel is None else self.kernel.asm
 
     def export(self, path) -> None:
+        if any(isinstance(step, ExternOp) for step in self.externs):
+            raise LoweringError(
+                "a build with extern stages calls Python functions, which cannot be saved with "
+                "it; save the kernel of the computed stages (built without them) instead"
+            )
         raise LoweringError(
-            "a build with extern stages calls Python functions, which cannot be saved with it; "
-            "save the kernel of the computed stages (built without them) instead"
+            "a build with hybrid scripts runs a function for each script and kernels for the "
+            "stages around them, which are not saved as one file; save the kernels of the "
+            "computed stages (built without the scripts) instead"
         )
 
     def __repr__(self) -> str:

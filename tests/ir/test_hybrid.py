@@ -210,7 +210,7 @@ def test_what_a_script_cannot_say_is_refused_when_it_is_called():
         calls_numpy(a)
 
 
-def test_a_script_stage_is_not_placed_and_builds_for_the_cpu():
+def test_a_script_stage_is_not_placed_and_builds_for_the_cpu(tmp_path):
     a = sl.placeholder((8,), name="A")
     out = window_mean(a, 2)
     s = sl.create_schedule(out.op)
@@ -218,6 +218,8 @@ def test_a_script_stage_is_not_placed_and_builds_for_the_cpu():
         s[out].compute_root()
     with pytest.raises(sl.LoweringError, match="'window_mean' is built for the CPU only"):
         sl.build(s, [a, out], target="cuda")
+    with pytest.raises(sl.LoweringError, match="runs a function for each script"):
+        sl.build(s, [a, out]).export(tmp_path / "mean.so")
     s[out].bind(out.op.axis[0], sl.thread_axis("threadIdx.x"))
     with pytest.raises(sl.LoweringError, match="loop 'i' is bound to threadIdx.x, which needs"):
         sl.build(s, [a, out])
