@@ -223,6 +223,12 @@ def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, 
 
 
 def _checked(s: Schedule) -> list[Step]:
+    laid_out = [stage.name for stage in s.stages if stage.layout is not None]
+    if laid_out:
+        raise LoweringError(
+            f"'{laid_out[0]}' is stored in another layout (transform_layout), which the calls "
+            "of extern stages and hybrid scripts do not follow; keep its layout in such a build"
+        )
     return extern_ops(s)
 
 

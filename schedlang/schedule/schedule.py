@@ -15,6 +15,7 @@ from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
 from .axis import Axis, ThreadAxis
 from .group import Group, create_group
+from .layout import TransformLayout
 from .rewire import reads_of
 from .stage import HARDWARE_TAGS, Stage
 
@@ -393,6 +394,8 @@ def _apply(s: Schedule, r: object) -> None:
         stage.tensorize(r.axis, r.intrin)
     elif isinstance(r, rec.StorePredicate):
         stage.set_store_predicate(r.predicate)
+    elif isinstance(r, TransformLayout):
+        stage.transform_layout(lambda *index: list(r.indices(index)))
 
 
 __all__ = ["Axis", "Schedule", "apply_record", "create_schedule", "replay", "thread_axis"]

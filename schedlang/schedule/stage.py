@@ -10,7 +10,7 @@ from ..ir.extern import ExternOp
 from ..ir.hybrid.nodes import HybridOp
 from ..ir.integers import as_int
 from ..ir.scan import ScanOp
-from ..ir.tensor import ComputeOp, IterVar, Operation
+from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp
 from ..ir.visit import walk
 from . import records as rec
 from . import stage_guards as guards
@@ -28,6 +28,7 @@ from .errors import (
 )
 from .intrin import TensorIntrin
 from .introspect import StageViews
+from .layout import TransformLayout, layout_of
 from .pragma import apply_pragma
 from .stage_guards import check_scope, depends_on, keep_in_scan, one_output, scan_stages
 from .user_intrin import UserIntrin
@@ -65,6 +66,7 @@ class Stage(StageViews):
         self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
         self.store_predicate: rec.StorePredicate | None = None
+        self.layout: TransformLayout | None = None  # transform_layout's
         # pragma auto_unroll_max_step: the scope's loop -> (steps, where it was asked)
         self.auto_unroll: dict[Axis, tuple[int, str]] = {}
         self.imports: list[str] = []  # pragma import_llvm: LLVM IR linked into the kernel
@@ -642,6 +644,19 @@ class Stage(StageViews):
             )
         self.scope = scope
         self._record(rec.SetScope(self.name, scope, loc))
+
+    @entry_point
+    def transform_layout(self, mapping) -> None:
+        """Store this stage's tensor in another order: its element at ``index`` at
+        ``mapping(*index)`` of its buffer, the caller's array for an input or output
+        (`schedule.layout`; TE's ``transform_layout``, the loops kept in their order)."""
+        loc = user_location()
+        call = "transform_layout(...)"
+        guards.check_live(self, call, loc)
+        if not isinstance(self.op, ComputeOp) and type(self.op) is not PlaceholderOp:
+            self._fail(PlacementError, call, loc, f"'{self.name}' has no buffer of its own")
+        self.layout = layout_of(self, mapping, loc)
+        self._record(self.layout)
 
     @entry_point
     def double_buffer(self) -> None:

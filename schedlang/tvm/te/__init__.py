@@ -44,6 +44,7 @@ from schedlang.ir.tensor import ComputeOp, PlaceholderOp  # noqa: F401 - TE's op
 
 from ...errors import AlgorithmError, ScheduleError
 from ...ir.dtype import is_float
+from ...schedule.layout import AXIS_SEPARATOR  # noqa: F401 - te.AXIS_SEPARATOR
 from .. import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
 from .. import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
 from ..tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
