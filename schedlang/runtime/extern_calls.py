@@ -27,7 +27,6 @@ from ..ir.hybrid.nodes import HybridCall, HybridOp
 from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..loopir.hybrid import hybrid_params, lower_hybrid
-from ..poly.hybrid_bounds import check_script_bounds
 from ..schedule.schedule import Schedule, replay
 from .kernel import Kernel
 from .wall_time import median_seconds
@@ -276,6 +275,8 @@ def _reader(externs: list[Step], op: Operation) -> Step:
 def _hybrid_functions(s: Schedule, externs: list[Step]) -> dict:
     """Each script call's loop-IR function, its loops as its stage has them, once its accesses
     are checked to stay inside their tensors."""
+    from ..poly.hybrid_bounds import check_script_bounds  # islpy: only for a script's build
+
     calls = [step for step in externs if isinstance(step, HybridCall)]
     for call in calls:
         check_script_bounds(call)
