@@ -197,6 +197,11 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
                 )
             continue
         if isinstance(stage.attach, rec.ComputeInline):
+            if stage.layout is not None:
+                raise LoweringError(
+                    f"'{stage.name}' is stored in another layout (transform_layout) but inlined, "
+                    "so it has no buffer; drop one of the two"
+                )
             continue
         if op in s.output_ops:
             raise LoweringError(f"the output '{op.name}' is not in args; add it")

@@ -298,7 +298,8 @@ class Stage(StageViews):
         call = f"fuse({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
         self._require_loops(call, loc)
         if not axes:  # TE's singleton: a loop of one iteration, outermost
-            singleton = Axis(self.name, "singleton", "data")
+            taken = sum(1 for a in self.leaves if a.name.startswith("singleton"))
+            singleton = Axis(self.name, "singleton" + (f".{taken}" if taken else ""), "data")
             self.extents[singleton] = 1
             self.leaves.insert(0, singleton)
             record = rec.Fuse(self.name, (), singleton, loc)

@@ -36,6 +36,7 @@ def test_the_new_loop_is_outermost_and_reorders_like_any():
     one = s[c].fuse()
     i, j = c.op.axis
     assert [a.name for a in s[c].leaves] == ["singleton", "i", "j"]
+    assert s.copy()[c].fuse().name == "singleton.1"  # a second one, outside the first
     s[c].reorder(i, one)
     s[c].vectorize(j)
     x = RNG.uniform(-1, 1, (5, 7)).astype("float32")

@@ -78,6 +78,9 @@ def test_a_stage_in_another_layout_is_computed_at_the_root():
     s[b].compute_at(s[c], c.op.axis[0])
     with pytest.raises(sl.LoweringError, match="'B' is stored in another layout .* at the root"):
         sl.lower(s, [a, c])
+    s[b].compute_inline()
+    with pytest.raises(sl.LoweringError, match="'B' is stored in another layout .* but inlined"):
+        sl.lower(s, [a, c])
     called = sl.extern((4, 6), [a], lambda ins, outs: sl.call_packed("x", ins[0], outs[0]))
     after = sl.compute((4, 6), lambda i, j: called[i, j] + 1.0, name="After")
     s2 = sl.create_schedule(after.op)
