@@ -1,10 +1,11 @@
 """Accesses of a hybrid script outside its tensors, found exactly with isl before it runs.
 
 A script's loops, conditions and ``if_then_else`` choices bound each of its reads and stores;
-where they and the index are affine (in the loop variables and the sizes), isl decides
-whether some point of the domain reaches outside the tensor and names one. An access under a
-bound isl cannot state (a data-dependent condition, a product of variables) is not checked, as
-TE checks none.
+where the loops and the index are affine (in the loop variables and the sizes), isl decides
+whether some point of the domain reaches outside the tensor and names one. A condition isl
+cannot state (one that reads a tensor) is left out, so the domain checked is the larger one.
+An access whose index or loops isl cannot state (an index read from a tensor, a product of
+variables) is returned unchecked: its function keeps it inside the tensor at run time.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 import islpy as isl
 
 from ..errors import AlgorithmError
-from ..ir.expr import Expr, Read, Select, Unary, Var
+from ..ir.expr import Binary, Expr, Read, Select, Unary, Var
 from ..ir.hybrid.nodes import Check, Cond, HStmt, HybridCall, Local, Loop, Store
 from ..ir.printer import expr_str
 from ..ir.visit import children, walk
@@ -23,9 +24,12 @@ from .affine import NonAffine, aff_text, cond_text
 Bound = tuple[Var, Expr, Expr]  # a loop: its variable, min and extent
 
 
-def check_script_bounds(call: HybridCall) -> None:
-    """Raise `AlgorithmError` for a store or read of `call`'s script outside its tensor."""
-    _Checker(call).block(call.body, [], [])
+def check_script_bounds(call: HybridCall) -> frozenset[int]:
+    """Raise `AlgorithmError` for a store or read of `call`'s script outside its tensor; the
+    ids of the `Store` and `Read` nodes that could not be checked."""
+    checker = _Checker(call)
+    checker.block(call.body, [], [])
+    return frozenset(checker.unchecked)
 
 
 class _Checker:
@@ -37,11 +41,12 @@ class _Checker:
             if isinstance(v, Var) and v.kind == "size":
                 self.names.setdefault(v, f"p{len(self.names)}")
         self.positive = list(self.names.values())  # sizes of shapes are at least 1
+        self.unchecked: set[int] = set()
 
     def block(self, stmts: tuple[HStmt, ...], loops: list[Bound], conds: list[Expr]) -> None:
         for s in stmts:
             if isinstance(s, Store):
-                self.access(s.tensor, s.indices, "writes", loops, conds)
+                self.access(s, s.tensor, s.indices, "writes", loops, conds)
                 for e in (*s.indices, s.value):
                     self.reads(e, loops, conds)
             elif isinstance(s, Loop):
@@ -59,9 +64,9 @@ class _Checker:
 
     def reads(self, e: Expr, loops: list[Bound], conds: list[Expr]) -> None:
         for read, guards in _guarded_reads(e, conds):
-            self.access(read.tensor, read.indices, "reads", loops, guards)
+            self.access(read, read.tensor, read.indices, "reads", loops, guards)
 
-    def access(self, tensor, indices, verb: str, loops: list[Bound], conds: list[Expr]) -> None:
+    def access(self, node, tensor, indices, verb: str, loops: list[Bound], conds) -> None:
         names = dict(self.names)
         for v, _, _ in loops:
             names[v] = f"p{len(names)}"
@@ -76,13 +81,14 @@ class _Checker:
                 f"{aff_text(extent, names)}"
                 for v, lo, extent in loops
             ]
-            domain += [cond_text(c, names) for c in conds]
             outside = [
                 f"({aff_text(i, names)} < 0 or {aff_text(i, names)} >= {aff_text(n, names)})"
                 for i, n in zip(indices, tensor.shape)
             ]
         except NonAffine:
-            return  # a bound isl cannot state (see the module)
+            self.unchecked.add(id(node))  # kept inside at run time (see the module)
+            return
+        domain += [text for c in conds for text in _affine_parts(c, names)]
         if not outside:
             return
         sizes = [f"{n} >= 1" for n in self.positive]
@@ -135,3 +141,13 @@ def _guarded_reads(e: Expr, conds: list[Expr]) -> Iterator[tuple[Read, list[Expr
         return
     for child in children(e):
         yield from _guarded_reads(child, conds)
+
+
+def _affine_parts(cond: Expr, names: dict) -> list[str]:
+    """isl text of the conjuncts of `cond` that isl can state (the others are left out)."""
+    if isinstance(cond, Binary) and cond.op == "and":
+        return _affine_parts(cond.a, names) + _affine_parts(cond.b, names)
+    try:
+        return [cond_text(cond, names)]
+    except NonAffine:
+        return []

@@ -278,9 +278,7 @@ def _hybrid_functions(s: Schedule, externs: list[Step]) -> dict:
     from ..poly.hybrid_bounds import check_script_bounds  # islpy: only for a script's build
 
     calls = [step for step in externs if isinstance(step, HybridCall)]
-    for call in calls:
-        check_script_bounds(call)
-    return {call: lower_hybrid(call, s[call.ops[0]]) for call in calls}
+    return {call: lower_hybrid(call, s[call.ops[0]], check_script_bounds(call)) for call in calls}
 
 
 def _kernel_args(s: Schedule, args: list, externs: list[Step], done=()) -> list | None:

@@ -345,3 +345,48 @@ def test_a_scripts_accesses_are_checked_against_its_tensors_before_it_runs():
     sl.build(sl.create_schedule(guarded.op), [b, guarded])(x, got)
     expected = np.append(x[1:], 0) + np.insert(np.diff(x), 0, 0)
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@script
+def argwhere_2d(output_shape, condition):
+    out = output_tensor(output_shape, "int32")  # noqa: F821
+    found = 0
+    for i in range(condition.shape[0]):
+        for j in range(condition.shape[1]):
+            if condition[i, j] != 0:
+                out[found, 0] = i
+                out[found, 1] = j
+                found += 1
+    return out
+
+
+@script
+def gather_rows(a, rows):
+    out = output_tensor((rows.shape[0], a.shape[1]), a.dtype)  # noqa: F821
+    for r in range(rows.shape[0]):
+        for j in range(a.shape[1]):
+            out[r, j] = a[rows[r], j]
+    return out
+
+
+def test_indices_read_from_tensors_stay_inside_at_run_time():
+    cond = sl.placeholder((5, 7), "int32", name="C")
+    flags = (RNG.random((5, 7)) > 0.6).astype("int32")
+    flags[0, 0] = 1
+    count = int(flags.sum())
+    exact = argwhere_2d((count, 2), cond)
+    got = np.full((count, 2), -7, "int32")
+    sl.build(sl.create_schedule(exact.op), [cond, exact])(flags, got)
+    np.testing.assert_array_equal(got, np.argwhere(flags))
+    short = argwhere_2d((2, 2), cond)  # room for two: the stores past it are not made
+    got = np.full((2, 2), -7, "int32")
+    sl.build(sl.create_schedule(short.op), [cond, short])(flags, got)
+    np.testing.assert_array_equal(got, np.argwhere(flags)[:2])
+    a = sl.placeholder((4, 3), name="A")
+    rows = sl.placeholder((5,), "int32", name="R")
+    gathered = gather_rows(a, rows)
+    x = _random(4, 3)
+    picks = np.array([3, 0, 9, -2, 1], "int32")  # 9 and -2 are clamped, as a compute's are
+    got = np.full((5, 3), np.nan, "float32")
+    sl.build(sl.create_schedule(gathered.op), [a, rows, gathered])(x, picks, got)
+    np.testing.assert_allclose(got, x[np.clip(picks, 0, 3)], rtol=1e-6)

@@ -6,16 +6,21 @@ the function's parameters, in that order; a one-element variable a ``local`` all
 ``allocate`` one of its scope), each read a `Load`. The outputs are first filled with zeros, as
 the script's ``output_tensor`` gives them when it runs as Python, so that an element the
 script leaves alone reads the same in both. ``assert`` statements are checked only when the
-script runs as Python.
+script runs as Python. An access the bounds check could not decide (`unchecked`: an index
+read from a tensor, say) is kept inside its tensor: a read is clamped to the nearest element,
+as a compute's data-dependent read is, and a store outside is not made.
 """
 
 from __future__ import annotations
 
+import functools
+
 from ...errors import LoweringError
-from ...ir.expr import Expr, Read, Var, const
+from ...ir.data_index import clamp_index
+from ...ir.expr import Const, Expr, Read, Var, const
 from ...ir.hybrid.nodes import Check, Cond, HStmt, HybridCall, Local, Loop, Store
 from ...ir.tensor import Operation
-from ...ir.visit import transform, walk
+from ...ir.visit import children, rebuild, walk
 from ...schedule.stage import Stage
 from ..core.nodes import Allocate, Buffer, For, If, Load, LoweredFunc, Stmt, seq
 from ..core.nodes import Store as BufferStore
@@ -23,10 +28,11 @@ from ..core.visit import stmt_exprs, walk_expr, walk_stmt
 from .loops import perfect_chain, scheduled_nest
 
 
-def lower_hybrid(call: HybridCall, stage: Stage) -> LoweredFunc:
+def lower_hybrid(call: HybridCall, stage: Stage, unchecked: frozenset[int]) -> LoweredFunc:
     """The function computing `call`'s outputs, over its inputs then its outputs, with the
-    loops as `stage` (the call's stage in a schedule) has them."""
-    return _Translator(call, stage).func()
+    loops as `stage` (the call's stage in a schedule) has them; `unchecked` are the ids of
+    the `Store` and `Read` nodes to keep inside their tensors at run time."""
+    return _Translator(call, stage, unchecked).func()
 
 
 def hybrid_params(call: HybridCall) -> tuple[Operation, ...]:
@@ -35,9 +41,10 @@ def hybrid_params(call: HybridCall) -> tuple[Operation, ...]:
 
 
 class _Translator:
-    def __init__(self, call: HybridCall, stage: Stage) -> None:
+    def __init__(self, call: HybridCall, stage: Stage, unchecked: frozenset[int]) -> None:
         self.call = call
         self.stage = stage
+        self.unchecked = unchecked
         self.values: dict[Var, Expr] = {}  # script loop variables -> their scheduled values
         self.buffers: dict[Operation, Buffer] = {}
         names: set[str] = set()
@@ -71,7 +78,18 @@ class _Translator:
 
     def stmt(self, s: HStmt) -> Stmt | None:
         if isinstance(s, Store):
-            return BufferStore(self.buffer(s.tensor.op), self.exprs(s.indices), self.expr(s.value))
+            indices = self.exprs(s.indices)
+            store = BufferStore(self.buffer(s.tensor.op), indices, self.expr(s.value))
+            if id(s) not in self.unchecked:
+                return store
+            inside = [
+                (i >= 0) & (i < self.expr(n))
+                for i, n in zip(indices, s.tensor.shape)
+                if not _known_inside(i, n)
+            ]
+            if not inside:
+                return store
+            return If(functools.reduce(lambda a, b: a & b, inside), store)
         if isinstance(s, Loop):
             return self.nest(s)
         if isinstance(s, Cond):
@@ -135,16 +153,29 @@ class _Translator:
         return tuple(self.expr(e) for e in es)
 
     def expr(self, e: Expr) -> Expr:
-        def load(node: Expr) -> Expr | None:
-            if isinstance(node, Read):
-                buffer = self.buffer(node.tensor.op)
-                return Load(buffer, self.exprs(node.indices), node.dtype)
-            if isinstance(node, Var) and node in self.values:
-                return self.values[node]
-            return None
-
-        return transform(e, load)
+        """`e` with reads as loads and the script's loop variables as their values. Top
+        down: whether a read is kept inside its tensor is asked of the script's own node."""
+        if isinstance(e, Read):
+            indices = self.exprs(e.indices)
+            if id(e) in self.unchecked:
+                shape = [self.expr(n) for n in e.tensor.shape]
+                indices = tuple(
+                    i if _known_inside(i, n) else clamp_index(i, n) for i, n in zip(indices, shape)
+                )
+            return Load(self.buffer(e.tensor.op), indices, e.dtype)
+        if isinstance(e, Var):
+            return self.values.get(e, e)
+        kids = children(e)
+        new = tuple(self.expr(k) for k in kids)
+        return e if all(n is k for n, k in zip(new, kids)) else rebuild(e, new)
 
 
 def _is_size(e: Expr) -> bool:
     return isinstance(e, Var) and e.kind == "size"
+
+
+def _known_inside(index: Expr, extent: Expr) -> bool:
+    """A constant index inside a constant extent."""
+    if isinstance(index, Const) and isinstance(extent, Const):
+        return 0 <= int(index.value) < int(extent.value)
+    return False
