@@ -28,7 +28,6 @@ from ..ir.packed import call_extern, get_global_func
 from ..ir.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..loopir.hybrid import hybrid_params, lower_hybrid
 from ..schedule.schedule import Schedule, replay
-from .kernel import Kernel
 from .wall_time import median_seconds
 
 Step = ExternOp | HybridCall
@@ -66,16 +65,26 @@ class ExternProgram:
         kernel_ops: Sequence[Operation],
         first: tuple[object, Sequence[Operation]] | None = None,
         hybrid_kernels: Mapping[HybridCall, object] | None = None,
+        target: str = "cpu",
     ) -> None:
         self.arg_ops = tuple(arg_ops)
         self.externs = tuple(externs)
         self.kernel = kernel
         self.kernel_ops = tuple(kernel_ops)
         self.first = first
-        self.target = "cpu"
+        self.target = target
         self.hybrid_kernels = dict(hybrid_kernels or {})  # each script's compiled function
 
     def __call__(self, *arrays: object, **sizes: int) -> None:
+        self._run(arrays, sizes, lambda kernel: kernel)
+
+    def simulate(self, *arrays: object, **sizes: int) -> None:
+        """As a call, with each GPU kernel run in the loop-IR interpreter (`CudaKernel.simulate`):
+        a program built for CUDA checked on a machine without a GPU."""
+        self._run(arrays, sizes, lambda kernel: getattr(kernel, "simulate", kernel))
+
+    def _run(self, arrays: tuple, sizes: dict, launch) -> None:
+        """The program over `arrays`, each kernel run as ``launch(kernel)(...)``."""
         if len(arrays) != len(self.arg_ops):
             raise TypeError(f"expected {len(self.arg_ops)} arguments, got {len(arrays)}")
         given = {op: _as_array(op, a) for op, a in zip(self.arg_ops, arrays)}
@@ -91,20 +100,23 @@ class ExternProgram:
         if self.first is not None:
             kernel, ops = self.first
             make(ops)
-            kernel(*(values[op] for op in ops), **sizes)
+            launch(kernel)(*(values[op] for op in ops), **sizes)
         for step in self.externs:
             make(_outputs(step))
             if isinstance(step, HybridCall):
+                if self.target != "cpu":  # the GPU functions leave the zeros to the caller
+                    for op in step.ops:
+                        _fill_zeros(values[op])
                 kernel = self.hybrid_kernels[step]
                 named = {v.name for v in kernel.lowered.sizes}  # a script's own sizes
-                kernel(
+                launch(kernel)(
                     *(values[op] for op in hybrid_params(step)),
                     **{name: value for name, value in sizes.items() if name in named},
                 )
             else:
                 call_extern(step, values)
         if self.kernel is not None:
-            self.kernel(*(values[op] for op in self.kernel_ops), **sizes)
+            launch(self.kernel)(*(values[op] for op in self.kernel_ops), **sizes)
 
     def time(self, *arrays: object, repeat: int = 10, warmup: int = 1, **sizes: int) -> float:
         """The median seconds of a call (the extern calls and the kernel), after `warmup`."""
@@ -192,17 +204,16 @@ def lower_with_externs(s: Schedule, args: list[Tensor], make_kernel) -> ExternLo
     return lowered
 
 
-def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, make_kernel):
-    """The `ExternProgram` of `s` over `args`; `make_kernel(args)` builds the kernel of the
-    computed stages over the arguments it is given."""
+def build_with_externs(
+    s: Schedule, args: list[Tensor], target: str, name: str, make_kernel, make_function
+):
+    """The `ExternProgram` of `s` over `args`; `make_kernel(schedule, args)` builds the
+    kernel of a schedule's computed stages over the arguments it is given, and
+    `make_function(lowered)` a script's function, both for `target`."""
     externs = _checked(s)
-    if target != "cpu":
-        first = externs[0]
-        if isinstance(first, HybridCall):
-            raise LoweringError(
-                f"hybrid script '{first.name}' is built for the CPU only; build for "
-                f"target='cpu' (its {target} build is not there yet)"
-            )
+    host = [op for op in externs if isinstance(op, ExternOp)]
+    if target != "cpu" and host:
+        first = host[0]
         raise LoweringError(
             f"extern stage '{first.name}' calls {first.call.func!r} on the host; "
             f"build for target='cpu' (a {target} kernel cannot call it)"
@@ -217,8 +228,9 @@ def build_with_externs(s: Schedule, args: list[Tensor], target: str, name: str, 
     arg_ops = [_op_of(a) for a in args]
     kernel = None if kernel_args is None else make_kernel(s, kernel_args)
     kernel_ops = () if kernel_args is None else map(_op_of, kernel_args)
-    hybrid_kernels = {c: Kernel.for_cpu(f) for c, f in _hybrid_functions(s, externs).items()}
-    return ExternProgram(arg_ops, externs, kernel, kernel_ops, first_kernel, hybrid_kernels)
+    functions = _hybrid_functions(s, externs, zero_fill=target == "cpu")
+    hybrid_kernels = {call: make_function(f) for call, f in functions.items()}
+    return ExternProgram(arg_ops, externs, kernel, kernel_ops, first_kernel, hybrid_kernels, target)
 
 
 def _checked(s: Schedule) -> list[Step]:
@@ -272,13 +284,16 @@ def _reader(externs: list[Step], op: Operation) -> Step:
     return next(step for step in externs if any(t.op is op for t in _inputs(step)))
 
 
-def _hybrid_functions(s: Schedule, externs: list[Step]) -> dict:
+def _hybrid_functions(s: Schedule, externs: list[Step], zero_fill: bool = True) -> dict:
     """Each script call's loop-IR function, its loops as its stage has them, once its accesses
     are checked to stay inside their tensors."""
     from ..poly.hybrid_bounds import check_script_bounds  # islpy: only for a script's build
 
     calls = [step for step in externs if isinstance(step, HybridCall)]
-    return {call: lower_hybrid(call, s[call.ops[0]], check_script_bounds(call)) for call in calls}
+    return {
+        call: lower_hybrid(call, s[call.ops[0]], check_script_bounds(call), zero_fill)
+        for call in calls
+    }
 
 
 def _kernel_args(s: Schedule, args: list, externs: list[Step], done=()) -> list | None:
@@ -303,7 +318,16 @@ def _op_of(a: object) -> Operation:
     return a.op if isinstance(a, Tensor) else a
 
 
+def _fill_zeros(array) -> None:
+    if hasattr(array, "copy_from_host"):  # schedlang's device array
+        array.copy_from_host(np.zeros(array.shape, array.dtype))
+    else:
+        array[...] = 0
+
+
 def _as_array(op: Operation, value: object) -> np.ndarray:
+    if hasattr(value, "__cuda_array_interface__"):  # on the GPU: the kernels take it as it is
+        return value
     array = np.asarray(value)
     if not op.shape and array.ndim == 0:  # a number; a 0-d array of the dtype is used as is
         return array.astype(dt.to_numpy(op.dtype), copy=False)

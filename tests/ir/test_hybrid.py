@@ -210,18 +210,18 @@ def test_what_a_script_cannot_say_is_refused_when_it_is_called():
         calls_numpy(a)
 
 
-def test_a_script_stage_is_not_placed_and_builds_for_the_cpu(tmp_path):
+def test_a_script_stage_is_not_placed_and_its_gpu_loops_are_bound(tmp_path):
     a = sl.placeholder((8,), name="A")
     out = window_mean(a, 2)
     s = sl.create_schedule(out.op)
     with pytest.raises(PlacementError, match="computed by the hybrid script 'window_mean'"):
         s[out].compute_root()
-    with pytest.raises(sl.LoweringError, match="'window_mean' is built for the CPU only"):
-        sl.build(s, [a, out], target="cuda")
+    with pytest.raises(sl.LoweringError, match="runs outside every loop bound to blockIdx"):
+        sl.build(s, [a, out], target="cuda")  # no thread would run the script's loop
     with pytest.raises(sl.LoweringError, match="runs a function for each script"):
         sl.build(s, [a, out]).export(tmp_path / "mean.so")
     s[out].bind(out.op.axis[0], sl.thread_axis("threadIdx.x"))
-    with pytest.raises(sl.LoweringError, match="loop 'i' is bound to threadIdx.x, which needs"):
+    with pytest.raises(sl.LoweringError, match="loop 'i' is bound to threadIdx.x, which needs a"):
         sl.build(s, [a, out])
 
 
@@ -390,3 +390,55 @@ def test_indices_read_from_tensors_stay_inside_at_run_time():
     got = np.full((5, 3), np.nan, "float32")
     sl.build(sl.create_schedule(gathered.op), [a, rows, gathered])(x, picks, got)
     np.testing.assert_allclose(got, x[np.clip(picks, 0, 3)], rtol=1e-6)
+
+
+@script
+def bound_sum(a, b):
+    c = output_tensor(a.shape, a.dtype)  # noqa: F821
+    total = allocate((1,), a.dtype, "local")  # noqa: F821
+    for i in bind("threadIdx.x", a.shape[0]):  # noqa: F821
+        total[0] = 0.0
+        for k in range(a.shape[1]):
+            total[0] += a[i, k]
+        c[i, 0] = total[0] + b[i]
+    return c
+
+
+def test_a_script_builds_for_cuda_with_its_loops_bound():
+    a, b = sl.placeholder((8, 5), name="A"), sl.placeholder((8,), name="B")
+    c = bound_sum(a, b)  # bound in the script: one block of 8 threads
+    x, y = _random(8, 5), _random(8)
+    expected = np.zeros((8, 5), "float32")
+    expected[:, 0] = x.sum(axis=1) + y
+    program = sl.build(sl.create_schedule(c.op), [a, b, c], target="cuda")
+    got = np.full((8, 5), np.nan, "float32")
+    program.simulate(x, y, got)  # outputs zeroed first, then the threads
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    n = sl.var("n")
+    p, q = sl.placeholder((n,), name="P"), sl.placeholder((n,), name="Q")
+    d = outer(p, q)  # bound by the schedule: blocks of rows, threads of columns
+    s = sl.create_schedule(d.op)
+    s[d].bind(d.op.axis[0], sl.thread_axis("blockIdx.x"))
+    s[d].bind(d.op.axis[1], sl.thread_axis("threadIdx.x"))
+    with pytest.raises(sl.LoweringError, match="bound to threadIdx.x with the symbolic extent n"):
+        sl.build(s, [p, q, d], target="cuda")
+    s = sl.create_schedule(d.op)
+    s[d].bind(d.op.axis[0], sl.thread_axis("blockIdx.x"))
+    jo, ji = s[d].split(d.op.axis[1], factor=4)
+    s[d].bind(ji, sl.thread_axis("threadIdx.x"))
+    program = sl.build(s, [p, q, d], target="cuda")
+    u, v = _random(6), _random(6)
+    got = np.full((6, 6), np.nan, "float32")
+    program.simulate(u, v, got)
+    np.testing.assert_allclose(got, np.outer(u, v), rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_a_script_runs_on_the_gpu():
+    a, b = sl.placeholder((8, 5), name="A"), sl.placeholder((8,), name="B")
+    c = bound_sum(a, b)
+    x, y = _random(8, 5), _random(8)
+    got = np.full((8, 5), np.nan, "float32")
+    sl.build(sl.create_schedule(c.op), [a, b, c], target="cuda")(x, y, got)
+    np.testing.assert_allclose(got[:, 0], x.sum(axis=1) + y, rtol=1e-5)
+    np.testing.assert_array_equal(got[:, 1:], 0)

@@ -28,11 +28,15 @@ from ..core.visit import stmt_exprs, walk_expr, walk_stmt
 from .loops import perfect_chain, scheduled_nest
 
 
-def lower_hybrid(call: HybridCall, stage: Stage, unchecked: frozenset[int]) -> LoweredFunc:
+def lower_hybrid(
+    call: HybridCall, stage: Stage, unchecked: frozenset[int], zero_fill: bool = True
+) -> LoweredFunc:
     """The function computing `call`'s outputs, over its inputs then its outputs, with the
     loops as `stage` (the call's stage in a schedule) has them; `unchecked` are the ids of
-    the `Store` and `Read` nodes to keep inside their tensors at run time."""
-    return _Translator(call, stage, unchecked).func()
+    the `Store` and `Read` nodes to keep inside their tensors at run time. Without
+    `zero_fill`, the caller fills the outputs with zeros first (on a GPU, where the threads
+    of a kernel would race between the fill and the script)."""
+    return _Translator(call, stage, unchecked).func(zero_fill)
 
 
 def hybrid_params(call: HybridCall) -> tuple[Operation, ...]:
@@ -56,8 +60,8 @@ class _Translator:
             names.add(name)
             self.buffers[op] = Buffer(name, op.shape, op.dtype)
 
-    def func(self) -> LoweredFunc:
-        zeros = [self.zero_fill(self.buffers[op]) for op in self.call.ops]
+    def func(self, zero_fill: bool) -> LoweredFunc:
+        zeros = [self.zero_fill(self.buffers[op]) for op in self.call.ops] if zero_fill else []
         body = seq(*zeros, *self.block(self.call.body))
         params = tuple(self.buffers[op] for op in hybrid_params(self.call))
         # the sizes the arrays show, then those the script uses besides (passed by name)
@@ -117,12 +121,8 @@ class _Translator:
             body = If(self.expr(cond), body)
         self.check_bounds(nest)
         for leaf in reversed(nest.loops):
-            if leaf.kind == "bound":
-                raise LoweringError(
-                    f"hybrid script '{self.call.name}': loop '{leaf.var.name}' is bound to "
-                    f"{leaf.thread}, which needs a GPU build; hybrid scripts build for the CPU"
-                )
-            body = For(leaf.var, const(0), self.expr(leaf.extent), leaf.kind, body)
+            extent = self.expr(leaf.extent)
+            body = For(leaf.var, const(0), extent, leaf.kind, body, leaf.thread)
         return body
 
     def check_bounds(self, nest) -> None:
