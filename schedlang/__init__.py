@@ -19,6 +19,7 @@ from .errors import (
     ScheduleError,
 )
 from .errors import entry_point as _entry_point
+from .ir import hybrid as hybrid
 from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else
@@ -40,6 +41,7 @@ from .ir.math import (
     maximum,
     min_value,
     minimum,
+    popcount,
     pow,
     round,
     rsqrt,
@@ -74,7 +76,7 @@ def lower(s: Schedule, args: list, name: str = "main"):
     from .runtime.extern_calls import extern_ops, lower_with_externs
 
     if extern_ops(s):
-        return lower_with_externs(s, args, lambda kargs: _lower(s, kargs, name, draft=True))
+        return lower_with_externs(s, args, lambda ks, kargs: _lower(ks, kargs, name, draft=True))
     return _lower(s, args, name, draft=True)
 
 
@@ -182,6 +184,7 @@ __all__ = [
     "register_func",
     "register_intrin_lowering",
     "round",
+    "popcount",
     "rsqrt",
     "scan",
     "select",

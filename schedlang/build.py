@@ -103,7 +103,12 @@ def build(
 
         if extern_ops(s):
             return build_with_externs(
-                s, args, resolved.name, name, lambda kargs: _build(s, kargs, resolved, name)
+                s,
+                args,
+                resolved.name,
+                name,
+                lambda ks, kargs: _build(ks, kargs, resolved, name),
+                lambda lowered: _build_function(lowered, resolved),
             )
         return _build(s, args, resolved, name)
 
@@ -147,6 +152,32 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
         return CudaKernel(compiled.plan.func, compiled, shown())
 
     return cached(s, args, name, lambda: f"{shown()} math={libdevice.find()}", make)
+
+
+def _build_function(lowered, resolved: ResolvedTarget):
+    """A kernel of a loop-IR function made outside a schedule's lowering (a hybrid script's)."""
+    from .loopir.core.nodes import For
+    from .loopir.core.visit import walk_stmt
+    from .loopir.intrin.lowering import apply_lowering_rules
+    from .runtime.kernel import Kernel
+
+    if resolved.name == "cpu":
+        bound = [s for s in walk_stmt(lowered.body) if isinstance(s, For) and s.kind == "bound"]
+        if bound:
+            raise LoweringError(
+                f"hybrid script '{lowered.name}': loop '{bound[0].var.name}' is bound to "
+                f"{bound[0].thread}, which needs a GPU; build for target='cuda'"
+            )
+        return Kernel.for_cpu(apply_lowering_rules(lowered, "cpu"), contract=resolved.contract)
+    from .codegen.nvptx.compile import compile_cuda
+    from .runtime.cuda import start
+    from .runtime.cuda.kernel import CudaKernel
+
+    start.start()
+    arch = resolved.arch if resolved.arch is not None else _default_arch()
+    gpu = apply_lowering_rules(lowered, "cuda")
+    compiled = compile_cuda(gpu, arch, resolved.min_blocks, resolved.contract)
+    return CudaKernel(compiled.plan.func, compiled, f"cuda -arch={arch}{resolved.options}")
 
 
 def _build_cpu(s: Schedule, args: list[Tensor], name: str, resolved: ResolvedTarget) -> Kernel:

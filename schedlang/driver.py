@@ -19,6 +19,7 @@ from .loopir.gpu.fragment_lanes import lower_fragment_elements
 from .loopir.gpu.thread_reduce import lower_thread_reductions
 from .loopir.index.divmod import simplify_divisions
 from .loopir.index.index_type import index_dtype
+from .loopir.index.layouts import apply_layouts
 from .loopir.index.overflow import may_overflow
 from .loopir.loops.unroll import unroll_loops
 from .loopir.loops.unroll_limit import check_unroll_size
@@ -97,6 +98,7 @@ def _lower(
     plans = plan_tensorize(s, placement, params, draft)
     restrict_to_tiles(placement, plans)
     buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
+    layouts = {buffers[op]: _layout(s, op) for op in buffers if _layout(s, op) is not None}
     sizes = tuple(params.vars.values())
     index = index_dtype([op for stage in s.stages for op in stage.ops], sizes, buffers.values())
 
@@ -113,6 +115,7 @@ def _lower(
             plans,
         )
         _dump("generated", body)
+        body = apply_layouts(body, layouts)
         body = lower_fragment_elements(body, reductions)
         body = lower_thread_reductions(body, reductions)
         body = predicate_stores(body, _store_predicates(s, buffers))
@@ -178,7 +181,7 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
                 f"'{op.name}' is part of a scan (its rows are the scan's); list the scan's "
                 "tensor in args instead"
             )
-        buffers[op] = Buffer(names.fresh(op.name), tuple(op.shape), op.dtype, "global")
+        buffers[op] = Buffer(names.fresh(op.name), _stored_shape(s, op), op.dtype, "global")
     local = []
     for stage, op in [(each, op) for each in s.stages for op in each.ops]:
         if op in buffers or op in params.aliases:
@@ -196,13 +199,24 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
                 )
             continue
         if isinstance(stage.attach, rec.ComputeInline):
+            if stage.layout is not None:
+                raise LoweringError(
+                    f"'{stage.name}' is stored in another layout (transform_layout) but inlined, "
+                    "so it has no buffer; drop one of the two"
+                )
             continue
         if op in s.output_ops:
             raise LoweringError(f"the output '{op.name}' is not in args; add it")
         storage = placement.storage.get(op)
         leads: tuple = ()
         if storage is None:
-            shape = tuple(op.shape)
+            shape = _stored_shape(s, op)
+        elif stage.layout is not None:
+            raise LoweringError(
+                f"'{stage.name}' is stored in another layout (transform_layout) and computed "
+                "inside another stage's loops, where its buffer holds a part of it; compute it "
+                "at the root"
+            )
         else:
             box = (_extent(c, pa, params) for c, pa in zip(storage.constant, storage.extents))
             leads = tuple(const(n, "int32") for n in storage.leads)
@@ -224,6 +238,17 @@ def _buffers(s: Schedule, arg_ops: list[Operation], placement: Placement, params
     for op, scan_op in params.aliases.items():
         buffers[op] = buffers[scan_op]  # a scan's rows are written and read in place
     return buffers, [buffers[op] for op in arg_ops], local
+
+
+def _layout(s: Schedule, op: Operation):
+    stage = s._by_op.get(op)
+    return None if stage is None else stage.layout
+
+
+def _stored_shape(s: Schedule, op: Operation) -> tuple:
+    """The shape of `op`'s buffer: its own, or the one ``transform_layout`` gave it."""
+    layout = _layout(s, op)
+    return tuple(op.shape) if layout is None else layout.shape
 
 
 class _Names:

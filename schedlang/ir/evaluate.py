@@ -38,6 +38,7 @@ from .expr import (
 )
 from .extern import ExternOp
 from .graph import post_order, together
+from .hybrid.nodes import HybridOp
 from .integers import as_int
 from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
@@ -104,7 +105,14 @@ _MATH = {
     "floor": np.floor,
     "ceil": np.ceil,
     "round": np.rint,
+    "popcount": lambda x: _popcount(np.asarray(x)),
 }
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Bits set in two's complement (numpy counts a negative's absolute value)."""
+    unsigned = x.astype(f"uint{x.dtype.itemsize * 8}")
+    return np.bitwise_count(unsigned).astype(x.dtype)
 
 
 @dataclass
@@ -189,7 +197,9 @@ def reference(
             if isinstance(op, ComputeOp):
                 ctx.values[op] = _compute(op, ctx)
             elif isinstance(op, ExternOp):
-                ctx.values[op] = _extern(op, ctx)
+                _extern(op, ctx)
+            elif isinstance(op, HybridOp):
+                _hybrid(op, ctx)
             elif isinstance(op, ScanOp):
                 _scan(together(op), ctx)
     results = [ctx.values[t.op] for t in outs]
@@ -204,7 +214,7 @@ def _input_arrays(
         if isinstance(key, Read) and not key.indices:  # a scalar parameter (sl.var of a float)
             key = key.tensor
         op = key.op if isinstance(key, Tensor) else key
-        if not isinstance(op, PlaceholderOp) or isinstance(op, ExternOp):
+        if not isinstance(op, PlaceholderOp) or isinstance(op, (ExternOp, HybridOp)):
             raise AlgorithmError(
                 f"inputs: '{getattr(op, 'name', key)}' is not a placeholder; give arrays only "
                 "for placeholders, computed tensors are evaluated"
@@ -212,7 +222,7 @@ def _input_arrays(
         given[op] = value
     arrays = {}
     for op in ops:
-        if not isinstance(op, PlaceholderOp) or isinstance(op, ExternOp):
+        if not isinstance(op, PlaceholderOp) or isinstance(op, (ExternOp, HybridOp)):
             continue
         if op not in given:
             raise AlgorithmError(f"no array given for placeholder '{op.name}'")
@@ -345,14 +355,38 @@ def _sizes_str(e: Expr, sizes: Mapping[Var, int]) -> str:
     return ", ".join(f"{v.name}={sizes[v]}" for v in _size_vars(e))
 
 
-def _extern(op: ExternOp, ctx: _Context) -> np.ndarray:
-    """The array `op`'s function writes, given its inputs' values."""
+def _extern(op: ExternOp, ctx: _Context) -> None:
+    """The arrays `op`'s function writes (of `op` and the outputs computed with it), given
+    its inputs' values."""
     from .packed import call_extern
 
-    shape = tuple(_size_value(n, ctx.sizes) for n in op.shape)
-    out = np.zeros(shape, ctx.np_dtype(op.dtype))
-    call_extern(op, ctx.values, out)
-    return out
+    for out in together(op):
+        shape = tuple(_size_value(n, ctx.sizes) for n in out.shape)
+        ctx.values[out] = np.zeros(shape, ctx.np_dtype(out.dtype))
+    call_extern(op, ctx.values)
+
+
+def _hybrid(op: HybridOp, ctx: _Context) -> None:
+    """The outputs of `op`'s script call, run as Python on copies of its inputs' values."""
+    from .hybrid.runtime import run_script
+
+    def value(arg: object) -> object:
+        if isinstance(arg, (list, tuple)):
+            return [value(a) for a in arg]
+        if isinstance(arg, Tensor):
+            return ctx.values[arg.op].copy()  # a script may write its inputs
+        if isinstance(arg, Expr):
+            return _size_value(arg, ctx.sizes)
+        return arg
+
+    results = run_script(op.call.func, tuple(value(a) for a in op.call.args))
+    if len(results) != len(op.call.ops):
+        raise AlgorithmError(
+            f"hybrid script '{op.call.name}' returned {len(results)} array(s) when run on "
+            f"arrays, but {len(op.call.ops)} tensor(s) when called on tensors"
+        )
+    for out, array in zip(op.call.ops, results):
+        ctx.values[out] = np.asarray(array).astype(ctx.np_dtype(out.dtype), copy=False)
 
 
 def _scan(scan_ops: tuple[ScanOp, ...], ctx: _Context) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
 from .expr import Expr, Read, as_expr
-from .tensor import PlaceholderOp, Tensor, _shape
+from .tensor import Outputs, PlaceholderOp, Tensor, _shape
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -29,6 +29,11 @@ class ExternBuffer:
     shape: tuple[Expr, ...]
     dtype: str
     tensor: Tensor | None  # the input it holds; None for the output
+
+    @property
+    def data(self) -> ExternBuffer:
+        """What TE passes for ``buffer.data`` (its data pointer): the array, as the buffer."""
+        return self
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -42,11 +47,14 @@ class PackedCall:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ExternOp(PlaceholderOp):
-    """A tensor the call `call` computes from `inputs` (see the module)."""
+    """A tensor the call `call` computes from `inputs` (see the module); of a call that writes
+    several, `outputs` holds them all (one stage computes them together)."""
 
     inputs: tuple[Tensor, ...]
     call: PackedCall
     output: ExternBuffer
+    outputs: Outputs | None = None
+    value_index: int = 0
 
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:
@@ -70,14 +78,14 @@ def extern(
     fcompute: Callable[[list[ExternBuffer], list[ExternBuffer]], PackedCall],
     name: str = "extern",
     dtype: object = None,
-) -> Tensor:
+) -> Tensor | list[Tensor]:
     """A tensor of `shape` whose values the call `fcompute(ins, outs)` returns
     (``sl.call_packed``) writes into ``outs[0]``, reading the whole of each input in
-    ``ins``. `dtype` defaults to the first input's."""
-    if shape and isinstance(shape, (list, tuple)) and isinstance(shape[0], (list, tuple)):
-        raise AlgorithmError(
-            f"extern '{name}': one output per extern stage; call sl.extern once per output"
-        )
+    ``ins``. `dtype` defaults to the first input's. With a list of shapes (and of dtypes, or
+    one for all), the call writes one output per shape, ``outs[0]``, ``outs[1]``, ...: the
+    tensors come back in a list."""
+    several = bool(shape) and isinstance(shape, (list, tuple))
+    several = several and all(isinstance(s, (list, tuple)) for s in shape)
     inputs = tuple(inputs)
     for t in inputs:
         if not isinstance(t, Tensor):
@@ -86,12 +94,25 @@ def extern(
         if not inputs:
             raise AlgorithmError(f"extern '{name}': give dtype= (it has no input to take it from)")
         dtype = inputs[0].dtype
-    dims = _shape(shape, name)
+    shapes = list(shape) if several else [shape]
+    dtypes = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype] * len(shapes)
+    if len(dtypes) != len(shapes):
+        raise AlgorithmError(f"extern '{name}': {len(shapes)} shapes but {len(dtypes)} dtypes")
+    names = [name] if not several else [f"{name}.v{k}" for k in range(len(shapes))]
+    outs = [
+        ExternBuffer(n, _shape(s, name), dt.canonical(d), None)
+        for n, s, d in zip(names, shapes, dtypes)
+    ]
     ins = [ExternBuffer(t.name, t.shape, t.dtype, t) for t in inputs]
-    out = ExternBuffer(name, dims, dt.canonical(dtype), None)
-    call = fcompute(ins, [out])
+    call = fcompute(ins, outs)
     if not isinstance(call, PackedCall):
         raise AlgorithmError(
             f"extern '{name}': fcompute must return sl.call_packed(...), not {call!r}"
         )
-    return Tensor(ExternOp(name, dims, out.dtype, inputs, call, out))
+    if not several:
+        return Tensor(ExternOp(name, outs[0].shape, outs[0].dtype, inputs, call, outs[0]))
+    group = Outputs(name)
+    group.ops = tuple(
+        ExternOp(o.name, o.shape, o.dtype, inputs, call, o, group, k) for k, o in enumerate(outs)
+    )
+    return [Tensor(op, k) for k, op in enumerate(group.ops)]

@@ -29,6 +29,8 @@ FLOAT_FUNCTIONS = {
 }
 # Defined for integers too (floor/ceil/round of an integer is the integer itself).
 NUMERIC_FUNCTIONS = ("abs", "floor", "ceil", "round")
+# Defined for integers only.
+INTEGER_FUNCTIONS = ("popcount",)
 
 
 def _float_call(name: str, *args: object) -> Expr:
@@ -149,6 +151,18 @@ def floor(x: object) -> Expr:
 @entry_point
 def ceil(x: object) -> Expr:
     return _numeric_call("ceil", x)
+
+
+@entry_point
+def popcount(x: object) -> Expr:
+    """The number of bits set in the integer `x` (of its two's complement for negatives)."""
+    e = as_expr(x)
+    if not dt.is_int(e.dtype):
+        raise AlgorithmError(
+            f"sl.popcount({e}) counts the bits of an integer, not of a {e.dtype}: convert "
+            "with .astype('int32')"
+        )
+    return Call("popcount", (e,), e.dtype)
 
 
 @entry_point

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import LoweringError
 from .expr import Const, Read
 from .extern import ExternBuffer, ExternOp
+from .graph import together
 from .tensor import Operation
 
 _FUNCS: dict[str, Callable] = {}
@@ -62,14 +63,15 @@ register_func("blas.matmul", _blas_matmul)
 register_func("blas.batch_matmul", _blas_batch_matmul)
 
 
-def call_extern(op: ExternOp, arrays: Mapping[Operation, np.ndarray], out: np.ndarray) -> None:
+def call_extern(op: ExternOp, arrays: Mapping[Operation, np.ndarray]) -> None:
     """Run `op`'s call with the arrays of its inputs (and scalar parameters) in `arrays`,
-    writing `out`."""
+    writing the arrays there of its outputs (`op` and those computed with it)."""
     func = get_global_func(op.call.func)
+    outs = {out.output: arrays[out] for out in together(op)}
     args = []
     for a in op.call.args:
         if isinstance(a, ExternBuffer):
-            args.append(out if a.tensor is None else arrays[a.tensor.op])
+            args.append(outs[a] if a.tensor is None else arrays[a.tensor.op])
         elif isinstance(a, Const):
             args.append(a.value)
         elif isinstance(a, Read) and not a.indices and a.tensor.op in arrays:  # a parameter

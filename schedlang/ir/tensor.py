@@ -149,6 +149,17 @@ class ComputeOp(Operation):
     # is computed (and so are left out of a schedule's canonical text).
     attrs: Mapping[str, object] = field(default_factory=lambda: _NO_ATTRS, repr=False)
 
+    # A read-only mapping does not pickle; its items do (TE's schedules and ops pickle).
+    def __getstate__(self) -> tuple:
+        return tuple(dict(v) if f == "attrs" else v for f, v in self._fields())
+
+    def __setstate__(self, state: tuple) -> None:
+        for (name, _), value in zip(self._fields(), state):
+            object.__setattr__(self, name, MappingProxyType(value) if name == "attrs" else value)
+
+    def _fields(self) -> list[tuple[str, object]]:
+        return [(f, getattr(self, f, None)) for f in self.__dataclass_fields__]
+
     @property
     def shape(self) -> tuple[Expr, ...]:  # type: ignore[override]
         return tuple(iv.dom.extent for iv in self.axis)

@@ -84,7 +84,7 @@ def loop_map(
     fused = {a for r in stage.relations if isinstance(r, rec.Fuse) for a in r.axes}
     for relation in stage.relations:
         axes = (relation.parent,) if isinstance(relation, rec.Split) else relation.axes
-        if (data_only and axes[0].kind == "reduce") or id(relation) in kept:
+        if (data_only and axes and axes[0].kind == "reduce") or id(relation) in kept:
             continue
         if any(relation is r for r in deferred.values()):
             step, current = _deferred(relation, current)
@@ -363,6 +363,9 @@ def _step(
             outs[q : q + 2] = [f"floor({xs[q]} / {factor})", f"{xs[q]} mod {factor}"]
             text = f"{{ [{', '.join(xs)}] -> [{', '.join(outs)}] }}"
         return isl.Map(text), current[:q] + [relation.outer, relation.inner] + current[q + 1 :]
+    if not relation.axes:  # fuse() of no loops: one iteration, outside the others
+        text = f"{{ [{', '.join(xs)}] -> [{', '.join(['0', *xs])}] }}"
+        return isl.Map(text), [relation.fused, *current]
     # The fused loops are adjacent in loop order, but a reorder may have moved them apart
     # in `current` (the order relations produce), so find each one.
     spots = [current.index(a) for a in relation.axes]

@@ -44,7 +44,7 @@ def relaid(stage: Stage, name: str, call: str, loc: str) -> tuple[ComputeOp, tup
             factor = r.factor if r.factor is not None else extents[r.inner]
             value[r.parent] = value[r.outer] * factor + value[r.inner]
             valid.append(value[r.parent] < extents[r.parent])
-        else:
+        elif r.axes:  # (a fuse of no loops, TE's singleton, gives no loop a value)
             rest = value[r.fused]
             for a in reversed(r.axes[1:]):
                 value[a] = rest % extents[a]
@@ -73,7 +73,7 @@ def _index(stage: Stage, leaves: list[Axis], extents: dict[Axis, Expr]) -> tuple
             value[r.outer] = value[r.parent] // factor
             value[r.inner] = value[r.parent] % factor
         else:
-            fused = value[r.axes[0]]
+            fused = value[r.axes[0]] if r.axes else const(0)
             for a in r.axes[1:]:
                 fused = fused * extents[a] + value[a]
             value[r.fused] = fused
@@ -102,7 +102,7 @@ def _extents(stage: Stage, call: str, loc: str) -> dict[Axis, Expr]:
                     f"'{symbolic[0]}', fused as an inner loop, has a symbolic extent, so the "
                     "cache cannot be laid out by the fused loop",
                 )
-            total = extents[r.axes[0]]
+            total = extents[r.axes[0]] if r.axes else const(1)
             for a in r.axes[1:]:
                 known = as_int(total)
                 inner = as_int(extents[a])

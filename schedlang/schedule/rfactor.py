@@ -41,8 +41,7 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
     if chosen.kind != "reduce":
         fail(f"'{chosen.name}' is a data axis; rfactor factors a reduce loop")
     data_touched = any(
-        (r.parent if isinstance(r, rec.Split) else r.axes[0]).kind == "data"
-        for r in stage.relations
+        (r.parent if isinstance(r, rec.Split) else r.fused).kind == "data" for r in stage.relations
     )
     if data_touched or stage.annotations or stage.binds or stage.attach is not None:
         fail(

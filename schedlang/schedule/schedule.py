@@ -9,11 +9,13 @@ from ..errors import InternalError, ScheduleError, entry_point, located, user_lo
 from ..ir.expr import Read
 from ..ir.extern import ExternOp
 from ..ir.graph import post_order, together
+from ..ir.hybrid.nodes import HybridOp
 from ..ir.scan import ScanOp
 from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
 from . import records as rec
 from .axis import Axis, ThreadAxis
 from .group import Group, create_group
+from .layout import TransformLayout
 from .rewire import reads_of
 from .stage import HARDWARE_TAGS, Stage
 
@@ -314,7 +316,7 @@ def create_schedule(outputs: object) -> Schedule:
         ops.append(op)
     if not ops:
         raise ScheduleError("create_schedule: no outputs given; pass the tensors to compute")
-    if not any(isinstance(op, (ComputeOp, ExternOp, ScanOp)) for op in ops):
+    if not any(isinstance(op, (ComputeOp, ExternOp, HybridOp, ScanOp)) for op in ops):
         names = ", ".join(f"'{op.name}'" for op in ops)
         raise ScheduleError(
             f"create_schedule: every output ({names}) is a placeholder, so the schedule would "
@@ -394,6 +396,8 @@ def _apply(s: Schedule, r: object) -> None:
         stage.tensorize(r.axis, r.intrin)
     elif isinstance(r, rec.StorePredicate):
         stage.set_store_predicate(r.predicate)
+    elif isinstance(r, TransformLayout):
+        stage.transform_layout(lambda *index: list(r.indices(index)))
 
 
 __all__ = ["Axis", "Schedule", "apply_record", "create_schedule", "replay", "thread_axis"]

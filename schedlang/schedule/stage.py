@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 from ..errors import entry_point, user_location
 from ..ir.expr import Const, Var, as_expr
 from ..ir.extern import ExternOp
+from ..ir.hybrid.nodes import HybridOp
 from ..ir.integers import as_int
 from ..ir.scan import ScanOp
-from ..ir.tensor import ComputeOp, IterVar, Operation
+from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp
 from ..ir.visit import walk
 from . import records as rec
 from . import stage_guards as guards
@@ -27,6 +28,7 @@ from .errors import (
 )
 from .intrin import TensorIntrin
 from .introspect import StageViews
+from .layout import TransformLayout, layout_of
 from .pragma import apply_pragma
 from .stage_guards import (
     check_scope,
@@ -71,6 +73,7 @@ class Stage(StageViews):
         self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
         self.store_predicate: rec.StorePredicate | None = None
+        self.layout: TransformLayout | None = None  # transform_layout's
         # pragma auto_unroll_max_step: the scope's loop -> (steps, where it was asked)
         self.auto_unroll: dict[Axis, tuple[int, str]] = {}
         self.imports: list[str] = []  # pragma import_llvm: LLVM IR linked into the kernel
@@ -85,7 +88,7 @@ class Stage(StageViews):
         # compute, which share its axes and loops.
         self.ops: tuple[Operation, ...] = (op,)
         roots: list[tuple[IterVar, Axis]] = []
-        if isinstance(op, ComputeOp):
+        if isinstance(op, (ComputeOp, HybridOp)):
             taken: set[str] = set()
             for iv in op.axis + op.reduce_axis:
                 axis_name = iv.var.name
@@ -174,6 +177,13 @@ class Stage(StageViews):
             self._fail(PlacementError, call, loc, what)
         self._require_placeable(call, loc)
 
+    def _require_loops(self, call: str, loc: str) -> None:
+        """A compute's loops, or a hybrid script's (the loops it is written with)."""
+        if isinstance(self.op, HybridOp):
+            guards.check_live(self, call, loc)
+        else:
+            self._require_compute(call, loc)
+
     def _require_placeable(self, call: str, loc: str) -> None:
         """A compute, or a scan: the placement primitives move a scan with all its stages."""
         guards.check_live(self, call, loc)
@@ -183,6 +193,13 @@ class Stage(StageViews):
             what = (
                 f"'{self.name}' is an extern stage (computed whole by {self.op.call.func!r}, "
                 "before the kernel): it has no loops to schedule"
+            )
+            self._fail(PlacementError, call, loc, what)
+        if isinstance(self.op, HybridOp):
+            what = (
+                f"'{self.name}' is computed by the hybrid script '{self.op.call.name}', whole, "
+                "as a function of its own: its loops are scheduled (split, fuse, reorder, "
+                "parallel, ...) but the stage is not placed, cached or tensorized"
             )
             self._fail(PlacementError, call, loc, what)
         if not isinstance(self.op, ComputeOp):
@@ -218,7 +235,7 @@ class Stage(StageViews):
         loc = user_location()
         shown = f"factor={factor}" if nparts is None else f"nparts={nparts}"
         call = f"split({getattr(parent, 'name', parent)}, {shown})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         axis = self._axis(parent, call, loc)
         if (factor is None) == (nparts is None):
             self._fail(FactorError, call, loc, "give exactly one of factor= and nparts=")
@@ -264,7 +281,7 @@ class Stage(StageViews):
         loc = user_location()
         names = [getattr(a, "name", a) for a in (x_parent, y_parent)]
         call = f"tile({names[0]}, {names[1]}, {x_factor}, {y_factor})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         x_axis = self._axis(x_parent, call, loc)
         y_axis = self._axis(y_parent, call, loc)
         if x_axis == y_axis:
@@ -280,14 +297,22 @@ class Stage(StageViews):
 
     @entry_point
     def fuse(self, *axes: object) -> Axis:
-        """Fuse adjacent loops (outer first) into one: ``fused = outer * extent(inner) + inner``."""
+        """Fuse adjacent loops (outer first) into one: ``fused = outer * extent(inner) + inner``.
+        Of no loops, a new loop of one iteration outside all the others (TE's singleton)."""
         loc = user_location()
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = tuple(axes[0])
         call = f"fuse({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
-        self._require_compute(call, loc)
-        if not axes:
-            self._fail(AxisError, call, loc, "give at least one axis")
+        self._require_loops(call, loc)
+        if not axes:  # TE's singleton: a loop of one iteration, outermost
+            taken = sum(1 for a in self.leaves if a.name.startswith("singleton"))
+            singleton = Axis(self.name, "singleton" + (f".{taken}" if taken else ""), "data")
+            self.extents[singleton] = 1
+            self.leaves.insert(0, singleton)
+            record = rec.Fuse(self.name, (), singleton, loc)
+            self.relations.append(record)
+            self._record(record)
+            return singleton
         resolved = [self._axis(a, call, loc) for a in axes]
         if len(resolved) == 1:
             return resolved[0]
@@ -326,7 +351,7 @@ class Stage(StageViews):
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = tuple(axes[0])
         call = f"reorder({', '.join(getattr(a, 'name', str(a)) for a in axes)})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         resolved = [self._axis(a, call, loc) for a in axes]
         if len(set(resolved)) != len(resolved):
             self._fail(AxisError, call, loc, "an axis is listed twice")
@@ -355,7 +380,7 @@ class Stage(StageViews):
     def _annotate(self, axis: object, kind: str) -> None:
         loc = user_location()
         call = f"{kind}({getattr(axis, 'name', axis)})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         resolved = self._axis(axis, call, loc)
         word = {"unroll": "unrolled", "vectorize": "vectorized", "parallel": "parallel"}[kind]
         if resolved in self.binds:
@@ -417,7 +442,7 @@ class Stage(StageViews):
         loc = user_location()
         tag = thread_axis.tag if isinstance(thread_axis, ThreadAxis) else thread_axis
         call = f"bind({getattr(axis, 'name', axis)}, {tag})"
-        self._require_compute(call, loc)
+        self._require_loops(call, loc)
         resolved = self._axis(axis, call, loc)
         if tag not in HARDWARE_TAGS:
             self._fail(
@@ -629,6 +654,19 @@ class Stage(StageViews):
             )
         self.scope = scope
         self._record(rec.SetScope(self.name, scope, loc))
+
+    @entry_point
+    def transform_layout(self, mapping) -> None:
+        """Store this stage's tensor in another order: its element at ``index`` at
+        ``mapping(*index)`` of its buffer, the caller's array for an input or output
+        (`schedule.layout`; TE's ``transform_layout``, the loops kept in their order)."""
+        loc = user_location()
+        call = "transform_layout(...)"
+        guards.check_live(self, call, loc)
+        if not isinstance(self.op, ComputeOp) and type(self.op) is not PlaceholderOp:
+            self._fail(PlacementError, call, loc, f"'{self.name}' has no buffer of its own")
+        self.layout = layout_of(self, mapping, loc)
+        self._record(self.layout)
 
     @entry_point
     def double_buffer(self) -> None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
+from ..ir.printer import expr_str
 from . import records as rec
 from .axis import Axis
+from .layout import TransformLayout
 
 
 def _ident(name: str) -> str:
@@ -101,6 +103,9 @@ def _line(r, st: str, ref) -> str:
         return f"{st}.storage_align({ref(r.axis)}, {r.factor}, {r.offset})"
     if isinstance(r, rec.StorePredicate):
         return f"{st}.set_store_predicate({_predicate_text(r.predicate)})"
+    if isinstance(r, TransformLayout):
+        names = ", ".join(v.name for v in r.index)
+        return f"{st}.transform_layout(lambda {names}: [{', '.join(map(expr_str, r.physical))}])"
     raise TypeError(f"no text for record {r!r}")
 
 

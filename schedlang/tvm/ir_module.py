@@ -39,7 +39,17 @@ class IRModule(Mapping):
 
     @staticmethod
     def of(func: LoweredFunc) -> IRModule:
-        return IRModule({func.name: PrimFunc(func)})
+        """The module of `func`, or of each function of a lowering with several (extern
+        stages and hybrid scripts run as functions of their own), each under its name."""
+        if not hasattr(func, "functions"):
+            return IRModule({func.name: PrimFunc(func)})
+        functions: dict[str, PrimFunc] = {}
+        for f in func.functions():
+            name, k = f.name, 1
+            while name in functions:
+                name, k = f"{f.name}_{k}", k + 1
+            functions[name] = PrimFunc(f)
+        return IRModule(functions)
 
     def __getitem__(self, name: str) -> PrimFunc:
         return self.functions[name]

@@ -14,7 +14,7 @@ def array(data: object, device: _Device | None = None) -> NDArray:
     """`data` copied to `device` (the CPU by default)."""
     dev = cpu(0) if device is None else device
     values = data.numpy() if isinstance(data, NDArray) else np.asarray(data)
-    return NDArray(_place(np.ascontiguousarray(values), dev), dev)
+    return NDArray(_place(np.asarray(values, order="C"), dev), dev)  # 0-d stays 0-d
 
 
 def empty(shape: object, dtype: str = "float32", device: _Device | None = None) -> NDArray:

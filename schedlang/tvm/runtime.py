@@ -14,9 +14,11 @@ from ..errors import LaunchError, LoweringError
 from ..platform_info import cuda_available
 from ..runtime.device_array import DeviceArray
 
-_KINDS = {1: "cpu", 2: "cuda", 4: "opencl", 10: "rocm"}
+# TE's device types; those past CUDA name targets schedlang does not compile for, devices
+# that never exist here (a test that loops over TE's targets skips them)
+_KINDS = {1: "cpu", 2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
 _NAMES = {"cpu": 1, "llvm": 1, "c": 1, "cuda": 2, "nvptx": 2, "gpu": 2, "cl": 4, "opencl": 4}
-_NAMES.update({"rocm": 10})
+_NAMES.update({"vulkan": 7, "metal": 8, "rocm": 10})
 
 
 @dataclass(frozen=True)

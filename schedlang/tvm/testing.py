@@ -41,6 +41,11 @@ def uses_gpu(test: Callable) -> Callable:
     return test
 
 
+def skip_if_wheel_test(test: Callable) -> Callable:
+    """TE's mark for a test that needs TVM's source tree (not a wheel): it runs as it is."""
+    return test
+
+
 def requires_llvm(test: Callable) -> Callable:
     """Runs: schedlang always compiles for the CPU through LLVM."""
     return test

@@ -107,6 +107,39 @@ def test_lower_shows_the_call_before_the_loop_nest():
     assert "D[i, j] = C[i, j] + bias[]" in nest
 
 
+def test_a_call_reads_stages_a_kernel_computes_before_it():
+    a = sl.placeholder((7, 7), name="A")
+    twice = sl.compute(a.shape, lambda i, j: a[i, j] * 2, name="Twice")
+    square = sl.extern(
+        a.shape, [twice], lambda ins, outs: sl.call_packed("blas.matmul", ins[0], ins[0], outs[0])
+    )
+    shifted = sl.compute(a.shape, lambda i, j: square[i, j] - 1, name="Shifted")
+    s = sl.create_schedule(shifted.op)
+    s[twice].split(twice.op.axis[1], factor=3)
+    x = _random(7, 7)
+    expected = (2 * x) @ (2 * x) - 1
+    np.testing.assert_allclose(sl.reference(shifted, {a: x}), expected, rtol=1e-5, atol=1e-5)
+    out, kept = np.full((7, 7), np.nan, "float32"), np.full((7, 7), np.nan, "float32")
+    sl.build(s, [a, shifted, twice])(x, out, kept)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(kept, 2 * x)
+    text = str(sl.lower(s, [a, shifted]))
+    assert text.index("Twice[") < text.index("blas.matmul") < text.index("Shifted[")
+    assert "range(0, 3)" in text.split("blas.matmul")[0]  # the split replayed
+
+
+def test_a_zero_dimensional_result_is_written_into_the_callers_array():
+    def copy(x, y):
+        y[...] = x * 2
+
+    sl.register_func("tests.double_scalar", copy, override=True)
+    a = sl.placeholder((), name="A")
+    b = sl.extern((), [a], lambda ins, outs: sl.call_packed("tests.double_scalar", ins[0], outs[0]))
+    out = np.full((), np.nan, "float32")
+    sl.build(sl.create_schedule(b.op), [a, b])(np.array(1.25, "float32"), out)
+    assert out == 2.5
+
+
 def test_an_extern_stage_has_no_loops_to_schedule():
     _, _, c, _, d = _matmul_then_bias(8, 4, 8)
     s = sl.create_schedule(d.op)
@@ -122,19 +155,50 @@ def test_what_cannot_run_is_refused_at_build():
     late = sl.extern(
         a.shape, [twice], lambda ins, outs: sl.call_packed("blas.matmul", ins[0], ins[0], outs[0])
     )
-    with pytest.raises(sl.LoweringError, match="reads 'Twice', which the kernel computes after"):
-        sl.build(sl.create_schedule(late.op), [a, late])
+    again = sl.compute(a.shape, lambda i, j: late[i, j] + twice[i, j], name="Again")
+    after = sl.extern(
+        a.shape, [again], lambda ins, outs: sl.call_packed("blas.matmul", ins[0], ins[0], outs[0])
+    )
+    with pytest.raises(sl.LoweringError, match="'Again' is computed from '.*': a computed stage"):
+        sl.build(sl.create_schedule(after.op), [a, after])
     nowhere = sl.extern(a.shape, [a], lambda ins, outs: sl.call_packed("no.such", ins[0], outs[0]))
     with pytest.raises(sl.LoweringError, match="no function is registered as 'no.such'"):
         sl.build(sl.create_schedule(nowhere.op), [a, nowhere])
+
+
+def test_a_call_with_two_outputs_is_one_stage_that_writes_both():
+    def split_signs(x, pos, neg):
+        pos[...] = np.maximum(x, 0)
+        neg[...] = np.minimum(x, 0).sum(axis=1)
+
+    sl.register_func("tests.split_signs", split_signs, override=True)
+    n = sl.var("n")
+    a = sl.placeholder((n, 5), name="A")
+    pos, neg = sl.extern(
+        [a.shape, (n,)],
+        [a],
+        lambda ins, outs: sl.call_packed("tests.split_signs", ins[0], outs[0], outs[1]),
+        name="signs",
+    )
+    assert (pos.value_index, neg.value_index, pos.op.num_outputs) == (0, 1, 2)
+    both = sl.compute((n,), lambda i: pos[i, 2] - neg[i], name="Both")
+    s = sl.create_schedule(both.op)
+    assert s[pos] is s[neg]
+    x = _random(7, 5)
+    expected = np.maximum(x[:, 2], 0) - np.minimum(x, 0).sum(axis=1)
+    np.testing.assert_allclose(sl.reference(both, {a: x}), expected, rtol=1e-6)
+    got, kept = np.full(7, np.nan, "float32"), np.full(7, np.nan, "float32")
+    sl.build(s, [a, both, neg])(x, got, kept)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    np.testing.assert_allclose(kept, np.minimum(x, 0).sum(axis=1), rtol=1e-6)
 
 
 def test_malformed_externs_are_refused_when_written():
     a = sl.placeholder((4,), name="A")
     with pytest.raises(sl.AlgorithmError, match="must return sl.call_packed"):
         sl.extern(a.shape, [a], lambda ins, outs: ins[0])
-    with pytest.raises(sl.AlgorithmError, match="one output per extern stage"):
-        sl.extern([(4,), (4,)], [a], lambda ins, outs: sl.call_packed("blas.matmul"))
+    with pytest.raises(sl.AlgorithmError, match="2 shapes but 3 dtypes"):
+        sl.extern([(4,), (4,)], [a], lambda i, o: None, dtype=["int32"] * 3)
     with pytest.raises(sl.AlgorithmError, match="give dtype="):
         sl.extern((4,), [], lambda ins, outs: sl.call_packed("blas.matmul", outs[0]))
 

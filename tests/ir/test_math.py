@@ -71,6 +71,34 @@ def test_numeric_functions_of_integers(name, dtype):
     assert_matches(elementwise(getattr(sl, name), a), expected)
 
 
+def _bits_set(values: np.ndarray) -> np.ndarray:
+    """Bits set in each value's two's complement, counted one bit at a time."""
+    mask = (1 << (values.dtype.itemsize * 8)) - 1
+    return np.array([bin(int(v) & mask).count("1") for v in values], dtype=values.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32"])
+def test_popcount_counts_the_bits_the_build_and_the_reference_agree(dtype):
+    info = np.iinfo(dtype)
+    a = rng().integers(info.min, info.max, 37, dtype=dtype, endpoint=True)
+    a[:3] = [0, info.max, info.min]
+    expected = _bits_set(a)
+    assert_matches(elementwise(sl.popcount, a), expected)
+    A = sl.placeholder((sl.var("n"),), dtype, name="A")
+    C = sl.compute(A.shape, lambda i: sl.popcount(A[i]) + 1, name="C")
+    s = sl.create_schedule(C.op)
+    outer, inner = s[C].split(C.op.axis[0], factor=8)
+    s[C].vectorize(inner)
+    out = np.zeros(37, dtype)
+    sl.build(s, [A, C])(a, out)
+    assert_matches(out, expected + 1)
+
+
+def test_popcount_of_a_float_is_refused():
+    with pytest.raises(sl.AlgorithmError, match=r"counts the bits of an integer, not of a float32"):
+        sl.popcount(sl.placeholder((3,), name="A")[0])
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_pow(dtype):
     gen = rng()

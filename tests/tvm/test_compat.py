@@ -99,6 +99,12 @@ def test_targets_devices_and_arrays_spelled_as_in_te():
         tvm.target.Target("opencl")
     assert tvm.device("cuda", 0) == tvm.cuda(0) == tvm.gpu(0)
     assert not tvm.cl(0).exist and not tvm.device("rocm").exist
+    for name in ("metal", "vulkan"):
+        assert not tvm.device(name, 0).exist and not tvm.testing.device_enabled(name)
+    with pytest.raises(tvm.TVMError, match="unknown device 'webgpu'"):
+        tvm.device("webgpu")
+    scalar = tvm.nd.array(np.random.default_rng(1).uniform(size=()).astype("float32"))
+    assert scalar.shape == () and scalar.numpy().shape == ()
     with pytest.raises(tvm.TVMError, match="not available here"):
         tvm.nd.array(np.ones(3), tvm.cl(0))
     empty = tvm.nd.empty((2, 3), "int32", tvm.cpu(0))
@@ -184,12 +190,15 @@ def test_an_extern_stage_calls_a_function_registered_in_te_style():
 
     n = te.var("n")
     a = te.placeholder((n,), name="A")
-    c = te.extern(
-        a.shape,
-        [a],
-        lambda ins, outs: tvm.tir.call_packed("test_compat.cube_plus_one", ins[0], outs[0]),
-        name="C",
-    )
+    buffers = []
+
+    def call(ins, outs):  # TE passes a buffer, or its data pointer: both are the array
+        buffers.extend(ins + outs)
+        return tvm.tir.call_packed("test_compat.cube_plus_one", ins[0].data, outs[0])
+
+    c = te.extern(a.shape, [a], call, name="C")
+    assert all(isinstance(b, tvm.te.schedule.Buffer) for b in buffers) and len(buffers) == 2
+    assert not isinstance(a, tvm.te.schedule.Buffer)
     d = te.compute(a.shape, lambda i: c[i] - a[i], name="D")
     f = tvm.build(te.create_schedule(d.op), [a, d], "llvm")
     x = np.random.default_rng(3).uniform(-2, 2, 37).astype("float32")

@@ -88,15 +88,6 @@ def test_te_div_and_the_op_classes():
     assert b.dtype == "int32"
 
 
-def test_hybrid_script_functions_are_refused_when_called():
-    @te.hybrid.script
-    def outer_product(a, b):
-        return a
-
-    with pytest.raises(AlgorithmError, match="'outer_product': schedlang does not run TE's hybrid"):
-        outer_product(1, 2)
-
-
 def test_analyzer_folds_constant_extents_and_memoize_keeps_results():
     three = tvm.tir.const(3)
     assert int(tvm.arith.Analyzer().simplify(three * 5 + 1).value) == 16

@@ -93,6 +93,8 @@ def _function(
 
 
 def _integer(b: ir.IRBuilder, name: str, x: ir.Value, dtype: str) -> ir.Value:
+    if name == "popcount":
+        return call_overloaded(b, "llvm.ctpop", [x])
     if name != "abs":
         raise InternalError(f"the math function '{name}' of the integer type {dtype}")
     if not is_signed(dtype):

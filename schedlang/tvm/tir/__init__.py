@@ -17,6 +17,7 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     floor,
     if_then_else,
     log,
+    popcount,
     sqrt,
 )
 from schedlang import if_then_else as Select  # noqa: F401, N812
@@ -39,6 +40,17 @@ class CallEffectKind(enum.IntEnum):
     ReadState = 2
     UpdateState = 3
     Opaque = 4
+
+
+class ForKind:
+    """TE's loop kinds, as schedlang's loops (a loop-IR ``For`` or a hybrid script's loop)
+    name them in their `kind`."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+    THREAD_BINDING = "bound"
 
 
 class Op:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...ir.expr import Expr
+from ...ir.expr import Expr, as_expr
+from ...ir.visit import substitute as _substitute
 from ...loopir.core.nodes import Stmt
 from ...loopir.core.visit import expr_children, stmt_children, stmt_exprs
 
@@ -36,3 +37,9 @@ def _children(node: object) -> tuple:
     if isinstance(node, Expr):
         return expr_children(node)
     raise TypeError(f"post_order_visit: {node!r} is not a statement or expression")
+
+
+def substitute(node: Expr, vmap: dict) -> Expr:
+    """`node` with each variable of `vmap` replaced by its value (TE's ``substitute``, for
+    expressions)."""
+    return _substitute(as_expr(node), {var: as_expr(value) for var, value in vmap.items()})

@@ -27,6 +27,14 @@ def conv2d_nchw_python(a_np, w_np, stride, padding):
     return out.astype(a_np.dtype)
 
 
+def conv2d_nhwc_python(a_np, w_np, stride, padding):
+    """The convolution of `tvm.topi.nn.conv2d_nhwc` (data NHWC, weights HWIO), in numpy: the
+    NCHW one over transposed arrays."""
+    data, weights = a_np.transpose(0, 3, 1, 2), w_np.transpose(3, 2, 0, 1)
+    nchw = conv2d_nchw_python(data, weights, stride, padding)
+    return nchw.transpose(0, 2, 3, 1)
+
+
 def get_injective_schedule(target):
     """The schedule function of injective operators for `target`: schedlang's TOPI has TOPI's
     generic (CPU) schedules, which every target gets (they refuse one that is not the CPU)."""

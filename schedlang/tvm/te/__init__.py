@@ -3,6 +3,7 @@ shapes (integral floats such as ``N / bn``) and of thread axes (a range before t
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections.abc import Mapping
 
@@ -41,16 +42,15 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
 )
 from schedlang.ir.tensor import ComputeOp, PlaceholderOp  # noqa: F401 - TE's op classes
 
-from ..errors import AlgorithmError, ScheduleError
-from ..ir.dtype import is_float
-from . import (
-    hybrid,  # noqa: F401 - te.hybrid.script, refused when called
-    schedule,  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
-)
-from . import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
-from .tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
-from .tensor_intrin import decl_tensor_intrin  # noqa: F401
-from .tir import floordiv, floormod, truncdiv  # noqa: F401 - te.floordiv, te.floormod
+from ...errors import AlgorithmError, ScheduleError
+from ...ir.dtype import is_float
+from ...schedule.layout import AXIS_SEPARATOR  # noqa: F401 - te.AXIS_SEPARATOR
+from .. import schedule  # noqa: F401 - TE's te.schedule (Split, Fuse, Stage, ...)
+from .. import te_tensor as tensor  # noqa: F401 - te.tensor.Tensor, ComputeOp, ...
+from ..tag import TagScope, scoped_tag, tag_scope  # noqa: F401 - TagScope, tag_scope re-exported
+from ..tensor_intrin import decl_tensor_intrin  # noqa: F401
+from ..tir import floordiv, floormod, truncdiv  # noqa: F401 - te.floordiv, te.floormod
+from . import hybrid  # noqa: F401 - te.hybrid.script
 
 power = pow
 
@@ -130,6 +130,10 @@ def extern(
             f"extern '{name}': in_buffers/out_buffers (buffers declared by hand) are not "
             "supported; schedlang hands the function whole compact arrays"
         )
+    several = isinstance(shape, (list, tuple)) and bool(shape)
+    if several and builtins.all(isinstance(s, (list, tuple)) for s in shape):
+        shapes = [_shape(tuple(s), name) for s in shape]  # one per output
+        return _sl.extern(shapes, inputs, fcompute, name=name, dtype=dtype)
     return _sl.extern(_shape(shape, name), inputs, fcompute, name=name, dtype=dtype)
 
 
