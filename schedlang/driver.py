@@ -116,7 +116,8 @@ def _lower(
         )
         _dump("generated", body)
         body = apply_layouts(body, layouts)
-        body = lower_fragment_elements(body, reductions)
+        if not draft:  # a draft shows fragments' element loops as written
+            body = lower_fragment_elements(body, reductions)
         body = lower_thread_reductions(body, reductions)
         body = predicate_stores(body, _store_predicates(s, buffers))
         body = insert_allocations(body, local)

@@ -58,11 +58,16 @@ def scan_stages(scan: Stage) -> list[str]:
 
 def step_mates(stage: Stage) -> list[Stage]:
     """The stages whose loop `stage`'s first loop is: the body stages of the scan whose
-    steps it computes (they share one loop over the steps), else `stage` alone."""
+    steps it computes (they share one loop over the steps; the inits have loops of their
+    own), else `stage` alone."""
     schedule = stage.schedule
     for scan in schedule.stages:
-        if isinstance(scan.op, ScanOp) and stage.name in scan_stages(scan):
-            return [schedule[name] for name in scan_stages(scan)]
+        if not isinstance(scan.op, ScanOp):
+            continue
+        inits = {schedule[current_op(schedule, op.init)].name for op in scan.ops}
+        body = [name for name in scan_stages(scan) if name not in inits]
+        if stage.name in body:
+            return [schedule[name] for name in body]
     return [stage]
 
 

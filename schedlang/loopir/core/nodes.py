@@ -59,13 +59,15 @@ class Load(Expr):
 
     def sl_str(self, expr_str) -> str:
         """How `schedlang.ir.printer.expr_str` prints this node."""
-        return f"{element_name(self.buffer)}[{', '.join(expr_str(i) for i in self.indices)}]"
+        shown = ", ".join(expr_str(i) for i in self.indices)
+        return f"{element_name(self.buffer, self.indices)}[{shown}]"
 
 
-def element_name(buffer: Buffer) -> str:
-    """How an element access names `buffer`: a fragment by its running thread's share
-    (``acc.slot[3]``), which is what one index into a fragment means."""
-    return f"{buffer.name}.slot" if buffer.scope in FRAGMENT_SCOPES else buffer.name
+def element_name(buffer: Buffer, indices: tuple) -> str:
+    """How an element access names `buffer`: a fragment at one index by its running thread's
+    share (``acc.slot[3]``), which is what one index into a fragment means."""
+    slot = buffer.scope in FRAGMENT_SCOPES and len(indices) == 1
+    return f"{buffer.name}.slot" if slot else buffer.name
 
 
 class Stmt:

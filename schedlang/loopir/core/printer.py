@@ -82,7 +82,7 @@ def stmt_head(stmt: Stmt) -> str:
         return f"if {expr_str(stmt.cond)}:"
     if isinstance(stmt, Store):
         indices = ", ".join(expr_str(i) for i in stmt.indices)
-        return f"{element_name(stmt.buffer)}[{indices}] = {expr_str(stmt.value)}"
+        return f"{element_name(stmt.buffer, stmt.indices)}[{indices}] = {expr_str(stmt.value)}"
     if isinstance(stmt, Let):
         return f"let {stmt.var.name} = {expr_str(stmt.value)}"
     if isinstance(stmt, Allocate):

@@ -79,7 +79,7 @@ def lower_fragment_elements(body: Stmt, updates: dict[Store, CrossThread]) -> St
 
 
 def _element_store(s: Stmt) -> bool:
-    return isinstance(s, Store) and s.buffer.scope in FRAGMENT_SCOPES
+    return isinstance(s, Store) and s.buffer.scope == "wgmma.accumulator"
 
 
 def _row_index(buffer: Buffer, indices: tuple[Expr, ...]) -> Expr:
