@@ -159,12 +159,10 @@ def wgmma_schedule(
     and sum across the accumulator's lanes (each thread its columns, then its quad), the
     probabilities rounded in registers and used there as the A operand of ``P V`` (V per
     block), the running output rescaled in registers; at the end ``O / Z`` stored by
-    ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``),
-    but under a causal mask, whose blocks above the diagonal isl skips the scores and K's copy
-    of (a guard around them in the step, which the pipeline does not take yet). The keys'
-    length must be a multiple of `keys` (whole tiles along the second product's reduction)."""
-    if chain[0].op.body.where is not None:
-        stages = 1
+    ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``;
+    under a causal mask, isl skips the scores of the blocks above the diagonal and K's copies
+    for them). The keys' length must be a multiple of `keys` (whole tiles along the second
+    product's reduction)."""
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
     m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])

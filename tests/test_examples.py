@@ -297,10 +297,13 @@ def test_attention_on_the_tensor_cores_simulated(n, d, rows, causal):
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
-def test_attention_on_the_tensor_cores_copies_k_and_v_a_step_ahead():
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_on_the_tensor_cores_copies_k_and_v_a_step_ahead(causal):
     """V's tile is filled after the scores in the step's order, but nothing in between touches
-    it: its copy joins K's at the start of the step, both issued a step ahead (`pipeline`)."""
-    tensors = gpu_attention.tensor_core_attention(2, 256, 64)
+    it: its copy joins K's at the start of the step, both issued a step ahead (`pipeline`).
+    Under a causal mask K's copy sits in the guard that skips the blocks above the diagonal;
+    the guard splits, so that the copy is issued a step ahead under it too."""
+    tensors = gpu_attention.tensor_core_attention(2, 256, 64, causal=causal)
     text = str(sl.lower(gpu_attention.wgmma_schedule(*tensors, stages=2), _io(tensors)))
     step = text[text.index("for j.step in") :]
     copies = [step.index(f"{name}.shared[j.step % 2, 0, ") for name in "KV"]  # the next copy

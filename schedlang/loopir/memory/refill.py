@@ -21,12 +21,14 @@ from ..core.nodes import (
     Buffer,
     BulkCopy,
     For,
+    If,
     Load,
     MatrixOp,
     Seq,
     Stmt,
     Store,
     Tile,
+    seq,
 )
 from ..core.visit import (
     stmt_children,
@@ -73,7 +75,7 @@ def split_body(loop: For, group: list[Buffer], call: str) -> Body:
     def touches(s: Stmt) -> bool:
         return any(writes(s, b) or reads(s, b) for b in group)
 
-    body = _fills_first(body, group)
+    body = _fills_first(_guarded_fills(body, group), group)
     start = next((k for k, s in enumerate(body) if touches(s)), len(body))
     pre, fill = body[:start], []
     for s in body[start:]:
@@ -118,6 +120,30 @@ def _fills_first(body: tuple[Stmt, ...], group: list[Buffer]) -> tuple[Stmt, ...
             order.insert(end, order.pop(k))
         k += 1
     return tuple(order)
+
+
+def _guarded_fills(body: tuple[Stmt, ...], group: list[Buffer]) -> tuple[Stmt, ...]:
+    """`body` with each guard whose statements start with fills split in two, the fills under
+    a guard of their own: ``if c: fill; rest`` is ``if c: fill`` then ``if c: rest`` where `c`
+    reads no memory (a block of keys above a causal diagonal, skipped with its copies)."""
+    out: list[Stmt] = []
+    for s in body:
+        if not (isinstance(s, If) and s.otherwise is None and isinstance(s.then, Seq)):
+            out.append(s)
+            continue
+        if any(isinstance(x, Load) for x in walk_expr(s.cond)):
+            out.append(s)
+            continue
+        stmts = s.then.stmts
+        count = 0
+        while count < len(stmts) and _fills(stmts[count], group):
+            count += 1
+        if count == 0 or count == len(stmts):
+            out.append(s)
+            continue
+        out.append(If(s.cond, seq(*stmts[:count])))
+        out.append(If(s.cond, seq(*stmts[count:])))
+    return tuple(out)
 
 
 def _fills(s: Stmt, group: list[Buffer]) -> bool:
