@@ -22,7 +22,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 import schedlang as sl
-from schedlang.ir.expr import Const, Reduce
+from schedlang.ir.expr import Const, Expr, Reduce
 from schedlang.ir.scan import ScanOp, body_ops
 from schedlang.ir.tensor import ComputeOp
 from schedlang.schedule import records as rec
@@ -255,7 +255,14 @@ class Scheduler:
         if self.draw(st.integers(0, 2), label="online recipe") != 0:
             return
         factor = self.draw(st.sampled_from((0, *FACTORS)), label="online factor")
-        self.attempt("online", lambda: self.s.online(reductions, factor))
+        # a stage kept a block per step: the softmax's exponentials are one it may keep; the
+        # others (after the sums, or the input) are refused by name
+        elementwise = [x for x in self.stages() if isinstance(getattr(x.op, "body", None), Expr)]
+        elementwise = [x for x in elementwise if not isinstance(x.op.body, Reduce)]
+        keep = []
+        if elementwise and self.draw(st.booleans(), label="online keep"):
+            keep = [self.draw(st.sampled_from(elementwise), label="kept stage")]
+        self.attempt("online", lambda: self.s.online(reductions, factor, keep=keep))
 
     # -- whole schedules ------------------------------------------------------------------
 
