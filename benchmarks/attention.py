@@ -92,6 +92,7 @@ def main() -> None:
     )
     parser.add_argument("--rows", type=int, default=64, help="query rows per block (fused)")
     parser.add_argument("--stages", type=int, default=2, help="copies of K and V in flight (wgmma)")
+    parser.add_argument("--keys", type=int, default=64, help="keys per block (wgmma)")
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
@@ -134,7 +135,9 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
     if args.schedule == "wgmma":
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
-        s = gpu_attention.wgmma_schedule(*tensors, rows=args.rows, stages=args.stages)
+        s = gpu_attention.wgmma_schedule(
+            *tensors, rows=args.rows, keys=args.keys, stages=args.stages
+        )
         return _timed(s, tensors, q, k, v, causal, args.repeat)
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
