@@ -453,23 +453,13 @@ def _lead(buffer: Buffer, indices: tuple[Expr, ...]) -> Expr:
     """The leading `indices` of `buffer`, flattened row-major."""
     d = indices[0].dtype if indices else "int32"
     flat: Expr = const(0, d)
-    for index, n in zip(indices, buffer.shape):
-        flat = _plus(_times(flat, _extent_of(n, buffer)), index)
+    for dim, index in enumerate(indices):
+        flat = _plus(_times(flat, _extent(buffer, dim)), index)
     return simplify_expr(flat)
-
-
-def _extent_of(n: Expr, buffer: Buffer) -> int:
-    if not isinstance(n, Const):
-        raise InternalError(f"fragment '{buffer.name}' has a symbolic extent")
-    return int(n.value)
 
 
 def _uses(e: Expr, var: Var) -> bool:
     return any(node is var for node in walk_expr(e))
-
-
-def _is_zero(e: Expr) -> bool:
-    return isinstance(e, Const) and e.value == 0
 
 
 def _plus(a: Expr, b: Expr) -> Expr:
