@@ -139,14 +139,14 @@ def _check_element_stage(schedule: Schedule, holders: _Holders, stage: Stage) ->
             raise _fail(stage, f"it reads '{producer.name}', a warp's mma.sync fragment")
         box_of = holders.box(read.tensor.op, stage)
         if len(box_of) < 2 or box_of[-2] % 64:
-            held = _moves_with(read.indices[-1], row, tile_vars)
+            owned = _moves_with(read.indices[-1], row, tile_vars)
             where = "its own row"
         else:
-            held = own is not None and all(
+            owned = own is not None and all(
                 _moves_with(i, v, tile_vars) for i, v in zip(read.indices[-2:], own)
             )
             where = "its own element" if not reduce_axes else "its row, over the reduce axis"
-        if not held:
+        if not owned:
             raise _fail(
                 stage,
                 f"it reads {read} from the fragment '{producer.name}', an element another "
