@@ -54,7 +54,7 @@ def cache_write_outputs(s: Schedule, stage: Stage, scope: str, loc: str) -> list
     axes = tuple(
         IterVar(Var(f"{iv.var.name}.c", "int32", "axis"), iv.dom, "data") for iv in first.axis
     )
-    name = s.unique_name(f"{stage.name}.{scope}")
+    name = s.unique_name(f"{stage.name}.{scope}", suffix=".v0")
     group = Outputs(name)
     group.ops = tuple(
         s.made(_cached(op, axes, group, k, f"{name}.v{k}")) for k, op in enumerate(stage.ops)

@@ -154,9 +154,11 @@ class Schedule:
                 return r
         raise InternalError(f"no {cls.__name__} record for {axis or stage}")
 
-    def unique_name(self, name: str) -> str:
+    def unique_name(self, name: str, suffix: str = "") -> str:
+        """`name`, or `name_k`, such that no stage is named it followed by `suffix` (a stage of
+        several outputs is named by its first: ``T.global.v0``)."""
         candidate, k = name, 1
-        while candidate in self._by_name:
+        while candidate + suffix in self._by_name:
             candidate = f"{name}_{k}"
             k += 1
         return candidate

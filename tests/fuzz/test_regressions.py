@@ -385,3 +385,20 @@ def test_a_local_stage_recomputed_on_every_thread_waits_for_its_shared_inputs():
     tally = Tally()
     check_simt(Case("matmul", [a, b], [c]), s, tally)
     assert tally.counts["ran and matched"] == 1
+
+
+def test_a_second_cache_write_of_a_two_output_reduction_gets_a_name_of_its_own():
+    """Both caches of an argmax were named ``T.global.v0`` (the group's name was unique, its
+    first output's was not), and lowering mixed their statements: an isl error."""
+    from .algorithms import _argmax_reducer
+
+    a = sl.placeholder((11, 3), name="A")
+    k = sl.reduce_axis((0, 3), name="k")
+    index, value = sl.compute(
+        (11,), lambda i: _argmax_reducer()((k.var.astype("float32"), a[i, k]), axis=k), name="T"
+    )
+    s = sl.create_schedule([index.op])
+    s.cache_write([index, value], "global")
+    s.cache_write([index, value], "global")
+    assert [st.name for st in s.stages].count("T.global.v0") == 1
+    check(s, [a], [index, value])
