@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import schedlang as sl
 import schedlang.tvm as tvm
 from schedlang.errors import AlgorithmError
 from schedlang.tvm import te
@@ -17,8 +18,10 @@ from .topi_check import check, random
 
 def test_node_classes_are_views_of_schedlang_constants_and_variables():
     n = te.var("n")
-    assert isinstance(tvm.tir.IntImm("int32", 4), tvm.tir.IntImm)
-    assert tvm.tir.IntImm("int64", 4).dtype == "int64"
+    assert isinstance(sl.const(4), tvm.tir.IntImm)  # schedlang's own constants are IntImms
+    assert not isinstance(sl.const(4.0), tvm.tir.IntImm)
+    four = tvm.tir.IntImm("int64", 4)
+    assert (four.dtype, int(four.value)) == ("int64", 4)
     assert isinstance(tvm.tir.const(2.5), tvm.tir.FloatImm)
     assert not isinstance(tvm.tir.const(2.5), tvm.tir.IntImm)
     assert isinstance(n, tvm.tir.SizeVar) and isinstance(n, tvm.tir.expr.Var)

@@ -28,7 +28,7 @@ from llvmlite import ir
 from ...errors import InternalError, LoweringError
 from ...loopir.core.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
 from ...loopir.memory import fragments
-from ...loopir.memory.fragments import is_wgmma
+from ...loopir.memory.fragments import ACCUMULATORS, DTYPES, is_wgmma
 from ..llvm import arith
 from ..llvm.intrinsics import function
 from ..llvm.types import F32, HALF, I32, storage_type, to_storage
@@ -38,17 +38,8 @@ from .wgmma import emit_wgmma
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
 
-OPERAND_DTYPES = ("float16", "bfloat16", "float32")  # float32: as TF32
-ACCUMULATOR_DTYPES = ("float32", "float16")
 _MEMORY = ("global", "shared", "local")
 _SOURCES = {"fill": 0, "load": 1, "mma": 2, "store": 1}
-_DTYPES = {
-    "wmma.matrix_a": OPERAND_DTYPES,
-    "wmma.matrix_b": OPERAND_DTYPES,
-    "wmma.accumulator": ACCUMULATOR_DTYPES,
-    "wgmma.accumulator": ("float32", "float16", "bfloat16"),  # 16-bit: wgmma's A operand
-}
-_ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 _V2HALF = ir.VectorType(HALF, 2)
 
 
@@ -92,7 +83,7 @@ def check_matrix_op(s: MatrixOp) -> None:
         raise InternalError(f"a {s.op} matrix op from a {s.srcs[0].shape} tile to {s.dst.shape}")
     if s.op == "load" and s.dst.buffer.dtype != s.srcs[0].buffer.dtype:
         raise InternalError(f"a matrix load from {s.srcs[0].buffer.dtype} to {s.dst.buffer.dtype}")
-    if s.op in ("fill", "store") and (s.dst, *s.srcs)[-1].buffer.scope not in _ACCUMULATORS:
+    if s.op in ("fill", "store") and (s.dst, *s.srcs)[-1].buffer.scope not in ACCUMULATORS:
         raise InternalError(f"a matrix store from the {s.srcs[0].buffer.scope} fragment")
     if is_wgmma(s):
         a, b = s.srcs
@@ -113,10 +104,10 @@ def _check_tile(t: Tile) -> None:
         fragments.slots(buffer.scope, tuple(t.shape))  # raises for a shape the scope lacks
         if tuple(t.dims) != (ndim - 2, ndim - 1):
             raise InternalError(f"a tile of fragment '{buffer.name}' along dims {t.dims}")
-        if buffer.dtype not in _DTYPES[buffer.scope]:
+        if buffer.dtype not in DTYPES[buffer.scope]:
             raise LoweringError(
                 f"fragment '{buffer.name}' ({buffer.scope}) is {buffer.dtype}; the tensor cores "
-                f"take {' or '.join(_DTYPES[buffer.scope])}"
+                f"take {' or '.join(DTYPES[buffer.scope])}"
             )
     elif buffer.scope not in _MEMORY:
         raise InternalError(f"buffer '{buffer.name}' has the unknown scope {buffer.scope!r}")

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...errors import InternalError, LoweringError
-from ...ir.expr import Binary, Compare, Const, Expr, Unary, Var, const, logical
+from ...ir.expr import Binary, Compare, Const, Expr, Var, const, logical
 from ...ir.printer import expr_str
 from ...ir.visit import substitute
 from ..core.nodes import (
@@ -56,6 +56,7 @@ from ..core.visit import (
     with_children,
 )
 from ..from_isl import CrossThread
+from ..index.divmod import linear_terms
 from ..memory.fragments import element_slot, holds_rows, row_slot
 
 QUAD = 4  # the lanes that hold one row
@@ -228,7 +229,7 @@ class _Access:
     def _check(self, buffer: Buffer, index: Expr, var: Var, offset: Expr) -> None:
         """The read's element of `buffer` is the thread's own: its index moves with `var`
         from the same start as the stored fragment's (their boxes agree)."""
-        if _linear(_minus(index, _plus(var, offset))) != {}:
+        if not _is_zero(_minus(index, _plus(var, offset))):
             raise LoweringError(
                 f"'{buffer.name}' is read element by element at {expr_str(index)}, which is "
                 f"not the element the thread holds ({var.name} + {expr_str(offset)}): the "
@@ -303,8 +304,11 @@ def _without(piece: Stmt, col_loop: For, access: _Access, at_store=None) -> Stmt
 def _whole(loop: For, offset: Expr, extent: int) -> bool:
     """Whether `loop` runs over the `extent` elements of the fragment from the first (its
     variable plus `offset` being the element): no guard is needed."""
-    start = _linear(_plus(loop.min, offset))
-    return start == {} and isinstance(loop.extent, Const) and loop.extent.value == extent
+    return (
+        _is_zero(_plus(loop.min, offset))
+        and isinstance(loop.extent, Const)
+        and loop.extent.value == extent
+    )
 
 
 def _guarded(body: Stmt, loop: For, access: _Access) -> Stmt:
@@ -408,23 +412,17 @@ def _path(root: Stmt, target: Stmt) -> list[Stmt]:
     return []
 
 
-def _linear(e: Expr) -> dict[str, int]:
-    """`e` as integer coefficients of its terms (printed; "" the constant), products by
-    constants distributed: ``(t - 1) * 64 - (64 * t - 64)`` is ``{}``, zero."""
-    if isinstance(e, Const):
-        return {"": int(e.value)} if int(e.value) else {}
-    if isinstance(e, Binary) and e.op in ("+", "-"):
-        total = dict(_linear(e.a))
-        for term, k in _linear(e.b).items():
-            total[term] = total.get(term, 0) + (k if e.op == "+" else -k)
-        return {t: k for t, k in total.items() if k}
-    if isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
-        return {t: k * int(e.b.value) for t, k in _linear(e.a).items() if int(e.b.value)}
-    if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
-        return {t: k * int(e.a.value) for t, k in _linear(e.b).items() if int(e.a.value)}
-    if isinstance(e, Unary) and e.op == "-":
-        return {t: -k for t, k in _linear(e.a).items()}
-    return {expr_str(e): 1}
+def _is_zero(e: Expr) -> bool:
+    """Whether the index expression `e` is zero whatever its variables, products by constants
+    distributed: ``(t - 1) * 64 - (64 * t - 64)`` is."""
+    terms = linear_terms(e, 1, opaque=True)
+    if terms is None:
+        return False
+    total: dict[str, int] = {}
+    for term, k in terms:
+        key = "" if term is None else expr_str(term)
+        total[key] = total.get(key, 0) + k
+    return not any(total.values())
 
 
 def _offset(index: Expr, var: Var, buffer: Buffer) -> Expr:

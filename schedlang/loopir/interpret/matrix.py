@@ -29,7 +29,7 @@ import numpy as np
 from ...errors import InternalError
 from ...ir import dtype as dt
 from ..core.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
-from ..memory.fragments import WARP, layout, slots, threads
+from ..memory.fragments import ACCUMULATORS, DTYPES, WARP, layout, slots, threads
 from .mbarrier import check_read
 from .runtime import MANY, UNIFORM, Mem, RaceError, Runtime
 
@@ -41,13 +41,6 @@ _HEADS = {
 }
 _SOURCES = {"fill": 0, "load": 1, "mma": 2, "store": 1}
 _MEMORY = ("global", "shared", "local")
-_DTYPES = {
-    "wmma.matrix_a": ("float16", "bfloat16", "float32"),
-    "wmma.matrix_b": ("float16", "bfloat16", "float32"),
-    "wmma.accumulator": ("float32", "float16"),
-    "wgmma.accumulator": ("float32", "float16", "bfloat16"),  # 16-bit: wgmma's A operand
-}
-_ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 
 
 @dataclass(frozen=True)
@@ -90,7 +83,7 @@ def matrix_spec(s: MatrixOp) -> MatrixSpec:
         raise InternalError(f"{head} {'needs' if s.op == 'fill' else 'takes no'} value")
     tiles = tuple(_tile_spec(t, head) for t in (s.dst, *s.srcs))
     scopes = tuple(t.scope for t in tiles)
-    accumulator = next((x for x in scopes if x in _ACCUMULATORS), "wmma.accumulator")
+    accumulator = next((x for x in scopes if x in ACCUMULATORS), "wmma.accumulator")
     group = threads(accumulator)
     if s.op == "fill":
         expected = (accumulator,)
@@ -150,10 +143,10 @@ def _tile_spec(t: Tile, head: str) -> TileSpec:
                 f"{head}: a tile of fragment '{buffer.name}' must run along its last two "
                 f"dimensions, not {dims}"
             )
-        if buffer.dtype not in _DTYPES[buffer.scope]:
+        if buffer.dtype not in DTYPES[buffer.scope]:
             raise InternalError(
                 f"fragment '{buffer.name}' ({buffer.scope}) is {buffer.dtype}; the tensor cores "
-                f"take {' or '.join(_DTYPES[buffer.scope])}"
+                f"take {' or '.join(DTYPES[buffer.scope])}"
             )
         extents = tuple(int(getattr(n, "value", -1)) for n in buffer.shape)
     elif buffer.scope not in _MEMORY:

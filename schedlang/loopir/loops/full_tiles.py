@@ -120,7 +120,7 @@ def _collect(s: Stmt, ranges: dict[Var, Range | None], lifted: dict[int, list[Te
 def _forall(cond: Expr, ranges: dict[Var, Range | None]) -> list[Terms] | None:
     """Affine forms over block-level variables, all >= 0 exactly when `cond` holds at every
     point of `ranges`; None when that cannot be decided, or `cond` fails for every block."""
-    atoms = _atoms(cond)
+    atoms = affine_atoms(cond)
     if atoms is None:
         return None
     forms: list[Terms] = []
@@ -147,10 +147,12 @@ def _forall(cond: Expr, ranges: dict[Var, Range | None]) -> list[Terms] | None:
     return forms
 
 
-def _atoms(cond: Expr) -> list[Terms] | None:
-    """`cond` as affine forms that must all be >= 0, or None."""
+def affine_atoms(cond: Expr, opaque: bool = False) -> list[Terms] | None:
+    """`cond` as affine forms that must all be >= 0, or None. With `opaque`, an index
+    subexpression that is not a sum or a multiple (``lane % 4``) is a term of its own, where
+    otherwise only variables are (`index.divmod.linear_terms`)."""
     if isinstance(cond, Binary) and cond.op == "and":
-        left, right = _atoms(cond.a), _atoms(cond.b)
+        left, right = affine_atoms(cond.a, opaque), affine_atoms(cond.b, opaque)
         return None if left is None or right is None else left + right
     if not (isinstance(cond, Compare) and dt.is_int(cond.a.dtype)):
         return None
@@ -161,31 +163,31 @@ def _atoms(cond: Expr) -> list[Terms] | None:
         small, big, slack = cond.b, cond.a, 1 if cond.op == ">" else 0
     else:
         return None
-    smalls, bigs = _alternatives(small, "max"), _alternatives(big, "min")
+    smalls, bigs = _alternatives(small, "max", opaque), _alternatives(big, "min", opaque)
     if smalls is None or bigs is None:
         return None
     return [_difference(b, a, slack) for a in smalls for b in bigs]
 
 
-def _alternatives(e: Expr, op: str) -> list[Terms] | None:
+def _alternatives(e: Expr, op: str, opaque: bool) -> list[Terms] | None:
     """The affine forms whose `op` (min or max) `e` is: ``min(a, b) + 1`` is [a + 1, b + 1]."""
     if isinstance(e, Binary) and e.op == op:
-        left, right = _alternatives(e.a, op), _alternatives(e.b, op)
+        left, right = _alternatives(e.a, op, opaque), _alternatives(e.b, op, opaque)
         return None if left is None or right is None else left + right
     if isinstance(e, Binary) and e.op in ("+", "-"):
-        left, right = _alternatives(e.a, op), _alternatives(e.b, op)
+        left, right = _alternatives(e.a, op, opaque), _alternatives(e.b, op, opaque)
         if left is None or right is None:
             return None
         if e.op == "-" and len(right) > 1:
             return None  # x - min(a, b) is a max: not a conjunction
         sign = 1 if e.op == "+" else -1
         return [_add(a, b, sign) for a in left for b in right]
-    terms = linear_terms(e, 1)
+    terms = linear_terms(e, 1, opaque)
     if terms is None:
         return None
     form: Terms = {}
     for var, k in terms:
-        if var is not None and not isinstance(var, Var):
+        if var is not None and not opaque and not isinstance(var, Var):
             return None
         form[var] = form.get(var, 0) + k
     return [form]

@@ -13,11 +13,10 @@ anything it cannot decide stays.
 
 from __future__ import annotations
 
-from ...ir import dtype as dt
-from ...ir.expr import Binary, Compare, Const, Expr, Select, Var
+from ...ir.expr import Binary, Const, Expr, Select, Var
 from ..core.nodes import For, If, Let, Stmt
 from ..core.visit import rebuild_stmt, transform_expr
-from ..index.divmod import linear_terms
+from .full_tiles import affine_atoms
 
 Span = tuple[int, int] | None  # a variable's inclusive range, None where it is not constant
 
@@ -59,33 +58,21 @@ def _fold(e: Expr, ranges: dict[Var, Span]) -> Expr:
 def _always(cond: Expr, ranges: dict[Var, Span]) -> bool:
     """Whether `cond` (comparisons of affine forms, joined by "and") holds at every point of
     `ranges`."""
-    if isinstance(cond, Binary) and cond.op == "and":
-        return _always(cond.a, ranges) and _always(cond.b, ranges)
-    if not (isinstance(cond, Compare) and dt.is_int(cond.a.dtype)):
-        return False
-    if cond.op in ("<", "<="):
-        small, big, slack = cond.a, cond.b, 1 if cond.op == "<" else 0
-    elif cond.op in (">", ">="):
-        small, big, slack = cond.b, cond.a, 1 if cond.op == ">" else 0
-    else:
-        return False
-    low = _lowest(Binary("-", big, small, big.dtype), ranges)
-    return low is not None and low - slack >= 0
+    forms = affine_atoms(cond, opaque=True)
+    return forms is not None and all(_lowest(form, ranges) >= 0 for form in forms)
 
 
-def _lowest(e: Expr, ranges: dict[Var, Span]) -> int | None:
-    """The least value of the affine `e` over `ranges`, None where a term's range is unknown."""
-    terms = linear_terms(e, 1, opaque=True)
-    if terms is None:
-        return None
+def _lowest(form: dict, ranges: dict[Var, Span]) -> float:
+    """The least value of the affine `form` over `ranges` (minus infinity where a term's range
+    is unknown)."""
     total = 0
-    for term, k in terms:
+    for term, k in form.items():
         if term is None:
             total += k
             continue
         span = _range(term, ranges)
         if span is None:
-            return None
+            return float("-inf")
         total += min(k * span[0], k * span[1])
     return total
 

@@ -51,6 +51,14 @@ from ...errors import InternalError
 from ...ir.expr import Binary, Const, Expr, const
 from ..core.nodes import FRAGMENT_SCOPES, Buffer, MatrixOp, Stmt
 
+# the dtypes each fragment scope holds (16-bit in a warpgroup's accumulator: wgmma's A operand)
+DTYPES = {
+    "wmma.matrix_a": ("float16", "bfloat16", "float32"),  # float32: as TF32
+    "wmma.matrix_b": ("float16", "bfloat16", "float32"),
+    "wmma.accumulator": ("float32", "float16"),
+    "wgmma.accumulator": ("float32", "float16", "bfloat16"),
+}
+ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 WARP = 32
 WARPGROUP = 128
 M = 16  # rows of A and of the accumulator
