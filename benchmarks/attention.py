@@ -90,7 +90,9 @@ def main() -> None:
         help="one kernel, a thread per query row (fused), one kernel on the tensor cores, a "
         "warpgroup per 64 rows (wgmma), or a kernel per stage (stages)",
     )
-    parser.add_argument("--rows", type=int, default=64, help="query rows per block (fused)")
+    parser.add_argument(
+        "--rows", type=int, default=None, help="query rows per block (fused: 64, wgmma: 128)"
+    )
     parser.add_argument("--stages", type=int, default=2, help="copies of K and V in flight (wgmma)")
     parser.add_argument("--keys", type=int, default=64, help="keys per block (wgmma)")
     parser.add_argument("--repeat", type=int, default=20)
@@ -136,13 +138,13 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     if args.schedule == "wgmma":
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
         s = gpu_attention.wgmma_schedule(
-            *tensors, rows=args.rows, keys=args.keys, stages=args.stages
+            *tensors, rows=args.rows or 128, keys=args.keys, stages=args.stages
         )
         return _timed(s, tensors, q, k, v, causal, args.repeat)
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
         factor = args.factor or min(16, 1024 // d)
-        s = gpu_attention.fused_schedule(*tensors, factor=factor, rows=args.rows)
+        s = gpu_attention.fused_schedule(*tensors, factor=factor, rows=args.rows or 64)
     elif ours_bytes(b * h, n, d, args.factor or 64) > args.ours_limit * 1e9:
         return None
     else:

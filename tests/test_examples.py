@@ -277,7 +277,7 @@ def test_fused_attention_unrolled_simulated(causal):
 
 @pytest.mark.parametrize(
     ("n", "d", "rows", "causal"),
-    [(128, 64, 128, False), (192, 128, 64, False), (128, 64, 64, True)],
+    [(128, 64, 128, False), (192, 128, 64, False), (128, 64, 64, True), (192, 64, 128, True)],
 )
 def test_attention_on_the_tensor_cores_simulated(n, d, rows, causal):
     """Both products by wgmma, the probabilities rounded to float16 in registers as the second
@@ -300,9 +300,8 @@ def test_attention_on_the_tensor_cores_simulated(n, d, rows, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_on_the_tensor_cores_copies_k_and_v_a_step_ahead(causal):
     """V's tile is filled after the scores in the step's order, but nothing in between touches
-    it: its copy joins K's at the start of the step, both issued a step ahead (`pipeline`).
-    Under a causal mask K's copy sits in the guard that skips the blocks above the diagonal;
-    the guard splits, so that the copy is issued a step ahead under it too."""
+    it: its copy joins K's at the start of the step, both issued a step ahead (`pipeline`),
+    under a causal mask too (its steps stop at the diagonal)."""
     tensors = gpu_attention.tensor_core_attention(2, 256, 64, causal=causal)
     text = str(sl.lower(gpu_attention.wgmma_schedule(*tensors, stages=2), _io(tensors)))
     step = text[text.index("for j.step in") :]
@@ -310,6 +309,27 @@ def test_attention_on_the_tensor_cores_copies_k_and_v_a_step_ahead(causal):
     assert step.index("async_wait(pending=0)") < min(copies)
     assert max(copies) < step.index("async_commit()") < step.index("+= wgmma(Q.shared")
     assert "@ K.shared[(j.step - 1) % 2" in step
+
+
+def test_causal_attention_on_the_tensor_cores_runs_its_diagonal_blocks_apart():
+    """Under a causal mask a block of 128 rows steps to its diagonal only (`poly.scan_live`),
+    and the steps below the diagonal blocks, where every mask holds, run in a loop of their
+    own without the mask's compares or the guard around the scores' product
+    (`loopir.loops.full_steps`); without a mask there is one loop."""
+    texts = {}
+    for causal in (False, True):
+        tensors = gpu_attention.tensor_core_attention(2, 256, 64, causal=causal)
+        kernel = sl.build(gpu_attention.wgmma_schedule(*tensors), _io(tensors), "cuda")
+        texts[causal] = str(kernel.lowered)
+    assert texts[False].count("for j.step in") == 1
+    text = texts[True]
+    below = text.index("for j.step in range(1, 1 + 2 * i.outer):")
+    diagonal = text.index("for j.step in range(2 * i.outer + 1, 2 * i.outer + 3):")
+    full = text[below:diagonal]
+    guards = [line.strip() for line in full.splitlines() if line.strip().startswith("if ")]
+    assert guards == ["if j.step + 1 < 2 * i.outer + 3:"]  # the copy of the next step's K, V
+    assert "+= wgmma(Q.shared" in full and "select(" not in full
+    assert "select(" in text[diagonal:]
 
 
 def test_attention_on_the_tensor_cores_takes_p_from_registers():

@@ -42,6 +42,11 @@ class ScanOp(Operation):
     # update are part of the body too (TE's body: every op between the update and the
     # states or inputs), so they run the steps after the init's rows only.
     inputs: tuple[Tensor, ...] = ()
+    # (axis, condition) over the update's axes and the axis: a step of a row may change the
+    # state only where the condition holds for some value of the axis; at any other step the
+    # update leaves the row as it was, and a schedule may skip it (`online`'s masks: the key
+    # blocks a row never reaches). None: every step may.
+    live: tuple | None = None
 
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:

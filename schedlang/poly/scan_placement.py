@@ -28,6 +28,7 @@ from ..schedule import records as rec
 from ..schedule.stage import Stage
 from .affine import aff_text
 from .loops import leaf_extents, loop_map
+from .scan_live import live_steps, within_live
 from .scans import Scan
 from .statements import Statement
 
@@ -77,6 +78,12 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
             )
     folds = _folds(pl, scan, group, statements, readers)
     corners = _boxes(pl, ops, needed, folds)
+
+    def extended(st: Statement) -> isl.Map:
+        name = st.write.get_tuple_name(isl.dim_type.out)
+        return _extended(st, needed[name], corners[name], keep)[1]
+
+    live = live_steps(pl, scan, keep, prefix_axes, folds, readers, extended)
     shifts = {name: _zeros(corner, 0, 1) for name, corner in corners.items()}  # step: 0
     for pc in readers:
         n_loops = pc.loops.dim(isl.dim_type.out)
@@ -95,11 +102,11 @@ def place_scan(pl: Placement, scan: Scan, consumer: Stage, axis, q: int) -> None
         placed = []
         for st in pl.by_stage.get(member.name, []):
             name = st.write.get_tuple_name(isl.dim_type.out)
-            placed.append(
-                _placed(
-                    pl, st, needed[name], corners[name], keep, templates, ops[name], folds[name]
-                )
-            )
+            region, corner, steps = needed[name], corners[name], live
+            if k < n_inits(scan):
+                steps = None
+            one = _placed(pl, st, region, corner, keep, templates, ops[name], folds[name], steps)
+            placed.append(one)
             _set_offsets(placed[-1], _proj(placed[-1].domain, 0, keep), shifts, prefix_axes, folds)
         pl.placed[member.name] = placed
     for member in group:
@@ -164,8 +171,10 @@ def _boxes(pl: Placement, ops: dict, needed: dict, folds: dict) -> dict[str, isl
     return corners
 
 
-def _placed(pl: Placement, st: Statement, region, corner, keep, templates, op, kept) -> Placed:
-    """One statement of the scan, over its tensor's region at every step."""
+def _placed(
+    pl: Placement, st: Statement, region, corner, keep, templates, op, kept, steps=None
+) -> Placed:
+    """One statement of the scan, over its tensor's region at every step (or at `steps`)."""
     from .placement import Placed
 
     member = st.stage
@@ -175,7 +184,7 @@ def _placed(pl: Placement, st: Statement, region, corner, keep, templates, op, k
     roots.update(dict(zip(member.root_axes[1 : nd + 1], storage.constant[1:])))
     roots.update({a: member.extents[a] for a in member.root_axes[nd + 1 :]})
     extents = pl.extents[member.name] = leaf_extents(member, roots)
-    ext, to_root, pmap, relative = _extended(st, region, corner, keep)
+    ext, to_root, pmap, relative = _extended(st, region, corner, keep, steps)
     lmap, _ = loop_map(member, st.root_space, extents, data_only=st.role == "init")
     store = _proj(ext, keep, keep + 1 + nd).apply_range(_fold(nd, kept))
     return Placed(
@@ -277,10 +286,10 @@ def _group_ops(pl: Placement, scan: Scan, group: list[Stage]) -> dict[str, Opera
     return ops
 
 
-def _extended(st: Statement, region: isl.Map, corner: isl.Map, keep: int):
+def _extended(st: Statement, region: isl.Map, corner: isl.Map, keep: int, steps=None):
     """(domain, to root, to prefix, to box-relative root) of one statement of the scan: one
-    instance per prefix, over every step and the region's box-relative elements there, and
-    exactly the statement's own points."""
+    instance per prefix, over every step (or the prefix's `steps`, `scan_live`) and the
+    region's box-relative elements there, and exactly the statement's own points."""
     n = st.domain.dim(isl.dim_type.set)
     nd = region.dim(isl.dim_type.out)
     named = corner.set_tuple_name(isl.dim_type.out, region.get_tuple_name(isl.dim_type.out))
@@ -294,6 +303,8 @@ def _extended(st: Statement, region: isl.Map, corner: isl.Map, keep: int):
     to_root = xmap.sum(pmap.apply_range(lift)).set_tuple_name(isl.dim_type.out, st.root_space)
     inside = st.domain.set_tuple_name(st.root_space)
     ext = to_root.intersect_range(inside).domain()
+    if steps is not None:
+        ext = within_live(ext, steps, keep)
     relative_root = xmap.intersect_domain(ext).set_tuple_name(isl.dim_type.out, st.root_space)
     return ext, to_root.intersect_domain(ext), pmap.intersect_domain(ext), relative_root
 

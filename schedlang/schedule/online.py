@@ -267,10 +267,12 @@ class Rewrite:
             name, count, steps, f"{axis}.step", f"{axis}.block", f"{axis}.inner", ops, states, inits
         )
 
-    def finish(self, sweep: Sweep, updates: list[Tensor], blocks: int) -> list[Tensor]:
+    def finish(self, sweep: Sweep, updates: list[Tensor], blocks: int, live=None) -> list[Tensor]:
         """The scan made of `sweep` and its `updates`, put in the schedule in place of the
-        reductions (their values its last rows); its states."""
-        results = running(scan(sweep.inits, updates, sweep.states, name=sweep.name), sweep.ops)
+        reductions (their values its last rows); its states, with the steps that may change
+        them (`live`, one per update, see `ScanOp.live`)."""
+        made = scan(sweep.inits, updates, sweep.states, name=sweep.name)
+        results = running(made, sweep.ops, live or [None] * len(updates))
         finals = [
             _compute(op.name, _axes(op), lambda *a, result=result: result[(sweep.count, *a)]).op
             for op, result in zip(sweep.ops, results)
@@ -371,12 +373,13 @@ class _Softmax(Rewrite):
         step, block, inner = sweep.step, sweep.block, sweep.inner
         m = states[0]
 
-        def within(t: Expr, reduce: Reduce, mapping: dict, step: bool = True) -> tuple:
-            """The key of block t - 1 at a new reduce axis, the axis, and the guard of the
-            reduction there: the key inside the range, the reduction's own mask, and for a
+        def within(t: Expr, reduce: Reduce, mapping: dict, step: bool = True, r=None) -> tuple:
+            """The key of block t - 1 at a new reduce axis (or `r`), the axis, and the guard of
+            the reduction there: the key inside the range, the reduction's own mask, and for a
             `step` of the scan, t >= 1 (the bounds are checked for row 0 too, which the scan
             fills from its init)."""
-            r = IterVar(Var(inner, "int32", "reduce"), Range(const(0), const(blocks)), "reduce")
+            if r is None:
+                r = IterVar(Var(inner, "int32", "reduce"), Range(const(0), const(blocks)), "reduce")
             key = start + (t - 1) * blocks + r.var
             own = reduce.axis[0]
             guard = (
@@ -440,7 +443,31 @@ class _Softmax(Rewrite):
                 return states[k][(t - 1, *a)] * factor + part[(t, *a)]
 
             updates.append(_compute(f"{name}.{op.name}_update", rows_k, rescaled))
-        return self.finish(sweep, updates, blocks)
+        return self.finish(sweep, updates, blocks, self._live(updates, sources, within, blocks))
+
+    def _live(self, updates: list[Tensor], sources, within, blocks: int) -> list:
+        """Per update, the steps of a row that may change its state, as ``(axis, condition)``:
+        those where a key of the step's block passes the maximum's mask at the row's point or
+        the update's own sum's mask. At any other step the block's maximum is the identity,
+        the rescaling factors are 1 and the block's sums are 0, so the step changes nothing
+        and a schedule may skip it (a causal mask's blocks above the diagonal). None where a
+        reduction has no mask: every step of every row counts."""
+        ops = [self.top, *(st.op for st in self.stages[1:])]
+        if any(op.body.where is None for op in ops):
+            return [None] * len(updates)
+        top_body: Reduce = self.top.body
+        lives = []
+        for k, update in enumerate(updates):
+            t, *a = (iv.var for iv in update.op.axis)
+            op = ops[k]
+            r = IterVar(Var("live", "int32", "reduce"), Range(const(0), const(blocks)), "reduce")
+            points = [(top_body, _mapping(self.top.axis, a))]
+            if k:
+                at = tuple(substitute(i, _mapping(op.axis, a)) for i in sources[k - 1][1])
+                points = [(op.body, _mapping(op.axis, a)), (top_body, _mapping(self.top.axis, at))]
+            guards = [within(t, body, mapping, r=r)[2] for body, mapping in points]
+            lives.append((r, logical("or", guards)))
+        return lives
 
 
     def _kept_mask(self, op: ComputeOp):
@@ -531,10 +558,12 @@ class _Softmax(Rewrite):
         return found.pop()
 
 
-def running(results: list[Tensor], ops: list[ComputeOp]) -> list[Tensor]:
+def running(results: list[Tensor], ops: list[ComputeOp], live: list) -> list[Tensor]:
     """The scan's states named after the reductions they carry (``M.run``, ``Z.run``), which
     reads better in a lowered loop nest than the scan's numbering."""
-    renamed = [replace(t.op, name=f"{op.name}.run") for t, op in zip(results, ops)]
+    renamed = [
+        replace(t.op, name=f"{op.name}.run", live=lv) for t, op, lv in zip(results, ops, live)
+    ]
     renamed[0].outputs.ops = tuple(renamed)
     return [Tensor(op, k) for k, op in enumerate(renamed)]
 

@@ -414,3 +414,48 @@ def test_only_stages_between_the_maximum_and_the_sums_are_kept():
     s = sl.create_schedule(y)
     with pytest.raises(OnlineError, match="keep= names stages of a softmax chain"):
         s.online([total, q], factor=4, keep=[mu])
+
+
+def _at_row_blocks(n, rows, read_max=False):
+    """Causal attention fused by online, its scan computed per block of `rows` query rows;
+    with `read_max`, the output also reads the maximum (a log-sum-exp beside it)."""
+    inputs, (m, z, o), out = _attention(n, causal=True)
+    if read_max:
+        out = sl.compute((n, D), lambda i, e: o[i, e] / z[i] + m[i] * 1e-3, name="Out2")
+    s = sl.create_schedule(out)
+    m_run, _, _ = s.online([m, z, o], factor=rows)
+    for final in (m, z, o) if read_max else (z, o):
+        s[final].compute_inline()
+    outer, _ = s[out].split(out.op.axis[0], factor=rows)
+    s[m_run].compute_at(s[out], outer)
+    return s, inputs, out
+
+
+@pytest.mark.parametrize("n", [29, 32])
+def test_a_causal_scan_at_a_block_of_rows_stops_at_the_diagonal(n):
+    """Steps whose keys are all masked for the block's rows change nothing: the step loop of
+    the scan computed per block of 8 rows runs to the block's diagonal, not over every key."""
+    s, inputs, out = _at_row_blocks(n, 8)
+    text = str(sl.lower(s, [*inputs, out]))
+    assert "for j.step in range(1, i.outer + 2):" in text
+    arrays = _data(n)
+    result = np.full((n, D), np.nan, np.float32)
+    sl.build(s, [*inputs, out])(*arrays, result)
+    np.testing.assert_allclose(result, _numpy_attention(*arrays, causal=True), rtol=2e-5, atol=2e-6)
+
+
+def test_a_causal_scan_whose_maximum_is_read_after_it_runs_every_step():
+    """The maximum's state keeps two rows (the step before and this one); a reader after the
+    scan reads the last step's row, which a bounded loop would not have written: every step
+    runs."""
+    n = 29
+    s, inputs, out = _at_row_blocks(n, 8, read_max=True)
+    text = str(sl.lower(s, [*inputs, out]))
+    assert "for j.step in range(1, 5):" in text
+    arrays = _data(n)
+    result = np.full((n, D), np.nan, np.float32)
+    sl.build(s, [*inputs, out])(*arrays, result)
+    scores = (arrays[0].astype(np.float64) @ arrays[1].T.astype(np.float64)) * 0.35
+    top = np.where(np.tril(np.ones((n, n), bool)), scores, -np.inf).max(axis=1)
+    want = _numpy_attention(*arrays, causal=True) + top[:, None] * 1e-3
+    np.testing.assert_allclose(result, want, rtol=2e-5, atol=2e-6)
