@@ -159,10 +159,10 @@ def wgmma_schedule(
     and sum across the accumulator's lanes (each thread its columns, then its quad), the
     probabilities rounded in registers and used there as the A operand of ``P V`` (V per
     block), the running output rescaled in registers; at the end ``O / Z`` stored by
-    ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``;
-    under a causal mask, isl skips the scores of the blocks above the diagonal and K's copies
-    for them). The keys' length must be a multiple of `keys` (whole tiles along the second
-    product's reduction)."""
+    ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``).
+    Under a causal mask a block of rows steps up to its diagonal only, and the steps below the
+    diagonal blocks run without the mask's compares (docs/primitives/online.md). The keys'
+    length must be a multiple of `keys` (whole tiles along the second product's reduction)."""
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
     m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])
