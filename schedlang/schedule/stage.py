@@ -575,7 +575,7 @@ class Stage(StageViews):
                 f"'{parent.name}' computes the steps of the scan '{self.name}'; compute the "
                 "scan at a loop of a stage that reads its result",
             )
-        readers = step_mates(parent) if target_axis is parent.root_axes[0] else [parent]
+        readers = step_mates(parent) if target_axis == parent.root_axes[0] else [parent]
         if not any(depends_on(reader, self) for reader in readers):
             self._fail(
                 PlacementError,

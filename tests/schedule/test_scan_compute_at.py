@@ -211,6 +211,8 @@ def test_a_stage_read_in_the_steps_is_computed_at_any_body_stage_step_loop():
     result = np.full((n, D), np.nan, np.float32)
     sl.build(s, [*inputs, out])(*arrays, result)
     np.testing.assert_allclose(result, _numpy_attention(*arrays), rtol=2e-5, atol=2e-6)
+    # the schedule's text replays it on a copy, whose axes are other objects with the same names
+    assert "s[V_local].compute_at(s[M_online_M_update], s[M_online_M_update].op.axis[0])" in str(s)
     s, inputs, out, _, _ = _fused_attention(n, factor=8, tile=4)
     update = _stage(s, "M.online.M_update")
     v_tile = s.cache_read(inputs[2], "local", [_stage(s, "M.online.O_block")])

@@ -95,3 +95,32 @@ def test_an_fp16_gemm_template_point_runs_on_the_simulated_tensor_cores():
     z = np.full((128, 136), np.nan, np.float32)
     kernel.simulate(x, y, z)
     np.testing.assert_allclose(z, sl.reference(c, {a: x, b: y}), rtol=1e-3, atol=1e-2)
+
+
+def test_the_attention_template_has_the_hand_schedule_among_its_points():
+    from examples import gpu_attention, tune_attention
+
+    task = tune_attention.attention(2, 256, 128, causal=True)
+    assert len(task.space) == 18
+    s, args = task.instantiate({"rows": 128, "keys": 64, "stages": 2})
+    tensors = gpu_attention.tensor_core_attention(2, 256, 128, causal=True)
+    assert str(s) == str(gpu_attention.wgmma_schedule(*tensors))
+    with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
+        task.instantiate({"rows": 192, "keys": 128, "stages": 3})
+    with pytest.raises(sl.tune.Invalid, match="do not divide the length 192"):
+        tune_attention.attention(2, 192, 64).instantiate({"rows": 64, "keys": 128, "stages": 2})
+
+
+def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
+    from examples import tune_attention
+
+    bh, n, d = 2, 128, 64
+    task = tune_attention.attention(bh, n, d, causal=True)
+    s, args = task.instantiate({"rows": 64, "keys": 128, "stages": 1})
+    kernel = sl.build(s, args, target="cuda -arch=sm_90a")
+    rng = np.random.default_rng(3)
+    q, k, v = (random_array((bh, n, d), "float16", rng) for _ in range(3))
+    out = np.full((bh, n, d), np.nan, np.float16)
+    kernel.simulate(q, k, v, out)
+    want = sl.reference(args[-1], dict(zip(args[:3], (q, k, v))))
+    np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), atol=4e-3)

@@ -1,0 +1,50 @@
+"""Attention on Hopper's tensor cores (`examples.gpu_attention.wgmma_schedule`) as a template:
+query rows a block (one to three warpgroups), keys a step and copies of K and V in flight are
+knobs (18 points). The template declares invalid the points whose tiles would not fit in a
+multiprocessor's 227 KB of shared memory, or whose block of keys does not divide the length;
+points whose accumulators would not fit in a thread's registers are refused when built
+(schedlang's estimate), and so left out by the tuner. The hand schedule's options (128 rows,
+64 keys, 2 stages) are one of the points.
+
+    python -m examples.tune_attention 4096 128 [causal]     # length, head dim; on a Hopper GPU
+"""
+
+from __future__ import annotations
+
+import sys
+
+import schedlang as sl
+from examples import gpu_attention
+
+SHARED_BYTES = 227 * 1024  # what one block may have on sm_90
+TOKENS, HIDDEN = 16384, 2048  # FlashAttention 3's shapes: batch x length, heads x head dim
+
+
+@sl.tune.template
+def attention(cfg, bh, n, d, dtype="float16", causal=False):
+    tensors = gpu_attention.tensor_core_attention(bh, n, d, dtype, causal)
+    rows = cfg.choice("rows", [64, 128, 192])
+    keys = cfg.choice("keys", [64, 128])
+    stages = cfg.choice("stages", [1, 2, 3])
+    cfg.add_flop(4.0 * bh * n * n * d / (2 if causal else 1))
+    if n % keys:
+        raise sl.tune.Invalid(f"{keys} keys a step do not divide the length {n}")
+    staged = (rows + 2 * keys * stages) * d * 2
+    if staged > SHARED_BYTES:
+        raise sl.tune.Invalid(f"Q's and {stages} stages of K's and V's tiles exceed 227 KB")
+    s = gpu_attention.wgmma_schedule(*tensors, rows=rows, keys=keys, stages=stages)
+    return s, [*tensors[:3], tensors[-1]]
+
+
+def main(n: int = 4096, d: int = 128, causal: str = "") -> None:
+    bh = max(1, TOKENS // n) * (HIDDEN // d)  # batch x heads of FlashAttention 3's shapes
+    masked = causal == "causal"
+    log = sl.tune.run(attention(bh, n, d, "float16", masked), target="cuda", search="grid")
+    best = log.best()
+    print(log)
+    flop = 4.0 * bh * n * n * d / (2 if masked else 1)
+    print(f"best: {best.knobs}: {flop / best.seconds / 1e12:.0f} TFLOP/s")
+
+
+if __name__ == "__main__":
+    main(*(a if not a.isdigit() else int(a) for a in sys.argv[1:]))
