@@ -6,20 +6,18 @@ scores above the diagonal. They hold at every block below the diagonal and fail 
 last one or two: each is a compare per element, and a guard around a product makes ptxas wait
 for it before the next. FlashAttention runs the masked blocks in a loop of their own.
 
-This pass does so for any serial loop holding warpgroup products: it finds, with isl, the
-first step at which a guard (or select) that varies with the threads or the loops inside may
-fail for some thread, the loops around taken as parameters, and splits the loop there. The
-steps before run a copy of the body with those conditions decided, the rest the body as it
-was. The split point depends on no thread's index, so every thread of a block runs both loops
-alike and meets their barriers.
+This pass does so for any serial loop holding warpgroup products: it finds (isl, in
+`poly.first_failing`) the first step at which a guard or select that varies with the threads
+or the loops inside may fail for some thread, and splits the loop there. The steps before run
+a copy of the body with those conditions decided, the rest the body as it was. The split point
+depends on no thread's index, so every thread of a block runs both loops alike and meets their
+barriers.
 """
 
 from __future__ import annotations
 
-import islpy as isl
-
 from ...ir.expr import Binary, Expr, Select, Var
-from ...poly.affine import NonAffine, aff_text, cond_text
+from ...poly.first_failing import Span, first_failing
 from ..core.nodes import For, If, Let, Stmt, seq
 from ..core.visit import (
     rebuild_stmt,
@@ -43,58 +41,49 @@ def split_full_steps(stmt: Stmt) -> Stmt:
     return _walk(stmt, {}, {})
 
 
-def _walk(s: Stmt, threads: dict[Var, For], outer: dict[Var, For]) -> Stmt:
+def _span(loop: For) -> Span:
+    return Span(loop.var, loop.min, loop.extent)
+
+
+def _walk(s: Stmt, threads: dict[Var, Span], outer: dict[Var, Span]) -> Stmt:
     if isinstance(s, For) and s.kind == "serial" and any(map(is_wgmma, walk_stmt(s.body))):
         split = _split(s, threads, outer)
         if split is not None:
             return split
     if isinstance(s, For) and s.thread is not None and s.thread.startswith(_THREADS):
-        threads = {**threads, s.var: s}
+        threads = {**threads, s.var: _span(s)}
     elif isinstance(s, For):
-        outer = {**outer, s.var: s}
+        outer = {**outer, s.var: _span(s)}
     return rebuild_stmt(s, lambda e: e, lambda k: _walk(k, threads, outer))
 
 
-def _split(loop: For, threads: dict[Var, For], outer: dict[Var, For]) -> Stmt | None:
+def _split(loop: For, threads: dict[Var, Span], outer: dict[Var, Span]) -> Stmt | None:
     conds = _conditions(loop, threads)
-    if not conds:
+    found = first_failing(_span(loop), conds, outer) if conds else None
+    if found is None:
         return None
-    names = _Names(loop.var)
-    failing = None
-    decided = set()
-    for cond, around in conds:
-        bad = _failing(loop, cond, around, names)
-        if bad is None or bad.is_equal(_range(loop, names)):
-            continue  # not affine, or never true at every thread: it stays a guard
-        decided.add(id(cond))
-        failing = bad if failing is None else failing.union(bad)
-    if not decided:
-        return None
-    first = failing.union(_range(loop, names, last=True)).dim_min(0)
-    params = _context(names, outer)
-    split = param_expr(first.gist_params(params).coalesce(), params, names.params, loop.var.dtype)
-    upper = Binary("+", loop.min, loop.extent, loop.var.dtype)
-    full = For(
-        loop.var,
-        loop.min,
-        Binary("-", split, loop.min, loop.var.dtype),
-        loop.kind,
-        _decide(loop.body, decided),
-        loop.thread,
-    )
-    rest = For(
-        loop.var, split, Binary("-", upper, split, loop.var.dtype), loop.kind, loop.body, None
-    )
+    dtype = loop.var.dtype
+    split = param_expr(found.first, found.context, found.params, dtype)
+    decided = {id(conds[k][0]) for k in found.decided}
+    upper = Binary("+", loop.min, loop.extent, dtype)
+    below = Binary("-", split, loop.min, dtype)
+    full = For(loop.var, loop.min, below, loop.kind, _decide(loop.body, decided), loop.thread)
+    rest = For(loop.var, split, Binary("-", upper, split, dtype), loop.kind, loop.body, None)
     return seq(full, rest)
 
 
-def _conditions(loop: For, threads: dict[Var, For]) -> list[tuple[Expr, list[For]]]:
+def _conditions(loop: For, threads: dict[Var, Span]) -> list[tuple[Expr, list[Span]]]:
     """The guards' and selects' conditions in `loop` that read its variable and a thread's
-    or an inner loop's, each with the loops around it (inside `loop`, and the threads')."""
-    found: list[tuple[Expr, list[For]]] = []
+    or an inner loop's, each with the loops around it (the threads', and those inside)."""
+    found: list[tuple[Expr, list[Span]]] = []
 
-    def visit(s: Stmt, around: list[For]) -> None:
-        inner = [*around, s] if isinstance(s, For) else around
+    def note(cond: Expr, around: list[Span]) -> None:
+        free = {x for x in walk_expr(cond) if isinstance(x, Var)}
+        varying = {s.var for s in around} | set(threads)
+        if loop.var in free and free & varying:
+            found.append((cond, [*threads.values(), *around]))
+
+    def visit(s: Stmt, around: list[Span]) -> None:
         for e in stmt_exprs(s):
             for x in walk_expr(e):
                 if isinstance(x, Select):
@@ -103,84 +92,12 @@ def _conditions(loop: For, threads: dict[Var, For]) -> list[tuple[Expr, list[For
             note(s.cond, around)
         if isinstance(s, Let):
             return  # a value the conditions below may read: left alone
+        inner = [*around, _span(s)] if isinstance(s, For) else around
         for k in stmt_children(s):
             visit(k, inner)
 
-    def note(cond: Expr, around: list[For]) -> None:
-        free = {x for x in walk_expr(cond) if isinstance(x, Var)}
-        varying = {f.var for f in around} | set(threads)
-        if loop.var in free and free & varying:
-            found.append((cond, [*threads.values(), *around]))
-
     visit(loop.body, [])
     return found
-
-
-class _Names:
-    """isl names: the loop's variable ``t``, the loops' ``v<k>``, anything else a parameter."""
-
-    def __init__(self, step: Var) -> None:
-        self.step = step
-        self.params: dict[str, Var] = {}
-        self._by_var: dict[Var, str] = {}
-
-    def of(self, loops: list[For], free: set[Var]) -> dict[Var, str]:
-        names = {self.step: "t"}
-        names.update({f.var: f"v{k}" for k, f in enumerate(loops)})
-        for v in free - set(names):
-            if v not in self._by_var:
-                self._by_var[v] = f"p{len(self._by_var)}"
-                self.params[self._by_var[v]] = v
-            names[v] = self._by_var[v]
-        return names
-
-    def header(self) -> str:
-        return f"[{', '.join(self.params)}] ->"
-
-
-def _failing(loop: For, cond: Expr, around: list[For], names: _Names) -> isl.Set | None:
-    """The steps at which `cond` fails for some value of the loops `around`."""
-    exprs = [cond, loop.min, loop.extent] + [x for f in around for x in (f.min, f.extent)]
-    free = {x for e in exprs for x in walk_expr(e) if isinstance(x, Var)}
-    named = names.of(around, free)
-    try:
-        ranges = [
-            f"{aff_text(f.min, named)} <= {named[f.var]} < "
-            f"{aff_text(Binary('+', f.min, f.extent, f.min.dtype), named)}"
-            for f in around
-        ]
-        text = cond_text(cond, named)
-    except NonAffine:
-        return None
-    inner = ", ".join(named[f.var] for f in around)
-    where = " and ".join([*ranges, f"not ({text})"])
-    bad = isl.Set(f"{names.header()} {{ [t] : exists ({inner} : {where}) }}")
-    return bad.intersect(_range(loop, names))
-
-
-def _context(names: _Names, outer: dict[Var, For]) -> isl.Set:
-    """What the parameters are known to satisfy: those that are loops around, their ranges."""
-    cons = ["0 = 0"]
-    for name, var in names.params.items():
-        loop = outer.get(var)
-        if loop is None:
-            continue
-        try:
-            low, count = (aff_text(e, {}) for e in (loop.min, loop.extent))
-        except (NonAffine, KeyError):
-            continue  # a bound of other variables: left out of what is known
-        cons.append(f"{low} <= {name} < {low} + {count}")
-    return isl.Set(f"{names.header()} {{ : {' and '.join(cons)} }}")
-
-
-def _range(loop: For, names: _Names, last: bool = False) -> isl.Set:
-    """The loop's steps (or, with `last`, the step after them)."""
-    free = {x for e in (loop.min, loop.extent) for x in walk_expr(e) if isinstance(x, Var)}
-    named = names.of([], free)
-    low = aff_text(loop.min, named)
-    high = aff_text(Binary("+", loop.min, loop.extent, loop.min.dtype), named)
-    cons = f"t = {high}" if last else f"{low} <= t < {high}"
-    return isl.Set(f"{names.header()} {{ [t] : {cons} }}")
 
 
 def _decide(body: Stmt, decided: set[int]) -> Stmt:
