@@ -149,6 +149,21 @@ def _scan_rows(scan: Scan) -> ScanRows:
     return ScanRows(first.scan_name, first.init.name, first.state.name, scan.rows, first.shape[0])
 
 
+def _not_a_stage(s: Schedule, a: object, op: object) -> str:
+    """Why argument `a` has no stage, and what to do."""
+    name = getattr(op, "name", None)
+    if name in s._retired:
+        return (
+            f"argument '{name}' was taken out of the schedule by a primitive that rewrote the "
+            f"dataflow (online folds the stages between a maximum and its sums into the sums); "
+            f"leave it out of args, or keep it with online(..., keep=[{name}])"
+        )
+    return (
+        f"argument {a!r} is not a tensor of this schedule; pass the tensors of the algorithm "
+        "the schedule was created for (a placeholder, or a compute it reads or is)"
+    )
+
+
 def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
     """The ops of `args`, each once: two parameters for one tensor would be two arrays that
     the kernel writes and reads as one."""
@@ -164,7 +179,7 @@ def _arg_ops(s: Schedule, args: list[Tensor]) -> list[Operation]:
             )
         op = a.op if isinstance(a, Tensor) else a
         if not isinstance(op, Operation) or op not in s._by_op:
-            raise LoweringError(f"argument {a!r} is not a tensor of this schedule")
+            raise LoweringError(_not_a_stage(s, a, op))
         op = s._by_op[op].ops[getattr(op, "value_index", 0)]  # its current op
         if op in arg_ops:
             raise LoweringError(

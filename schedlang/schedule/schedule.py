@@ -39,6 +39,9 @@ class Schedule:
         self.groups: list[Group] = []  # create_group's, in the order made
         self._by_op: dict[Operation, Stage] = {}
         self._by_name: dict[str, Stage] = {}
+        # Stages a primitive took out (the reductions online fuses), by name: `undo` gives the
+        # user's objects of them back when it brings the stages back.
+        self._retired: dict[str, Stage] = {}
         for op in post_order(self.output_ops):
             group = together(op)
             if op is not group[0]:  # computed by the stage of the first output
@@ -136,6 +139,7 @@ class Schedule:
         kept = [st for st in self.stages if any(op in position for op in st.ops)]
         for stage in self.stages:
             if stage not in kept:
+                self._retired[stage.name] = stage
                 self._by_name.pop(stage.name, None)
                 for op in [o for o, st in self._by_op.items() if st is stage]:
                     del self._by_op[op]
@@ -256,7 +260,7 @@ class Schedule:
                 f"undo({steps}): the schedule has {len(self.records)} primitive(s) to take back"
             )
         kept = replay(self.roots, self.records[:-steps], self._made)
-        held = {stage.name: stage for stage in self.stages}
+        held = {**self._retired, **{stage.name: stage for stage in self.stages}}
         for stage in kept.stages:  # the user's Stage objects keep working
             if stage.name in held:
                 held[stage.name].__dict__.update(stage.__dict__)

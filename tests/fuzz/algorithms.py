@@ -196,6 +196,31 @@ def softmax(data, sizes: Sizes) -> Case:
     return Case("softmax", [a], [out])
 
 
+def attention(data, sizes: Sizes) -> Case:
+    """Attention as its definition (scores, their maximum, the exponentials, their sum and
+    the weighted sum of values, divided), sometimes under a mask that lets row i see the keys
+    up to i + c (a causal one where c = 0, never a row with none): the chain online fuses,
+    whose masked steps a scan computed at a loop leaves out."""
+    n, d = sizes.extent(), sizes.extent(high=4)
+    q, k, v = (sl.placeholder((n, d), name=name) for name in "QKV")
+    e = sl.reduce_axis((0, d), name="e")
+    s = sl.compute((n, n), lambda i, j: sl.sum(q[i, e] * k[j, e], axis=e), name="S")
+    offset = data.draw(st.sampled_from([None, 0, 1, 3]), label="mask offset")
+
+    def seen(i, j):
+        return None if offset is None else j <= i + offset
+
+    j1, j2, j3 = (sl.reduce_axis((0, n), name=name) for name in ("j1", "j2", "j3"))
+    m = sl.compute((n,), lambda i: sl.max(s[i, j1], axis=j1, where=seen(i, j1)), name="M")
+    p = sl.compute((n, n), lambda i, j: sl.exp(s[i, j] - m[i]), name="P")
+    z = sl.compute((n,), lambda i: sl.sum(p[i, j2], axis=j2, where=seen(i, j2)), name="Z")
+    o = sl.compute(
+        (n, d), lambda i, c: sl.sum(p[i, j3] * v[j3, c], axis=j3, where=seen(i, j3)), name="O"
+    )
+    out = sl.compute((n, d), lambda i, c: o[i, c] / z[i], name="Out")
+    return Case("attention" if offset is None else "masked_attention", [q, k, v], [out])
+
+
 def norm(data, sizes: Sizes) -> Case:
     """Layer norm over rows as its definition: a sum, the mean, the squares about it, and the
     normalised rows (the chain that online computes in one pass)."""
@@ -343,6 +368,7 @@ FAMILIES = {
     "stencil": stencil,
     "reduction": reduction,
     "softmax": softmax,
+    "attention": attention,
     "norm": norm,
     "transpose": transpose,
     "casts": casts,

@@ -250,6 +250,8 @@ class Scheduler:
         factor (right for softmax and layer norm, refused by name for the others), before
         random moves schedule the stages it made."""
         reductions = [x for x in self.stages() if isinstance(x.op.body, Reduce)]
+        maxima = [k for k, x in enumerate(reductions) if x.op.body.combiner.name == "max"]
+        reductions = reductions[maxima[0] :] if maxima else reductions  # attention: not S
         if len(reductions) < 2:  # nothing drawn: other families keep their draws
             return
         if self.draw(st.integers(0, 2), label="online recipe") != 0:
@@ -262,7 +264,35 @@ class Scheduler:
         keep = []
         if elementwise and self.draw(st.booleans(), label="online keep"):
             keep = [self.draw(st.sampled_from(elementwise), label="kept stage")]
-        self.attempt("online", lambda: self.s.online(reductions, factor, keep=keep))
+        names = [x.name for x in reductions]
+        states = self.attempt("online", lambda: self.s.online(reductions, factor, keep=keep))
+        if states and self.draw(st.booleans(), label="scan at rows"):
+            self.scan_at_rows(states[0], names[1:])
+
+    def scan_at_rows(self, state: sl.Tensor, finals: list[str]) -> None:
+        """The online scan computed per block of a drawn number of the output's rows, the
+        sums' last rows inlined into their readers: where the chain is masked, each block runs
+        only the steps that change its rows (`poly.scan_live`)."""
+        out = self.s[self.s.output_ops[0]]
+        factor = self.draw(st.sampled_from(FACTORS), label="rows a scan")
+        split = self.attempt("split", lambda: out.split(out.op.axis[0], factor=factor))
+        for name in finals:
+            if split is None or not self._holds(state):  # an undo took the scan back
+                return
+            if self._holds(name):
+                self.attempt("compute_inline", lambda name=name: self.s[name].compute_inline())
+        if not self._holds(state):
+            return
+        self.attempt("compute_at", lambda: self.s[state].compute_at(out, split[0]))
+        if self._holds(state) and isinstance(self.s[state].attach, rec.ComputeAt):
+            self.tally.count("online scan at rows")
+
+    def _holds(self, key) -> bool:
+        try:
+            self.s[key]
+        except sl.ScheduleError:
+            return False
+        return True
 
     # -- whole schedules ------------------------------------------------------------------
 

@@ -139,3 +139,22 @@ def test_a_known_finding_is_counted_not_raised(monkeypatch):
     assert lowering_verdict(err) == "known finding: test_x"
     with pytest.raises(FuzzFailure, match="says nothing to do"):
         lowering_verdict(sl.LoweringError("tile columns straddle a vector"))
+
+
+ATTENTION = Tally()
+
+
+@sample(150)
+@given(data=st.data())
+def test_attention_schedules(data):
+    """Attention's chain, masked or not, fused by online and scheduled at random: its scan at
+    the loops of the output's rows (where a mask leaves steps out) or at the root."""
+    cpu_property(data, ATTENTION, families=("attention",))
+
+
+def test_the_attention_sample_fused_masked_chains():
+    if not ATTENTION.counts:
+        test_attention_schedules()
+    assert ATTENTION.counts["primitive: online"] > 0
+    assert ATTENTION.counts["online scan at rows"] > 0
+    assert ATTENTION.by_family["masked_attention"]["ran and matched"] > 0

@@ -193,6 +193,32 @@ def test_it_prints_undoes_and_replays():
     assert s[chain[0]].name == "M"
 
 
+def test_a_stage_it_folded_away_asked_for_in_args_is_refused_with_the_way_out():
+    inputs, chain, out = _attention(9)
+    s = sl.create_schedule(out)
+    s.online(list(chain), factor=4)
+    p = next(t for t in out.op.input_tensors[0].op.input_tensors if t.name == "P")
+    with pytest.raises(sl.LoweringError, match=r"'P' was taken out .* keep=\[P\]"):
+        sl.build(s, [*inputs, out, p])
+
+
+def test_the_stages_it_took_out_are_the_users_again_after_undo():
+    """online takes the maximum's stage out (nothing reads it after); undo brings it back, and
+    the Stage objects the user holds name the stages again, so the same call applies again."""
+    inputs, chain, out = _attention(19)
+    s = sl.create_schedule(out)
+    stages = [s[t] for t in chain]
+    s.online(stages, factor=8)
+    with pytest.raises(sl.ScheduleError, match="'M' is not part of this schedule"):
+        s[stages[0]].split(stages[0].op.axis[0], factor=2)
+    s.undo()
+    assert s[stages[0]] is stages[0] and stages[0].op is chain[0].op
+    s.online(stages, factor=8)
+    arrays = _data(19)
+    result, _ = _run(s, inputs, out, arrays, 19)
+    np.testing.assert_allclose(result, _numpy_attention(*arrays), rtol=2e-5, atol=2e-6)
+
+
 N = 16
 
 
