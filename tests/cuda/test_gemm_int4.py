@@ -101,6 +101,17 @@ def test_gpu_schedule_simulated_matches_the_reference(shape, group, dtype, optio
     _assert_close(out, _reference(tensors, arrays))
 
 
+def test_gpu_schedule_simulated_takes_any_number_of_rows():
+    """One kernel for every m (the tokens of a batch): its row blocks cut where m ends."""
+    tensors = example.int4_gemm(sl.var("m"), 48, 64, 32, "float16")
+    kernel = sl.build(example.schedule(*tensors, **SMALL), list(tensors), target="cuda")
+    for m in (1, 6, 9):
+        arrays = _inputs(m, 48, 64, 32, "float16", seed=m)
+        out = _poisoned(m, 48, "float16")
+        kernel.simulate(*arrays, out)
+        _assert_close(out, _reference(example.int4_gemm(m, 48, 64, 32, "float16"), arrays))
+
+
 def test_gpu_schedule_stages_the_packed_tile_as_bytes_and_dequantises_in_registers():
     """Shared memory holds A's tile and Wq's bytes, nothing else; W lives in registers."""
     tensors = example.int4_gemm(16, 256, 256, 128, "float16")
