@@ -35,7 +35,7 @@ import numpy as np
 import schedlang as sl
 from schedlang.ir import dtype as dt
 
-__all__ = ["cpu_schedule", "int4_gemm", "pack_int4", "schedule"]
+__all__ = ["build", "cpu_schedule", "dequantize", "int4_gemm", "pack_int4", "schedule"]
 
 
 def int4_gemm(m, n, k: int, group: int = 128, dtype: str = "float16") -> tuple[sl.Tensor, ...]:
@@ -63,9 +63,15 @@ def pack_int4(
     weight: np.ndarray, group: int, dtype: str = "float16"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(packed, scales, zeros)`` of the float matrix `weight` (k x n) quantised per group of
-    `group` rows and column, asymmetrically (the group's minimum maps to 0, its maximum to 15),
-    in `sl.packed_int4`'s layout: row 2j in the low nibble of packed row j, 2j + 1 in its high."""
+    `group` rows and column, asymmetrically (the scale is the group's range / 15, the zero
+    the rounded -minimum / scale), in `sl.packed_int4`'s layout: row 2j in the low nibble of
+    packed row j, 2j + 1 in its high."""
     k, n = weight.shape
+    if k % 2 or k % group:
+        raise ValueError(
+            f"pack_int4: a weight of {k} rows cannot be packed in groups of {group}: its rows "
+            "must be even in number and a multiple of the group"
+        )
     groups = weight.reshape(k // group, group, n).astype(np.float32)
     low, high = groups.min(axis=1), groups.max(axis=1)
     scales = np.where(high > low, (high - low) / 15, 1.0).astype(dt.to_numpy(dtype))

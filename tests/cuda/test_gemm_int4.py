@@ -66,6 +66,20 @@ def _poisoned(m, n, dtype):
     return np.full((m, n), np.nan, dt.to_numpy(dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_packer_quantises_each_group_to_half_a_step(dtype):
+    """The packer's weight, unpacked, is the float weight to within half of its group's scale
+    (and the scale's rounding); the nibbles are in the documented order."""
+    weight = np.random.default_rng(2).standard_normal((96, 11)) * 3
+    packed, scales, zeros = example.pack_int4(weight, 32, dtype)
+    assert packed.shape == (48, 11) and packed.dtype == np.uint8
+    step = np.repeat(scales.astype(np.float64), 32, axis=0)
+    error = np.abs(example.dequantize(packed, scales, zeros).astype(np.float64) - weight)
+    assert (error <= 0.5 * step + 2 * float(ml_dtypes.finfo(scales.dtype).eps) * 16 * step).all()
+    with pytest.raises(ValueError, match="a weight of 90 rows cannot be packed in groups of 32"):
+        example.pack_int4(weight[:90], 32, dtype)
+
+
 @pytest.mark.parametrize(
     ("m", "n", "k", "group", "dtype"),
     [(1, 45, 64, 32, "float16"), (7, 33, 256, 128, "bfloat16"), (16, 64, 96, 32, "float16")],
