@@ -24,6 +24,7 @@ from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else
 from .ir.extern import call_packed, extern
+from .ir.int4 import packed_int4, unpack_int4
 from .ir.intrinsics import call_intrin, call_pure_extern, register_intrin_lowering
 from .ir.math import (
     abs,
@@ -173,6 +174,7 @@ __all__ = [
     "min",
     "min_value",
     "minimum",
+    "packed_int4",
     "placeholder",
     "plot_footprint",
     "plot_roofline",
@@ -193,5 +195,6 @@ __all__ = [
     "sqrt",
     "sum",
     "tanh",
+    "unpack_int4",
     "var",
 ]

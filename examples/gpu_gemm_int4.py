@@ -1,0 +1,175 @@
+"""A weight-only int4 GEMM, written as its plain dequantising definition, scheduled for the
+CPU and for the GPU's CUDA cores.
+
+The algorithm is the one users of quantised LLMs write (AWQ, GPTQ, torchao): activations A
+(m x k) of float16 or bfloat16; the weight W (k x n) stored as two unsigned 4-bit values per
+byte with a scale and a zero per group of `group` rows (`sl.packed_int4`, docs/concepts.md,
+"Packed int4 weights"):
+
+    W[k, n] = (unpack_int4(Wq[k // 2, n], k % 2) - zero[k // group, n]) * scale[k // group, n]
+    C[i, n] = sum_k float32(A[i, k]) * float32(W[k, n])
+
+W is computed in the activations' dtype (``(q - zero)`` is exact there, the product is rounded
+once), as a dequantising kernel feeds half-precision units, and the products are summed in
+float32; C is stored in the activations' dtype.
+
+The GPU schedule (`schedule`), from the outside in:
+- blocks of ``block_rows x block_cols`` outputs (``blockIdx``), ``threads_y x threads_x``
+  threads, each thread ``block_rows / threads_y`` rows of ``block_cols / threads_x`` adjacent
+  columns, accumulated in registers (the sum's stage in scope ``local``);
+- k in steps of `step`: each step stages the block's tile of A (halves) and its **packed tile
+  of Wq as bytes** (``step / 2`` rows of ``block_cols`` bytes) in shared memory;
+- for each k of a step, each thread dequantises its row of W in registers (W's stage in scope
+  ``local``, computed at that k: a shift, a mask, a subtraction and a multiplication per value,
+  the group's scale and zero read from global memory, where every thread of a column reads the
+  same ones) and multiplies it into its rows' accumulators. The unpacked weight never goes to
+  shared memory.
+
+Small m (decoding, m = 1..16) is the case this layout is for: the weight's bytes are the traffic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import schedlang as sl
+from schedlang.ir import dtype as dt
+
+__all__ = ["build", "cpu_schedule", "dequantize", "int4_gemm", "pack_int4", "schedule"]
+
+
+def int4_gemm(m, n, k: int, group: int = 128, dtype: str = "float16") -> tuple[sl.Tensor, ...]:
+    """``(A, Wq, W_scale, W_zero, C)``: C (m x n) = A (m x k) @ W, W the int4 weight packed in
+    Wq (k // 2 x n) with its scales and zeros per `group` rows; m and n may be size
+    variables, k is an int (even, a multiple of `group`: `sl.packed_int4` says so otherwise)."""
+    wq, scale, zero = sl.packed_int4((k, n), group, dtype, name="W")
+    a = sl.placeholder((m, k), dtype, name="A")
+
+    def dequantised(r, j):
+        return (sl.unpack_int4(wq[r // 2, j], r % 2) - zero[r // group, j]) * scale[r // group, j]
+
+    w = sl.compute((k, n), dequantised, name="W")
+    r = sl.reduce_axis((0, k), name="k")
+    acc = sl.compute(
+        (m, n),
+        lambda i, j: sl.sum(a[i, r].astype("float32") * w[r, j].astype("float32"), axis=r),
+        name="acc",
+    )
+    c = sl.compute((m, n), lambda i, j: acc[i, j].astype(dtype), name="C")
+    return a, wq, scale, zero, c
+
+
+def pack_int4(
+    weight: np.ndarray, group: int, dtype: str = "float16"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(packed, scales, zeros)`` of the float matrix `weight` (k x n) quantised per group of
+    `group` rows and column, asymmetrically (the scale is the group's range / 15, the zero
+    the rounded -minimum / scale), in `sl.packed_int4`'s layout: row 2j in the low nibble of
+    packed row j, 2j + 1 in its high."""
+    k, n = weight.shape
+    if k % 2 or k % group:
+        raise ValueError(
+            f"pack_int4: a weight of {k} rows cannot be packed in groups of {group}: its rows "
+            "must be even in number and a multiple of the group"
+        )
+    groups = weight.reshape(k // group, group, n).astype(np.float32)
+    low, high = groups.min(axis=1), groups.max(axis=1)
+    scales = np.where(high > low, (high - low) / 15, 1.0).astype(dt.to_numpy(dtype))
+    step = scales.astype(np.float32)
+    zeros = np.clip(np.rint(-low / step), 0, 15).astype(dt.to_numpy(dtype))
+    q = np.rint(groups / step[:, None] + zeros.astype(np.float32)[:, None])
+    q = np.clip(q, 0, 15).astype(np.uint8).reshape(k, n)
+    return q[0::2] | (q[1::2] << 4), scales, zeros
+
+
+def dequantize(packed: np.ndarray, scales: np.ndarray, zeros: np.ndarray) -> np.ndarray:
+    """The weight (k x n) that `packed`, `scales` and `zeros` hold, computed in their dtype as
+    the algorithm computes it: numpy's reference for the tests."""
+    q = np.empty((2 * packed.shape[0], packed.shape[1]), np.uint8)
+    q[0::2], q[1::2] = packed & 15, packed >> 4
+    group = q.shape[0] // scales.shape[0]
+    values = q.astype(scales.dtype) - np.repeat(zeros, group, axis=0)
+    return values * np.repeat(scales, group, axis=0)
+
+
+def _stages(c: sl.Tensor) -> tuple[sl.Tensor, sl.Tensor]:
+    """``(acc, W)``: the sum and the dequantised weight that C is computed from."""
+    (acc,) = c.op.input_tensors
+    w = next(t for t in acc.op.input_tensors if t.name == "W")
+    return acc, w
+
+
+def cpu_schedule(a, wq, scale, zero, c, cols: int = 16) -> sl.Schedule:
+    """Blocks of `cols` columns in parallel (m may be 1); in each, row by row, k outermost and
+    the columns vectorized: W is dequantised in vector registers as it is used (inlined)."""
+    acc, w = _stages(c)
+    s = sl.create_schedule(c.op)
+    s[w].compute_inline()
+    i, j = c.op.axis
+    jo, ji = s[c].split(j, factor=cols)
+    s[c].reorder(jo, i, ji)
+    s[c].parallel(jo)
+    s[c].vectorize(ji)
+    s[acc].compute_at(s[c], i)
+    ai, aj = s[acc].op.axis
+    s[acc].reorder(ai, s[acc].op.reduce_axis[0], aj)
+    s[acc].vectorize(aj)
+    return s
+
+
+def schedule(
+    a,
+    wq,
+    scale,
+    zero,
+    c,
+    block_rows: int = 16,
+    block_cols: int = 128,
+    threads_y: int = 4,
+    threads_x: int = 32,
+    step: int = 32,
+    copy_bytes: int = 16,
+) -> sl.Schedule:
+    """The GPU schedule of the module docstring; `step` even (a step's rows fill whole bytes),
+    `block_rows` a multiple of `threads_y`, `block_cols` of `threads_x`; each thread copies
+    `copy_bytes` at once into shared memory."""
+    acc, w = _stages(c)
+    s = sl.create_schedule(c.op)
+    a_shared = s.cache_read(a, "shared", [acc])
+    wq_shared = s.cache_read(wq, "shared", [w])
+    s[acc].set_scope("local")
+    s[w].set_scope("local")
+
+    i, j = c.op.axis
+    by, i = s[c].split(i, factor=block_rows)
+    bx, j = s[c].split(j, factor=block_cols)
+    ty, i = s[c].split(i, nparts=threads_y)
+    tx, j = s[c].split(j, nparts=threads_x)
+    s[c].reorder(by, bx, ty, tx, i, j)
+    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y")):
+        s[c].bind(axis, sl.thread_axis(tag))
+    s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+
+    s[acc].compute_at(s[c], tx)
+    ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
+    s[acc].reorder(ko, ki, *s[acc].op.axis)
+    s[acc].unroll(ki)
+    s[w].compute_at(s[acc], ki)
+
+    for staged in (a_shared, wq_shared):
+        s[staged].compute_at(s[acc], ko)
+        fused = s[staged].fuse(*s[staged].op.axis)
+        rest, lanes = s[staged].split(fused, factor=copy_bytes // dt.itemsize(staged.dtype))
+        rest, fx = s[staged].split(rest, factor=threads_x)
+        _, fy = s[staged].split(rest, factor=threads_y)
+        s[staged].bind(fy, sl.thread_axis("threadIdx.y"))
+        s[staged].bind(fx, sl.thread_axis("threadIdx.x"))
+        s[staged].vectorize(lanes)
+    return s
+
+
+def build(m, n, k, group: int = 128, dtype: str = "float16", target: str = "cuda", **options):
+    """The GEMM built for `target` with `schedule`'s `options` (`cpu_schedule` for "cpu")."""
+    tensors = int4_gemm(m, n, k, group, dtype)
+    make = cpu_schedule if target == "cpu" else schedule
+    return sl.build(make(*tensors, **options), list(tensors), target=target)

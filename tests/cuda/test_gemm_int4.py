@@ -1,0 +1,195 @@
+"""The weight-only int4 GEMM (`examples/gpu_gemm_int4.py`): its definition against numpy, its
+CPU schedule compiled, its CUDA-core schedule simulated on the CPU and assembled by ptxas, run
+on a GPU where there is one, and the arrays a call refuses.
+
+Activations and weights are random (never zeros), quantised per group by the example's
+packer; outputs are poisoned with NaN. The reference sums in float32 in its own order, a
+kernel in another, so the float16/bfloat16 results may differ by a unit in the last place.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import schedlang as sl
+from examples import gpu_gemm_int4 as example
+from schedlang.ir import dtype as dt
+from schedlang.loopir.core.nodes import Allocate
+from schedlang.loopir.core.visit import walk_stmt
+
+from .ptxas import assemble
+
+SMALL = dict(block_rows=4, block_cols=16, threads_y=2, threads_x=8, step=8)
+GPU_CASES = [
+    # (m, n, k), group, dtype, schedule options
+    ((1, 45, 64), 32, "bfloat16", SMALL),
+    ((5, 37, 64), 32, "float16", SMALL),
+    ((16, 40, 256), 128, "float16", {}),
+    ((3, 131, 256), 128, "bfloat16", {}),
+    ((33, 70, 128), 32, "float16", dict(block_cols=64, threads_x=16, step=16)),
+]
+
+
+def _inputs(m, n, k, group, dtype, seed=7):
+    """``(a, packed, scales, zeros)``: activations of both signs and a weight quantised from
+    a random float matrix."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0.25, 2.0, (m, k)) * np.where(rng.random((m, k)) < 0.5, -1.0, 1.0)
+    weight = rng.standard_normal((k, n))
+    return (a.astype(dt.to_numpy(dtype)), *example.pack_int4(weight, group, dtype))
+
+
+def _reference(tensors, arrays) -> np.ndarray:
+    """The reference's C, checked against numpy's float32 product with the dequantised
+    weight (which rounds only at the end as well)."""
+    reference = sl.reference(tensors[-1], dict(zip(tensors, arrays)))
+    a, packed, scales, zeros = arrays
+    weight = example.dequantize(packed, scales, zeros).astype(np.float32)
+    numpy = (a.astype(np.float32) @ weight).astype(reference.dtype)
+    _assert_close(reference, numpy)
+    return reference
+
+
+def _assert_close(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal to a unit in the last place of the 16-bit dtype (relative to the value, or to
+    the largest value for results that cancelled to near zero)."""
+    eps = float(ml_dtypes.finfo(want.dtype).eps)
+    got32, want32 = got.astype(np.float32), want.astype(np.float32)
+    assert not np.isnan(got32).any(), "an output was never written"
+    scale = np.abs(want32) + np.abs(want32).max() / 64
+    np.testing.assert_array_less(np.abs(got32 - want32), 1.01 * eps * scale + 1e-30)
+
+
+def _poisoned(m, n, dtype):
+    return np.full((m, n), np.nan, dt.to_numpy(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_packer_quantises_each_group_to_half_a_step(dtype):
+    """The packer's weight, unpacked, is the float weight to within half of its group's scale
+    (and the scale's rounding); the nibbles are in the documented order."""
+    weight = np.random.default_rng(2).standard_normal((96, 11)) * 3
+    packed, scales, zeros = example.pack_int4(weight, 32, dtype)
+    assert packed.shape == (48, 11) and packed.dtype == np.uint8
+    step = np.repeat(scales.astype(np.float64), 32, axis=0)
+    error = np.abs(example.dequantize(packed, scales, zeros).astype(np.float64) - weight)
+    assert (error <= 0.5 * step + 2 * float(ml_dtypes.finfo(scales.dtype).eps) * 16 * step).all()
+    with pytest.raises(ValueError, match="a weight of 90 rows cannot be packed in groups of 32"):
+        example.pack_int4(weight[:90], 32, dtype)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "group", "dtype"),
+    [(1, 45, 64, 32, "float16"), (7, 33, 256, 128, "bfloat16"), (16, 64, 96, 32, "float16")],
+)
+def test_cpu_schedule_matches_the_reference(m, n, k, group, dtype):
+    tensors = example.int4_gemm(m, n, k, group, dtype)
+    arrays = _inputs(m, n, k, group, dtype)
+    kernel = sl.build(example.cpu_schedule(*tensors), list(tensors), target="cpu")
+    out = _poisoned(m, n, dtype)
+    kernel(*arrays, out)
+    _assert_close(out, _reference(tensors, arrays))
+
+
+def test_cpu_schedule_takes_any_number_of_rows():
+    """m a size variable (tokens of a batch), read off A and C at each call."""
+    tensors = example.int4_gemm(sl.var("m"), 40, 64, 32, "float16")
+    kernel = sl.build(example.cpu_schedule(*tensors), list(tensors), target="cpu")
+    for m in (1, 9, 20):
+        arrays = _inputs(m, 40, 64, 32, "float16", seed=m)
+        out = _poisoned(m, 40, "float16")
+        kernel(*arrays, out)
+        _assert_close(out, _reference(example.int4_gemm(m, 40, 64, 32, "float16"), arrays))
+
+
+@pytest.mark.parametrize(("shape", "group", "dtype", "options"), GPU_CASES)
+def test_gpu_schedule_simulated_matches_the_reference(shape, group, dtype, options):
+    m, n, k = shape
+    tensors = example.int4_gemm(m, n, k, group, dtype)
+    kernel = sl.build(example.schedule(*tensors, **options), list(tensors), target="cuda")
+    arrays = _inputs(m, n, k, group, dtype)
+    out = _poisoned(m, n, dtype)
+    kernel.simulate(*arrays, out)
+    _assert_close(out, _reference(tensors, arrays))
+
+
+def test_gpu_schedule_simulated_takes_any_number_of_rows():
+    """One kernel for every m (the tokens of a batch): its row blocks cut where m ends."""
+    tensors = example.int4_gemm(sl.var("m"), 48, 64, 32, "float16")
+    kernel = sl.build(example.schedule(*tensors, **SMALL), list(tensors), target="cuda")
+    for m in (1, 6, 9):
+        arrays = _inputs(m, 48, 64, 32, "float16", seed=m)
+        out = _poisoned(m, 48, "float16")
+        kernel.simulate(*arrays, out)
+        _assert_close(out, _reference(example.int4_gemm(m, 48, 64, 32, "float16"), arrays))
+
+
+def test_gpu_schedule_stages_the_packed_tile_as_bytes_and_dequantises_in_registers():
+    """Shared memory holds A's tile and Wq's bytes, nothing else; W lives in registers."""
+    tensors = example.int4_gemm(16, 256, 256, 128, "float16")
+    kernel = sl.build(example.schedule(*tensors), list(tensors), target="cuda")
+    buffers = [s.buffer for s in walk_stmt(kernel.lowered.body) if isinstance(s, Allocate)]
+    shared = {(b.name, b.dtype) for b in buffers if b.scope == "shared"}
+    assert shared == {("A.shared", "float16"), ("Wq.shared", "uint8")}
+    assert {(b.name, b.scope) for b in buffers if b.name in ("W", "acc")} == {
+        ("W", "local"),
+        ("acc", "local"),
+    }
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gpu_schedule_at_a_decoding_shape_assembles_without_local_memory(dtype):
+    """16 tokens through a 4096 x 4096 weight: ptxas takes the PTX, with no spills and no
+    local memory; the tiles are copied in 16-byte vectors."""
+    kernel = example.build(16, 4096, 4096, 128, dtype, target="cuda -arch=sm_90")
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
+    assert "st.local" not in kernel.ptx and "ld.local" not in kernel.ptx
+    assert "ld.global.nc.v4.b32" in kernel.ptx and "st.shared.v4.b32" in kernel.ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("shape", "group", "dtype"),
+    [((1, 4096, 4096), 128, "float16"), ((13, 1000, 512), 32, "bfloat16")],
+)
+def test_gpu_schedule_on_the_gpu(shape, group, dtype):
+    m, n, k = shape
+    tensors = example.int4_gemm(m, n, k, group, dtype)
+    kernel = sl.build(example.schedule(*tensors), list(tensors), target="cuda")
+    arrays = _inputs(m, n, k, group, dtype)
+    out = _poisoned(m, n, dtype)
+    kernel(*arrays, out)
+    _assert_close(out, _reference(tensors, arrays))
+
+
+@pytest.fixture(scope="module")
+def cpu_kernel():
+    tensors = example.int4_gemm(3, 64, 128, 32, "float16")
+    return sl.build(example.cpu_schedule(*tensors), list(tensors), target="cpu")
+
+
+def test_a_call_refuses_packed_weights_of_another_layout(cpu_kernel):
+    """The weight unpacked (k rows, not k // 2), packed in signed bytes, or scaled for
+    another group: refused before anything runs, the output left as it was."""
+    a, packed, scales, zeros = _inputs(3, 64, 128, 32, "float16")
+    out = _poisoned(3, 64, "float16")
+    unpacked = np.repeat(packed, 2, axis=0)
+    with pytest.raises(ValueError, match=r"dimension 0 of 'Wq' must be 64, but its array has 128"):
+        cpu_kernel(a, unpacked, scales, zeros, out)
+    with pytest.raises(TypeError, match=r"argument 'Wq' must have dtype uint8, got int8"):
+        cpu_kernel(a, packed.view(np.int8), scales, zeros, out)
+    with pytest.raises(ValueError, match=r"dimension 0 of 'W_scale' must be 4, but its array"):
+        cpu_kernel(a, packed, scales[:1], zeros, out)
+    with pytest.raises(ValueError, match=r"dimension 1 of 'A' must be 128, but its array has 127"):
+        cpu_kernel(a[:, :127], packed, scales, zeros, out)
+    assert np.isnan(out.astype(np.float32)).all()
+
+
+def test_the_definition_refuses_an_odd_k_and_a_group_that_does_not_divide_it():
+    with pytest.raises(sl.AlgorithmError, match=r"K = 63 is odd"):
+        example.int4_gemm(4, 64, 63, 7)
+    with pytest.raises(sl.AlgorithmError, match=r"group 128 does not divide K = 192"):
+        example.int4_gemm(4, 64, 192, 128)
