@@ -1,0 +1,88 @@
+"""The weight-only int4 GEMM (`examples/gpu_gemm_int4.py`) against torch in one process, at
+Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 rows) for
+decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
+
+Peers: ``torch._weight_int4pack_mm`` (torch's tinygemm kernel, its own packing of the same
+shapes; "-" where this torch has none for the GPU) and the bfloat16 cuBLAS GEMM of the
+dequantised weight (``torch.mm``), which reads four times the weight's bytes. Our kernel is
+checked first against torch's GEMM of the weight `dequantize` gives (output filled with NaN).
+
+    python benchmarks/int4_gemm.py [--ms 1,16,2048] [--repeat 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from benchmarks.gpu import event_time  # noqa: E402
+from examples import gpu_gemm_int4  # noqa: E402
+
+SHAPES = [(8192, 10240), (28672, 8192)]  # (k, n)
+GROUP = 128
+
+
+def tinygemm(x: torch.Tensor, k: int, n: int):
+    """A call of torch's int4 kernel on a random weight of the shape, or None."""
+    try:
+        q = torch.randint(0, 16, (n, k), dtype=torch.int32, device="cuda")
+        packed = torch._convert_weight_to_int4pack((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), 8)
+        scales = torch.rand(k // GROUP, n, 2, dtype=torch.bfloat16, device="cuda")
+        call = lambda: torch._weight_int4pack_mm(x, packed, GROUP, scales)  # noqa: E731
+        call()
+        return call
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+
+
+def row(m: int, k: int, n: int, repeat: int) -> str:
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((k, n)).astype(np.float32)
+    packed, scales, zeros = gpu_gemm_int4.pack_int4(weight, GROUP, "bfloat16")
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    dense = torch.from_numpy(gpu_gemm_int4.dequantize(packed, scales, zeros).astype(np.float32))
+    dense = dense.to("cuda", torch.bfloat16)
+    kernel = gpu_gemm_int4.build(m, n, k, GROUP, "bfloat16")
+    wq = torch.from_numpy(packed).cuda()
+    sc = torch.from_numpy(scales.astype(np.float32)).to("cuda", torch.bfloat16)
+    ze = torch.from_numpy(zeros.astype(np.float32)).to("cuda", torch.bfloat16)
+    c = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    kernel(a, wq, sc, ze, c)
+    want = (a.float() @ dense.float()).to(torch.bfloat16)
+    error = (c.float() - want.float()).abs().max().item() / want.float().abs().max().item()
+    assert error < 2e-2, f"m={m} k={k} n={n}: relative error {error}"
+    ours = event_time(lambda: kernel(a, wq, sc, ze, c), repeat)
+    cublas = event_time(lambda: torch.mm(a, dense), repeat)
+    tiny = tinygemm(a, k, n)
+    theirs = event_time(tiny, repeat) if tiny is not None else None
+    bytes_moved = k * n / 2 + m * k * 2 + m * n * 2
+    cells = [
+        m, k, n, f"{ours * 1e6:.1f}", f"{bytes_moved / ours / 1e9:.0f}", f"{cublas * 1e6:.1f}",
+        "-" if theirs is None else f"{theirs * 1e6:.1f}", f"{cublas / ours:.2f}x",
+        "-" if theirs is None else f"{theirs / ours:.2f}x",
+    ]  # fmt: skip
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ms", default="1,16,2048")
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print("| m | k | n | schedlang us | schedlang GB/s | cuBLAS bf16 us | tinygemm us | "
+          "cuBLAS / schedlang | tinygemm / schedlang |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for m in (int(x) for x in args.ms.split(",")):
+        for k, n in SHAPES:
+            print(row(m, k, n, args.repeat), flush=True)
+
+
+if __name__ == "__main__":
+    main()
