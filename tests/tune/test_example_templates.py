@@ -124,3 +124,58 @@ def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
     kernel.simulate(q, k, v, out)
     want = sl.reference(args[-1], dict(zip(args[:3], (q, k, v))))
     np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), atol=4e-3)
+
+
+def test_the_fp8_gemm_template_has_the_fastest_options_among_its_points():
+    from examples import gpu_gemm_fp8, tune_gemm_fp8
+
+    task = tune_gemm_fp8.gemm(256, 512, 256)
+    assert len(task.space) == 768
+    fast = {"block_rows": 128, "block_cols": 256, "step": 128, "stages": 4, "tma": True,
+            "tma_store": True, "group": 0}  # fmt: skip
+    s, (a, b, c) = task.instantiate(fast)
+    assert str(s) == str(gpu_gemm_fp8.schedule(a, b, c, **gpu_gemm_fp8.FAST))
+    with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
+        task.instantiate(dict(fast, block_rows=256, step=256, stages=3))
+
+
+def test_an_fp8_gemm_template_point_runs_on_the_simulated_tensor_cores():
+    from examples import tune_gemm_fp8
+
+    task = tune_gemm_fp8.gemm(70, 72, 256, out_dtype="float32")
+    s, (a, b, c) = task.instantiate({"block_rows": 64, "block_cols": 64, "step": 128,
+                                     "stages": 2, "tma": False, "tma_store": False,
+                                     "group": 0})  # fmt: skip
+    kernel = sl.build(s, [a, b, c], target="cuda -arch=sm_90a")
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((70, 256)) * 2).astype("float32")
+    y = (rng.standard_normal((72, 256)) * 2).astype("float32")
+    from schedlang.ir import dtype as dt
+
+    x, y = (v.astype(dt.to_numpy("float8_e4m3fn")) for v in (x, y))
+    z = np.full((70, 72), np.nan, np.float32)
+    kernel.simulate(x, y, z)
+    np.testing.assert_allclose(z, sl.reference(c, {a: x, b: y}), rtol=1e-5, atol=1e-4)
+
+
+def test_the_int4_gemm_template_has_the_example_defaults_and_computes_the_product():
+    from examples import gpu_gemm_int4, tune_gemm_int4
+
+    task = tune_gemm_int4.gemm(5, 70, 128, group=32)
+    assert len(task.space) == 144
+    s, args = task.instantiate({"block_rows": 16, "block_cols": 128, "threads_y": 4,
+                                "step": 32})  # fmt: skip
+    tensors = gpu_gemm_int4.int4_gemm(5, 70, 128, 32, "bfloat16")
+    assert str(s) == str(gpu_gemm_int4.schedule(*tensors))
+    with pytest.raises(sl.tune.Invalid, match="do not divide"):
+        task.instantiate({"block_rows": 1, "block_cols": 64, "threads_y": 4, "step": 16})
+    s, args = task.instantiate({"block_rows": 4, "block_cols": 64, "threads_y": 4, "step": 16})
+    kernel = sl.build(s, args, target="cuda -arch=sm_90")
+    rng = np.random.default_rng(6)
+    weight = rng.standard_normal((128, 70)).astype(np.float32)
+    packed, scales, zeros = gpu_gemm_int4.pack_int4(weight, 32, "bfloat16")
+    x = random_array((5, 128), "bfloat16", rng)
+    out = np.full((5, 70), np.nan, x.dtype)
+    kernel.simulate(x, packed, scales, zeros, out)
+    want = sl.reference(args[-1], dict(zip(args[:4], (x, packed, scales, zeros))))
+    np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=1e-2)
