@@ -111,7 +111,7 @@ def test_the_tensor_core_sample_both_ran_and_refused():
 
 
 @pytest.mark.gpu
-@sample(60)
+@sample(100)
 @given(data=st.data())
 def test_tensor_core_schedules_on_the_gpu(data):
     tensor_core_device_property(data, Tally())
@@ -144,7 +144,7 @@ def test_a_known_finding_is_counted_not_raised(monkeypatch):
 ATTENTION = Tally()
 
 
-@sample(150)
+@sample(100)
 @given(data=st.data())
 def test_attention_schedules(data):
     """Attention's chain, masked or not, fused by online and scheduled at random: its scan at
