@@ -24,6 +24,7 @@ from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else
 from .ir.extern import call_packed, extern
+from .ir.gradient import gradient
 from .ir.intrinsics import call_intrin, call_pure_extern, register_intrin_lowering
 from .ir.math import (
     abs,
@@ -164,6 +165,7 @@ __all__ = [
     "floor",
     "fma",
     "get_global_func",
+    "gradient",
     "if_then_else",
     "log",
     "log2",

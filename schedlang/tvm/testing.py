@@ -71,3 +71,51 @@ def _skip_unless(condition: bool, reason: str, test: Callable) -> Callable:
     import pytest  # a test dependency, imported only where a test is marked
 
     return pytest.mark.skipif(not condition, reason=reason)(test)
+
+
+def check_numerical_grads(
+    function: Callable,
+    input_values: object,
+    grad_values: object,
+    function_value: object = None,
+    delta: float = 1e-3,
+    atol: float = 1e-2,
+    rtol: float = 0.1,
+) -> None:
+    """That `grad_values` are the gradients of the scalar `function` at `input_values` (lists,
+    or dicts by argument name), against central differences with step `delta`. As in TE, the
+    gradients are compared whole: the distance between the two must stay within
+    ``atol * sqrt(size) + rtol * norm(numeric)``, since single elements of a float32 function
+    differenced are noisy."""
+    if isinstance(input_values, dict):
+        names = list(input_values)
+        values = [np.asarray(input_values[n]) for n in names]
+        grads = [np.asarray(grad_values[n]) for n in names]
+
+        def call(*args):
+            return function(**dict(zip(names, args)))
+    else:
+        values = [np.asarray(v) for v in input_values]
+        grads = [np.asarray(g) for g in grad_values]
+        call = function
+    for which, grad in enumerate(grads):
+        if grad.shape != values[which].shape:
+            raise AssertionError(
+                f"the gradient of argument {which} has shape {grad.shape}, the argument "
+                f"{values[which].shape}"
+            )
+        numeric = np.zeros(grad.shape, dtype="float64")
+        for index in np.ndindex(grad.shape):
+            sides = []
+            for step in (delta, -delta):
+                moved = [v.copy() for v in values]
+                moved[which][index] += step
+                sides.append(float(call(*moved)))
+            numeric[index] = (sides[0] - sides[1]) / (2 * delta)
+        distance = float(np.sqrt(np.sum((numeric - grad) ** 2)))
+        allowed = atol * np.sqrt(grad.size) + rtol * float(np.sqrt(np.sum(numeric**2)))
+        if not np.isfinite(distance) or distance > allowed:
+            raise AssertionError(
+                f"the gradient of argument {which} is {distance:.4g} away from central "
+                f"differences (allowed {allowed:.4g}):\n{grad}\nnumeric:\n{numeric}"
+            )
