@@ -175,6 +175,7 @@ class Placement:
         # Scans at the root, and their body stages run in one step loop (`scan_root`).
         steps = stepped(find_scans(schedule))
         step_of = {m.name: (name, group) for name, group in steps.items() for m in group}
+        self.stepped = set(step_of)  # their buffers hold every step (`insert_allocations`)
         slot = 0
         kernels = []
         for stage in schedule.stages:

@@ -83,3 +83,31 @@ def test_on_the_gpu_the_host_steps_every_body_stage_in_the_simulator():
     out = np.full((7, 9), np.nan, "float32")
     kernel.simulate(xv, wv, uv, out)
     np.testing.assert_allclose(out, _expected(xv, wv, uv), rtol=1e-5, atol=1e-6)
+
+
+def test_a_body_stage_read_at_an_earlier_step_keeps_its_steps():
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="h")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    b = sl.compute((m, n), lambda t, i: state[t - 1, i] * 0.5 + x[t, i], name="b")
+    update = sl.compute(
+        (m, n),
+        lambda t, i: b[t, i] + sl.if_then_else(t > 1, b[sl.max(t - 1, 1), i], sl.const(0.0)),
+        name="update",
+    )
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    text = str(sl.lower(s, [x, result]))
+    assert text.index("allocate b") < text.index("for t in range(1, m)"), text
+    xv = np.random.default_rng(7).uniform(-1, 1, (8, 5)).astype("float32")
+    want = np.empty((8, 5))
+    bs = np.zeros((8, 5))
+    want[0] = xv[0]
+    for t in range(1, 8):
+        bs[t] = want[t - 1] * 0.5 + xv[t]
+        want[t] = bs[t] + (bs[t - 1] if t > 1 else 0.0)
+    out = np.full((8, 5), np.nan, "float32")
+    sl.build(s, [x, result])(xv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sl.reference(result, {x: xv}), want, rtol=1e-5, atol=1e-6)

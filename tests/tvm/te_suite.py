@@ -6,7 +6,8 @@ PATH is a TVM checkout (``tests/python/unittest`` inside) or a git repository ho
 v0.14.0 (the test files are read from the tag). The 19 files ``test_te_*.py`` are copied,
 unmodified, into a temporary folder beside a package ``tvm`` that is ``schedlang.tvm`` (it and
 each of its submodules under the ``tvm.`` name, and nothing more: a TVM module that schedlang
-lacks fails to import). Each file runs in a pytest process of its own.
+lacks fails to import), with the one line of TVM's own conftest.py that they rely on (its
+pytest plugin, ``tvm.testing.plugin``). Each file runs in a pytest process of its own.
 
 A test function counts once: passed when all of its parametrized cases pass, skipped when all
 skip (a GPU this machine lacks), xfailed when TVM itself marks it so, not importable when its
@@ -79,6 +80,9 @@ IR = {
     "test_te_verify_compute": "test_verify_compute",
 }
 
+# TVM's own conftest.py at the root of its tree loads its pytest plugin (fixtures `target`, `dev`).
+CONFTEST = 'pytest_plugins = ["tvm.testing.plugin"]\n'
+
 SHIM = '''"""`tvm` is schedlang.tvm: it and each of its submodules, under the names `tvm.*`."""
 import importlib
 import pkgutil
@@ -119,6 +123,7 @@ def test_files(path: str, into: Path) -> list[Path]:
         raise SystemExit(f"{path}: no {UNITTEST}/test_te_*.py here, nor at tag v0.14.0")
     tests = into / "tests"
     tests.mkdir()
+    (tests / "conftest.py").write_text(CONFTEST)
     for name, text in sources.items():
         (tests / name).write_text(text)
     return sorted(tests.glob("test_te_*.py"))

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..platform_info import cuda_available, cuda_devices
-from .pytest_params import fixture, parameter, parameters, parametrize_targets  # noqa: F401
-from .runtime import NDArray
-from .target import CPU_KINDS, CUDA_KINDS
+from ...platform_info import cuda_available, cuda_devices
+from ..pytest_params import fixture, parameter, parameters, parametrize_targets  # noqa: F401
+from ..runtime import NDArray
+from ..target import CPU_KINDS, CUDA_KINDS
 
 
 def assert_allclose(
