@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from tests.cuda.ptxas import assemble
 
 
 def _recurrent():
@@ -83,6 +84,7 @@ def test_on_the_gpu_the_host_steps_every_body_stage_in_the_simulator():
     out = np.full((7, 9), np.nan, "float32")
     kernel.simulate(xv, wv, uv, out)
     np.testing.assert_allclose(out, _expected(xv, wv, uv), rtol=1e-5, atol=1e-6)
+    assemble(kernel.ptx)
 
 
 def test_a_body_stage_read_at_an_earlier_step_keeps_its_steps():
