@@ -25,7 +25,7 @@ from .derivative import derivative
 from .expr import Binary, Cast, Compare, Expr, Read, Reduce, Var, const, logical, select
 from .reduce import prod, sum
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute, reduce_axis
-from .visit import substitute, walk
+from .visit import substitute
 
 
 @entry_point
@@ -171,11 +171,6 @@ def _share(op: ComputeOp, adjoint: Tensor, source: Tensor, prefix: tuple) -> Ten
         slope = _through_reduction(op, reduce, slope)
     outer = tuple(iv.var for iv in op.axis)
     own = op.axis + (() if reduce is None else reduce.axis)
-    for iv in own:
-        for node in walk(iv.dom.min) if iv.kind == "reduce" else ():
-            _refuse_bound(op, iv, node)
-        for node in walk(iv.dom.extent) if iv.kind == "reduce" else ():
-            _refuse_bound(op, iv, node)
 
     def share(*index):
         lead, at = index[: len(prefix)], index[len(prefix) :]
@@ -184,19 +179,11 @@ def _share(op: ComputeOp, adjoint: Tensor, source: Tensor, prefix: tuple) -> Ten
             for iv in own
         ]
         mapping = {iv.var: loop.var for iv, loop in zip(own, loops)}
-        mapping.update({e: a.var if hasattr(a, "var") else a for e, a in zip(element, at)})
+        mapping.update({e: a.var for e, a in zip(element, at)})
         weight = adjoint[(*lead, *(mapping[v] for v in outer))]
         return sum(substitute(weight * slope, mapping), axis=loops)
 
     return compute(tuple(prefix) + tuple(source.shape), share, name=f"{source.name}.grad.{op.name}")
-
-
-def _refuse_bound(op: ComputeOp, iv, node: Expr) -> None:
-    if isinstance(node, Var) and node.kind == "axis":
-        raise AlgorithmError(
-            f"gradient: the reduce axis '{iv.var.name}' of '{op.name}' has bounds that depend "
-            f"on the axis '{node.name}'; gradient needs reduce axes of fixed ranges"
-        )
 
 
 def _through_reduction(op: ComputeOp, reduce: Reduce, slope: Expr) -> Expr:

@@ -73,6 +73,10 @@ CASES = {
         lambda: sl.compute((5,), lambda i: sl.sum(sl.exp(A[i, k]), axis=k, where=k > i)),
         lambda x: (np.exp(x) * (np.arange(7) > np.arange(5)[:, None])).sum(1),
     ),
+    "triangle": (
+        lambda: sl.compute((5,), _triangle),
+        lambda x: np.tril(x * x[0], 2).sum(1),
+    ),
     "max": (
         lambda: sl.compute((5,), lambda i: sl.max(A[i, k] * A[4 - i, k], axis=k)),
         lambda x: (x * x[::-1]).max(1),
@@ -86,6 +90,11 @@ CASES = {
         lambda x: np.tanh(x @ x.T).sum(1) + np.tanh(x @ x.T).max(1),
     ),
 }
+
+
+def _triangle(i):
+    t = sl.reduce_axis((0, i + 3), name="t")
+    return sl.sum(A[i, t] * A[0, t], axis=t)
 
 
 def _chain():
@@ -139,6 +148,16 @@ def test_symbolic_sizes():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_a_scalar_output():
+    x = np.arange(1, 6).astype("float32")
+    V = sl.placeholder((5,), name="V")
+    r = sl.reduce_axis((0, 5), name="r")
+    S = sl.compute((), lambda: sl.sum(V[r] * V[r], axis=r), name="S")
+    T = sl.compute((), lambda: S[()] * 3.0, name="T")
+    (g,) = sl.gradient(T, V)
+    np.testing.assert_allclose(sl.evaluate(g, {V: x}), 6 * x)
+
+
 def test_refusals():
     I = sl.placeholder((5,), dtype="int32", name="I")  # noqa: E741
     B = sl.compute((5,), lambda i: A[i, 0] * I[i].astype("float32"))
@@ -155,3 +174,4 @@ def test_refusals():
     C = sl.compute((5,), lambda i: val[i] * 2.0)
     with pytest.raises(AlgorithmError, match="one output of a multi-output compute"):
         sl.gradient(C, [A])
+
