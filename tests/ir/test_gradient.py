@@ -174,4 +174,3 @@ def test_refusals():
     C = sl.compute((5,), lambda i: val[i] * 2.0)
     with pytest.raises(AlgorithmError, match="one output of a multi-output compute"):
         sl.gradient(C, [A])
-
