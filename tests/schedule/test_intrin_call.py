@@ -128,3 +128,21 @@ def test_mistakes_are_refused():
     s = sl.create_schedule(C)
     with pytest.raises(TensorizeError, match="calls the intrinsic vadd in its body"):
         s[C].tensorize(C.op.axis[1], vadd)
+
+
+def test_a_producer_computed_at_its_outer_loop_and_a_copy_of_the_schedule():
+    n = sl.var("n")
+    A0, B = sl.placeholder((n, 16), name="A0"), sl.placeholder((n, 16), name="B")
+    A = sl.compute((n, 16), lambda i, j: A0[i, j] * 2.0, name="A")
+    C = sl.compute((n, 16), lambda i: _vadd()(A[i, 0:16], B[i, 0:16]), name="C")
+    s = sl.create_schedule(C)
+    s[A].compute_at(s[C], C.op.axis[0])
+    s[C].pragma(C.op.axis[0], "import_llvm", IR)
+    copied = s.copy()
+    assert str(sl.lower(copied, [A0, B, C])) == str(sl.lower(s, [A0, B, C]))
+    assert "allocate A: float32[1, 16]" in str(sl.lower(s, [A0, B, C]))
+    rng = np.random.default_rng(9)
+    a, b = (rng.uniform(-1, 1, (6, 16)).astype("float32") for _ in range(2))
+    out = np.full((6, 16), np.nan, "float32")
+    sl.build(copied, [A0, B, C])(a, b, out)
+    np.testing.assert_allclose(out, 2 * a + b, rtol=1e-6)
