@@ -24,6 +24,7 @@ from .ir.evaluate import evaluate, reference
 from .ir.expr import Expr, Var, const
 from .ir.expr import select as if_then_else
 from .ir.extern import call_packed, extern
+from .ir.gradient import gradient
 from .ir.int4 import packed_int4, unpack_int4
 from .ir.intrinsics import call_intrin, call_pure_extern, register_intrin_lowering
 from .ir.math import (
@@ -165,6 +166,7 @@ __all__ = [
     "floor",
     "fma",
     "get_global_func",
+    "gradient",
     "if_then_else",
     "log",
     "log2",

@@ -100,6 +100,13 @@ def _lower(
     restrict_to_tiles(placement, plans)
     buffers, params_bufs, local = _buffers(s, arg_ops, placement, params)
     layouts = {buffers[op]: _layout(s, op) for op in buffers if _layout(s, op) is not None}
+    stepped = frozenset(
+        buffers[op]
+        for stage in s.stages
+        if stage.name in placement.stepped
+        for op in stage.ops
+        if op in buffers
+    )
     sizes = tuple(params.vars.values())
     index = index_dtype([op for stage in s.stages for op in stage.ops], sizes, buffers.values())
 
@@ -121,7 +128,7 @@ def _lower(
             body = lower_fragment_elements(body, reductions)
         body = lower_thread_reductions(body, reductions)
         body = predicate_stores(body, _store_predicates(s, buffers))
-        body = insert_allocations(body, local)
+        body = insert_allocations(body, local, stepped)
         body = double_buffer(body, _doubled(s, buffers))
         piped = _pipelined(s, buffers)
         body = pipeline(body, {b: n for b, (n, tma) in piped.items() if not tma})

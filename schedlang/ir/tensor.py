@@ -10,6 +10,9 @@ from types import MappingProxyType
 from ..errors import AlgorithmError, entry_point, user_location
 from . import dtype as dt
 from .expr import Binary, Const, Expr, Read, Reduce, Var, as_expr, const
+from .integers import as_int
+from .intrin_call import IntrinCall
+from .tensor_region import TensorRegion
 from .tensor_slice import TensorSlice, index_count_error
 from .visit import walk
 
@@ -148,6 +151,8 @@ class ComputeOp(Operation):
     # TE's ``attrs=``: annotations for the user's own code, read-only; they change nothing that
     # is computed (and so are left out of a schedule's canonical text).
     attrs: Mapping[str, object] = field(default_factory=lambda: _NO_ATTRS, repr=False)
+    # A tensor intrinsic called in the body (`intrin_call`): the stage's inner loops run it.
+    intrin_call: object = field(default=None, repr=False)
 
     # A read-only mapping does not pickle; its items do (TE's schedules and ops pickle).
     def __getstate__(self) -> tuple:
@@ -217,13 +222,16 @@ class Tensor:
         return self._read(indices)
 
     @entry_point
-    def __getitem__(self, indices: object) -> Expr | TensorSlice:
+    def __getitem__(self, indices: object) -> Expr | TensorSlice | TensorRegion:
         """``A[i, j]``; with fewer indices than dimensions, a `TensorSlice` to index further
-        (``A[i][j]``, as in TE)."""
+        (``A[i][j]``, as in TE); with slices, a region for a tensor intrinsic
+        (``A[i, 0:16]``, `tensor_region`)."""
         if not isinstance(indices, tuple):
             indices = (indices,)
         if len(indices) < self.ndim:
             return TensorSlice(self, indices, user_location())
+        if len(indices) == self.ndim and any(isinstance(i, slice) for i in indices):
+            return TensorRegion(self, indices, user_location())
         return self._read(indices)
 
     def _read(self, indices: tuple) -> Expr:
@@ -415,7 +423,9 @@ def _start(lo: Expr, name: str) -> Expr:
     return const(lo.value) if isinstance(lo, Const) else lo
 
 
-def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
+def _axis_names(fcompute: Callable, ndim: int) -> list[str]:
+    """The names of the axes `fcompute` takes: one per dimension, or fewer (the outer ones of
+    a compute calling a tensor intrinsic, `intrin_call`)."""
     try:
         params = list(inspect.signature(fcompute).parameters.values())
     except (TypeError, ValueError):
@@ -423,13 +433,15 @@ def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return [f"i{d}" for d in range(ndim)]
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) != ndim:
-        raise AlgorithmError(
-            f"compute '{name}' has a {ndim}-dimensional shape but its function takes "
-            f"{len(positional)} argument(s) at {user_location()}: give one index argument "
-            "per dimension"
-        )
     return [p.name for p in positional]
+
+
+def _arity_error(name: str, ndim: int, given: int) -> AlgorithmError:
+    return AlgorithmError(
+        f"compute '{name}' has a {ndim}-dimensional shape but its function takes {given} "
+        f"argument(s) at {user_location()}: give one index argument per dimension (or, for a "
+        "tensor intrinsic called in the body, one per dimension outside its output)"
+    )
 
 
 @entry_point(also=(TypeError,))
@@ -451,18 +463,53 @@ def compute(
             f"(e.g. lambda i: A[i] * 2), not {fcompute!r}"
         )
     extents = _shape(shape, name)
-    names = _axis_names(fcompute, len(extents), name)
+    names = _axis_names(fcompute, len(extents))
+    if len(names) > len(extents):
+        raise _arity_error(name, len(extents), len(names))
     axis = tuple(
         IterVar(Var(n, axis_dtype(ext), "axis"), Range(const(0), ext), "data")
         for n, ext in zip(names, extents)
     )
     kept = MappingProxyType(dict(attrs)) if attrs else _NO_ATTRS
     result = fcompute(*axis)
+    if isinstance(result, IntrinCall):
+        return _intrin_compute(result, axis, extents, name, tag, kept)
+    if len(names) != len(extents):
+        raise _arity_error(name, len(extents), len(names))
     if isinstance(result, (tuple, list)):
         return _multi_output(list(result), axis, name, tag, kept)
     body = _bounded_ranges(as_expr(result), axis, name)
     reduce_axes = _check_body(body, axis, name)
     return Tensor(ComputeOp(name, tag, axis, reduce_axes, body, attrs=kept))
+
+
+def _intrin_compute(call: IntrinCall, outer, extents, name: str, tag: str, attrs) -> Tensor:
+    """The compute of a tensor intrinsic's call (see `intrin_call`): its outer axes, then the
+    intrinsic's axes; its reduce axes those of the call, then the intrinsic's."""
+    call.check(name)
+    declared = call.op
+    tile = tuple(as_int(n) for n in declared.shape)
+    if tuple(as_int(n) for n in extents[len(outer) :]) != tile:
+        raise AlgorithmError(
+            f"compute '{name}': its function takes {len(outer)} axes and calls the intrinsic "
+            f"'{declared.name}', whose output is {tile}; the shape must be those {len(outer)} "
+            f"extents followed by {tile}, not {tuple(str(n) for n in extents)}"
+        )
+    taken = {iv.var.name for iv in outer} | {iv.var.name for iv in call.reduce_axis}
+
+    def fresh(iv: IterVar) -> IterVar:
+        label = iv.var.name
+        while label in taken:
+            label += "_"
+        taken.add(label)
+        return IterVar(Var(label, iv.var.dtype, iv.var.kind), iv.dom, iv.kind)
+
+    inner = tuple(fresh(iv) for iv in declared.axis)
+    reduce_inner = tuple(fresh(iv) for iv in declared.reduce_axis)
+    body = call.body(inner, reduce_inner)
+    reduce_axes = _check_body(body, outer + inner, name)
+    op = ComputeOp(name, tag, outer + inner, reduce_axes, body, attrs=attrs, intrin_call=call)
+    return Tensor(op)
 
 
 def _multi_output(
@@ -523,7 +570,7 @@ def _bounded_ranges(body: Expr, axis: Sequence[IterVar], name: str) -> Expr:
                 )
         first, _ = _interval(lo, ranges, iv.name)
         _, last = _interval(end - 1, ranges, iv.name)
-        axes.append(IterVar(iv.var, Range(_tidy(first), _tidy(last - first + 1)), "reduce"))
+        axes.append(IterVar(iv.var, Range(tidy(first), tidy(last - first + 1)), "reduce"))
         conds += [c for e, c in ((lo, iv.var >= lo), (end, iv.var < end)) if _uses_axes(e)]
     if not conds:
         return body
@@ -537,7 +584,7 @@ def _uses_axes(e: Expr) -> bool:
     return any(isinstance(n, Var) and n.kind == "axis" for n in walk(e))
 
 
-def _tidy(e: Expr) -> Expr:
+def tidy(e: Expr) -> Expr:
     """`e` with its sums of constant multiples of sizes collected (``0 + (n - 1 + 1) - 0``
     is ``n``); other expressions as they are."""
     terms = _linear(e)
@@ -568,6 +615,8 @@ def _linear(e: Expr) -> dict[Var | None, int] | None:
         for v, k in b.items():
             a[v] = a.get(v, 0) + sign * k
         return a
+    if isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
+        e = Binary("*", e.b, e.a, e.dtype)
     if isinstance(e, Binary) and e.op == "*" and isinstance(e.a, Const):
         b = _linear(e.b)
         return None if b is None else {v: int(e.a.value) * k for v, k in b.items()}

@@ -330,18 +330,11 @@ def _describe_backwards(schedule, dep, src, dst, violating) -> str:
             "or inside it"
         )
     elif scan is not None and names[0] != names[1]:
-        updates = {w for w, op in scan.writes.items() if w is current(schedule, op.update)}
-        both = all(schedule[n].op in updates for n in names)
         fix = (
-            f"both run steps of the scan '{scan.stage.name}', and each stage at the root runs "
-            "all of its steps in its own loop: "
-            + (
-                "updates that read each other's states need one loop over the steps for both: "
-                "write them as one compute with several outputs (a tuple), which steps them "
-                "together"
-                if both
-                else "compute the one at a loop of the other (inside its step loop)"
-            )
+            f"both run steps of the scan '{scan.stage.name}', and a stage at the root whose "
+            "step loop is split, fused, bound or annotated runs all of its steps in its own "
+            "loop: keep the step loop outermost and plain (the stages at the root then share "
+            "the scan's loop over the steps), or compute the one at a loop of the other"
         )
     return message(
         stage,

@@ -29,6 +29,7 @@ from .box_fill import box_clamps, box_domain
 from .footprint_box import simplest, too_large
 from .loops import isl_leaves, leaf_extents, loop_map
 from .scan_placement import members, n_inits, place_scan
+from .scan_root import place_steps, stepped
 from .scans import find_scans
 from .space import Params
 from .statements import Statement
@@ -171,10 +172,22 @@ class Placement:
                 _check_attach_leaf(stage, schedule[stage.attach.target])
                 at = self.children.setdefault(stage.attach.target, {})
                 at.setdefault(stage.attach.axis, []).append(stage)
+        # Scans at the root, and their body stages run in one step loop (`scan_root`).
+        steps = stepped(find_scans(schedule))
+        step_of = {m.name: (name, group) for name, group in steps.items() for m in group}
+        self.stepped = set(step_of)  # their buffers hold every step (`insert_allocations`)
         slot = 0
         kernels = []
         for stage in schedule.stages:
             if stage.name in self.in_scan:
+                continue
+            if stage.name in step_of:
+                scan_name, group = step_of[stage.name]
+                if stage is group[-1]:
+                    before = set(self.placed)
+                    place_steps(self, scan_name, group, slot)
+                    slot += 1
+                    kernels.append([n for n in self.placed if n not in before])
                 continue
             if stage.name in self.by_stage and not isinstance(stage.attach, rec.ComputeAt):
                 before = set(self.placed)
@@ -241,8 +254,8 @@ class Placement:
 
     # -- placing statements ------------------------------------------------------------
 
-    def _place_root(self, stage: Stage, slot: int) -> None:
-        templates = self._templates(stage, [], slot)
+    def _place_root(self, stage: Stage, slot: int, templates: dict | None = None) -> None:
+        templates = templates or self._templates(stage, [], slot)
         placed = []
         for st in self.by_stage[stage.name]:
             n = _ndims(st.domain)

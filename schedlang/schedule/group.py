@@ -7,6 +7,10 @@ records nothing of its own: what it does is the compute_at records of its stages
 a replay of the schedule has the same loop nest (without the group, which only named them).
 Groups nest: a stage belongs to the smallest group holding it, a group to the smallest holding
 all of its stages.
+
+As in TE, a scan's body (the stages that compute its steps, its updates among them) is a group
+of its own from the start (`scan_groups`): its stages are computed inside one another or at the
+root, where they step in the scan's loop, never at a stage outside it (`compute_at` says so).
 """
 
 from __future__ import annotations
@@ -97,14 +101,32 @@ def create_group(
     return group
 
 
+def scan_groups(s: Schedule) -> list[Group]:
+    """Each scan's body as a group (see the module), its members as the body is now."""
+    from ..ir.scan import ScanOp
+    from .stage_guards import current_op, scan_stages
+
+    found = []
+    for stage in s.stages:
+        if not isinstance(stage.op, ScanOp):
+            continue
+        inits = {s[current_op(s, op.init)].name for op in stage.ops}
+        body = tuple(name for name in scan_stages(stage) if name not in inits)
+        group = s.scan_groups.setdefault(stage.name, Group(s, body))
+        group.members = body
+        found.append(group)
+    return found
+
+
 def innermost(s: Schedule, names: set[str], exclude: Group | None = None) -> Group | None:
     """The group with the fewest stages that holds every stage of `names` (the first made
-    among equals), `exclude` aside."""
-    holding = [g for g in s.groups if g is not exclude and names <= set(g.members)]
+    among equals, the scans' before the user's), `exclude` aside."""
+    groups = [*scan_groups(s), *s.groups]
+    holding = [g for g in groups if g is not exclude and names <= set(g.members)]
     if exclude is not None:  # a group's parent is larger, or an equal one made before it
-        made = s.groups.index(exclude)
+        made = groups.index(exclude)
         holding = [
-            g for g in holding if len(g.members) > len(exclude.members) or s.groups.index(g) < made
+            g for g in holding if len(g.members) > len(exclude.members) or groups.index(g) < made
         ]
     return min(holding, key=lambda g: len(g.members), default=None)
 

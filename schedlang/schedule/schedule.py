@@ -37,6 +37,7 @@ class Schedule:
         self._replaying: tuple[Operation, ...] | None = None
         self.stages: list[Stage] = []
         self.groups: list[Group] = []  # create_group's, in the order made
+        self.scan_groups: dict[str, Group] = {}  # each scan's body (`group.scan_groups`)
         self._by_op: dict[Operation, Stage] = {}
         self._by_name: dict[str, Stage] = {}
         # Stages a primitive took out (the reductions online fuses), by name: `undo` gives the

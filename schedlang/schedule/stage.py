@@ -107,6 +107,23 @@ class Stage(StageViews):
         self.relations: list[rec.Split | rec.Fuse] = []
         self.annotations: dict[Axis, str] = {}
         self.binds: dict[Axis, str] = {}
+        if getattr(op, "intrin_call", None) is not None:
+            self._run_intrinsic(op.intrin_call)
+
+    def _run_intrinsic(self, call) -> None:
+        """A compute calling a tensor intrinsic (`ir.intrin_call`) runs it on its inner loops:
+        those are tensorized with it from the start, after the loops of the call's reduce
+        axes (each of whose steps resets or updates the tile, as the intrinsic declares)."""
+        n_data, n_tile = len(self.op.axis), len(call.op.axis)
+        data, reduce = self.root_axes[:n_data], self.root_axes[n_data:]
+        outer_reduce = len(call.reduce_axis)
+        self.leaves = [
+            *data[: n_data - n_tile],
+            *reduce[:outer_reduce],
+            *data[n_data - n_tile :],
+            *reduce[outer_reduce:],
+        ]
+        self.tensorized = rec.Tensorize(self.name, data[n_data - n_tile], call.intrin)
 
     @property
     def scheduled(self) -> bool:
@@ -517,6 +534,15 @@ class Stage(StageViews):
         loc = user_location()
         call = f"tensorize({getattr(axis, 'name', axis)}, {intrin!r})"
         self._require_compute(call, loc)
+        if getattr(self.op, "intrin_call", None) is not None:
+            self._fail(
+                TensorizeError,
+                call,
+                loc,
+                f"'{self.name}' calls the intrinsic {self.op.intrin_call.intrin!r} in its body, "
+                "and its inner loops run it already; tensorize a stage that computes the "
+                "intrinsic's definition instead",
+            )
         self._one_output(TensorizeError, call, loc)
         resolved = self._axis(axis, call, loc)
         if not isinstance(intrin, (TensorIntrin, UserIntrin)):

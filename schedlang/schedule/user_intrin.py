@@ -27,6 +27,7 @@ from ..errors import AlgorithmError, ScheduleError, entry_point
 from ..ir import dtype as dt
 from ..ir.expr import Expr, Reduce, Var, as_expr
 from ..ir.integers import as_int
+from ..ir.intrin_call import IntrinCall
 from ..ir.tensor import ComputeOp, Operation, Tensor
 
 
@@ -132,6 +133,23 @@ class UserIntrin:
     def shape(self) -> tuple[int, ...]:
         """The extents of the loops it replaces: the compute's axes, then its reduce axes."""
         return tuple(as_int(iv.dom.extent) for iv in self.op.axis + self.op.reduce_axis)
+
+    @entry_point
+    def __call__(
+        self, *regions: object, reduce_axis: object = None, scalar_inputs: object = None
+    ) -> IntrinCall:
+        """The intrinsic applied to regions of tensors, in a compute's body:
+        ``compute((n, 16), lambda i: vadd(A[i, 0:16], B[i, 0:16]))`` (`ir.intrin_call`);
+        `reduce_axis` (an axis or a list) accumulates its tiles, as a reduction's
+        reset and update calls do."""
+        if scalar_inputs:
+            raise AlgorithmError(
+                f"{self.name}: scalar_inputs (scalar parameters of an intrinsic) are not "
+                "supported; the function's arguments are tile addresses and integers"
+            )
+        axes = () if reduce_axis is None else reduce_axis
+        axes = tuple(axes) if isinstance(axes, (list, tuple)) else (axes,)
+        return IntrinCall(self, self.op, regions, axes)
 
     def __repr__(self) -> str:
         return self.name

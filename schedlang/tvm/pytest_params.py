@@ -75,6 +75,13 @@ def fixture(func: Callable | None = None, *, cache_return_value: bool = False) -
     return pytest.fixture if func is None else pytest.fixture(func)
 
 
+def enabled_targets() -> list[str]:
+    """The targets a test marked for every target runs on here."""
+    from .testing import device_enabled
+
+    return [t for t in (CPU_KINDS[0], "cuda") if device_enabled(t)]
+
+
 def parametrize_targets(*targets: object) -> Callable:
     """Run the test once per target (``"llvm"``, ``"cuda"``; bare, every target usable here),
     with the `target` and, where the test takes it, `dev` (``tvm.device(target)``) it runs

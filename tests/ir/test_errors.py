@@ -57,8 +57,10 @@ def test_wrong_number_of_indices(tensors):
 
 def test_slice_as_index(tensors):
     A, _, _, _ = tensors
+    with pytest.raises(AlgorithmError, match=r"TensorRegion\(A\[0, 1:3\]\) at .* is a region"):
+        sl.compute((3,), lambda i: A[0, 1:3] * 2)
     with pytest.raises(AlgorithmError, match="indexed with a slice in dimension 1"):
-        A[0, 1:3]
+        A(0, slice(1, 3))
 
 
 def test_float_index(tensors):

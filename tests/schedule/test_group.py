@@ -3,6 +3,7 @@ reference (the group is only a name for their compute_at records)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import schedlang as sl
@@ -71,3 +72,27 @@ def test_a_group_of_nothing_is_refused():
     s = sl.create_schedule(x2)
     with pytest.raises(sl.ScheduleError, match="no stage lies between"):
         s.create_group(outputs=x, inputs=x)
+
+
+def test_a_scans_body_is_a_group_of_its_own():
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="h")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    a = sl.compute((m, n), lambda t, i: state[t - 1, i] + x[t, i], name="a")
+    b = sl.compute((m, n), lambda t, i: a[t, i] * 2.0, name="b")
+    update = sl.compute((m, n), lambda t, i: b[t, i] + 1.0, name="update")
+    result = sl.scan(init, update, state, inputs=[x])
+    s = sl.create_schedule(result)
+    body = s[a].group
+    assert body is not None and body is s[b].group is s[update].group
+    assert s[init].group is None and set(body.members) == {"a", "b", "update"}
+    inner = s.create_group(outputs=b, inputs=[state, x])
+    assert s[a].group is inner and inner.group is body
+    inner.compute_at(s[update], update.op.axis[1])
+    with pytest.raises(sl.ScheduleError, match="does not read 'b'"):
+        s[b].compute_at(s[init], init.op.axis[0])
+    xv = np.random.default_rng(4).uniform(-1, 1, (6, 5)).astype("float32")
+    out = np.full((6, 5), np.nan, "float32")
+    sl.build(s, [x, result])(xv, out)
+    np.testing.assert_allclose(out, sl.reference(result, {x: xv}), rtol=1e-6)

@@ -71,9 +71,16 @@ def test_a_body_stage_computed_inside_the_update():
         want[t] = want[t - 1] * 2 + data[t]
     np.testing.assert_allclose(out, want, rtol=1e-5)
     np.testing.assert_allclose(sl.reference(result, {x: data}), want, rtol=1e-5)
-    left = sl.create_schedule(result)  # the body stage at the root: all its steps first
-    with pytest.raises(ScheduleError, match="compute the one at a loop of the other"):
-        sl.lower(left, [x, result])
+    left = sl.create_schedule(result)  # at the root, the body stage steps in the scan's loop
+    text = str(sl.lower(left, [x, result]))
+    assert text.count("for t in range(1, m):") == 1, text
+    out = _poisoned(9, 21)
+    sl.build(left, [x, result])(data, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+    apart = sl.create_schedule(result)  # a split step loop runs apart, all its steps first
+    apart[doubled].split(doubled.op.axis[0], factor=2)
+    with pytest.raises(ScheduleError, match="keep the step loop outermost and plain"):
+        sl.lower(apart, [x, result])
 
 
 def _through_a_body_stage(depth=1):
@@ -322,10 +329,18 @@ def test_reading_the_step_being_computed_is_an_error():
         sl.lower(sl.create_schedule(result), [x, result])
 
 
-def test_updates_reading_each_others_states_are_refused():
+def test_updates_reading_each_others_states_step_together():
     x, (a, b) = _two_states(lambda h1, h2, t, i: h1[t - 1, i] * 0.5)
-    with pytest.raises(ScheduleError, match="write them as one compute with several outputs"):
-        sl.lower(sl.create_schedule(a), [x, a, b])
+    data, out_a, out_b = _floats(7, 5), _poisoned(7, 5), _poisoned(7, 5)
+    sl.build(sl.create_schedule(a), [x, a, b])(data, out_a, out_b)
+    want_a, want_b = np.empty_like(data), np.empty_like(data)
+    want_a[0], want_b[0] = data[0], data[0] * 2
+    for t in range(1, 7):
+        want_a[t] = want_b[t - 1] + data[t]
+        want_b[t] = want_a[t - 1] * 0.5
+    np.testing.assert_allclose(out_a, want_a, rtol=1e-5)
+    np.testing.assert_allclose(out_b, want_b, rtol=1e-5)
+    np.testing.assert_allclose(sl.reference(a, {x: data}), want_a, rtol=1e-5)
 
 
 @pytest.mark.parametrize(

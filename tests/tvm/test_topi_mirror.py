@@ -4,13 +4,11 @@ where SCHEDLANG_TVM_MIRROR names a TVM checkout or git repository (see `topi_mir
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+
+from .mirror_run import run_json
 
 MIRROR = os.environ.get("SCHEDLANG_TVM_MIRROR")
 RECORDED = {"x86": 27, "generic": 28}  # docs/coming-from-te.md, "TOPI's own Python files"
@@ -18,17 +16,7 @@ RECORDED = {"x86": 27, "generic": 28}  # docs/coming-from-te.md, "TOPI's own Pyt
 
 @pytest.mark.skipif(not MIRROR, reason="SCHEDLANG_TVM_MIRROR does not name a TVM checkout")
 def test_topi_own_python_files_run_on_schedlang():
-    root = Path(__file__).resolve().parents[2]
-    run = subprocess.run(
-        [sys.executable, "-m", "tests.tvm.topi_mirror", MIRROR, "--json"],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    results = json.loads(run.stdout.splitlines()[-1])["results"]
+    results = run_json("tests.tvm.topi_mirror", MIRROR, timeout=900)["results"]
     assert len(results) == 29
     for route, recorded in RECORDED.items():
         failures = {name: r[route] for name, r in results.items() if r[route] != "match"}

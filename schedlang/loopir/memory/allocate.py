@@ -78,9 +78,13 @@ def _above_kernel(loop: For) -> bool:
     )
 
 
-def insert_allocations(stmt: Stmt, groups: list[tuple[Buffer, ...]]) -> Stmt:
+def insert_allocations(
+    stmt: Stmt, groups: list[tuple[Buffer, ...]], whole: frozenset[Buffer] = frozenset()
+) -> Stmt:
     """Wrap the smallest subtree holding every use of each group of buffers in `Allocate`s
-    (a group: the outputs of one multi-output stage, which are computed together).
+    (a group: the outputs of one multi-output stage, which are computed together). A group
+    holding a buffer of `whole` is allocated around all of `stmt`: a stage at the root whose
+    steps run inside a scan's step loop keeps every step, for later steps to read.
 
     Expects the buffers' producers and consumers to be siblings under the loop the producer is
     computed at (as placement guarantees); an allocation inside a loop is private to each
@@ -92,10 +96,15 @@ def insert_allocations(stmt: Stmt, groups: list[tuple[Buffer, ...]]) -> Stmt:
     One walk finds which groups each statement uses and one more places them all (placing
     each group by its own walk cost time cubic in the stages of a chain).
     """
+    outer = [g for g in groups if any(b in whole for b in g)]
+    groups = [g for g in groups if not any(b in whole for b in g)]
     owner = {id(b): k for k, group in enumerate(groups) for b in group}
     used: dict[int, set[int]] = {}
     _groups_used(stmt, owner, used)
-    return _Placer(groups, used).place(stmt, list(range(len(groups))))
+    stmt = _Placer(groups, used).place(stmt, list(range(len(groups))))
+    for group in reversed(outer):
+        stmt = _allocated(group, stmt)
+    return stmt
 
 
 class _Placer:

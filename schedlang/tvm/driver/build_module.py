@@ -7,7 +7,7 @@ from ... import lower as lower_schedule
 from ...errors import entry_point
 from ...ir.expr import Var
 from ...ir.scan import ScanOp
-from ...ir.tensor import Operation, Tensor
+from ...ir.tensor import Operation, PlaceholderOp, Tensor
 from ...schedule.records import ComputeInline
 from ..ir_module import IRModule
 from ..runtime import Module
@@ -64,7 +64,9 @@ def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...], dict[int
     lists size variables (``te.var("n")``), whose values a call passes among the arrays:
     schedlang's kernels read sizes off the arrays, so a size is left out too, and the value
     passed at its position (`sizes`: position -> name) goes to the kernel by name, which
-    checks it against the arrays' shapes. A scan's state placeholder listed stands, as in
+    checks it against the arrays' shapes. An input the schedule does not read (a gradient
+    that does not depend on the value it differentiates by) is left out as an inlined tensor
+    is. A scan's state placeholder listed stands, as in
     TE, for the scan's tensor (the state's rows are the scan's)."""
     kept, skipped, sizes = [], [], {}
     by_op = getattr(s, "_by_op", {})
@@ -76,7 +78,8 @@ def _kernel_args(s: object, args: list) -> tuple[list, tuple[int, ...], dict[int
         a = scans.get(getattr(a, "op", None), a)
         stage = by_op.get(getattr(a, "op", None))
         inlined = stage is not None and isinstance(stage.attach, ComputeInline)
-        if inlined and a.op not in s.output_ops:
+        unread = stage is None and isinstance(getattr(a, "op", None), PlaceholderOp)
+        if (inlined and a.op not in s.output_ops) or (unread and by_op):
             skipped.append(k)
         else:
             kept.append(a)

@@ -22,6 +22,7 @@ from schedlang import (  # noqa: F401 - re-exported under TE's names
     exp,
     exp2,
     floor,
+    gradient,
     if_then_else,
     log,
     log2,
@@ -53,6 +54,11 @@ from ..tir import floordiv, floormod, truncdiv  # noqa: F401 - te.floordiv, te.f
 from . import hybrid  # noqa: F401 - te.hybrid.script
 
 power = pow
+
+
+def trunc(x):
+    """TE's ``trunc``: `x` rounded toward zero."""
+    return if_then_else(x >= 0, floor(x), ceil(x))
 
 
 def div(a, b):

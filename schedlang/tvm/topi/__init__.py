@@ -29,6 +29,7 @@ from .broadcast import (
     right_shift,
     subtract,
 )
+from .einsum import einsum, tensordot
 from .layout import layout_transform
 from .math import (
     abs,
@@ -84,6 +85,7 @@ __all__ = [
     "cos",
     "divide",
     "equal",
+    "einsum",
     "erf",
     "exp",
     "expand_dims",
@@ -134,6 +136,7 @@ __all__ = [
     "sum",
     "tag",
     "take",
+    "tensordot",
     "tanh",
     "testing",
     "transpose",

@@ -39,3 +39,22 @@ def conv2d_nchw(Input, Filter, stride, padding, dilation=1, out_dtype=None):  # 
         name="conv2d_nchw",
         tag="conv2d_nchw",
     )
+
+
+def conv2d(
+    input,  # noqa: A002 - TOPI's name
+    filter,  # noqa: A002
+    strides,
+    padding,
+    dilation,
+    data_layout="NCHW",
+    kernel_layout="",
+    out_dtype=None,
+):
+    """TOPI's ``conv2d`` by layout; schedlang's TOPI has the NCHW (OIHW filters) one."""
+    if data_layout != "NCHW" or kernel_layout not in ("", "OIHW"):
+        raise _sl.AlgorithmError(
+            f"topi.nn.conv2d: layout {data_layout}/{kernel_layout or 'OIHW'} is not supported; "
+            "schedlang's TOPI has conv2d for NCHW data and OIHW filters (conv2d_nchw)"
+        )
+    return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype)

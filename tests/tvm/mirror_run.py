@@ -1,0 +1,25 @@
+"""Running a measurement against a TVM checkout (`topi_mirror`, `te_suite`) from a test: in a
+process of its own, since each replaces ``tvm`` in ``sys.modules``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_json(module: str, mirror: str, timeout: int) -> dict:
+    """``python -m <module> <mirror> --json``, run from the repository root; its JSON."""
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-m", module, mirror, "--json"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    return json.loads(run.stdout.splitlines()[-1])
