@@ -93,8 +93,12 @@ def main() -> None:
     parser.add_argument(
         "--rows", type=int, default=None, help="query rows per block (fused: 64, wgmma: 128)"
     )
-    parser.add_argument("--stages", type=int, default=2, help="copies of K and V in flight (wgmma)")
-    parser.add_argument("--keys", type=int, default=64, help="keys per block (wgmma)")
+    parser.add_argument(
+        "--stages", type=int, default=None, help="copies of K and V in flight (wgmma: 3 at d = 64)"
+    )
+    parser.add_argument(
+        "--keys", type=int, default=None, help="keys per block (wgmma: 128 at d = 64, else 64)"
+    )
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
@@ -138,7 +142,10 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     if args.schedule == "wgmma":
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
         s = gpu_attention.wgmma_schedule(
-            *tensors, rows=args.rows or 128, keys=args.keys, stages=args.stages
+            *tensors,
+            rows=args.rows or 128,
+            keys=args.keys or (128 if d <= 64 else 64),  # the tuner's best (NOTES.md)
+            stages=args.stages or (3 if d <= 64 else 2),
         )
         return _timed(s, tensors, q, k, v, causal, args.repeat)
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
