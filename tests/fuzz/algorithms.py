@@ -221,6 +221,20 @@ def attention(data, sizes: Sizes) -> Case:
     return Case("attention" if offset is None else "masked_attention", [q, k, v], [out])
 
 
+def gather(data, sizes: Sizes) -> Case:
+    """Rows read at indices read from another tensor (take, an embedding lookup), of the input
+    or of a stage computed from it: the read covers the tensor's whole extent along that
+    dimension, and each index is clamped into it (the indices drawn run past small extents)."""
+    rows, cols, count = sizes.extent(), sizes.extent(), sizes.extent()
+    a = sl.placeholder((rows, cols), name="A")
+    index = sl.placeholder((count,), "int32", name="I")
+    source = a
+    if data.draw(st.booleans(), label="gather a stage"):
+        source = sl.compute((rows, cols), lambda i, j: a[i, j] * 2.0 + 1.0, name="T")
+    out = sl.compute((count, cols), lambda i, j: source[index[i], j], name="G")
+    return Case("gather", [a, index], [out])
+
+
 def norm(data, sizes: Sizes) -> Case:
     """Layer norm over rows as its definition: a sum, the mean, the squares about it, and the
     normalised rows (the chain that online computes in one pass)."""
@@ -369,6 +383,7 @@ FAMILIES = {
     "reduction": reduction,
     "softmax": softmax,
     "attention": attention,
+    "gather": gather,
     "norm": norm,
     "transpose": transpose,
     "casts": casts,

@@ -154,7 +154,7 @@ def _compare(seed: int, case: Case, runners: dict[str, Runner], tally: Tally) ->
         return
     wants = sl.reference(case.computed, values)
     for backend, execute in runners.items():
-        inputs = [Guarded(values[p].shape, values[p]) for p in case.inputs]
+        inputs = [Guarded(values[p].shape, values[p], p.dtype) for p in case.inputs]
         outputs = [Guarded(w.shape) for w in wants]
         try:
             execute(inputs + outputs)
@@ -195,7 +195,7 @@ def _check_refusals(case: Case, values: dict, runners: dict[str, Runner], tally:
     else:
         raise FuzzFailure(f"the reference ran at sizes it must refuse ({case.refusal})")
     for backend, execute in runners.items():
-        inputs = [Guarded(values[p].shape, values[p]) for p in case.inputs]
+        inputs = [Guarded(values[p].shape, values[p], p.dtype) for p in case.inputs]
         outputs = [Guarded(concrete_shape(t, case.sizes)) for t in case.computed]
         try:
             execute(inputs + outputs)

@@ -50,6 +50,12 @@ def test_the_cpu_sample_took_primitives_back():
     assert CPU.counts["ran and matched"] > 0
 
 
+def test_the_cpu_sample_read_at_data_dependent_indices():
+    if not CPU.counts:
+        test_cpu_schedules()
+    assert CPU.by_family["gather"]["ran and matched"] > 0
+
+
 def test_the_cpu_sample_fused_chains_online_and_was_refused_others():
     if not CPU.counts:
         test_cpu_schedules()
@@ -156,5 +162,4 @@ def test_the_attention_sample_fused_masked_chains():
     if not ATTENTION.counts:
         test_attention_schedules()
     assert ATTENTION.counts["primitive: online"] > 0
-    assert ATTENTION.counts["online scan at rows"] > 0
     assert ATTENTION.by_family["masked_attention"]["ran and matched"] > 0

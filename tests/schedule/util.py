@@ -27,11 +27,17 @@ def concrete_shape(tensor, sizes: Mapping[str, int]) -> tuple[int, ...]:
 
 
 def random_inputs(placeholders, sizes: Mapping[str, int], seed: int = SEED) -> dict:
-    """Random float32 values in [0.5, 2] or [-2, -0.5] (never zero) for each placeholder."""
+    """Random float32 values in [0.5, 2] or [-2, -0.5] (never zero) for each placeholder; an
+    integer placeholder (indices) gets integers from -2 to 17, which run past small extents
+    on both sides."""
     gen = np.random.default_rng(seed)
     out = {}
     for p in placeholders:
         shape = concrete_shape(p, sizes)
+        if p.dtype.startswith(("int", "uint")):
+            low = 0 if p.dtype.startswith("uint") else -2
+            out[p] = gen.integers(low, 18, size=shape).astype(p.dtype)
+            continue
         mag = gen.uniform(0.5, 2.0, size=shape)
         sign = np.where(gen.random(shape) < 0.5, -1.0, 1.0)
         out[p] = np.asarray(mag * sign, dtype=np.float32)  # 0-d for a scalar parameter
