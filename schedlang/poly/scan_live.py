@@ -32,8 +32,8 @@ def live_steps(
     pl: Placement, scan: Scan, keep: int, prefix_axes, folds, readers, extended
 ) -> isl.Set | None:
     """The steps to run per instance of the prefix loops, a set over ``[prefix..., step]``;
-    None where every step runs. `extended` gives a statement's domain over the prefix, the
-    steps and its region, and its map to the statement's own points."""
+    None where every step runs. `extended(st)` maps statement `st`'s instances (over the
+    prefix, the steps and its region) to its own points."""
     if any(op.live is None for op in scan.ops):
         return None
     states = {pl.params.tensor(op) for op in scan.ops}
