@@ -105,22 +105,31 @@ class OutOfOperations(Exception):
     """isl ran out of the operations `budget` allowed."""
 
 
+# The limit and the count are the context's, shared by every thread: two threads' budgets
+# interleaved would each restore the other's limit, and the last would leave one set for
+# good (every later isl call then fails once the count reaches it). One budget at a time.
+_BUDGETS = threading.RLock()
+
+
 @contextmanager
 def budget(ctx: isl.Context, operations: int) -> Iterator[None]:
     """Let isl compute at most `operations` steps (its count: pivots of its tableaux and the
-    like) in the block; `OutOfOperations` where it needs more. The ctx's limit is restored."""
-    previous = ctx.get_max_operations()
-    ctx.reset_operations()
-    ctx.set_max_operations(operations)
-    try:
-        yield
-    except isl.Error as error:
-        if "maximal number of operations" not in str(error):
-            raise
-        raise OutOfOperations(str(error)) from None
-    finally:
-        ctx.set_max_operations(previous)
+    like) in the block; `OutOfOperations` where it needs more. The ctx's limit is restored.
+    Another thread's budget waits for this one (isl's work in other threads meanwhile counts
+    against it too)."""
+    with _BUDGETS:
+        previous = ctx.get_max_operations()
         ctx.reset_operations()
+        ctx.set_max_operations(operations)
+        try:
+            yield
+        except isl.Error as error:
+            if "maximal number of operations" not in str(error):
+                raise
+            raise OutOfOperations(str(error)) from None
+        finally:
+            ctx.set_max_operations(previous)
+            ctx.reset_operations()
 
 
 CHECK_OPERATIONS = 987_654_321  # a value no build sets, to recognise the context by
