@@ -18,6 +18,7 @@ import sys
 
 import schedlang as sl
 from examples import gpu_gemm_wgmma
+from schedlang.ir.dtype import itemsize
 
 SHARED_BYTES = 227 * 1024  # what one block may have on sm_90
 STAGED_PIECE = 64 * 128  # a warpgroup's staging buffer for stores by the copy engine
@@ -26,24 +27,30 @@ STAGED_PIECE = 64 * 128  # a warpgroup's staging buffer for stores by the copy e
 @sl.tune.template
 def gemm(cfg, m, n, k, dtype="float16"):
     a, b, c = gpu_gemm_wgmma.gemm(m, n, k, dtype, "float32")
+    cfg.add_flop(2.0 * m * n * k)
+    return wgmma_knobs(cfg, a, b, c, steps=[64, 128]), [a, b, c]
+
+
+def wgmma_knobs(cfg, a, b, c, steps: list[int], schedule=gpu_gemm_wgmma.schedule):
+    """`schedule` of the GEMM ``c = a @ b`` with the knobs of the module docstring drawn from
+    `cfg`, k by one of `steps` elements (the rows of a step's tiles: `steps` times the
+    operands' bytes); the points whose tiles do not fit are `Invalid`."""
     block_rows = cfg.choice("block_rows", [64, 128, 256])
     block_cols = cfg.choice("block_cols", [64, 128, 192, 256])
-    step = cfg.choice("step", [64, 128])
+    step = cfg.choice("step", steps)
     stages = cfg.choice("stages", [2, 3, 4, 5])
     tma = cfg.flag("tma")
     tma_store = cfg.flag("tma_store")
     group = cfg.choice("group", [0, 8])
-    cfg.add_flop(2.0 * m * n * k)
-    staged = (block_rows + block_cols) * step * 2 * stages
+    staged = (block_rows + block_cols) * step * itemsize(a.dtype) * stages
     if staged > SHARED_BYTES:
         raise sl.tune.Invalid(f"{stages} stages of {staged // stages} bytes exceed 227 KB")
     if tma_store and staged + block_rows // 64 * STAGED_PIECE > SHARED_BYTES:
         raise sl.tune.Invalid(f"{stages} stages leave no room for the staged results")
-    s = gpu_gemm_wgmma.schedule(
+    return schedule(
         a, b, c, block_rows=block_rows, block_cols=block_cols, step=step, stages=stages,
         tma=tma, group=group, tma_store=tma_store,
     )  # fmt: skip
-    return s, [a, b, c]
 
 
 def main(size: int = 4096) -> None:

@@ -1,9 +1,9 @@
 """The 8-bit float GEMM (`examples.gpu_gemm_fp8`: float8_e4m3fn or e5m2 operands, float32
 sums, K-major) as a template on Hopper's warpgroup tensor cores: block shape, k step (128 or
 256 bytes a row), pipeline depth, the copy engine and block grouping are knobs (768 points).
-The template declares invalid the points whose stages (and staged results) would not fit in a
-multiprocessor's 227 KB of shared memory; the fastest options `gpu_gemm_fp8.FAST` (128 x 256,
-k by 128, 4 stages, TMA loads and stores) are one of the points.
+The knobs and the points declared invalid (their stages, and staged results, past a
+multiprocessor's 227 KB of shared memory) are `tune_gemm_fp16`'s; the fastest options
+`gpu_gemm_fp8.FAST` (128 x 256, k by 128, 4 stages, TMA loads and stores) are one of them.
 
     python -m examples.tune_gemm_fp8 4096      # on a Hopper GPU
 """
@@ -14,32 +14,14 @@ import sys
 
 import schedlang as sl
 from examples import gpu_gemm_fp8
-
-SHARED_BYTES = 227 * 1024  # what one block may have on sm_90
-STAGED_PIECE = 64 * 128  # a warpgroup's staging buffer for stores by the copy engine
+from examples.tune_gemm_fp16 import wgmma_knobs
 
 
 @sl.tune.template
 def gemm(cfg, m, n, k, dtype="float8_e4m3fn", out_dtype="bfloat16"):
     a, b, c = gpu_gemm_fp8.gemm(m, n, k, dtype, out_dtype)
-    block_rows = cfg.choice("block_rows", [64, 128, 256])
-    block_cols = cfg.choice("block_cols", [64, 128, 192, 256])
-    step = cfg.choice("step", [128, 256])
-    stages = cfg.choice("stages", [2, 3, 4, 5])
-    tma = cfg.flag("tma")
-    tma_store = cfg.flag("tma_store")
-    group = cfg.choice("group", [0, 8])
     cfg.add_flop(2.0 * m * n * k)
-    staged = (block_rows + block_cols) * step * stages
-    if staged > SHARED_BYTES:
-        raise sl.tune.Invalid(f"{stages} stages of {staged // stages} bytes exceed 227 KB")
-    if tma_store and staged + block_rows // 64 * STAGED_PIECE > SHARED_BYTES:
-        raise sl.tune.Invalid(f"{stages} stages leave no room for the staged results")
-    s = gpu_gemm_fp8.schedule(
-        a, b, c, step=step, block_rows=block_rows, block_cols=block_cols, stages=stages,
-        tma=tma, group=group, tma_store=tma_store,
-    )  # fmt: skip
-    return s, [a, b, c]
+    return wgmma_knobs(cfg, a, b, c, [128, 256], gpu_gemm_fp8.schedule), [a, b, c]
 
 
 def main(size: int = 4096) -> None:

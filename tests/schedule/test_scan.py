@@ -258,7 +258,8 @@ def test_the_host_stepped_kernels_assemble():
     s = sl.create_schedule(result)
     _bind_columns(s, init)
     _bind_columns(s, update)
-    assemble(sl.build(s, [x, result], target="cuda").ptx)
+    report = assemble(sl.build(s, [x, result], target="cuda").ptx)
+    assert report.registers > 0 and report.spill_bytes == 0
 
 
 @pytest.mark.gpu
