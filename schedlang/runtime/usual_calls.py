@@ -33,18 +33,19 @@ from typing import Any
 from ..codegen.nvptx.plan import DevicePlan
 from .cuda import driver
 from .cuda.arguments import ALIGN
-from .cuda.launch import check_grid, grid_of
+from .cuda.launch import check_grid, grid_of, temp_count
 from .device_array import DeviceArray
 from .fast_path import GuardSpec
 from .size_limits import SizeLimits
 from .streams import torch_stream
 
 _TORCH, _CUPY, _SL = "torch", "cupy", "sl"
+_TEMP_SETS = 16
 
 
 class UsualCall:
     """The usual call of one kernel (see the module); `make` gives None where a kernel's calls
-    cannot take it (temporaries to allocate)."""
+    cannot take it (tensor maps made per call, host loops)."""
 
     def __init__(
         self,
@@ -63,7 +64,7 @@ class UsualCall:
         self.limits = limits if limits.needed else None
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
-        count = len(spec.params) + len(spec.size_limits)
+        count = len(spec.params) + len(plan.temps) + len(spec.size_limits)
         self.storage = (ctypes.c_uint64 * max(1, count))()  # the parameters' values
         start = ctypes.addressof(self.storage)
         self.addresses = (ctypes.c_void_p * max(1, count))(*(start + 8 * k for k in range(count)))
@@ -71,10 +72,11 @@ class UsualCall:
         self.steps: dict[tuple[int, ...], list[tuple]] = {}
         self.cuda = driver.driver()
         self.calls: dict[type, Callable[[tuple, int | None], bool]] = {}
+        self.temps: dict[tuple, tuple[list[DeviceArray], tuple[int, ...]]] = {}
 
     @classmethod
     def make(cls, name, plan, functions, spec, limits, device) -> UsualCall | None:
-        if spec is None or plan.temps or plan.tensor_maps or plan.loop_vars:
+        if spec is None or plan.tensor_maps or plan.loop_vars:
             # maps are made per call's arrays; host loops set their variables per launch
             return None
         return cls(name, plan, functions, spec, limits, device)
@@ -117,9 +119,12 @@ class UsualCall:
             "STORAGE": self.storage,
             "RUN": self._runner(),
             "SYNC": self._synchronize,
+            "TEMPS": self.temps,
+            "MAKE_TEMPS": self._temps,
         }
         names.update((f"D{k}", d) for k, d in enumerate(dtypes))
-        code = compile(_source(library, self.spec), f"<usual call of {self.name}>", "exec")
+        source = _source(library, self.spec, len(self.plan.temps))
+        code = compile(source, f"<usual call of {self.name}>", "exec")
         exec(code, names)
         return names["call"]
 
@@ -153,6 +158,17 @@ class UsualCall:
     def _synchronize(self) -> None:
         synced = self.cuda.cuStreamSynchronize(0)
         driver.check(synced, f"kernel '{self.name}' failed while running")
+
+    def _temps(self, values: tuple[int, ...], stream: int) -> tuple[int, ...] | None:
+        """The addresses of the temporaries for calls of sizes `values` on `stream`, allocated
+        at the first such call; None once `_TEMP_SETS` sets are held."""
+        if len(self.temps) >= _TEMP_SETS:
+            return None
+        arrays = [
+            DeviceArray((temp_count(b, self.plan, values),), b.dtype) for b in self.plan.temps
+        ]
+        self.temps[values, stream] = (arrays, tuple(a.ptr for a in arrays))
+        return self.temps[values, stream][1]
 
     def _steps(self, values: list[int]) -> list[tuple]:
         from ..codegen.cpu.launcher import table
@@ -199,8 +215,9 @@ def _launch_address(cuda: Any) -> int | None:
     return int(result[1])
 
 
-def _source(library: str, spec: GuardSpec) -> str:
-    """Python source of ``call(arrays, stream)`` for `spec` and arrays of `library` (module)."""
+def _source(library: str, spec: GuardSpec, temps: int) -> str:
+    """Python source of ``call(arrays, stream)`` for `spec` and arrays of `library` (module),
+    for a kernel with `temps` temporaries."""
     count = len(spec.params)
     a = [f"a{k}" for k in range(count)]
     lines = [
@@ -277,9 +294,20 @@ def _source(library: str, spec: GuardSpec) -> str:
         lines += ["    wait = stream is None", "    if wait:", "        stream = 0"]
     else:
         lines += ["    if stream is None:", "        stream = CURRENT(ORD)"]
+    held = [f"t[{k}]" for k in range(temps)]
+    if temps:
+        lines += [
+            f"    t = TEMPS.get(({values}, stream))",
+            "    if t is not None:",
+            "        t = t[1]",
+            "    else:",
+            f"        t = MAKE_TEMPS({values}, stream)",
+            "        if t is None:",
+            "            return False",
+        ]
     lines += [
         "    with LOCK:",
-        f"        STORAGE[:] = ({', '.join(pointers + sizes)},)",
+        f"        STORAGE[:] = ({', '.join(pointers + held + sizes)},)",
         "        RUN(steps, stream)",
     ]
     if wait:

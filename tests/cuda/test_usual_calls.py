@@ -181,3 +181,54 @@ def test_bfloat16_tensors_of_a_bfloat16_kernel():
     torch.testing.assert_close(host, (a + b).cpu())
     with pytest.raises(TypeError, match=r"got bfloat16: convert it with .to\(torch.float32\)"):
         _add(6, 32)(a, b.float(), c.float())
+
+
+def _row_sums_across_blocks(n):
+    """Row sums of A (m x n) whose columns are cut into 4 slices, each summed by blocks of its
+    own into a temporary (`rfactor`), the slices then added by a second kernel."""
+    m = sl.var("m")
+    a = sl.placeholder((m, n), name="A")
+    k = sl.reduce_axis((0, n), name="k")
+    b = sl.compute((m,), lambda i: sl.sum(a[i, k], axis=k), name="B")
+    s = sl.create_schedule(b.op)
+    ko, _ = s[b].split(k, nparts=4)
+    partial = s.rfactor(b, ko)
+    sliced, rows = s[partial].op.axis
+    outer, inner = s[partial].split(rows, factor=32)
+    s[partial].bind(sliced, sl.thread_axis("blockIdx.y"))
+    s[partial].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[partial].bind(inner, sl.thread_axis("threadIdx.x"))
+    outer, inner = s[b].split(b.op.axis[0], factor=32)
+    s[b].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[b].bind(inner, sl.thread_axis("threadIdx.x"))
+    return sl.build(s, [a, b], target="cuda")
+
+
+def test_a_kernel_with_temporaries_keeps_one_set_per_shape_and_stream():
+    """The partial sums live in a temporary: the usual call keeps it (no allocation and no
+    wait per call), one per shape and stream, and two streams' calls in flight at once each
+    write their own."""
+    kernel = _row_sums_across_blocks(203)
+    a = torch.randn(70, 203, device="cuda")
+    out = torch.full((70,), float("nan"), device="cuda")
+    kernel(a, out)  # the general path, which sets the usual call up
+    torch.testing.assert_close(out, a.sum(1), rtol=1e-5, atol=1e-4)
+    assert kernel._usual is not None and not kernel._usual.temps
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    inputs = [torch.randn(m, 203, device="cuda") for m in (70, 45)]
+    outputs = [torch.full((m,), float("nan"), device="cuda") for m in (70, 45)]
+    for _ in range(3):
+        for stream, x, y in zip(streams, inputs, outputs):
+            with torch.cuda.stream(stream):
+                kernel(x, y)
+    torch.cuda.synchronize()
+    for x, y in zip(inputs, outputs):
+        torch.testing.assert_close(y, x.sum(1), rtol=1e-5, atol=1e-4)
+    held = kernel._usual.temps
+    assert sorted((values, stream) for values, stream in held) == sorted(
+        ((m,), s.cuda_stream) for m, s in zip((70, 45), streams)
+    )
+    first = {key: pointers for key, (_, pointers) in held.items()}
+    with torch.cuda.stream(streams[0]):
+        kernel(inputs[0], outputs[0])
+    assert {key: pointers for key, (_, pointers) in held.items()} == first

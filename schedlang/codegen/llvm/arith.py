@@ -134,7 +134,7 @@ def min_max(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: str) -> i
     return call_overloaded(b, f"llvm.{prefix}{op}", [x, y])
 
 
-def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str) -> ir.Value:
+def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str, storage=None) -> ir.Value:
     """`value` (compute type of `source`) converted to `target` as the reference converts it:
     numpy's ``astype``, but saturating from floats to integers."""
     lanes = lanes_of(value)
@@ -145,11 +145,11 @@ def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str) -> ir.Value
             return b.fcmp_unordered("!=", value, splat_like(0.0, value))
         return b.icmp_unsigned("!=", value, splat_like(0, value))
     if dt.is_float(target):
-        return _to_float(b, value, source, target, lanes)
+        return _to_float(b, value, source, target, lanes, storage)
     return _to_int(b, value, source, target, lanes)
 
 
-def _to_float(b, value, source: str, target: str, lanes) -> ir.Value:
+def _to_float(b, value, source: str, target: str, lanes, storage) -> ir.Value:
     wide = vector_of(F64 if target == "float64" else F32, lanes)
     if dt.is_float(source):
         if source == "float64" and target in ("float16", *dt.FLOAT8):
@@ -164,7 +164,27 @@ def _to_float(b, value, source: str, target: str, lanes) -> ir.Value:
         converted = b.uitofp(value, wide)
     else:
         converted = b.sitofp(value, wide)
-    return round_half(b, target, converted)
+    if _exact(value, source, target):
+        return converted
+    return round_half(b, target, converted, storage)
+
+
+_SIGNIFICANT_BITS = {"float16": 11, "bfloat16": 8}
+
+
+def _exact(value: ir.Value, source: str, target: str) -> bool:
+    """Whether integer `value` converts to the 16-bit float `target` without rounding: an
+    8-bit type, or a value masked by a small constant (an unpacked int4 nibble, ``q & 15``),
+    fits its significand. Dequantising kernels convert one such value per weight."""
+    bits = _SIGNIFICANT_BITS.get(target)
+    if bits is None or dt.is_float(source):
+        return False
+    if source in ("bool", "int8", "uint8"):
+        return bits >= 8
+    if not (isinstance(value, ir.Instruction) and value.opname == "and"):
+        return False
+    masks = [o for o in value.operands if isinstance(o, ir.Constant)]
+    return any(isinstance(m.constant, int) and 0 <= m.constant < 1 << bits for m in masks)
 
 
 def _to_float_round_to_odd(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:

@@ -71,7 +71,7 @@ def call_math(
         result = _external(b, target.named_math(name[len(EXTERN) :]), args)
     else:
         raise InternalError(f"code generation does not know the math function '{name}'")
-    return round_half(b, dtype, result)
+    return round_half(b, dtype, result, target.to_storage)
 
 
 def _is_two(v: ir.Value) -> bool:

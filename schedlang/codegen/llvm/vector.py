@@ -288,12 +288,13 @@ def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
     scalar_t = vector_t.element
     if dtype in NARROW_FLOATS and op in ("+", "*"):
         combine = b.fadd if op == "+" else b.fmul
-        return round_half(b, dtype, combine(old, _halving_tree(b, combine, terms, op, dtype)))
+        tree = _halving_tree(b, combine, terms, op, dtype)
+        return round_half(b, dtype, combine(old, tree), em.target.to_storage)
     if dt.is_float(dtype) and op in ("+", "*"):
         name = "llvm.vector.reduce.fadd" if op == "+" else "llvm.vector.reduce.fmul"
         fn = intrinsic(b.module, name, [vector_t], scalar_t, [scalar_t, vector_t])
         result = b.call(fn, [old, terms], fastmath=("reassoc",))
-        return round_half(b, dtype, result)
+        return round_half(b, dtype, result, em.target.to_storage)
     if dt.is_float(dtype):
         name = "llvm.vector.reduce.fmaximum" if op == "max" else "llvm.vector.reduce.fminimum"
     elif dtype == "bool":

@@ -161,7 +161,7 @@ def prepare_launch(
             steps.append(_Step(function, grid, kernel.block, shared, what, sets))
 
     launches(plan.program or range(len(plan.kernels)), dict(zip(plan.func.sizes, sizes)), ())
-    temps = [DeviceArray((_temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
+    temps = [DeviceArray((temp_count(b, plan, sizes),), b.dtype) for b in plan.temps]
     values: list = [ctypes.c_void_p(p) for p in pointers]
     values += [ctypes.c_void_p(t.ptr) for t in temps]
     values += [ctypes.c_int64(n) for n in sizes]
@@ -171,7 +171,8 @@ def prepare_launch(
     return Launch(steps, values, temps)
 
 
-def _temp_count(buffer, plan: DevicePlan, sizes: Sequence[int]) -> int:
+def temp_count(buffer, plan: DevicePlan, sizes: Sequence[int]) -> int:
+    """The elements of temporary `buffer` at the call's `sizes` (its strides' reach)."""
     bound = dict(zip(plan.func.sizes, sizes))
     shape = [max(0, int(_size_value(e, bound))) for e in buffer.shape]
     if buffer.strides is None:
