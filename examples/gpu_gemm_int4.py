@@ -25,7 +25,13 @@ The GPU schedule (`schedule`), from the outside in:
   same ones) and multiplies it into its rows' accumulators. The unpacked weight never goes to
   shared memory.
 
-Small m (decoding, m = 1..16) is the case this layout is for: the weight's bytes are the traffic.
+For decoding (m = 1..16), `decode_schedule` cuts k instead: at m = 1 the block of rows above
+leaves 15 of its 16 rows idle, and n / 128 blocks do not fill the GPU. Each block sums a slice
+of `slice_k` rows of k into partial sums (``rfactor`` of k's outer loop, bound to
+``blockIdx.y``), which a second kernel adds; each thread takes `cols` adjacent columns of all m
+rows, reads its `cols` packed bytes of a row pair straight into registers (no shared memory:
+each byte is read once), and dequantises them there with its group's scales and zeros, kept in
+registers for the group.
 """
 
 from __future__ import annotations
@@ -35,7 +41,15 @@ import numpy as np
 import schedlang as sl
 from schedlang.ir import dtype as dt
 
-__all__ = ["build", "cpu_schedule", "dequantize", "int4_gemm", "pack_int4", "schedule"]
+__all__ = [
+    "build",
+    "cpu_schedule",
+    "decode_schedule",
+    "dequantize",
+    "int4_gemm",
+    "pack_int4",
+    "schedule",
+]
 
 
 def int4_gemm(m, n, k: int, group: int = 128, dtype: str = "float16") -> tuple[sl.Tensor, ...]:
@@ -168,8 +182,73 @@ def schedule(
     return s
 
 
+def decode_schedule(
+    a,
+    wq,
+    scale,
+    zero,
+    c,
+    slice_k: int = 128,
+    cols: int = 4,
+    warps: int = 8,
+    unroll: int = 4,
+    rows: int | None = None,
+) -> sl.Schedule:
+    """The decoding schedule of the module docstring: blocks of ``32 * warps`` threads, each
+    thread `cols` columns of `rows` rows (all m where m is an int, else 8; more rows are more
+    blocks), over slices of `slice_k` rows of k (even; a multiple of the group or a divisor of
+    it keeps a slice's scales in one group per step), `unroll` row pairs a step."""
+    acc, w = _stages(c)
+    group = int(a.shape[1]) // int(scale.shape[0])
+    s = sl.create_schedule(c.op)
+    sliced, _ = s[acc].split(s[acc].op.reduce_axis[0], factor=slice_k)
+    partial = s.rfactor(acc, sliced)
+    summed = s.cache_write(partial, "local")
+    s[w].set_scope("local")
+    packed = s.cache_read(wq, "local", [w])
+    scales = [s.cache_read(t, "local", [w]) for t in (scale, zero)]
+    row = s.cache_read(a, "local", [summed])
+
+    k_slice, i, j = s[partial].op.axis
+    m = a.shape[0]
+    bz, i = s[partial].split(i, factor=rows or (8 if isinstance(m, sl.Var) else int(m)))
+    bx, j = s[partial].split(j, factor=cols * 32 * warps)
+    ty, j = s[partial].split(j, nparts=warps)
+    tx, j = s[partial].split(j, nparts=32)
+    s[partial].reorder(k_slice, bz, bx, ty, tx, i, j)
+    blocks = ((k_slice, "blockIdx.y"), (bz, "blockIdx.z"), (bx, "blockIdx.x"))
+    for axis, tag in (*blocks, (ty, "threadIdx.y")):
+        s[partial].bind(axis, sl.thread_axis(tag))
+    s[partial].bind(tx, sl.thread_axis("threadIdx.x"))
+
+    s[summed].compute_at(s[partial], tx)
+    groups, r = s[summed].split(s[summed].op.reduce_axis[0], factor=min(group, slice_k))
+    pairs, half = s[summed].split(r, factor=2)
+    steps, pairs = s[summed].split(pairs, factor=unroll)
+    s[summed].reorder(groups, steps, pairs, half, *s[summed].op.axis)
+    s[summed].unroll(pairs)
+    for staged in scales:
+        s[staged].compute_at(s[summed], groups)
+    for staged in (w, packed, row):
+        s[staged].compute_at(s[summed], pairs)
+    for staged in (*scales, packed, row):
+        s[staged].vectorize(s[staged].op.axis[1])
+
+    s[acc].set_scope("local")
+    out, lane = s[c].split(s[c].fuse(*c.op.axis), factor=128)
+    s[c].bind(out, sl.thread_axis("blockIdx.x"))
+    s[c].bind(lane, sl.thread_axis("threadIdx.x"))
+    s[acc].compute_at(s[c], lane)
+    return s
+
+
 def build(m, n, k, group: int = 128, dtype: str = "float16", target: str = "cuda", **options):
-    """The GEMM built for `target` with `schedule`'s `options` (`cpu_schedule` for "cpu")."""
+    """The GEMM built for `target` with `schedule`'s `options` (`cpu_schedule` for "cpu",
+    `decode_schedule` when `options` has ``decode=True``)."""
     tensors = int4_gemm(m, n, k, group, dtype)
-    make = cpu_schedule if target == "cpu" else schedule
+    make = schedule
+    if target == "cpu":
+        make = cpu_schedule
+    elif options.pop("decode", False):
+        make = decode_schedule
     return sl.build(make(*tensors, **options), list(tensors), target=target)

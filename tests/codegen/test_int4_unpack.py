@@ -4,6 +4,7 @@ its PTX assembled by ptxas where it is installed), against the reference."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -58,3 +59,25 @@ def test_unpack_on_the_gpu_matches_the_reference(dtype):
     kernel.simulate(BYTES, got)
     np.testing.assert_array_equal(got, reference)
     assemble(kernel.ptx)
+
+
+@pytest.mark.parametrize(
+    ("mask", "dtype"), [(255, "bfloat16"), (511, "bfloat16"), (4095, "float16")]
+)
+def test_a_masked_integer_is_rounded_unless_the_mask_fits_the_significand(mask, dtype):
+    """An integer masked by 15 (a nibble) or 255 converts to bfloat16 exactly and is not
+    rounded; masked by 511, 257 and 259 are ties that round to even (256 and 260), as the
+    reference rounds them; float16 likewise past 2048. The result is read as float32, so a
+    conversion left unrounded would show."""
+    values = np.array([3, 255, 257, 259, 2049, 2051, 4093, -1], np.int32)
+    a = sl.placeholder((8,), "int32", name="A")
+    out = sl.compute((8,), lambda i: (a[i] & mask).astype(dtype).astype("float32"), name="B")
+    reference = sl.evaluate(out, {a: values})
+    narrow = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}[dtype]
+    expected = (values & mask).astype(np.float32).astype(narrow).astype(np.float32)
+    np.testing.assert_array_equal(reference, expected)
+    assert (expected != values & mask).any() == (mask > 255 if dtype == "bfloat16" else True)
+    kernel = sl.build(sl.create_schedule(out), [a, out], target="cpu")
+    got = np.full(8, np.nan, np.float32)
+    kernel(values, got)
+    np.testing.assert_array_equal(got, expected)

@@ -150,6 +150,71 @@ def test_gpu_schedule_at_a_decoding_shape_assembles_without_local_memory(dtype):
     assert "ld.global.nc.v4.b32" in kernel.ptx and "st.shared.v4.b32" in kernel.ptx
 
 
+DECODE_CASES = [
+    # (m, n, k), group, dtype, decode_schedule options: slices of k within a group, across
+    # groups, and not dividing k (the last slice short); columns past n
+    ((1, 45, 256), 32, "bfloat16", dict(slice_k=64, cols=2, warps=2, unroll=2)),
+    ((3, 300, 256), 128, "float16", dict(slice_k=96, cols=4, warps=2, unroll=2)),
+    ((5, 70, 384), 128, "bfloat16", {}),
+    ((16, 33, 192), 32, "float16", dict(slice_k=32, cols=2, warps=1, unroll=4)),
+]
+
+
+@pytest.mark.parametrize(("shape", "group", "dtype", "options"), DECODE_CASES)
+def test_decode_schedule_simulated_matches_the_reference(shape, group, dtype, options):
+    m, n, k = shape
+    tensors = example.int4_gemm(m, n, k, group, dtype)
+    kernel = sl.build(example.decode_schedule(*tensors, **options), list(tensors), target="cuda")
+    arrays = _inputs(m, n, k, group, dtype)
+    out = _poisoned(m, n, dtype)
+    kernel.simulate(*arrays, out)
+    _assert_close(out, _reference(tensors, arrays))
+
+
+def test_decode_schedule_simulated_takes_any_number_of_rows():
+    tensors = example.int4_gemm(sl.var("m"), 40, 128, 32, "bfloat16")
+    options = dict(slice_k=64, cols=2, warps=1, unroll=2)
+    kernel = sl.build(example.decode_schedule(*tensors, **options), list(tensors), target="cuda")
+    for m in (1, 4):
+        arrays = _inputs(m, 40, 128, 32, "bfloat16", seed=m)
+        out = _poisoned(m, 40, "bfloat16")
+        kernel.simulate(*arrays, out)
+        _assert_close(out, _reference(example.int4_gemm(m, 40, 128, 32, "bfloat16"), arrays))
+
+
+def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_apart():
+    """Two kernels: the partial sums per slice of k (a temporary in global memory), then
+    their sum; no shared memory; the packed bytes loaded four at a time; no spills; every
+    bfloat16 rounding one instruction and the nibbles converted without one (9 x 4096
+    rounds: two per weight, of the subtraction and the product, plus one per product)."""
+    kernel = example.build(1, 4096, 4096, 128, "bfloat16", target="cuda -arch=sm_90", decode=True)
+    plan = kernel._compiled.plan
+    assert len(plan.kernels) == 2 and [b.name for b in plan.temps] == ["acc.rf"]
+    buffers = [s.buffer for s in walk_stmt(kernel.lowered.body) if isinstance(s, Allocate)]
+    assert not [b for b in buffers if b.scope == "shared"]
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
+    assert "ld.global.nc.b32" in kernel.ptx and "ld.local" not in kernel.ptx
+    assert "0x7FFF" not in kernel.ptx.upper() and "32767" not in kernel.ptx
+    first = kernel.ptx.split(".entry")[1]
+    assert first.count("cvt.rn.bf16.f32") == 2 * first.count("fma.rn.f32")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("shape", "group", "dtype"),
+    [((1, 4096, 4096), 128, "float16"), ((13, 1000, 512), 32, "bfloat16")],
+)
+def test_decode_schedule_on_the_gpu(shape, group, dtype):
+    m, n, k = shape
+    tensors = example.int4_gemm(m, n, k, group, dtype)
+    kernel = sl.build(example.decode_schedule(*tensors), list(tensors), target="cuda")
+    arrays = _inputs(m, n, k, group, dtype)
+    out = _poisoned(m, n, dtype)
+    kernel(*arrays, out)
+    _assert_close(out, _reference(tensors, arrays))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     ("shape", "group", "dtype"),

@@ -134,7 +134,7 @@ def min_max(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: str) -> i
     return call_overloaded(b, f"llvm.{prefix}{op}", [x, y])
 
 
-def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str, storage=None) -> ir.Value:
+def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str, rounding=None) -> ir.Value:
     """`value` (compute type of `source`) converted to `target` as the reference converts it:
     numpy's ``astype``, but saturating from floats to integers."""
     lanes = lanes_of(value)
@@ -145,11 +145,11 @@ def cast(b: ir.IRBuilder, value: ir.Value, source: str, target: str, storage=Non
             return b.fcmp_unordered("!=", value, splat_like(0.0, value))
         return b.icmp_unsigned("!=", value, splat_like(0, value))
     if dt.is_float(target):
-        return _to_float(b, value, source, target, lanes, storage)
+        return _to_float(b, value, source, target, lanes, rounding)
     return _to_int(b, value, source, target, lanes)
 
 
-def _to_float(b, value, source: str, target: str, lanes, storage) -> ir.Value:
+def _to_float(b, value, source: str, target: str, lanes, rounding) -> ir.Value:
     wide = vector_of(F64 if target == "float64" else F32, lanes)
     if dt.is_float(source):
         if source == "float64" and target in ("float16", *dt.FLOAT8):
@@ -166,7 +166,7 @@ def _to_float(b, value, source: str, target: str, lanes, storage) -> ir.Value:
         converted = b.sitofp(value, wide)
     if _exact(value, source, target):
         return converted
-    return round_half(b, target, converted, storage)
+    return (rounding or round_half)(b, target, converted)
 
 
 _SIGNIFICANT_BITS = {"float16": 11, "bfloat16": 8}

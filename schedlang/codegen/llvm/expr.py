@@ -42,7 +42,6 @@ from .types import (
     from_storage,
     is_signed,
     lanes_of,
-    round_half,
     storage_type,
 )
 
@@ -150,7 +149,7 @@ class ExprEmitter:
             if e.dtype == "bfloat16" and e.value.dtype == "float32":  # the target's rounding
                 bits = self.target.to_storage(self.b, e.dtype, value)
                 return from_storage(self.b, e.dtype, bits)
-            return arith.cast(self.b, value, e.value.dtype, e.dtype, self.target.to_storage)
+            return arith.cast(self.b, value, e.value.dtype, e.dtype, self.target.round_half)
         if isinstance(e, Call):
             args = self.unify(*(self.value(a) for a in e.args))
             return call_math(self.b, self.target, e.name, args, e.dtype)
@@ -193,7 +192,7 @@ class ExprEmitter:
                 result = arith.float_floormod(b, x, y)
             else:
                 raise InternalError(f"the operator '{op}' on {dtype} in '{expr_str(e)}'")
-            return round_half(b, dtype, result, self.target.to_storage)
+            return self.target.round_half(b, dtype, result)
         if op in ("and", "or"):
             return b.and_(x, y) if op == "and" else b.or_(x, y)
         if op in _INT_ARITH:

@@ -19,7 +19,7 @@ from ...ir import dtype as dt
 from ...ir.intrinsics import EXTERN
 from .arith import splat_like
 from .intrinsics import call_overloaded, function, intrinsic
-from .types import F64, I1, I32, is_signed, lanes_of, round_half, vector_of
+from .types import F64, I1, I32, is_signed, lanes_of, vector_of
 
 if TYPE_CHECKING:
     from .target import Target
@@ -71,7 +71,7 @@ def call_math(
         result = _external(b, target.named_math(name[len(EXTERN) :]), args)
     else:
         raise InternalError(f"code generation does not know the math function '{name}'")
-    return round_half(b, dtype, result, target.to_storage)
+    return target.round_half(b, dtype, result)
 
 
 def _is_two(v: ir.Value) -> bool:

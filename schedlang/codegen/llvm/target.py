@@ -18,7 +18,7 @@ from llvmlite import ir
 from ...errors import LoweringError
 from ...ir import dtype as dt
 from .arith import float_to_int
-from .types import to_storage
+from .types import round_half, to_storage
 
 if TYPE_CHECKING:
     from ...loopir.core.nodes import (
@@ -169,6 +169,12 @@ class Target(ABC):
         instruction for a conversion the generic one spells out in integer operations
         overrides it, to the same bits."""
         return to_storage(b, dtype, value)
+
+    def round_half(self, b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
+        """A float computed for a 16- or 8-bit `dtype` rounded to it, kept in float (every
+        result of narrow-float arithmetic is); a target with instructions for the round trip
+        overrides it."""
+        return round_half(b, dtype, value, self.to_storage)
 
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         """``2 ** x`` by the target's approximate instruction (`sl.fast_exp2`), or None where it

@@ -90,9 +90,8 @@ def _rounded(dtype: str, value: float) -> float:
 
 
 def round_half(b: ir.IRBuilder, dtype: str, value: ir.Value, storage=None) -> ir.Value:
-    """A float computed for a 16- or 8-bit `dtype`, rounded to it (and kept in float).
-    `storage` is the target's `to_storage` where it has a faster rounding (one ``cvt`` for
-    bfloat16 on a GPU, where the integer rounding takes eight instructions)."""
+    """A float computed for a 16- or 8-bit `dtype`, rounded to it (and kept in float), by
+    `storage` (a target's `to_storage`) or the generic conversion to its bits."""
     if dtype == "float16":
         return b.fpext(b.fptrunc(value, vector_of(HALF, lanes_of(value))), value.type)
     if dtype == "bfloat16" or dt.is_float8(dtype):

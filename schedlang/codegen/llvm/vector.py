@@ -289,12 +289,12 @@ def _reduce(em: ExprEmitter, s: Store, op: str, term) -> ir.Value:
     if dtype in NARROW_FLOATS and op in ("+", "*"):
         combine = b.fadd if op == "+" else b.fmul
         tree = _halving_tree(b, combine, terms, op, dtype)
-        return round_half(b, dtype, combine(old, tree), em.target.to_storage)
+        return em.target.round_half(b, dtype, combine(old, tree))
     if dt.is_float(dtype) and op in ("+", "*"):
         name = "llvm.vector.reduce.fadd" if op == "+" else "llvm.vector.reduce.fmul"
         fn = intrinsic(b.module, name, [vector_t], scalar_t, [scalar_t, vector_t])
         result = b.call(fn, [old, terms], fastmath=("reassoc",))
-        return round_half(b, dtype, result, em.target.to_storage)
+        return em.target.round_half(b, dtype, result)
     if dt.is_float(dtype):
         name = "llvm.vector.reduce.fmaximum" if op == "max" else "llvm.vector.reduce.fminimum"
     elif dtype == "bool":
