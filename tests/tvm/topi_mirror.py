@@ -1,6 +1,6 @@
 """TVM v0.14's own TOPI Python files run on schedlang: how many of 29 operators match numpy.
 
-    python -m tests.tvm.topi_mirror PATH [--target cpu|cuda] [--json]
+    python -m tests.tvm.topi_mirror PATH [--target cpu|cuda] [--simulate] [--json]
 
 PATH is a TVM checkout (``python/tvm/topi`` inside) or a git repository holding the tag
 v0.14.0 (its ``python/tvm/topi`` is exported to a temporary folder). Nothing of TVM is copied
@@ -17,7 +17,8 @@ compute and TOPI's x86 schedule (the one TVM's x86 strategy picks) and, separate
 schedule, run on the CPU, and compared with numpy (TOPI's own ``tvm.topi.testing`` references
 where it has one). With ``--target cuda`` each is built with TOPI's CUDA compute and schedule
 instead, the ones TVM's CUDA strategy picks (`topi_mirror_cuda`), and run on the GPU, or where
-there is none assembled by ptxas and run in schedlang's CUDA simulator. It runs in a process of its own, since it replaces ``tvm`` in
+there is none (or with ``--simulate``) assembled by ptxas and run in schedlang's CUDA
+simulator. It runs in a process of its own, since it replaces ``tvm`` in
 ``sys.modules``; ``test_topi_mirror.py`` runs it when SCHEDLANG_TVM_MIRROR is set.
 """
 
@@ -175,6 +176,11 @@ def main(argv=None) -> int:
         default="cpu",
         help="TOPI's x86 and generic schedules on the CPU, or its CUDA schedules",
     )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="with --target cuda: assemble with ptxas and simulate even where a GPU is usable",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     tvm, topi = install(topi_sources(args.path))
@@ -182,14 +188,14 @@ def main(argv=None) -> int:
     routes = ("x86", "generic") if args.target == "cpu" else ("cuda",)
     results = {
         name: {
-            route: measure_cuda(tvm, operators, name)
+            route: measure_cuda(tvm, operators, name, args.simulate)
             if route == "cuda"
             else measure(tvm, operators, name, route)
             for route in routes
         }
         for name in OPERATORS
     }
-    mode = cuda_mode() if args.target == "cuda" else "cpu"
+    mode = cuda_mode(args.simulate) if args.target == "cuda" else "cpu"
     if args.json:
         print(json.dumps({"results": results, "mode": mode, "import_failures": IMPORT_FAILURES}))
         return 0

@@ -89,14 +89,15 @@ def _routes(topi) -> dict:
     }
 
 
-def cuda_mode() -> str:
-    """How the CUDA route is checked here: on the GPU, or assembled and simulated."""
-    return "gpu" if cuda_available() else "ptxas+simulator"
+def cuda_mode(simulate: bool = False) -> str:
+    """How the CUDA route is checked here: on the GPU, or assembled and simulated (where
+    there is no GPU, or when asked to)."""
+    return "gpu" if cuda_available() and not simulate else "ptxas+simulator"
 
 
-def measure_cuda(tvm, operators: Operators, name: str) -> str:
-    """The word "match" if TOPI's CUDA route for `name` matches numpy (on the GPU, or without
-    one in the simulator after ptxas accepted its PTX), else why not."""
+def measure_cuda(tvm, operators: Operators, name: str, simulate: bool = False) -> str:
+    """The word "match" if TOPI's CUDA route for `name` matches numpy (on the GPU, or in the
+    simulator after ptxas accepted its PTX: see `cuda_mode`), else why not."""
     try:
         inputs, arrays, _, expected = getattr(operators, name)()
         with tvm.target.Target("cuda"):
@@ -106,7 +107,7 @@ def measure_cuda(tvm, operators: Operators, name: str) -> str:
             module = tvm.build(s, list(inputs) + outs, "cuda")
         results = [poisoned(o) for o in outs]
         args = module._arrays((*arrays, *results))
-        if cuda_available():
+        if cuda_mode(simulate) == "gpu":
             module.kernel(*args)
         else:
             _assemble(module.kernel.ptx)
