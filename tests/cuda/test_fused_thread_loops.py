@@ -35,4 +35,3 @@ def test_fused_output_loops_on_blocks_and_threads_with_a_cross_thread_reduction(
     kernel.simulate(x, out)
     np.testing.assert_allclose(out, sl.reference(b, {a: x}), rtol=1e-6)
     assemble(kernel.ptx, "sm_90a")
-

@@ -78,9 +78,7 @@ def _routes(topi) -> dict:
         "transpose": injective(lambda A: topi.transpose(A, (2, 0, 1))),
         "take": injective(lambda A, ind: topi.take(A, ind, axis=1)),
         "gather": injective(lambda A, G: topi.gather(A, 2, G)),
-        "resize2d": injective(
-            lambda D: topi.image.resize2d(D, (0.0, 0.0, 0.0, 0.0), (8, 4))
-        ),
+        "resize2d": injective(lambda D: topi.image.resize2d(D, (0.0, 0.0, 0.0, 0.0), (8, 4))),
         "pad": injective(lambda A: nn.pad(A, (1, 0, 2), (0, 2, 1), 0.5)),
         "lrn": lambda L: (nn.lrn(L, 3, 1, 0.001, 0.75, 2.0), cuda.schedule_lrn),
         # TOPI has no CUDA schedule of layer_norm (TVM's own test of it runs on llvm only):
