@@ -104,12 +104,11 @@ def measure_cuda(tvm, operators: Operators, name: str, simulate: bool = False) -
             s = schedule(outs)
             module = tvm.build(s, list(inputs) + outs, "cuda")
         results = [poisoned(o) for o in outs]
-        args = module._arrays((*arrays, *results))
         if cuda_mode(simulate) == "gpu":
-            module.kernel(*args)
+            module(*arrays, *results)
         else:
             _assemble(module.kernel.ptx)
-            module.kernel.simulate(*args)
+            module.simulate(*arrays, *results)
         wanted = expected if isinstance(expected, list) else [expected]
         for got, want in zip(results, wanted):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
