@@ -419,6 +419,9 @@ def as_expr(value: object, like: str | None = None) -> Expr:
         return value.var
     if isinstance(value, Expr):
         return value
+    index = getattr(value, "var", None)  # a schedule's hardware index, TE's thread IterVar
+    if isinstance(index, Var) and index.kind == "thread":
+        return index
     value = _plain(value)
     if isinstance(value, (bool, int, float)):
         name = dt.default_dtype(value) if like is None else dt.scalar_dtype(value, like)

@@ -24,7 +24,9 @@ tiles, is made the same way (`_tiles`): isl's exact fused index served the loops
 it made for each stage computed inside recovered the tile indices by cases, which a fill by
 the copy engine (one box per fill) cannot be. There the fused loop may be split by `nparts`,
 its outer loop bound to a block index: blocks that take the tiles in turn (persistent
-blocks), which isl checks as it checks the tile loops bound to that index.
+blocks), which isl checks as it checks the tile loops bound to that index. Tile loops whose
+split's inner loop is bound to a thread index are left to isl's fused index: the fused loop
+made here is serial, parallel or a block's.
 """
 
 from __future__ import annotations
@@ -240,6 +242,8 @@ def _tiles(stage: Stage, fuse: rec.Fuse, extents: dict[Axis, int | None]) -> boo
         return False  # fused again: isl's exact map serves that
     if not all(a in leaves for a in made):
         return False
+    if any(stage.binds.get(a, "").startswith("threadIdx") for a in made):
+        return False  # the code generator's fused loop is no thread's: isl's index serves
     if _ragged(stage, extents) & set(fuse.axes):
         return True
     inside = set(leaves[leaves.index(made[-1]) + 1 :])

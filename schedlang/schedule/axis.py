@@ -43,3 +43,21 @@ class ThreadAxis:
 
     def __str__(self) -> str:
         return self.tag
+
+
+def _as_value(name: str):
+    """ThreadAxis's operator `name`: the index's value's, as TE's IterVar is an expression
+    (``block_x * 32 + thread_y < n``, ``thread_x.equal(0)`` in a store predicate)."""
+
+    def operator(self: ThreadAxis, *other: object) -> object:
+        return getattr(self.var, name)(*other)
+
+    operator.__name__ = operator.__qualname__ = name
+    return operator
+
+
+for _name in (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+    "__mod__", "__lt__", "__le__", "__gt__", "__ge__", "equal", "astype",
+):  # fmt: skip
+    setattr(ThreadAxis, _name, _as_value(_name))

@@ -851,6 +851,8 @@ class Stage(StageViews):
                 "(sl.thread_axis(tag).var) and sizes only",
             )
         if self.store_predicate is not None:
+            if str(self.store_predicate.predicate) == str(cond):
+                return  # the same again (TOPI's schedules say it of a stage in two roles)
             self._fail(AnnotationError, call, loc, "the stage has a store predicate already")
         self.store_predicate = rec.StorePredicate(self.name, cond, loc)
         self._record(self.store_predicate)

@@ -182,6 +182,13 @@ class Module:
     def __call__(self, *args: object) -> None:
         self.kernel(*self._arrays(args), **self._sizes(args))
 
+    def simulate(self, *args: object) -> None:
+        """As a call, a CUDA module's kernel run in schedlang's simulator on the CPU
+        (`CudaKernel.simulate`): TE code's GPU schedules checked where there is no GPU."""
+        if not self.cuda:
+            raise LaunchError(f"{self!r} is built for the CPU: call it, there is no simulator")
+        self.kernel.simulate(*self._arrays(args), **self._sizes(args))
+
     def _arrays(self, args: tuple) -> list:
         dropped = set(self.skipped) | set(self.sizes)
         return [unwrap(a) for k, a in enumerate(args) if k not in dropped]

@@ -109,6 +109,14 @@ def test_a_second_predicate_is_refused():
         s[c].set_store_predicate(n > 2)
 
 
+def test_the_same_predicate_again_changes_nothing():
+    n, a, c = _plus_one()
+    s = sl.create_schedule(c.op)
+    s[c].set_store_predicate(sl.thread_axis("threadIdx.x").var.equal(0))
+    s[c].set_store_predicate(sl.thread_axis("threadIdx.x").equal(0))
+    assert len(s.records) == 1
+
+
 def test_a_hardware_index_without_its_loop_is_named_at_lowering():
     n, a, c = _plus_one()
     s = sl.create_schedule(c.op)
@@ -119,3 +127,19 @@ def test_a_hardware_index_without_its_loop_is_named_at_lowering():
         "loop bound to threadIdx.x",
     ):
         sl.lower(s, [a, c])
+
+
+def test_a_thread_axis_is_a_value_in_a_predicate_as_te_iter_var():
+    n, a, c = _plus_one()
+    s = sl.create_schedule(c.op)
+    bx, tx = s[c].split(c.op.axis[0], factor=8)
+    block, thread = sl.thread_axis("blockIdx.x"), sl.thread_axis("threadIdx.x")
+    s[c].bind(bx, block)
+    s[c].bind(tx, thread)
+    s[c].set_store_predicate(sl.all(2 + block * 8 + thread < n, thread.equal(0) | (1 <= thread)))
+    kernel = sl.build(s, [a, c], target="cuda")
+    x = np.random.default_rng(2).random(29, dtype=np.float32)
+    out = np.full(29, np.nan, np.float32)
+    kernel.simulate(x, out)
+    np.testing.assert_allclose(out[:27], x[:27] + 1, rtol=1e-6)
+    assert np.isnan(out[27:]).all()

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 
-def run_json(module: str, mirror: str, timeout: int) -> dict:
-    """``python -m <module> <mirror> --json``, run from the repository root; its JSON."""
+def run_json(module: str, mirror: str, timeout: int, options: tuple[str, ...] = ()) -> dict:
+    """``python -m <module> <mirror> <options> --json``, run from the repository root; its
+    JSON."""
     root = Path(__file__).resolve().parents[2]
     run = subprocess.run(
-        [sys.executable, "-m", module, mirror, "--json"],
+        [sys.executable, "-m", module, mirror, *options, "--json"],
         cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
         capture_output=True,

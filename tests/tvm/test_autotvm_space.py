@@ -1,13 +1,16 @@
 """AutoTVM's ``tvm.autotvm.task.space`` as TOPI's templates use it: the entities, and the
-fallback configuration (first choices, entities set by the template, ``fallback_split``)."""
+fallback configuration (first choices, entities set by the template, ``fallback_split``, a
+reference log's tiling)."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from schedlang.tune.knobs import TuneError
-from schedlang.tvm import te
+from schedlang.tvm import autotvm, te
 from schedlang.tvm.autotvm.task.space import (
     AnnotateEntity,
     FallbackConfigEntity,
@@ -68,6 +71,43 @@ def test_fallback_defaults_and_set_entities():
         "ann": ["none", "none"],
         "tile_x": [3, 5],
     }
+
+
+def test_a_fallback_knob_is_changed_in_place_as_topi_cuda_does():
+    cfg = FallbackConfigEntity()
+    cfg.define_knob("unroll_explicit", [1, 0])
+    cfg["unroll_explicit"].val = 0  # TOPI's CUDA depthwise convolution, in its fallback
+    assert cfg["unroll_explicit"].val == 0
+    assert cfg.knobs == {"unroll_explicit": 0}
+
+
+def _reference(config: dict) -> tuple:
+    """A reference log's record as TOPI reads it: ``(input, result)``, ``input.config``."""
+    return (SimpleNamespace(config=config), None)
+
+
+def test_fallback_with_reference_log_mimics_the_closest_record():
+    cfg = FallbackConfigEntity()
+    cfg.define_split("tile_f", 48, num_outputs=3)
+    cfg.define_knob("auto_unroll_max_step", [0, 512, 1500])
+    far = {"tile_f": SplitEntity([7, 1, 1]), "auto_unroll_max_step": OtherOptionEntity(0)}
+    near = {"tile_f": SplitEntity([2, 8, 3]), "auto_unroll_max_step": OtherOptionEntity(1500)}
+    cfg.fallback_with_reference_log([_reference(far), _reference(near)])
+    assert cfg["tile_f"].size == [2, 8, 3]  # 48's divisors share most with 48 = 2 * 8 * 3
+    assert cfg["auto_unroll_max_step"].val == 1500
+    cfg = FallbackConfigEntity()
+    cfg.define_split("tile_y", 20, num_outputs=3)
+    cfg.fallback_with_reference_log([_reference({"tile_y": SplitEntity([1, 8, 4])})])
+    assert cfg["tile_y"].size == [1, 5, 4]  # its limits, fitted to 20's divisors
+
+
+def test_tophub_has_no_reference_log_and_the_fallback_stays():
+    cfg = FallbackConfigEntity()
+    cfg.define_split("tile_f", 48, num_outputs=3)
+    log = autotvm.tophub.load_reference_log("cuda", "unknown", "conv2d_nchw.cuda")
+    assert log == []
+    cfg.fallback_with_reference_log(log)
+    assert cfg["tile_f"].size == [-1, 1, 1]
 
 
 def test_fallback_axis_and_filter():

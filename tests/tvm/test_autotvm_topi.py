@@ -12,7 +12,7 @@ from schedlang.tune.knobs import TuneError
 from schedlang.tvm import autotvm, te
 from schedlang.tvm.autotvm.task import DispatchContext, get_workload
 from schedlang.tvm.autotvm.task.space import SplitEntity
-from schedlang.tvm.contrib import dnnl, mkl
+from schedlang.tvm.contrib import cublas, cudnn, dnnl, mkl
 from schedlang.tvm.cpu_options import host_features
 from schedlang.tvm.target.codegen import target_has_features
 from schedlang.tvm.target.x86 import get_simd_32bit_lanes
@@ -106,6 +106,11 @@ def test_unlinked_libraries_refuse_every_call():
         dnnl.dnnl_conv2d(A, B, 1, 0, 1, 1, False, "float32")
     with pytest.raises(LoweringError, match="Intel MKL is not available"):
         mkl.batch_matmul(A, B)
+    with pytest.raises(LoweringError, match=r"cublas.matmul: cuBLAS is not available.*topi.cuda"):
+        cublas.matmul(A, B, False, False)
+    assert not cudnn.exists()  # TOPI asks before choosing cuDNN
+    with pytest.raises(LoweringError, match="cudnn.softmax: cuDNN is not available"):
+        cudnn.softmax(A, -1)
 
 
 def test_cpu_features_are_the_hosts():

@@ -9,6 +9,7 @@ import pytest
 
 import schedlang.tvm as tvm
 import schedlang.tvm.testing  # noqa: F401 - TE programs import it so; tvm.testing below
+from schedlang.errors import LaunchError
 from schedlang.tvm import te
 from schedlang.tvm.contrib import cc, utils
 
@@ -161,13 +162,19 @@ def test_testing_helpers_take_nd_arrays():
     assert tvm.runtime.convert(1024) == 1024
 
 
-@pytest.mark.gpu
-def test_a_cuda_module_runs_on_arrays_of_the_gpu():
-    s, (x, y, out) = _scaled_sum()
+def _on_threads(factor):
+    """`_scaled_sum` on blocks of `factor` threads."""
+    _, (x, y, out) = _scaled_sum()
     s = te.create_schedule(out.op)
-    bx, tx = s[out].split(out.op.axis[0], factor=128)
+    bx, tx = s[out].split(out.op.axis[0], factor=factor)
     s[out].bind(bx, te.thread_axis("blockIdx.x"))
     s[out].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, (x, y, out)
+
+
+@pytest.mark.gpu
+def test_a_cuda_module_runs_on_arrays_of_the_gpu():
+    s, (x, y, out) = _on_threads(128)
     f = tvm.build(s, [x, y, out], "cuda", name="gpu_sum")
     dev = tvm.cuda(0)
     assert dev.exist and tvm.testing.device_enabled("cuda")
@@ -176,6 +183,18 @@ def test_a_cuda_module_runs_on_arrays_of_the_gpu():
     tvm.testing.assert_allclose(c.numpy(), a.numpy() * 3 + b.numpy(), rtol=1e-6, atol=1e-6)
     seconds = f.time_evaluator(f.entry_name, dev, number=20)(a, b, c).mean
     assert 0 < seconds < 1e-2
+
+
+def test_a_cuda_module_runs_in_the_simulator_without_a_gpu():
+    s, (x, y, out) = _on_threads(32)
+    f = tvm.build(s, [x, y, out], "cuda")
+    a, b = (np.random.default_rng(k).random(45, dtype=np.float32) for k in (0, 1))
+    c = np.full(45, np.nan, np.float32)
+    f.simulate(a, b, c)
+    np.testing.assert_allclose(c, a * 3 + b, rtol=1e-6)
+    cpu = tvm.build(te.create_schedule(out.op), [x, y, out], "llvm")
+    with pytest.raises(LaunchError, match="built for the CPU: call it, there is no simulator"):
+        cpu.simulate(a, b, c)
 
 
 def test_an_extern_stage_calls_a_function_registered_in_te_style():

@@ -1,6 +1,6 @@
 """TVM v0.14's own TOPI Python files run on schedlang: how many of 29 operators match numpy.
 
-    python -m tests.tvm.topi_mirror PATH [--json]
+    python -m tests.tvm.topi_mirror PATH [--target cpu|cuda] [--simulate] [--json]
 
 PATH is a TVM checkout (``python/tvm/topi`` inside) or a git repository holding the tag
 v0.14.0 (its ``python/tvm/topi`` is exported to a temporary folder). Nothing of TVM is copied
@@ -15,7 +15,10 @@ which are not TE and which TOPI's files import for functions these operators nev
 (legalization, auto-scheduler layouts), are empty modules. Each operator is built with TOPI's
 compute and TOPI's x86 schedule (the one TVM's x86 strategy picks) and, separately, TOPI's generic
 schedule, run on the CPU, and compared with numpy (TOPI's own ``tvm.topi.testing`` references
-where it has one). It runs in a process of its own, since it replaces ``tvm`` in
+where it has one). With ``--target cuda`` each is built with TOPI's CUDA compute and schedule
+instead, the ones TVM's CUDA strategy picks (`topi_mirror_cuda`), and run on the GPU, or where
+there is none (or with ``--simulate``) assembled by ptxas and run in schedlang's CUDA
+simulator. It runs in a process of its own, since it replaces ``tvm`` in
 ``sys.modules``; ``test_topi_mirror.py`` runs it when SCHEDLANG_TVM_MIRROR is set.
 """
 
@@ -37,6 +40,7 @@ from pathlib import Path
 import schedlang.tvm as sl_tvm
 from schedlang.tvm import topi as native
 
+from .topi_mirror_cuda import cuda_mode, measure_cuda
 from .topi_mirror_operators import OPERATORS, Operators, measure, reason
 
 
@@ -158,7 +162,7 @@ def install(root: Path):
     sys.modules.update({"tvm.topi.cpp": cpp, "tvm.topi.cpp.nn": cpp.nn, "tvm.topi._ffi_api": ffi})
     sys.meta_path.insert(0, _TopiFinder(root))
     topi = importlib.import_module("tvm.topi")
-    for name in ("x86", "generic", "nn", "image", "testing"):
+    for name in ("x86", "generic", "cuda", "gpu", "nn", "image", "testing"):
         importlib.import_module(f"tvm.topi.{name}")
     return sl_tvm, topi
 
@@ -166,20 +170,38 @@ def install(root: Path):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="a TVM checkout, or a git repository with tag v0.14.0")
+    parser.add_argument(
+        "--target",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="TOPI's x86 and generic schedules on the CPU, or its CUDA schedules",
+    )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="with --target cuda: assemble with ptxas and simulate even where a GPU is usable",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     tvm, topi = install(topi_sources(args.path))
     operators = Operators(tvm, topi)
+    routes = ("x86", "generic") if args.target == "cpu" else ("cuda",)
     results = {
-        name: {route: measure(tvm, operators, name, route) for route in ("x86", "generic")}
+        name: {
+            route: measure_cuda(tvm, operators, name, args.simulate)
+            if route == "cuda"
+            else measure(tvm, operators, name, route)
+            for route in routes
+        }
         for name in OPERATORS
     }
+    mode = cuda_mode(args.simulate) if args.target == "cuda" else "cpu"
     if args.json:
-        print(json.dumps({"results": results, "import_failures": IMPORT_FAILURES}))
+        print(json.dumps({"results": results, "mode": mode, "import_failures": IMPORT_FAILURES}))
         return 0
-    for route in ("x86", "generic"):
+    for route in routes:
         matched = sum(r[route] == "match" for r in results.values())
-        print(f"{route}: {matched} of {len(OPERATORS)} operators match numpy")
+        print(f"{route} ({mode}): {matched} of {len(OPERATORS)} operators match numpy")
         for name, r in results.items():
             if r[route] != "match":
                 print(f"  {name}: {r[route]}")

@@ -14,7 +14,7 @@ AutoTVM's fallback configurations: the tiles TOPI chooses from the workload's sh
 
 from __future__ import annotations
 
-from . import callback, env, measure, record, task, tuner
+from . import callback, env, measure, record, task, tophub, tuner
 from .env import GLOBAL_SCOPE
 from .measure import LocalBuilder, LocalRunner, measure_option
 from .record import ApplyHistoryBest, apply_history_best
@@ -45,5 +45,6 @@ __all__ = [
     "register_topi_schedule",
     "task",
     "template",
+    "tophub",
     "tuner",
 ]

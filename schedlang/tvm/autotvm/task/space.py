@@ -10,11 +10,11 @@ SplitEntity(...)``); ``fallback_split`` then picks sizes under a template's limi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ....errors import entry_point
-from ....tune.knobs import AnnotateEntity, Knob, Split, SplitEntity, TuneError
-from ....tune.knobs import ChoiceEntity as OtherOptionEntity
+from ....tune.knobs import AnnotateEntity, ChoiceEntity, Knob, Split, SplitEntity, TuneError
 from ....tune.knobs import OrderEntity as ReorderEntity
 from ....tune.space import Config, Space
 
@@ -36,6 +36,18 @@ class VirtualAxis:
 
     length: int
     name: str = ""
+
+
+@dataclass
+class OtherOptionEntity:
+    """A knob's value in a configuration being defined, which a template may change in place
+    (TOPI's CUDA depthwise convolution sets ``cfg["unroll_explicit"].val = 0`` in its
+    fallback), as AutoTVM's can."""
+
+    val: object
+
+    def __repr__(self) -> str:
+        return repr(self.val)
 
 
 def get_factors(n: int) -> list[int]:
@@ -72,7 +84,10 @@ class FallbackConfigEntity(Config):
             return
         self._defined.add(knob.name)
         self.space.add(knob)
-        self._entities[knob.name] = knob.entity(0)
+        entity = knob.entity(0)
+        if isinstance(entity, ChoiceEntity):
+            entity = OtherOptionEntity(entity.val)
+        self._entities[knob.name] = entity
 
     def define_split(self, name: str, axis: object, policy: str = "factors", **kwargs) -> None:
         if isinstance(axis, VirtualAxis):
@@ -123,3 +138,32 @@ class FallbackConfigEntity(Config):
             sizes[k] = fitting[-1]
             left //= fitting[-1]
         self._entities[name] = SplitEntity(sizes)
+
+    @entry_point
+    def fallback_with_reference_log(self, ref_log) -> None:
+        """AutoTVM's fallback from configurations tuned for other workloads (TopHub's): the
+        record whose split knobs' products share the most divisors with this workload's
+        extents lends its splits (as `fallback_split`'s limits) and its other knobs. Records
+        are ``(input, result)`` pairs whose ``input.config[name]`` are entities; an empty log
+        (`tophub` has none) leaves the configuration as it is."""
+        splits = {
+            name: knob
+            for name, knob in self.space.knobs.items()
+            if isinstance(knob, Split) and knob.extent is not None
+        }
+        best, best_score = None, 0.0
+        for given, _ in ref_log:
+            score = 0.0
+            for name, knob in splits.items():
+                ours = get_factors(knob.extent)
+                theirs = get_factors(math.prod(given.config[name].size))
+                score += len(set(ours).intersection(theirs)) / len(ours)
+            if score > best_score:
+                best, best_score = given.config, score
+        if best is None:
+            return
+        for name in splits:
+            self.fallback_split(name, [-1, *best[name].size[1:]])
+        for name in self.space.knobs:
+            if name not in splits:
+                self._entities[name] = best[name]
