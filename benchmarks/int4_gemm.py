@@ -3,7 +3,8 @@ Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 
 decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
 Decoding (m <= 16) uses `decode_schedule`, with the slice of k from `DECODE_SLICES` that is
-fastest at the shape (each is built and timed: the column says which); prefill `schedule`.
+fastest at the shape (each is built and timed: the column says which); prefill `schedule` with
+`PREFILL`'s tiles.
 
 Peers: ``torch._weight_int4pack_mm`` (torch's tinygemm kernel, its own packing of the same
 shapes; "-" where this torch has none for the GPU) and the bfloat16 cuBLAS GEMM of the
@@ -31,6 +32,7 @@ SHAPES = [(8192, 10240), (28672, 8192)]  # (k, n)
 GROUP = 128
 DECODE_SLICES = {1: (64, 128), 16: (128, 256)}  # rows of k per block, by m (measured choices)
 DECODE = {1: dict(cols=4, warps=8, unroll=4), 16: dict(cols=4, warps=4, unroll=2)}
+PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
 
 def tinygemm(x: torch.Tensor, k: int, n: int):
@@ -59,7 +61,7 @@ def row(m: int, k: int, n: int, repeat: int) -> str:
     want = (a.float() @ dense.float()).to(torch.bfloat16)
     options = [dict(decode=True, slice_k=k_, **DECODE[m]) for k_ in DECODE_SLICES.get(m, ())]
     timed = []
-    for option in options or [{}]:
+    for option in options or [PREFILL]:
         kernel = gpu_gemm_int4.build(m, n, k, GROUP, "bfloat16", **dict(option))
         c = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
         kernel(a, wq, sc, ze, c)

@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ...ir import dtype as dt
 from .intrinsics import call_overloaded, intrinsic
-from .types import F32, F64, I32, is_signed, lanes_of, round_half, vector_of
+from .types import F32, F64, I32, is_signed, lanes_of, round_half, splat, vector_of
 
 
 def splat_like(value: int | float, like: ir.Value) -> ir.Constant:
@@ -160,6 +160,8 @@ def _to_float(b, value, source: str, target: str, lanes, rounding) -> ir.Value:
             converted = b.fpext(value, wide)
         else:
             converted = b.fptrunc(value, wide)
+    elif _small_unsigned(value, source) and wide == vector_of(F32, lanes):
+        converted = _small_to_float(b, value, lanes)
     elif source == "bool" or not is_signed(source):
         converted = b.uitofp(value, wide)
     else:
@@ -170,6 +172,32 @@ def _to_float(b, value, source: str, target: str, lanes, rounding) -> ir.Value:
 
 
 _SIGNIFICANT_BITS = {"float16": 11, "bfloat16": 8}
+_TWO_23 = 1 << 23
+
+
+def _small_unsigned(value: ir.Value, source: str) -> bool:
+    """Whether integer `value` lies in [0, 2^23): an unsigned 8- or 16-bit type, or a value
+    masked by such a constant (an unpacked nibble)."""
+    if source in ("bool", "uint8", "uint16"):
+        return True
+    return _masked_below(value, _TWO_23)
+
+
+def _masked_below(value: ir.Value, bound: int) -> bool:
+    if not (isinstance(value, ir.Instruction) and value.opname == "and"):
+        return False
+    masks = [o for o in value.operands if isinstance(o, ir.Constant)]
+    return any(isinstance(m.constant, int) and 0 <= m.constant < bound for m in masks)
+
+
+def _small_to_float(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:
+    """A value in [0, 2^23) as float32 by its bits: ``2^23 + v`` is the float whose
+    significand holds v, less 2^23, both exact. Two integer-unit instructions where a GPU's
+    conversion runs at a quarter of their rate."""
+    i32 = vector_of(I32, lanes)
+    wide = b.zext(value, i32) if value.type != i32 else value
+    bits = b.or_(wide, splat(I32, 0x4B000000, lanes))
+    return b.fsub(b.bitcast(bits, vector_of(F32, lanes)), splat(F32, float(_TWO_23), lanes))
 
 
 def _exact(value: ir.Value, source: str, target: str) -> bool:
@@ -181,10 +209,7 @@ def _exact(value: ir.Value, source: str, target: str) -> bool:
         return False
     if source in ("bool", "int8", "uint8"):
         return bits >= 8
-    if not (isinstance(value, ir.Instruction) and value.opname == "and"):
-        return False
-    masks = [o for o in value.operands if isinstance(o, ir.Constant)]
-    return any(isinstance(m.constant, int) and 0 <= m.constant < 1 << bits for m in masks)
+    return _masked_below(value, 1 << bits)
 
 
 def _to_float_round_to_odd(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:

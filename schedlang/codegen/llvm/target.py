@@ -172,8 +172,9 @@ class Target(ABC):
 
     def round_half(self, b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
         """A float computed for a 16- or 8-bit `dtype` rounded to it, kept in float (every
-        result of narrow-float arithmetic is); a target with instructions for the round trip
-        overrides it."""
+        result of narrow-float arithmetic is), by the target's `to_storage` and back by a
+        shift: on a GPU, conversions run at a quarter of the integer units' rate, and a
+        dequantising kernel is bound by them."""
         return round_half(b, dtype, value, self.to_storage)
 
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:

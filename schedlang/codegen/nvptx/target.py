@@ -72,7 +72,6 @@ if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
 
 _NATIVE_MATH = ("sqrt", "abs", "floor", "ceil", "round")
-_WIDEN = "cvt.f32.bf16 $0, $1;"  # sm_90 on
 
 
 class NvptxTarget(Target):
@@ -263,20 +262,8 @@ class NvptxTarget(Target):
         loaded = bfloat_bits(value)
         if loaded is not None:
             return loaded  # the bits a load widened, stored back as they are
-        if isinstance(value, ir.CallInstr) and getattr(value.callee, "asm", None) == _WIDEN:
-            return value.args[0]  # the bits `round_half` rounded to, stored as they are
         ftype = ir.FunctionType(ir.IntType(16), [F32])
         return b.asm(ftype, "cvt.rn.bf16.f32 $0, $1;", "=h,f", [value], side_effect=False)
-
-    def round_half(self, b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
-        """bfloat16 on sm_90 and later: ``cvt.rn.bf16.f32`` and back by ``cvt.f32.bf16``, two
-        instructions where the bits' shift and widening take three more. A dequantising
-        kernel rounds two or three values per weight."""
-        scalar = isinstance(value.type, ir.FloatType)
-        if dtype != "bfloat16" or not scalar or int(self.arch[3:].rstrip("af")) < 90:
-            return super().round_half(b, dtype, value)
-        bits = self.to_storage(b, dtype, value)
-        return b.asm(ir.FunctionType(F32, [bits.type]), _WIDEN, "=f,h", [bits], side_effect=False)
 
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         if dtype != "float32" or not isinstance(x.type, ir.FloatType):
