@@ -339,12 +339,29 @@ def test_attention_on_the_tensor_cores_takes_p_from_registers():
     assert len(re.findall(r"wgmma\.mma_async[^;]*\{%r\d+, %r\d+, %r\d+, %r\d+\}", ptx)) == 4
 
 
+def test_attention_on_the_tensor_cores_accumulates_the_output_in_place():
+    """The second product runs onto the running output, rescaled first
+    (`loopir.gpu.accumulate_in_place`): one accumulator of the output's size a warpgroup, not
+    two. At d = 128 a 64 x 128 score tile then fits: the register estimate refused 128 keys
+    a step there, and ptxas assembles it without spills."""
+    tensors = gpu_attention.tensor_core_attention(2, 256, 128)
+    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, keys=128), _io(tensors), "cuda")
+    text = str(kernel.lowered)
+    assert "O_block" not in text
+    assert "O.run[0, 0, 0:+64, 0:+128] += wgmma(M.online.P16_block" in text
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.stack_bytes <= 16, report.log
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize(("d", "causal"), [(64, False), (128, False), (64, True)])
-def test_attention_on_the_tensor_cores_on_the_gpu(d, causal):
-    bh, n = 3, 320
+@pytest.mark.parametrize(
+    ("d", "causal", "keys", "n"),
+    [(64, False, 64, 320), (128, False, 64, 320), (64, True, 64, 320), (128, True, 128, 384)],
+)
+def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n):
+    bh = 3
     tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
-    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors), _io(tensors), "cuda")
+    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, keys=keys), _io(tensors), "cuda")
     rng = np.random.default_rng(10)
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)

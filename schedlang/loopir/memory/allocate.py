@@ -100,8 +100,9 @@ def insert_allocations(
     groups = [g for g in groups if not any(b in whole for b in g)]
     owner = {id(b): k for k, group in enumerate(groups) for b in group}
     used: dict[int, set[int]] = {}
-    _groups_used(stmt, owner, used)
-    stmt = _Placer(groups, used).place(stmt, list(range(len(groups))))
+    anywhere = _groups_used(stmt, owner, used)
+    # a group no statement uses any more (a pass computed into another buffer) takes no memory
+    stmt = _Placer(groups, used).place(stmt, [k for k in range(len(groups)) if k in anywhere])
     for group in reversed(outer):
         stmt = _allocated(group, stmt)
     return stmt
