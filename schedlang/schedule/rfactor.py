@@ -41,7 +41,10 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
     if chosen.kind != "reduce":
         fail(f"'{chosen.name}' is a data axis; rfactor factors a reduce loop")
     data_touched = any(
-        (r.parent if isinstance(r, rec.Split) else r.fused).kind == "data" for r in stage.relations
+        r.parent.kind == "data"
+        if isinstance(r, rec.Split)
+        else r.fused.kind == "data" or any(a.kind == "data" for a in r.axes)
+        for r in stage.relations
     )
     if data_touched or stage.annotations or stage.binds or stage.attach is not None:
         fail(

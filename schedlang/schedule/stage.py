@@ -345,12 +345,12 @@ class Stage(StageViews):
                 f"fused axes must be adjacent loops listed outer to inner; the loop order is "
                 f"({order}); reorder first",
             )
-        kinds = {a.kind for a in resolved}
-        if len(kinds) > 1:
-            self._fail(AxisError, call, loc, "cannot fuse a data-parallel axis with a reduce axis")
         for a in resolved:
             self._check_unannotated(a, call, loc)
-        fused = Axis(self.name, ".".join(a.name for a in resolved) + ".fused", kinds.pop())
+        # a data loop fused with a reduce loop makes a reduce loop (TE's): the init runs the
+        # data loops on their own, before it (`poly.loops.init_leaves`)
+        kind = "reduce" if any(a.kind == "reduce" for a in resolved) else "data"
+        fused = Axis(self.name, ".".join(a.name for a in resolved) + ".fused", kind)
         total: int | None = 1
         for a in resolved:
             total = None if total is None or self.extents[a] is None else total * self.extents[a]
@@ -500,6 +500,15 @@ class Stage(StageViews):
                 f"'{resolved.name}' reduces over tuples ({len(self.ops)} outputs together); a "
                 "cross-thread reduction combines one value per thread: bind the data axes, "
                 "and keep the reduce loops serial",
+            )
+        if resolved.kind == "reduce" and guards.fuses_data(self, resolved):
+            self._fail(
+                BindError,
+                call,
+                loc,
+                f"'{resolved.name}' fuses data loops with reduce loops, so its threads would "
+                "update different elements: a cross-thread reduction cannot combine them; "
+                "bind the data loops, and fuse only reduce loops for threads",
             )
         if resolved.kind == "reduce" and tag.startswith("blockIdx"):
             self._fail(
