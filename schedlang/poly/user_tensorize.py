@@ -74,7 +74,9 @@ def plan_user(checker: _Checker, inner: tuple[Axis, ...], roots: list[Axis]) -> 
         same = _same(
             op.body.combiner.result, theirs.combiner.result, _combiner_vars(op.body, theirs), []
         )
-        if not same or op.body.combiner.identity.value != theirs.combiner.identity.value:
+        identities = (op.body.combiner.identity, theirs.combiner.identity)
+        constant = all(isinstance(e, Const) for e in identities)
+        if not same or not constant or identities[0].value != identities[1].value:
             raise checker.fail(
                 f"'{stage.name}' reduces with {op.body.combiner.name}, the intrinsic with "
                 f"{theirs.combiner.name}"
