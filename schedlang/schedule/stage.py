@@ -77,6 +77,7 @@ class Stage(StageViews):
         # pragma auto_unroll_max_step: the scope's loop -> (steps, where it was asked)
         self.auto_unroll: dict[Axis, tuple[int, str]] = {}
         self.imports: list[str] = []  # pragma import_llvm: LLVM IR linked into the kernel
+        self.pragmas: dict[Axis, list[tuple[str, object]]] = {}  # kept only (`pragma`)
         self.origin_op = op  # the op the stage was made for (cache_write, rfactor replace `op`)
         self._adopt(op)
 
@@ -439,8 +440,10 @@ class Stage(StageViews):
         extents multiply to at most `value`, innermost first, up to the first that does not
         fit; ``"unroll_explicit"`` is accepted with it (schedlang unrolls in its loop IR or has
         LLVM do it, the same loops either way); ``"import_llvm"`` (LLVM IR text) links the C
-        functions of a declared intrinsic into the CPU kernel. Others are refused, saying
-        why."""
+        functions of a declared intrinsic into the CPU kernel. TVM's thread-pool and C-code
+        pragmas are refused, saying why; any other name is kept on the loop, as TE keeps a
+        pragma no pass of it acts on (``iter_var_attrs[axis].pragma_keys``), with a warning
+        that it changes nothing."""
         apply_pragma(self, axis, name, value, user_location())
 
     @entry_point
