@@ -693,6 +693,8 @@ class Placement:
             tag = self._tag(value) if kind == "dim" else None
             if tag is None:
                 continue
+            if tag == "vthread" and self.extents[value.stage].get(value) == 1:
+                continue  # one virtual thread: no loop at all (TE's, anywhere)
             if not tag.startswith("blockIdx"):
                 inner_of = inner_of or value
                 continue
