@@ -102,3 +102,38 @@ def test_a_script_built_for_cuda_gives_its_ptx_and_runs_simulated():
     got = np.full(1000, np.nan, "float32")
     func.kernel.simulate(x, y, got)  # the loop-IR interpreter: no GPU needed
     np.testing.assert_allclose(got, x + y, rtol=1e-6)
+
+
+@te.hybrid.script
+def plain_sums(a, b):
+    c = output_tensor((1000,), "float32")  # noqa: F821
+    for i in range(1000):
+        c[i] = a[i] + b[i]
+    return c
+
+
+def test_te_hybrid_build_writes_the_schedule_into_its_module():
+    a = te.placeholder((1000,), "float32", name="a")
+    b = te.placeholder((1000,), "float32", name="b")
+    c = plain_sums(a, b)
+    s = te.create_schedule(c.op)
+    s[c].bind(c.op.axis[0], te.thread_axis("threadIdx.x"))
+    module = te.hybrid.build(s, [a, b], [c])
+    assert "for i in bind('threadIdx.x', 1000):" in module.src
+    again = module(a, b)  # a script from the module's source: the loop is bound
+    assert again.op.body[0].kind == tvm.tir.ForKind.THREAD_BINDING
+    func = tvm.build(te.create_schedule(again.op), [a, b, again], "cuda")
+    x, y = (RNG.uniform(-1, 1, 1000).astype("float32") for _ in range(2))
+    got = np.full(1000, np.nan, "float32")
+    func.kernel.simulate(x, y, got)
+    np.testing.assert_allclose(got, x + y, rtol=1e-6)
+
+
+def test_te_hybrid_build_refuses_a_schedule_its_module_cannot_carry():
+    a = te.placeholder((1000,), "float32", name="a")
+    b = te.placeholder((1000,), "float32", name="b")
+    c = plain_sums(a, b)
+    s = te.create_schedule(c.op)
+    s[c].split(c.op.axis[0], factor=10)
+    with pytest.raises(tvm.error.TVMError, match="splits, fuses or reorders the loops of"):
+        te.hybrid.build(s, [a, b], [c])
