@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import dtype as dt
-from .expr import Binary, CommReducer
+from .expr import Binary, CommReducer, Const
 
 Step = Callable[[np.ndarray, np.ndarray], np.ndarray]
 REDUCTIONS = {"+": np.sum, "*": np.prod, "max": np.max, "min": np.min}
@@ -24,6 +24,8 @@ def builtin_op(comb: CommReducer) -> str | None:
     if not (isinstance(r, Binary) and r.op in REDUCTIONS):
         return None
     if not ({id(r.a), id(r.b)} == {id(comb.lhs), id(comb.rhs)}):
+        return None
+    if not isinstance(comb.identity, Const):  # one per element (`visit.by_element`)
         return None
     identity = comb.identity.value
     usual = {

@@ -44,7 +44,7 @@ from .intrinsics import EXTERN, INTRIN, reference_function
 from .printer import expr_str
 from .scan import ScanOp, body_ops, body_sources, check_rows
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
-from .visit import walk
+from .visit import by_element, walk
 
 GRID_LIMIT = 1 << 24
 
@@ -576,6 +576,8 @@ def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
     if e.parts:
         return _reduce_tuple(e, ctx, inner, cond)
     source = np.broadcast_to(_eval(e.source, ctx, inner), grid.shape)
+    if by_element(e.combiner):
+        return _reduce_by_element(e, ctx, source, cond)
     identity = ctx.convert(e.combiner.identity.value, e.dtype)
     if cond is not None:
         source = np.where(cond, source, identity)
@@ -587,6 +589,32 @@ def _reduce(e: Reduce, ctx: _Context, mask) -> np.ndarray:
         extra = {"dtype": source.dtype} if builtin in ("+", "*") else {}
         return REDUCTIONS[builtin](source, axis=red_dims, initial=identity, **extra)
     return fold_pairwise(step, source, red_dims, identity)
+
+
+def _reduce_by_element(e: Reduce, ctx: _Context, source: np.ndarray, cond) -> np.ndarray:
+    """A reduction whose reducer uses the compute's indices (`visit.by_element`): from each
+    element's identity, its terms combined one at a time in the order of the reduce axes,
+    those where `where` is false skipped (as the unscheduled loop nest does; such a reducer
+    need not be associative)."""
+    grid = ctx.grid
+    n_data = len(grid.shape) - len(e.axis)
+    data = grid.shape[:n_data]
+    first = (slice(None),) * n_data + (0,) * len(e.axis)
+    saved = ctx.env
+    ctx.env = {v: np.broadcast_to(a, grid.shape)[first] for v, a in saved.items()}
+    kind = ctx.np_dtype(e.dtype)
+    try:
+        total = np.broadcast_to(_eval(e.combiner.identity, ctx, None), data).astype(kind)
+        terms = source.reshape(data + (-1,))
+        keep = None if cond is None else np.broadcast_to(cond, grid.shape).reshape(data + (-1,))
+        outer = ctx.env
+        for r in range(terms.shape[-1]):
+            ctx.env = {**outer, e.combiner.lhs: total, e.combiner.rhs: terms[..., r]}
+            new = np.broadcast_to(_eval(e.combiner.result, ctx, None), data).astype(kind)
+            total = new if keep is None else np.where(keep[..., r], new, total)
+    finally:
+        ctx.env = saved
+    return total
 
 
 def _reduce_tuple(e: Reduce, ctx: _Context, inner, cond) -> np.ndarray:

@@ -340,13 +340,15 @@ class Read(Expr):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CommReducer:
-    """A commutative, associative combiner specialised to one dtype, with its identity."""
+    """A commutative, associative combiner specialised to one dtype, with its identity: a
+    constant, or, as TE allows, an expression of the compute's indices (the combination may
+    use them too: each element is reduced with a reducer of its own, `visit.by_element`)."""
 
     name: str
     lhs: Var
     rhs: Var
     result: Expr
-    identity: Const
+    identity: Expr
 
     @property
     def dtype(self) -> str:

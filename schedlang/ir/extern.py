@@ -20,8 +20,15 @@ from .expr import Expr, Read, as_expr
 from .tensor import Outputs, PlaceholderOp, Tensor, _shape
 
 
+class ArrayArgument:
+    """What `call_packed` passes as an array rather than a scalar: an extern stage's
+    `ExternBuffer`, or a buffer a declared tensor intrinsic hands its function (one tile)."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class ExternBuffer:
+class ExternBuffer(ArrayArgument):
     """An array the function is handed: ``ins[k]`` (an input tensor) or ``outs[0]`` (the
     stage's output), whole."""
 
@@ -38,11 +45,12 @@ class ExternBuffer:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PackedCall:
-    """A call of the function registered as `func` with `args`: arrays (`ExternBuffer`) and
-    scalars (expressions of constants and scalar parameters)."""
+    """A call of the function registered as `func` with `args`: arrays (`ExternBuffer`, or
+    a declared intrinsic's buffers) and scalars (expressions of constants and scalar
+    parameters)."""
 
     func: str
-    args: tuple[ExternBuffer | Expr, ...]
+    args: tuple[ArrayArgument | Expr, ...]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -65,10 +73,11 @@ class ExternOp(PlaceholderOp):
 
 @entry_point
 def call_packed(func: str, *args: object) -> PackedCall:
-    """A call of the function registered as `func` (``sl.register_func``), for `extern`."""
+    """A call of the function registered as `func` (``sl.register_func``), for `extern` or
+    for the body of a `decl_tensor_intrin` (`schedule.user_intrin`)."""
     if not isinstance(func, str):
         raise AlgorithmError(f"call_packed: the function's name must be a string, not {func!r}")
-    return PackedCall(func, tuple(a if isinstance(a, ExternBuffer) else as_expr(a) for a in args))
+    return PackedCall(func, tuple(a if isinstance(a, ArrayArgument) else as_expr(a) for a in args))
 
 
 @entry_point

@@ -6,8 +6,21 @@ from collections.abc import Callable
 
 from ..errors import AlgorithmError, entry_point
 from . import dtype as dt
-from .expr import CommReducer, Expr, Reduce, Var, _operands, as_expr, binary, cast, const
+from .expr import (
+    CommReducer,
+    Const,
+    Expr,
+    Read,
+    Reduce,
+    Var,
+    _operands,
+    as_expr,
+    binary,
+    cast,
+    const,
+)
 from .tensor import IterVar
+from .visit import walk
 
 _TUPLES = (
     "{}: a reducer over tuples is applied to a tuple of values, "
@@ -45,8 +58,20 @@ class Reducer:
                 _TUPLES.format(f"the combiner of '{self.name}' returns a tuple for one value")
             )
         result = cast(as_expr(combined, like=dtype), dtype)
-        identity = const(_identity_value(self.fidentity(dtype)), dtype)
-        return CommReducer(self.name, lhs, rhs, result, identity)
+        return CommReducer(self.name, lhs, rhs, result, self._identity(dtype))
+
+    def _identity(self, dtype: str) -> Expr:
+        """A constant, or an expression of the compute's indices and sizes (TE's, checked
+        against the reduce axes by `__call__`); never a tensor's element."""
+        value = self.fidentity(dtype)
+        if not isinstance(value, Expr) or isinstance(value, Const):
+            return const(_identity_value(value), dtype)
+        if any(isinstance(n, Read) for n in walk(value)):
+            raise AlgorithmError(
+                f"the identity of '{self.name}' is '{value}', which reads a tensor; an identity "
+                "is a constant or an expression of the compute's indices and sizes"
+            )
+        return cast(value, dtype)
 
     @entry_point
     def __call__(self, expr: object, axis: object = None, where: object = None) -> Expr:
@@ -93,7 +118,16 @@ class Reducer:
                 f"sl.{self.name} over bools in '{source}': cast to a number first, "
                 "e.g. (cond).astype('int32')"
             )
-        return Reduce(self.combiner(source.dtype), source, axes, cond, source.dtype)
+        comb = self.combiner(source.dtype)
+        used = {n for e in (comb.identity, comb.result) for n in walk(e) if isinstance(n, Var)}
+        for ax in axes:
+            if ax.var in used:
+                raise AlgorithmError(
+                    f"the reducer '{self.name}' uses the reduce axis '{ax.var.name}' in its "
+                    "identity or combination; they may use the compute's indices, not the axes "
+                    "it reduces over"
+                )
+        return Reduce(comb, source, axes, cond, source.dtype)
 
     def _over_tuple(self, sources: list[Expr], axes: tuple, cond: Expr | None) -> tuple:
         """One Reduce per component of a reduction over tuples, combined together: each
@@ -139,7 +173,9 @@ def _is_axis_list(axis: object) -> bool:
 def _identity_value(value: object):
     if isinstance(value, Expr):
         if not hasattr(value, "value"):
-            raise AlgorithmError(f"the identity of a reducer must be a constant, got '{value}'")
+            raise AlgorithmError(
+                f"the identities of a reducer over tuples must be constants, got '{value}'"
+            )
         return value.value
     return value
 
@@ -153,6 +189,9 @@ def comm_reducer(
     """A user reducer: `fcombine(x, y)` must be commutative and associative, and
     `fidentity(dtype)` its identity (``fcombine(identity, y) == y``). Each combination is
     computed in the dtype of the reduced expression (see docs/concepts.md on accumulation).
+    As in TE, the identity and the combination may use the indices of the compute they
+    reduce in (``lambda t: i.astype(t)``): each element is then reduced from its own
+    identity, its terms combined in the order of the reduce axes.
 
     Over tuples (argmax), `x` and `y` are tuples, `fcombine` returns one value per component
     and `fidentity(*dtypes)` one identity per component; applied to a tuple of values, the

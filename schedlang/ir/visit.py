@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from .expr import Binary, Call, Cast, Compare, Expr, Read, Reduce, Select, Unary
+from .expr import (
+    Binary,
+    Call,
+    Cast,
+    CommReducer,
+    Compare,
+    Expr,
+    Read,
+    Reduce,
+    Select,
+    Unary,
+    Var,
+)
 
 _CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
     Binary: lambda e: (e.a, e.b),
@@ -73,5 +85,29 @@ def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
 
 
 def substitute(e: Expr, mapping: dict) -> Expr:
-    """`e` with every Var that is a key of `mapping` replaced by its value."""
-    return transform(e, lambda node: mapping.get(node) if node in mapping else None)
+    """`e` with every Var that is a key of `mapping` replaced by its value (in the reducers
+    that use the compute's indices, `by_element`, too)."""
+
+    def swap(node: Expr) -> Expr | None:
+        if isinstance(node, Reduce) and by_element(node.combiner):
+            return _with_combiners(node, mapping)
+        return mapping.get(node) if node in mapping else None
+
+    return transform(e, swap)
+
+
+def by_element(comb: CommReducer) -> bool:
+    """Whether a reducer's identity or combination uses the compute's indices (TE allows it:
+    each element is then reduced with a reducer of its own)."""
+    nodes = (n for e in (comb.result, comb.identity) for n in walk(e))
+    return any(isinstance(n, Var) and n.kind == "axis" for n in nodes)
+
+
+def _with_combiners(e: Reduce, mapping: dict) -> Reduce:
+    def swapped(c: CommReducer) -> CommReducer:
+        result, identity = substitute(c.result, mapping), substitute(c.identity, mapping)
+        return CommReducer(c.name, c.lhs, c.rhs, result, identity)
+
+    parts = tuple(swapped(p) for p in e.parts)
+    combiner = parts[e.value_index] if parts else swapped(e.combiner)
+    return Reduce(combiner, e.source, e.axis, e.where, e.dtype, parts, e.value_index)

@@ -27,7 +27,7 @@ from ..ir.expr import (
     const,
 )
 from ..ir.tensor import Operation
-from ..ir.visit import substitute, transform
+from ..ir.visit import by_element, substitute, transform
 from ..poly.isl_calls import Callbacks, OutOfOperations, budget
 from ..poly.loops import deferred_fuses, deferred_splits
 from ..poly.placement import Placed
@@ -536,10 +536,17 @@ class _Translator:
         elif st.role == "update":
             comb = st.stage.op.body.combiner
             old = Load(buffer, index, buffer.dtype)
-            new = substitute(comb.result, {comb.lhs: old, comb.rhs: lower(st.value)})
+            # the combination may use the compute's indices (`visit.by_element`)
+            new = substitute(lower(comb.result), {comb.lhs: old, comb.rhs: lower(st.value)})
             store = Store(buffer, index, new)
             tags = self._cross_thread_tags(leaf)
             if tags or buffer.scope in FRAGMENT_SCOPES:  # combined across threads or lanes
+                if by_element(comb):
+                    raise LoweringError(
+                        f"'{st.stage.name}' reduces with '{comb.name}', whose identity or "
+                        "combination uses the compute's indices, so threads cannot combine "
+                        "their partial results; keep its reduce loops serial"
+                    )
                 self.reductions[store] = CrossThread(comb, lower(st.value), tags)
             stmt = If(lower(st.where), store) if st.where is not None else store
         else:
@@ -569,7 +576,7 @@ class _Translator:
         news = [Var(self._unique(f"{b.name}.new"), b.dtype, "let") for b in parts]
         stmt: Stmt = seq(*(Store(b, index, v) for b, v in zip(parts, news)))
         for comb, v in reversed(list(zip(combiners, news))):
-            stmt = Let(v, substitute(comb.result, mapping), stmt)
+            stmt = Let(v, substitute(lower(comb.result), mapping), stmt)
         return stmt
 
     def keep_block_loops(self, stmt: Stmt) -> Stmt:

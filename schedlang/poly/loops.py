@@ -86,7 +86,7 @@ def loop_map(
     fused = {a for r in stage.relations if isinstance(r, rec.Fuse) for a in r.axes}
     for relation in stage.relations:
         axes = (relation.parent,) if isinstance(relation, rec.Split) else relation.axes
-        if (data_only and axes and axes[0].kind == "reduce") or id(relation) in kept:
+        if (data_only and any(a.kind == "reduce" for a in axes)) or id(relation) in kept:
             continue
         if any(relation is r for r in deferred.values()):
             step, current = _deferred(relation, current)
@@ -94,10 +94,18 @@ def loop_map(
             step, current = _step(relation, current, extents, fused)
         result = result.apply_range(step)
     leaves = [a for a in isl_leaves(stage, extents) if not (data_only and a.kind == "reduce")]
+    leaves += [a for a in current if a not in leaves]  # fused with reduce loops (`init_leaves`)
     order = [current.index(a) for a in leaves]
     xs = _names("x", len(current))
     permute = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[k] for k in order)}] }}")
     return result.apply_range(permute), leaves
+
+
+def init_leaves(stage: Stage, extents: dict[Axis, int | None]) -> list[Axis]:
+    """The loops of a reduction's init, in order: the stage's data loops, then the data
+    loops fused with reduce loops (the loop a fuse of both makes is a reduce loop, as in TE,
+    so the init runs them on their own, innermost, before the fused loop)."""
+    return loop_map(stage, "S", extents, data_only=True)[1]
 
 
 def deferred_splits(stage: Stage, extents: dict[Axis, int | None]) -> dict[Axis, rec.Split]:
@@ -178,7 +186,9 @@ def deferred_fuses(stage: Stage, extents: dict[Axis, int | None]) -> list[FusedG
             )
 
         roots = list(stage.root_axes)
-        if not all(a in roots and a.kind == "data" for a in r.axes):
+        if any(a.kind == "reduce" for a in r.axes):
+            refuse("a fuse with a reduce loop needs constant extents (but the outermost's)")
+        if not all(a in roots for a in r.axes):
             refuse("they must be loops of the stage's own axes (fuse before splitting)")
         spots = [roots.index(a) for a in r.axes]
         if spots != list(range(spots[0], spots[0] + len(spots))):

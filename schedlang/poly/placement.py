@@ -27,7 +27,7 @@ from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
 from .box_fill import box_clamps, box_domain
 from .footprint_box import simplest, too_large
-from .loops import isl_leaves, leaf_extents, loop_map
+from .loops import init_leaves, isl_leaves, leaf_extents, loop_map
 from .scan_placement import members, n_inits, place_scan
 from .scan_root import place_steps, stepped
 from .scans import find_scans
@@ -247,9 +247,8 @@ class Placement:
         update = list(full)
         update[cut] = ("beta", full[cut][1] + 1)
         init = full[: cut + 1]
-        for a in loops[p0:]:
-            if a.kind == "data":
-                init += [("dim", a), ("beta", 0)]
+        for a in init_leaves(stage, self.extents.get(stage.name, stage.extents))[p0:]:
+            init += [("dim", a), ("beta", 0)]
         return {"init": init, "update": update}
 
     # -- placing statements ------------------------------------------------------------
@@ -694,6 +693,8 @@ class Placement:
             tag = self._tag(value) if kind == "dim" else None
             if tag is None:
                 continue
+            if tag == "vthread" and self.extents[value.stage].get(value) == 1:
+                continue  # one virtual thread: no loop at all (TE's, anywhere)
             if not tag.startswith("blockIdx"):
                 inner_of = inner_of or value
                 continue

@@ -4,11 +4,14 @@ tile loops compute what its compute does, and where each of its buffers lies in 
 The tile loops (from the tensorized axis inwards) stand for the intrinsic's axes, its data
 axes then its reduce axes, each stepping one of the stage's root variables by one (as for the
 shipped intrinsics). The stage's expression must be the intrinsic's, node for node, with the
-same reducer; each pair of reads then moves alike: where the intrinsic's read indexes its
-buffer's dimension d by axis a, the stage's read moves along one dimension of its tensor by
-exactly one at each step of a's loop (isl's deltas, `_Checker._steps`), and not at all along
-the loops its intrinsic read does not use; the buffer's dimensions lie in the same order in the
-tensor. The store moves likewise through the stage's own tensor. A tile the edge of the domain
+same reducer; each pair of reads then lies alike: on every point of every tile, where the
+intrinsic's read lies in its buffer is where the stage's read lies in its tensor, counted
+from the tile's first element (isl, `_Tile`), dimension by dimension, the buffer's dimensions
+along the tensor's in the same order, and the tensor's other dimensions fixed within a tile.
+So an intrinsic may read its tile through ``//`` and ``%``, or a window wider than its loops
+(a pooling's ``A[c, h + kh, w + kw]``), as TE allows. The function gets the address of the
+stage's read at the tile's first instance: the intrinsic's read lies at 0 there. The
+store moves likewise through the stage's own tensor. A tile the edge of the domain
 cuts is refused: the function computes whole tiles.
 """
 
@@ -18,10 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import islpy as isl
+
 from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Read, Reduce, Select, Unary, Var
+from ..ir.integers import as_int
 from ..ir.tensor import Operation
 from ..ir.visit import children
 from ..schedule.axis import Axis
+from .affine import NonAffine, aff_text
 
 if TYPE_CHECKING:
     from .tensorize import TensorPlan, _Checker
@@ -67,7 +74,9 @@ def plan_user(checker: _Checker, inner: tuple[Axis, ...], roots: list[Axis]) -> 
         same = _same(
             op.body.combiner.result, theirs.combiner.result, _combiner_vars(op.body, theirs), []
         )
-        if not same or op.body.combiner.identity.value != theirs.combiner.identity.value:
+        identities = (op.body.combiner.identity, theirs.combiner.identity)
+        constant = all(isinstance(e, Const) for e in identities)
+        if not same or not constant or identities[0].value != identities[1].value:
             raise checker.fail(
                 f"'{stage.name}' reduces with {op.body.combiner.name}, the intrinsic with "
                 f"{theirs.combiner.name}"
@@ -80,10 +89,8 @@ def plan_user(checker: _Checker, inner: tuple[Axis, ...], roots: list[Axis]) -> 
             "the expressions must be the same, node for node"
         )
     axes = [iv.var for iv in declared.axis + declared.reduce_axis]
-    reads = []
-    for read, their_read in pairs:
-        steps = checker._steps(p, read, roots)
-        reads.append((their_read.tensor.op, _dims(checker, read, their_read, steps, axes)))
+    tile = _Tile(checker, p, roots, axes, intrin.shape)
+    reads = [(theirs.tensor.op, tile.dims(read, theirs)) for read, theirs in pairs]
     data = list(stage.root_axes[: len(op.axis)])
     dst_dims = tuple(data.index(r) for r in roots[:n_data])
     if list(dst_dims) != sorted(dst_dims):
@@ -103,54 +110,107 @@ def plan_user(checker: _Checker, inner: tuple[Axis, ...], roots: list[Axis]) -> 
                 "the intrinsic needs an update (and a reset): return (body, reset, update)"
             )
         ops = {"init": "reset" if intrin.reset else None, "update": "update"}
-    shapes = dict(zip(axes, intrin.shape))
     srcs = tuple(
-        TileOf(read.tensor.op, dims, tuple(shapes[a] for a in _read_axes(theirs, axes)))
-        for (_, dims), (read, theirs) in zip(reads, pairs)
+        TileOf(read.tensor.op, dims, tuple(as_int(n) for n, d in zip(theirs.shape, dims) if d >= 0))
+        for (_, dims), (read, theirs) in zip(reads, ((r, t.tensor) for r, t in pairs))
     )
     call = UserCall(intrin, tuple(reads), dst_dims, checker.fail)
     dst = TileOf(op, dst_dims, intrin.shape[:n_data])
     return TensorPlan(stage.name, inner, ops, dst, srcs, call=call)
 
 
-def _dims(checker, read: Read, theirs: Read, steps, axes: list[Var]) -> tuple[int, ...]:
-    """The dimension of `read`'s tensor that each dimension of `theirs`'s buffer lies along."""
-    dims = []
-    used = set()
-    for d, index in enumerate(theirs.indices):
-        if isinstance(index, Const) and index.value == 0:
-            dims.append(None)
-            continue
-        if not (isinstance(index, Var) and index in axes):
-            raise checker.fail(
-                f"the intrinsic reads '{theirs}': each index of its reads is one of its axes (or 0)"
+class _Tile:
+    """The reads of one tile, each an isl function of the tile's origin (a stage instance
+    whose tile loops are all 0, in the root space) and of the intrinsic's axes `u`: how far
+    the stage's read lies from where it lies at the origin, and where the intrinsic's read
+    lies in its buffer. A buffer dimension lies along the tensor dimension where the two
+    agree on every point of every tile (TE's tiles read through ``//`` and ``%``, or a window
+    wider than the tile loops, included)."""
+
+    def __init__(self, checker: _Checker, p, roots: list[Axis], axes: list[Var], shape) -> None:
+        self.checker, self.p, self.axes = checker, p, axes
+        space = p.stmt.root_space
+        names = checker.stage.root_axes
+        n = p.to_root.dim(isl.dim_type.out)
+        loops = p.loops.dim(isl.dim_type.out)
+        vs = [f"v{k}" for k in range(loops)]
+        zero = " and ".join(f"{v} = 0" for v in vs[loops - len(roots) :])
+        at = isl.Set(f"{{ [{', '.join(vs)}] : {zero} }}").align_params(p.loops.get_space())
+        origins = p.loops.intersect_range(at).domain().apply(p.to_root)
+        xs = [f"x{k}" for k in range(n)]
+        us = [f"u{a}" for a in range(len(axes))]
+        moved = list(xs)
+        for a, root in enumerate(roots):
+            k = names.index(root)
+            moved[k] = f"{moved[k]} + {us[a]}"
+        bounds = " and ".join(f"0 <= {u} < {e}" for u, e in zip(us, shape))
+        pair = f"[{', '.join(xs + us)}]"
+        params = checker.params.prefix
+        self.tile = isl.Set(f"{params} {{ {pair} : {bounds} }}")
+        self.tile = self.tile.intersect(
+            origins.flat_product(isl.Set(f"{{ [{', '.join(us)}] }}")).align_params(
+                self.tile.get_space()
             )
-        a = axes.index(index)
-        used.add(a)
-        moved = steps[a]
-        if moved is None:
-            raise checker.fail(
-                f"'{read}' does not move along the tile loop of the intrinsic's axis "
-                f"'{index.name}', as '{theirs}' does along dimension {d}"
-            )
-        dims.append(moved)
-    for a, moved in enumerate(steps):
-        if a not in used and moved is not None:
-            raise checker.fail(
-                f"'{read}' moves with the tile loop of the intrinsic's axis '{axes[a].name}', "
-                f"which '{theirs}' does not use"
-            )
-    placed = [d for d in dims if d is not None]
-    if placed != sorted(placed) or len(set(placed)) != len(placed):
-        raise checker.fail(
-            f"'{read}' runs along its tensor's dimensions {tuple(placed)} where '{theirs}' runs "
-            "along its buffer's in order; reorder the tensor or the intrinsic's indices"
         )
-    return tuple(-1 if d is None else d for d in dims)
+        self.at_u = isl.Map(f"{params} {{ {pair} -> {space}[{', '.join(moved)}] }}")
+        self.at_0 = isl.Map(f"{params} {{ {pair} -> {space}[{', '.join(xs)}] }}")
+        self.pair = pair
+        self.names = {v: u for v, u in zip(axes, us)}
+        self.context = checker.params.context
 
+    def _function(self, m: isl.Map) -> isl.PwMultiAff:
+        m = m.align_params(self.tile.get_space()).intersect_domain(self.tile)
+        return isl.PwMultiAff.from_map(m.intersect_params(self.context))
 
-def _read_axes(theirs: Read, axes: list[Var]) -> list[Var]:
-    return [i for i in theirs.indices if isinstance(i, Var) and i in axes]
+    def _zero(self, a: isl.PwAff) -> bool:
+        return a.non_zero_set().intersect_params(self.context).is_empty()
+
+    def dims(self, read: Read, theirs: Read) -> tuple[int, ...]:
+        """The dimension of `read`'s tensor that each dimension of `theirs`'s buffer lies
+        along (-1 for a dimension the intrinsic reads at 0 throughout)."""
+        access = next(a for a in self.p.stmt.reads if a.read is read).relation
+        access = access.align_params(self.tile.get_space())
+        mine = self._function(self.at_u.apply_range(access)).sub(
+            self._function(self.at_0.apply_range(access))
+        )
+        try:
+            text = [aff_text(i, self.names) for i in theirs.indices]
+        except NonAffine:
+            raise self.checker.fail(
+                f"the intrinsic reads '{theirs}', whose indices are not affine in its axes"
+            ) from None
+        theirs_at = self._function(isl.Map(f"{{ {self.pair} -> [{', '.join(text)}] }}"))
+        moving = mine.dim(isl.dim_type.out)
+        dims: list[int] = []
+        for d in range(theirs_at.dim(isl.dim_type.out)):
+            want = theirs_at.get_pw_aff(d)
+            if self._zero(want):
+                dims.append(-1)
+                continue
+            found = [
+                t
+                for t in range(moving)
+                if t not in dims and self._zero(mine.get_pw_aff(t).sub(want))
+            ]
+            if not found:
+                raise self.checker.fail(
+                    f"'{read}' does not move through its tensor as '{theirs}' moves through "
+                    f"dimension {d} of its buffer, at some point of a tile"
+                )
+            dims.append(found[0])
+        for t in range(moving):
+            if t not in dims and not self._zero(mine.get_pw_aff(t)):
+                raise self.checker.fail(
+                    f"'{read}' moves along dimension {t} of its tensor within a tile, along "
+                    f"which '{theirs}' does not move through its buffer"
+                )
+        placed = [d for d in dims if d >= 0]
+        if placed != sorted(placed):
+            raise self.checker.fail(
+                f"'{read}' runs along its tensor's dimensions {tuple(placed)} where '{theirs}' "
+                "runs along its buffer's in order; reorder the tensor or the intrinsic's indices"
+            )
+        return tuple(dims)
 
 
 def _combiner_vars(mine: Expr, theirs: Expr) -> dict:

@@ -131,6 +131,14 @@ class ExternProgram:
     def asm(self) -> str:
         return "" if self.kernel is None else self.kernel.asm
 
+    @property
+    def ptx(self) -> str:
+        """The PTX of a CUDA build's kernels (the stages, the hybrid scripts), one after
+        another; empty for the CPU."""
+        first = None if self.first is None else self.first[0]
+        kernels = [first, *self.hybrid_kernels.values(), self.kernel]
+        return "\n".join(k.ptx for k in kernels if getattr(k, "ptx", None))
+
     def export(self, path) -> None:
         if any(isinstance(step, ExternOp) for step in self.externs):
             raise LoweringError(

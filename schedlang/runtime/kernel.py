@@ -14,6 +14,7 @@ from ..loopir.core.nodes import LoweredFunc
 from .arguments import check_arguments, written_params
 from .fast_path import guard_spec
 from .outputs import OutputPlan
+from .packed_calls import raise_errors, trampolines
 from .parallel import runtime_imports
 from .scalars import ScalarArguments
 from .size_limits import SizeLimits
@@ -46,6 +47,7 @@ class Kernel:
         self._guard = None if spec is None else guard(spec, compiled.address)
         self._checked = None if self._guard is None else self._guard.function
         self._table = None if self._guard is None else self._guard.table
+        self._packed = trampolines(lowered)  # Python functions it calls: their exceptions
 
     @classmethod
     def for_cpu(cls, lowered: LoweredFunc, contract: bool = True) -> Kernel:
@@ -60,6 +62,8 @@ class Kernel:
     def __call__(self, *arrays: np.ndarray, **sizes: int) -> object:
         if self._checked is not None and not sizes:
             status = self._checked(id(arrays), self._table)  # a tuple, alive throughout
+            if self._packed:
+                raise_errors(self._packed)
             if status == 0:
                 return None
             if status != UNUSUAL:
@@ -95,6 +99,8 @@ class Kernel:
 
     def _run(self, call) -> None:
         status = self._entry(call.buffers, call.sizes)
+        if self._packed:
+            raise_errors(self._packed)
         if status != 0:
             raise self._failure(status)
 

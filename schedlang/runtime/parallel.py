@@ -3,7 +3,8 @@
 The fork-join itself is native code (`schedlang.codegen.cpu.pool`), compiled by LLVM the first
 time a kernel with a ``parallel`` loop is built in a process (the disk cache keeps the object
 file, so later processes only link it) and never unloaded: its threads and its fork handler
-live as long as the process. Kernels call it by address and never call back into Python.
+live as long as the process. Kernels call it by address and never call back into Python
+(but for the packed calls of declared intrinsics, `packed_calls`).
 
 The pool has `parallel_threads()` participants, the caller included, fixed when it is loaded:
 ``schedlang info``'s usable cores, or ``SCHEDLANG_NUM_THREADS``. With one, loops run serially.
@@ -24,6 +25,7 @@ from ..errors import LaunchError
 from ..loopir.core.nodes import For, LoweredFunc
 from ..loopir.core.visit import walk_stmt
 from ..platform_info import parallel_threads
+from .packed_calls import trampolines
 
 
 class _Pool:
@@ -74,13 +76,16 @@ def _pool() -> _Pool:
 
 def runtime_imports(func: LoweredFunc) -> dict[str, int]:
     """The runtime's symbols the CPU code of `func` calls (name -> address): the pool is
-    loaded only for kernels with a parallel loop."""
+    loaded only for kernels with a parallel loop; the callbacks of packed calls
+    (`packed_calls`) only for kernels that make them."""
+    found = {t.site.symbol: t.address for t in trampolines(func)}
     for stmt in walk_stmt(func.body):
         if isinstance(stmt, For) and stmt.kind == "parallel":
             from ..codegen.cpu.pool_abi import PARALLEL_FOR
 
-            return {PARALLEL_FOR: _pool().parallel_for}
-    return {}
+            found[PARALLEL_FOR] = _pool().parallel_for
+            break
+    return found
 
 
 def started_workers() -> int:

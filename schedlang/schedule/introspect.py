@@ -75,6 +75,15 @@ class IterVarAttr:
     iter_type: IterType
     bind_thread: str | None = None
     tensor_intrin: object = None
+    pragma_keys: tuple[PragmaKey, ...] = ()  # the pragmas kept on it (`Stage.pragma`)
+    pragma_values: tuple = ()  # and their values
+
+
+@dataclass(frozen=True)
+class PragmaKey:
+    """A pragma's name as TE reports it: a string constant, read through ``.value``."""
+
+    value: str
 
 
 class StageViews:
@@ -127,9 +136,12 @@ class StageViews:
             intrin = None
             if self.tensorized is not None and self.tensorized.axis == axis:
                 kind, intrin = IterType.Tensorized, self.tensorized.intrin
-            if kind is None and axis not in self.binds:
+            pragmas = self.pragmas.get(axis, [])
+            if kind is None and axis not in self.binds and not pragmas:
                 continue
             if kind is None:
                 kind = IterType.CommReduce if axis.kind == "reduce" else IterType.DataPar
-            attrs[shown(self, axis)] = IterVarAttr(kind, self.binds.get(axis), intrin)
+            keys = tuple(PragmaKey(name) for name, _ in pragmas)
+            values = tuple(value for _, value in pragmas)
+            attrs[shown(self, axis)] = IterVarAttr(kind, self.binds.get(axis), intrin, keys, values)
         return attrs

@@ -1,12 +1,14 @@
 """``s[T].pragma(axis, name, value)``: TE's pragmas, each mapped onto what schedlang has, or
-refused with the reason (`Stage.pragma` documents them)."""
+refused with the reason, or, for a name schedlang acts on in no way, kept on the loop with a
+warning, as TE keeps it (`Stage.pragma` documents them)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import warn
 from . import records as rec
-from .errors import AnnotationError
+from .errors import AnnotationError, message
 
 if TYPE_CHECKING:
     from .stage import Stage
@@ -39,10 +41,26 @@ def apply_pragma(stage: Stage, axis: object, name: str, value: object, loc: str)
         stage._record(rec.ImportLlvm(stage.name, resolved, value, loc))
         return
     why = _PRAGMAS_REFUSED.get(name)
-    if why is None:
-        known = "unroll, vectorize, auto_unroll_max_step, unroll_explicit, import_llvm"
-        why = f"schedlang does not know this pragma (it knows {known})"
-    stage._fail(AnnotationError, call, loc, why)
+    if why is not None:
+        stage._fail(AnnotationError, call, loc, why)
+    if not isinstance(name, str) or not name:
+        stage._fail(AnnotationError, call, loc, f"a pragma's name is a string, not {name!r}")
+    # TE keeps a pragma it has no pass for on the loop, changing nothing: so does schedlang,
+    # saying so (a misspelt name then shows)
+    warn(
+        message(
+            stage.name,
+            call,
+            loc,
+            f"schedlang acts on no pragma {name!r} (it acts on {_KNOWN}); it is kept on the "
+            "loop (iter_var_attrs) and changes nothing that is computed",
+        )
+    )
+    stage.pragmas.setdefault(resolved, []).append((name, value))
+    stage._record(rec.Pragma(stage.name, resolved, name, value, loc))
+
+
+_KNOWN = "unroll, vectorize, auto_unroll_max_step, unroll_explicit, import_llvm"
 
 
 _IMPORTED_CODE = (

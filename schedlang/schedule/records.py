@@ -84,6 +84,18 @@ class ImportLlvm:
 
 
 @dataclass(frozen=True, slots=True)
+class Pragma:
+    """``pragma(axis, name, value)`` with a name schedlang acts on in no way: kept on the loop,
+    as TE keeps a pragma it has no pass for (an annotation for the user's own tools)."""
+
+    stage: str
+    axis: Axis
+    name: str
+    value: object = None
+    loc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Bind:
     stage: str
     axis: Axis

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..ir.expr import Const, Expr, Read, Reduce, Var, const, logical, select
 from ..ir.integers import as_int
 from ..ir.tensor import ComputeOp, IterVar, Range, Tensor
-from ..ir.visit import substitute
+from ..ir.visit import by_element, substitute
 from . import records as rec
 from .errors import RFactorError, message
 from .relations import leaf_form
@@ -35,13 +35,22 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
     op = stage.op
     if not isinstance(op, ComputeOp) or not isinstance(op.body, Reduce):
         fail(f"'{stage.name}' is not a reduction")
+    if by_element(op.body.combiner):
+        fail(
+            f"'{stage.name}' reduces with '{op.body.combiner.name}', whose identity or "
+            "combination uses the compute's indices; the partial results rfactor makes would "
+            "each start from that identity, so it needs a reducer of constants"
+        )
     stage._one_output(RFactorError, call, loc)
     stage._keep_in_scan(call, loc, RFactorError)
     chosen = stage._axis(axis, call, loc)
     if chosen.kind != "reduce":
         fail(f"'{chosen.name}' is a data axis; rfactor factors a reduce loop")
     data_touched = any(
-        (r.parent if isinstance(r, rec.Split) else r.fused).kind == "data" for r in stage.relations
+        r.parent.kind == "data"
+        if isinstance(r, rec.Split)
+        else r.fused.kind == "data" or any(a.kind == "data" for a in r.axes)
+        for r in stage.relations
     )
     if data_touched or stage.annotations or stage.binds or stage.attach is not None:
         fail(

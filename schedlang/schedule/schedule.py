@@ -373,6 +373,8 @@ def _apply(s: Schedule, r: object) -> None:
         stage.pragma(r.axis, "auto_unroll_max_step", r.max_step)
     elif isinstance(r, rec.ImportLlvm):
         stage.pragma(r.axis, "import_llvm", r.code)
+    elif isinstance(r, rec.Pragma):
+        stage.pragma(r.axis, r.name, r.value)
     elif isinstance(r, rec.Bind):
         stage.bind(r.axis, r.tag)
     elif isinstance(r, rec.ComputeAt):

@@ -77,6 +77,7 @@ class Stage(StageViews):
         # pragma auto_unroll_max_step: the scope's loop -> (steps, where it was asked)
         self.auto_unroll: dict[Axis, tuple[int, str]] = {}
         self.imports: list[str] = []  # pragma import_llvm: LLVM IR linked into the kernel
+        self.pragmas: dict[Axis, list[tuple[str, object]]] = {}  # kept only (`pragma`)
         self.origin_op = op  # the op the stage was made for (cache_write, rfactor replace `op`)
         self._adopt(op)
 
@@ -345,12 +346,12 @@ class Stage(StageViews):
                 f"fused axes must be adjacent loops listed outer to inner; the loop order is "
                 f"({order}); reorder first",
             )
-        kinds = {a.kind for a in resolved}
-        if len(kinds) > 1:
-            self._fail(AxisError, call, loc, "cannot fuse a data-parallel axis with a reduce axis")
         for a in resolved:
             self._check_unannotated(a, call, loc)
-        fused = Axis(self.name, ".".join(a.name for a in resolved) + ".fused", kinds.pop())
+        # a data loop fused with a reduce loop makes a reduce loop (TE's): the init runs the
+        # data loops on their own, before it (`poly.loops.init_leaves`)
+        kind = "reduce" if any(a.kind == "reduce" for a in resolved) else "data"
+        fused = Axis(self.name, ".".join(a.name for a in resolved) + ".fused", kind)
         total: int | None = 1
         for a in resolved:
             total = None if total is None or self.extents[a] is None else total * self.extents[a]
@@ -439,8 +440,10 @@ class Stage(StageViews):
         extents multiply to at most `value`, innermost first, up to the first that does not
         fit; ``"unroll_explicit"`` is accepted with it (schedlang unrolls in its loop IR or has
         LLVM do it, the same loops either way); ``"import_llvm"`` (LLVM IR text) links the C
-        functions of a declared intrinsic into the CPU kernel. Others are refused, saying
-        why."""
+        functions of a declared intrinsic into the CPU kernel. TVM's thread-pool and C-code
+        pragmas are refused, saying why; any other name is kept on the loop, as TE keeps a
+        pragma no pass of it acts on (``iter_var_attrs[axis].pragma_keys``), with a warning
+        that it changes nothing."""
         apply_pragma(self, axis, name, value, user_location())
 
     @entry_point
@@ -500,6 +503,15 @@ class Stage(StageViews):
                 f"'{resolved.name}' reduces over tuples ({len(self.ops)} outputs together); a "
                 "cross-thread reduction combines one value per thread: bind the data axes, "
                 "and keep the reduce loops serial",
+            )
+        if resolved.kind == "reduce" and guards.fuses_data(self, resolved):
+            self._fail(
+                BindError,
+                call,
+                loc,
+                f"'{resolved.name}' fuses data loops with reduce loops, so its threads would "
+                "update different elements: a cross-thread reduction cannot combine them; "
+                "bind the data loops, and fuse only reduce loops for threads",
             )
         if resolved.kind == "reduce" and tag.startswith("blockIdx"):
             self._fail(

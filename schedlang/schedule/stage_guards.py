@@ -151,3 +151,15 @@ def check_live(stage: Stage, call: str, loc: str) -> None:
             "that added it; apply that primitive again, and schedule the stage it gives",
         )
     )
+
+
+def fuses_data(stage: Stage, axis) -> bool:
+    """Whether the loop `axis` runs data loops fused with reduce loops (directly, or split
+    from or fused with such a loop): each of its iterations updates an element of its own."""
+    for r in stage.relations:
+        if isinstance(r, rec.Split) and axis in (r.outer, r.inner):
+            return fuses_data(stage, r.parent)
+        if isinstance(r, rec.Fuse) and axis == r.fused:
+            kinds = {a.kind for a in r.axes}
+            return len(kinds) > 1 or any(fuses_data(stage, a) for a in r.axes)
+    return False

@@ -68,6 +68,8 @@ def _line(r, st: str, ref) -> str:
         return f'{st}.pragma({ref(r.axis)}, "auto_unroll_max_step", {r.max_step})'
     if isinstance(r, rec.ImportLlvm):
         return f'{st}.pragma({ref(r.axis)}, "import_llvm", {r.code!r})'
+    if isinstance(r, rec.Pragma):
+        return f"{st}.pragma({ref(r.axis)}, {r.name!r}, {r.value!r})"
     if isinstance(r, rec.Bind):
         return f'{st}.bind({ref(r.axis)}, sl.thread_axis("{r.tag}"))'
     if isinstance(r, rec.ComputeAt):

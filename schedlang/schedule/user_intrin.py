@@ -26,20 +26,21 @@ from dataclasses import dataclass
 from ..errors import AlgorithmError, ScheduleError, entry_point
 from ..ir import dtype as dt
 from ..ir.expr import Expr, Reduce, Var, as_expr
+from ..ir.extern import ArrayArgument, PackedCall
 from ..ir.integers import as_int
 from ..ir.intrin_call import IntrinCall
 from ..ir.tensor import ComputeOp, Operation, Tensor
 
 
 @dataclass(frozen=True, eq=False)
-class Pointer:
+class Pointer(ArrayArgument):
     """The address of the first element of a buffer's tile, as a call argument."""
 
     buffer: BufferDecl
     mode: str
 
 
-class BufferDecl:
+class BufferDecl(ArrayArgument):
     """How one tensor of an intrinsic's compute is laid out for the function: its shape and
     dtype, and its strides in elements (constants, or variables the tensorized tensor's strides
     give at each call); compact row-major by default."""
@@ -85,11 +86,14 @@ def decl_buffer(
 @dataclass(frozen=True, eq=False)
 class ExternCall:
     """A call of the C function `name` (returning `dtype`, which is ignored) with `args`:
-    tile addresses (`Pointer`) and integers (expressions of constants and stride variables)."""
+    tile addresses (`Pointer`) and integers (expressions of constants and stride variables).
+    A `packed` call calls the Python function registered as `name` (``sl.call_packed``),
+    handing it each tile as an array (a view of the tensor) and the integers."""
 
     name: str
     dtype: str
     args: tuple[Pointer | Expr, ...]
+    packed: bool = False
 
 
 @entry_point
@@ -97,19 +101,29 @@ def call_extern(dtype: object, name: str, *args: object) -> ExternCall:
     """A call of the C function `name`, for the body of a `decl_tensor_intrin`."""
     if not isinstance(name, str) or not name.isidentifier():
         raise AlgorithmError(f"call_extern: {name!r} is not a C function name")
+    return ExternCall(name, dt.canonical(dtype), _arguments("call_extern", name, args))
+
+
+def _arguments(
+    how: str, name: str, args, output: BufferDecl | None = None
+) -> tuple[Pointer | Expr, ...]:
+    """A call's arguments; a packed call's buffers are whole tiles, the `output` one written
+    (and read, where it accumulates)."""
     values = []
     for a in args:
+        if isinstance(a, BufferDecl) and how == "call_packed":
+            a = Pointer(a, "rw" if a is output else "r")
         if isinstance(a, Pointer):
             values.append(a)
             continue
         e = as_expr(a)
         if not dt.is_int(e.dtype):
             raise AlgorithmError(
-                f"call_extern '{name}': arguments are tile addresses (buffer.access_ptr) and "
+                f"{how} '{name}': arguments are tile addresses (buffer.access_ptr) and "
                 f"integers, not {e.dtype} ('{e}')"
             )
         values.append(e)
-    return ExternCall(name, dt.canonical(dtype), tuple(values))
+    return tuple(values)
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,7 +207,7 @@ def decl_tensor_intrin(
             "of one body are a list"
         )
     parts = produced if isinstance(produced, tuple) else (produced,)
-    calls = [_calls(p, op.name) for p in parts]
+    calls = [_calls(p, op.name, buffers[op]) for p in parts]
     body, reset, update = (calls + [(), ()])[:3]
     if len(parts) == 3 and not isinstance(op.body, Reduce):
         raise ScheduleError(
@@ -203,13 +217,19 @@ def decl_tensor_intrin(
     return UserIntrin(name or f"intrin {op.name}", op, buffers, body, reset, update)
 
 
-def _calls(part: object, name: str) -> tuple[ExternCall, ...]:
+def _calls(part: object, name: str, output: BufferDecl) -> tuple[ExternCall, ...]:
     if part is None:
         return ()
+    if isinstance(part, PackedCall):
+        args = _arguments("call_packed", part.func, part.args, output)
+        return (ExternCall(part.func, "int32", args, packed=True),)
     if isinstance(part, ExternCall):
         return (part,)
-    if isinstance(part, (list, tuple)) and all(isinstance(p, ExternCall) for p in part):
-        return tuple(part)
+    if isinstance(part, (list, tuple)) and all(
+        isinstance(p, (ExternCall, PackedCall)) for p in part
+    ):
+        return tuple(c for p in part for c in _calls(p, name, output))
     raise ScheduleError(
-        f"decl_tensor_intrin '{name}': the body is call_extern(...) calls, not {part!r}"
+        f"decl_tensor_intrin '{name}': the body is call_extern(...) or call_packed(...) calls, "
+        f"not {part!r}"
     )

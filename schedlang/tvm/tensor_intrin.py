@@ -8,8 +8,8 @@ reset, ``tir.tvm_store_matrix_sync``). schedlang ships those operations as `sl.i
 against the tensorized loops by isl; `decl_tensor_intrin` runs the TE body on stand-in
 buffers, reads which builtin it calls and with which fragment scope, checks the declared
 compute's shape against that operation's tile, and returns the shipped intrinsic. A body that
-calls C functions (``call_extern``, as tensorize.py's gemv) is schedlang's own declared
-intrinsic (`schedule.user_intrin`), for the CPU.
+calls C functions (``call_extern``, as tensorize.py's gemv) or registered Python functions
+(``call_packed``) is schedlang's own declared intrinsic (`schedule.user_intrin`), for the CPU.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import ScheduleError
+from ..ir.extern import PackedCall
+from ..ir.extern import call_packed as sl_call_packed
 from ..ir.tensor import ComputeOp, Operation, Tensor
 from ..schedule import intrin as sl_intrin
 from ..schedule.intrin import FRAGMENT_SCOPES, TensorIntrin
@@ -44,6 +46,12 @@ class DeclBuffer(BufferDecl):
 class _Handle:
     def __init__(self, buffer: DeclBuffer) -> None:
         self.buffer = buffer
+
+
+def call_packed(*args: object) -> PackedCall:
+    """TE's ``call_packed``: a buffer's ``.data`` (its data pointer) passes the buffer, whose
+    tile the function is handed as an array (`schedule.user_intrin`)."""
+    return sl_call_packed(*(a.buffer if isinstance(a, _Handle) else a for a in args))
 
 
 class _Offset:
@@ -118,8 +126,8 @@ def decl_tensor_intrin(
     produced = fcompute(ins, outs)
     bodies = produced if isinstance(produced, tuple) and len(produced) == 3 else (produced,)
     calls = [call for body in bodies for call in _calls(body)]
-    if any(isinstance(c, ExternCall) for c in calls):
-        if not all(isinstance(c, ExternCall) for c in calls):
+    if any(isinstance(c, (ExternCall, PackedCall)) for c in calls):
+        if not all(isinstance(c, (ExternCall, PackedCall)) for c in calls):
             raise ScheduleError(
                 f"decl_tensor_intrin '{op.name}': its body mixes C functions and warp-matrix "
                 "builtins"
@@ -178,8 +186,8 @@ def _bound(binds: dict, tensor: Tensor) -> DeclBuffer:
     return DeclBuffer(tensor.shape, tensor.dtype, tensor.name, "global", None)
 
 
-def _calls(body: object) -> list[BuiltinCall | ExternCall]:
-    if isinstance(body, (BuiltinCall, ExternCall)):
+def _calls(body: object) -> list[BuiltinCall | ExternCall | PackedCall]:
+    if isinstance(body, (BuiltinCall, ExternCall, PackedCall)):
         return [body]
     if isinstance(body, (tuple, list)):
         return [c for part in body for c in _calls(part)]

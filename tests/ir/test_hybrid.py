@@ -442,3 +442,29 @@ def test_a_script_runs_on_the_gpu():
     sl.build(sl.create_schedule(c.op), [a, b, c], target="cuda")(x, y, got)
     np.testing.assert_allclose(got[:, 0], x.sum(axis=1) + y, rtol=1e-5)
     np.testing.assert_array_equal(got[:, 1:], 0)
+
+
+@script
+def doubled_by_threads_then_blocks(a):
+    b = output_tensor(a.shape, a.dtype)  # noqa: F821
+    n = a.shape[0]
+    m = max_num_threads(True)  # noqa: F821
+    for i in bind("threadIdx.x", m):  # noqa: F821
+        for j in bind("blockIdx.x", ceil_div(n, m)):  # noqa: F821
+            if i * ceil_div(n, m) + j < n:  # noqa: F821
+                b[i * ceil_div(n, m) + j] = a[i * ceil_div(n, m) + j] * 2.0  # noqa: F821
+    return b
+
+
+def test_a_block_loop_bound_inside_a_thread_loop_and_max_num_threads():
+    """TE's scripts may bind blockIdx inside threadIdx (bound loops are indices, in any
+    order) and ask for the block's most threads (1024 on CUDA GPUs)."""
+    a = sl.placeholder((3001,), name="A")
+    b = doubled_by_threads_then_blocks(a)
+    program = sl.build(sl.create_schedule(b.op), [a, b], target="cuda")
+    assert "%ctaid.x" in program.ptx and "%tid.x" in program.ptx
+    x = _random(3001)
+    got = np.full(3001, np.nan, "float32")
+    program.simulate(x, got)
+    np.testing.assert_allclose(got, 2 * x, rtol=1e-6)
+    np.testing.assert_allclose(doubled_by_threads_then_blocks(x), 2 * x, rtol=1e-6)

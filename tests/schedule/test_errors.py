@@ -142,12 +142,13 @@ def test_fuse_symbolic_inner_extent():
         sl.lower(s, [a, c])
 
 
-def test_fuse_data_with_reduce_axis():
+def test_binding_a_fuse_of_data_and_reduce_loops():
     *_, c, s = matmul()
     i, j = c.op.axis
     (k,) = c.op.reduce_axis
-    with pytest.raises(AxisError, match="cannot fuse a data-parallel axis with a reduce axis"):
-        s[c].fuse(j, k)
+    ko, ki = s[c].split(s[c].fuse(j, k), factor=32)
+    with pytest.raises(BindError, match=r"'j.k.fused.inner' fuses data loops with reduce loops"):
+        s[c].bind(ki, sl.thread_axis("threadIdx.x"))
 
 
 def test_reorder_duplicate():

@@ -13,6 +13,7 @@ import pytest
 
 import schedlang as sl
 from schedlang.demo_cuda import te_gpu_gemm
+from schedlang.schedule.errors import BindError
 
 from .util import check
 
@@ -222,4 +223,25 @@ def test_double_buffer_needs_a_refill_loop():
     aa = s.cache_read(a, "shared", [c])
     s[aa].double_buffer()
     with pytest.raises(sl.ScheduleError, match=r"double_buffer\(\) at .*nothing refills it"):
+        sl.lower(s, [a, b, c])
+
+
+@pytest.mark.parametrize("virtual", [1, 2])
+def test_one_virtual_thread_outside_the_block_loops(virtual):
+    """TE's tensor-core recipe splits off a vthread loop of extent 1 and leaves it outside the
+    block loops: one virtual thread is no loop at all, so it may stand anywhere; two may not."""
+    a, b, c = matmul(12, 16, 6)
+    s = sl.create_schedule(c)
+    i, j = c.op.axis
+    yo, ty = s[c].split(i, factor=4 * virtual)
+    vy, ty = s[c].split(ty, factor=4)
+    xo, tx = s[c].split(j, factor=4)
+    s[c].reorder(yo, xo, ty, tx)
+    bind(s, c, (yo, "blockIdx.y"), (xo, "blockIdx.x"), (ty, "threadIdx.y"), (tx, "threadIdx.x"))
+    s[c].bind(vy, sl.thread_axis("vthread"))
+    assert [a.name for a in s[c].leaves][:3] == ["i.outer", "i.inner.outer", "j.outer"]
+    if virtual == 1:
+        check(s, [a, b], [c])
+        return
+    with pytest.raises(BindError, match="block loops must be outside thread loops"):
         sl.lower(s, [a, b, c])

@@ -87,8 +87,6 @@ def test_pragmas_schedlang_has_not_are_refused_with_the_reason():
         s[c].pragma(ko, "import_llvm", b"define void @f() { ret void }")
     with pytest.raises(AnnotationError, match="skips no region"):
         s[c].pragma(ko, "debug_skip_region")
-    with pytest.raises(AnnotationError, match="does not know this pragma .*auto_unroll_max_step"):
-        s[c].pragma(ko, "prefetch_scope")
     with pytest.raises(AnnotationError, match="an int >= 0, not 2.5"):
         s[c].pragma(ko, "auto_unroll_max_step", 2.5)
 
@@ -100,3 +98,19 @@ def test_a_scope_split_after_the_pragma_is_named_when_lowered():
     s[c].split(ko, factor=2)
     with pytest.raises(AnnotationError, match="'k.outer' was split or fused after the pragma"):
         sl.lower(s, list(tensors))
+
+
+def test_a_pragma_schedlang_acts_on_in_no_way_is_kept_with_a_warning():
+    s, tensors, ko = _blocked_matmul()
+    c = tensors[2]
+    before = str(sl.lower(s, list(tensors)))
+    with pytest.warns(sl.SchedlangWarning, match="acts on no pragma 'prefetch_scope' .*kept on"):
+        s[c].pragma(ko, "prefetch_scope", 2)
+    attrs = s[c].iter_var_attrs[ko]
+    assert [k.value for k in attrs.pragma_keys] == ["prefetch_scope"]
+    assert attrs.pragma_values == (2,)
+    assert "s[C].pragma(C_k_outer, 'prefetch_scope', 2)" in str(s)
+    with pytest.warns(sl.SchedlangWarning):
+        copied = s.copy()
+    assert str(sl.lower(copied, list(tensors))) == before
+    _run(copied, tensors)

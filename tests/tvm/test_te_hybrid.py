@@ -82,3 +82,58 @@ def test_for_kinds_name_the_loop_kinds_of_lowered_loops():
         lambda node: kinds.append(node.kind) if hasattr(node, "kind") else None,
     )
     assert tvm.tir.ForKind.VECTORIZED in kinds and tvm.tir.ForKind.SERIAL in kinds
+
+
+@te.hybrid.script
+def bound_sums(a, b):
+    c = output_tensor((1000,), "float32")  # noqa: F821
+    for tx in bind("threadIdx.x", 1000):  # noqa: F821
+        c[tx] = a[tx] + b[tx]
+    return c
+
+
+def test_a_script_built_for_cuda_gives_its_ptx_and_runs_simulated():
+    a = te.placeholder((1000,), "float32", name="a")
+    b = te.placeholder((1000,), "float32", name="b")
+    c = bound_sums(a, b)
+    func = tvm.build(te.create_schedule(c.op), [a, b, c], "cuda")
+    assert ".entry" in func.imported_modules[0].get_source()
+    x, y = (RNG.uniform(-1, 1, 1000).astype("float32") for _ in range(2))
+    got = np.full(1000, np.nan, "float32")
+    func.kernel.simulate(x, y, got)  # the loop-IR interpreter: no GPU needed
+    np.testing.assert_allclose(got, x + y, rtol=1e-6)
+
+
+@te.hybrid.script
+def plain_sums(a, b):
+    c = output_tensor((1000,), "float32")  # noqa: F821
+    for i in range(1000):
+        c[i] = a[i] + b[i]
+    return c
+
+
+def test_te_hybrid_build_writes_the_schedule_into_its_module():
+    a = te.placeholder((1000,), "float32", name="a")
+    b = te.placeholder((1000,), "float32", name="b")
+    c = plain_sums(a, b)
+    s = te.create_schedule(c.op)
+    s[c].bind(c.op.axis[0], te.thread_axis("threadIdx.x"))
+    module = te.hybrid.build(s, [a, b], [c])
+    assert "for i in bind('threadIdx.x', 1000):" in module.src
+    again = module(a, b)  # a script from the module's source: the loop is bound
+    assert again.op.body[0].kind == tvm.tir.ForKind.THREAD_BINDING
+    func = tvm.build(te.create_schedule(again.op), [a, b, again], "cuda")
+    x, y = (RNG.uniform(-1, 1, 1000).astype("float32") for _ in range(2))
+    got = np.full(1000, np.nan, "float32")
+    func.kernel.simulate(x, y, got)
+    np.testing.assert_allclose(got, x + y, rtol=1e-6)
+
+
+def test_te_hybrid_build_refuses_a_schedule_its_module_cannot_carry():
+    a = te.placeholder((1000,), "float32", name="a")
+    b = te.placeholder((1000,), "float32", name="b")
+    c = plain_sums(a, b)
+    s = te.create_schedule(c.op)
+    s[c].split(c.op.axis[0], factor=10)
+    with pytest.raises(tvm.error.TVMError, match="splits, fuses or reorders the loops of"):
+        te.hybrid.build(s, [a, b], [c])

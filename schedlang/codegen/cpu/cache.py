@@ -45,7 +45,7 @@ def compile_cpu(
     text = module_text(build_module(func, target, target.triple))
     if func.imports:  # the C functions of declared intrinsics, linked in as IR
         text = cpu_jit.linked_text(text, func.imports)
-    cpu_jit.check_defined(text, _called(func))
+    cpu_jit.check_defined(text, _called(func) - set(imports))
     obj = disk_cache.load_or_make(_disk_path(key), lambda: cpu_jit.object_code(text))
     linked, address = linker.link(obj, entry_symbol(func), imports, text)
     compiled = CompiledCpu(func, key, address, linked, text, obj)

@@ -16,6 +16,9 @@ from ..expr import Const, Expr, as_expr, select
 from ..tensor import Tensor
 from ..tensor_slice import TensorSlice
 
+# TE's ``max_num_threads()``: the most threads a block has on the GPU a script is built for,
+# 1024 on every CUDA GPU since compute capability 2.0 (schedlang's GPU target is CUDA)
+GPU_BLOCK_THREADS = 1024
 LOOPS = {
     "range": "serial",
     "parallel": "parallel",
@@ -35,6 +38,7 @@ MATH: dict[str, Callable] = {
     "popcount": slmath.popcount,
     "likely": lambda cond: cond,
     "ceil_div": lambda a, b: (a + b - 1) // b,
+    "max_num_threads": lambda allow_none=True: GPU_BLOCK_THREADS,
 }
 CASTS = ("int8", "int16", "int32", "int64", "uint8", "uint32", "float16", "float32", "float64")
 OPERATORS = {

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .expressions import GPU_BLOCK_THREADS
+
 
 def _zeros(shape, dtype="float32", scope="global"):
     return np.zeros(tuple(int(n) for n in shape), dtype=np.dtype(str(dtype)))
@@ -54,6 +56,7 @@ HYBRID_GLOBALS: dict[str, object] = {
     "power": np.power,
     "popcount": _popcount,
     "ceil_div": lambda a, b: -(-a // b),
+    "max_num_threads": lambda allow_none=True: GPU_BLOCK_THREADS,
     "floor": np.floor,
     "ceil": np.ceil,
     "likely": lambda cond: cond,

@@ -12,6 +12,8 @@ children. A loop's `kind` says how it runs:
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 
 from ...errors import deep_recursion
@@ -305,16 +307,37 @@ class MBarrier(Stmt):
     when: Expr | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PackedSite:
+    """A call of the Python function registered as `func`, made through the C function a
+    `CallExtern` names (the runtime's, `runtime.packed_calls`): per argument of `func`, the
+    shape and dtype of the tile it is handed as an array, or None for an integer. The C
+    function takes each array as its address then its strides in elements (int64), and each
+    integer as an int64."""
+
+    func: str
+    arrays: tuple[tuple[tuple[int, ...], str] | None, ...]
+
+    @property
+    def symbol(self) -> str:
+        """The C function's name: one per function and signature, the same in every process
+        (compiled code is cached by it)."""
+        digest = hashlib.sha256(repr((self.func, self.arrays)).encode()).hexdigest()[:12]
+        return f"schedlang_packed_{re.sub(r'[^0-9A-Za-z_]', '_', self.func)}_{digest}"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class CallExtern(Stmt):
     """A call of the C function `name` (a declared intrinsic's, `schedule.user_intrin`) on
     the CPU: each argument is an integer expression, or, where `modes` says so, a `Load`
     whose element's address is passed (the first element of a tile the function reads or
-    writes, as `modes` says)."""
+    writes, as `modes` says). With `packed`, the C function is the runtime's, calling a
+    registered Python function (see `PackedSite`)."""
 
     name: str
     args: tuple[Expr, ...]
     modes: tuple[str | None, ...]  # per argument: its access ("r", "w", "rw") or None (a value)
+    packed: PackedSite | None = None
 
     def writes(self, buffer: Buffer) -> bool:
         """Whether the function writes `buffer` through one of the addresses it is given."""

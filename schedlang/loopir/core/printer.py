@@ -92,11 +92,7 @@ def stmt_head(stmt: Stmt) -> str:
     if isinstance(stmt, MatrixOp):
         return matrix_op_str(stmt)
     if isinstance(stmt, CallExtern):
-        args = ", ".join(
-            f"&{expr_str(a)}" if mode is not None else expr_str(a)
-            for a, mode in zip(stmt.args, stmt.modes)
-        )
-        return f"{stmt.name}({args})"
+        return _call_extern_str(stmt)
     if isinstance(stmt, AsyncCopy):
         dst = ", ".join(expr_str(i) for i in stmt.dst_index)
         src = ", ".join(expr_str(i) for i in stmt.src_index)
@@ -250,3 +246,19 @@ def _ints(exprs: tuple[Expr, ...]) -> list[int] | None:
             return None
         values.append(int(e.value))
     return values
+
+
+def _call_extern_str(stmt: CallExtern) -> str:
+    """``gemv(&C[i, 0], 16)``; a packed call as ``call_packed("name", &A[0, 0], 3)``, each
+    tile's address standing for the array it is handed (its strides left out)."""
+    shown = [
+        f"&{expr_str(a)}" if mode is not None else expr_str(a)
+        for a, mode in zip(stmt.args, stmt.modes)
+    ]
+    if stmt.packed is None:
+        return f"{stmt.name}({', '.join(shown)})"
+    kept, at = [f'"{stmt.packed.func}"'], 0
+    for spec in stmt.packed.arrays:
+        kept.append(shown[at])
+        at += 1 if spec is None else 1 + len(spec[0])
+    return f"call_packed({', '.join(kept)})"

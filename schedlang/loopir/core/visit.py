@@ -8,6 +8,7 @@ nest (indices of loads included) with one call. Unchanged subtrees are shared, n
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from ...errors import InternalError
 from ...ir.expr import Const, Expr, Var
@@ -263,7 +264,7 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         return Seq(stmts)
     if isinstance(s, CallExtern):
         args = tuple(ex(a) for a in s.args)
-        return s if all(a is b for a, b in zip(args, s.args)) else CallExtern(s.name, args, s.modes)
+        return s if all(a is b for a, b in zip(args, s.args)) else replace(s, args=args)
     if isinstance(s, MatrixOp):
         tiles = tuple(_tile(t, ex) for t in (s.dst, *s.srcs))
         value = None if s.value is None else ex(s.value)

@@ -14,6 +14,7 @@ as a compute's data-dependent read is, and a store outside is not made.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from ...errors import LoweringError
 from ...ir.data_index import clamp_index
@@ -111,6 +112,7 @@ class _Translator:
     def nest(self, loop: Loop) -> Stmt:
         chain = perfect_chain(loop)
         nest = scheduled_nest(self.stage, chain)
+        nest = replace(nest, loops=_blocks_first(nest.loops))
         for loop in chain:  # outer first: an inner loop's bounds may use an outer variable
             self.values[loop.var] = self.expr(nest.values[loop.var])
         body = seq(*self.block(chain[-1].body))
@@ -179,3 +181,21 @@ def _known_inside(index: Expr, extent: Expr) -> bool:
     if isinstance(index, Const) and isinstance(extent, Const):
         return 0 <= int(index.value) < int(extent.value)
     return False
+
+
+def _blocks_first(loops: tuple) -> tuple:
+    """The loops of a nest with, in each run of adjacent loops bound to hardware indices, the
+    blockIdx ones first: such loops are indices, not loops, so their order changes nothing,
+    and a kernel's grid must enclose its threads (a script may bind ``blockIdx.x`` inside
+    ``threadIdx.x``, as TE's allow). `check_bounds` then sees that no extent moved inside."""
+    out: list = []
+    run: list = []
+    for leaf in (*loops, None):
+        if leaf is not None and leaf.kind == "bound":
+            run.append(leaf)
+            continue
+        out += sorted(run, key=lambda bound: not bound.thread.startswith("blockIdx"))
+        run = []
+        if leaf is not None:
+            out.append(leaf)
+    return tuple(out)

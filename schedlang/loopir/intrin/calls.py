@@ -4,7 +4,8 @@
 At the tile's first instance (its tile loops at 0) the stage's loads and store name the first
 element of each tile: those are the addresses the function gets, paired with the intrinsic's
 buffers as its reads were paired with the stage's. A buffer's symbolic strides become the
-strides of the tensor dimensions its dimensions lie along; its constant strides must be those.
+strides of the tensor dimensions its dimensions lie along; its constant strides must be those
+(but for a registered Python function's, handed each tile as a view with the tensor's strides).
 Which calls run is the plan's: the body (or, at a reduction's first step without a reset, the
 body and later the update), the reset at the reduction's init.
 """
@@ -18,7 +19,7 @@ from ...ir.expr import Binary, Cast, Const, Expr, Var, logical
 from ...ir.printer import expr_str
 from ...ir.visit import children, substitute
 from ...schedule.user_intrin import ExternCall, Pointer, UserIntrin
-from ..core.nodes import Buffer, CallExtern, If, Load, Stmt, seq
+from ..core.nodes import Buffer, CallExtern, If, Load, PackedSite, Stmt, seq
 from ..core.visit import walk_expr
 
 if TYPE_CHECKING:
@@ -51,12 +52,18 @@ def intrinsic_calls(
     ops = [*[t.op for t in ins], declared]
     bound = {ops.index(op): buffer for op, buffer in intrin.buffers.items()}
     strides: dict[Var, Expr] = {}
+    # a packed call's function is handed views with the tensor's strides, whatever the
+    # buffers declare; a C function relies on the declared ones
+    exact = not all(c.packed for c in (*intrin.body, *intrin.reset, *intrin.update))
     for slot, (load, dims) in where.items():
-        _strides(bound[slot], load.buffer, dims, strides, call.fail)
+        _strides(bound[slot], load.buffer, dims, strides, call.fail, exact)
     pointers = {id(bound[slot]): load for slot, (load, _) in where.items()}
+    views = {
+        id(bound[slot]): _view_strides(load.buffer, dims) for slot, (load, dims) in where.items()
+    }
 
     def made(calls: tuple[ExternCall, ...]) -> Stmt:
-        return seq(*(_extern(c, pointers, strides, call.fail) for c in calls))
+        return seq(*(_extern(c, pointers, strides, views, call.fail) for c in calls))
 
     if kind == "body":
         return made(intrin.body)
@@ -77,7 +84,7 @@ def _loads(e: Expr):
         yield from _loads(child)
 
 
-def _strides(decl, buffer: Buffer, dims, strides: dict, fail: Callable) -> None:
+def _strides(decl, buffer: Buffer, dims, strides: dict, fail: Callable, exact: bool) -> None:
     actual = _buffer_strides(buffer)
     for d, stride in enumerate(decl.strides):
         dim = dims[d] if d < len(dims) else -1
@@ -92,7 +99,7 @@ def _strides(decl, buffer: Buffer, dims, strides: dict, fail: Callable) -> None:
                     "stride variable of its own"
                 )
             strides[stride] = have
-        elif not (isinstance(have, Const) and have.value == stride):
+        elif exact and not (isinstance(have, Const) and have.value == stride):
             raise fail(
                 f"the buffer '{decl.name}' has stride {stride} along its "
                 f"dimension {d}, but '{buffer.name}' has stride {expr_str(have)} there; declare "
@@ -115,8 +122,23 @@ def _buffer_strides(buffer: Buffer) -> list[Expr]:
     return out[::-1]
 
 
-def _extern(c: ExternCall, pointers: dict, strides: dict, fail: Callable) -> CallExtern:
-    args, modes = [], []
+def _view_strides(buffer: Buffer, dims: tuple[int, ...]) -> tuple[Expr, ...]:
+    """Per dimension of an intrinsic's buffer, the stride (in elements) of the tensor
+    dimension it lies along; 0 where it lies along none."""
+    actual = _buffer_strides(buffer)
+    return tuple(Const(0, "int64") if d < 0 else _int64(actual[d]) for d in dims)
+
+
+def _int64(e: Expr) -> Expr:
+    return e if e.dtype == "int64" else Cast(e, "int64")
+
+
+def _extern(
+    c: ExternCall, pointers: dict, strides: dict, views: dict, fail: Callable
+) -> CallExtern:
+    """The C call of `c`; a packed call's arrays are each an address then the strides of
+    the tile's view (`PackedSite`)."""
+    args, modes, arrays = [], [], []
     for a in c.args:
         if isinstance(a, Pointer):
             load = pointers.get(id(a.buffer))
@@ -124,6 +146,11 @@ def _extern(c: ExternCall, pointers: dict, strides: dict, fail: Callable) -> Cal
                 raise fail(f"'{a.buffer.name}' passed to {c.name} is not a buffer of the intrinsic")
             args.append(load)
             modes.append(a.mode)
+            if c.packed:
+                shape = tuple(int(n) for n in a.buffer.shape)
+                arrays.append((shape, a.buffer.dtype))
+                args += views[id(a.buffer)]
+                modes += [None] * len(shape)
             continue
         value = substitute(a, strides)
         free = [n for n in walk_expr(value) if isinstance(n, Var)]
@@ -132,6 +159,13 @@ def _extern(c: ExternCall, pointers: dict, strides: dict, fail: Callable) -> Cal
                 f"the argument '{a}' of {c.name} uses '{free[0].name}', which is "
                 "no stride of the intrinsic's buffers"
             )
-        args.append(value if value.dtype == "int32" else Cast(value, "int32"))
+        if c.packed:
+            args.append(_int64(value))
+            arrays.append(None)
+        else:
+            args.append(value if value.dtype == "int32" else Cast(value, "int32"))
         modes.append(None)
-    return CallExtern(c.name, tuple(args), tuple(modes))
+    if not c.packed:
+        return CallExtern(c.name, tuple(args), tuple(modes))
+    site = PackedSite(c.name, tuple(arrays))
+    return CallExtern(site.symbol, tuple(args), tuple(modes), site)

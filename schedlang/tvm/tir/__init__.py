@@ -9,7 +9,6 @@ import schedlang as _sl
 from schedlang import (  # noqa: F401 - re-exported under TE's names
     all,
     any,
-    call_packed,
     call_pure_extern,
     ceil,
     const,
@@ -27,7 +26,7 @@ from schedlang.ir.intrinsics import plain_name
 from .. import tir_expr as expr  # noqa: F401 - tvm.tir.expr.IntImm, ...
 from ..data_layout import bijective_layout, layout  # noqa: F401
 from ..ir_module import PrimFunc  # noqa: F401
-from ..tensor_intrin import BUILTINS, BuiltinCall, decl_buffer  # noqa: F401
+from ..tensor_intrin import BUILTINS, BuiltinCall, call_packed, decl_buffer  # noqa: F401
 from ..tir_expr import Any, Cast, FloatImm, IntImm, PrimExpr, SizeVar, Var  # noqa: F401
 from . import ir_builder, stmt_functor  # noqa: F401 - tvm.tir.ir_builder, tvm.tir.stmt_functor
 

@@ -3,7 +3,9 @@ TE's `HybridModule`: a script kept as Python source, saved and loaded as a file.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import linecache
 import textwrap
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from ....errors import AlgorithmError
 from ....ir.expr import Var
 from ....ir.hybrid import HybridFunction, HybridOp, script
 from ....ir.tensor import Tensor
+from .scheduled import scheduled_source
 
 __all__ = ["HybridModule", "build", "script"]
 
@@ -54,6 +57,9 @@ class HybridModule:
         self._define(self.src, str(path))
 
     def _define(self, src: str, filename: str) -> None:
+        if not Path(filename).is_file():  # the parser reads the source back, as Python does
+            filename = f"<hybrid module {hashlib.sha256(src.encode()).hexdigest()[:12]}>"
+            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace: dict[str, object] = {}
         exec(compile(src, filename, "exec"), namespace)  # noqa: S102 - the user's own script
         functions = [v for v in namespace.values() if inspect.isfunction(v)]
@@ -64,17 +70,22 @@ class HybridModule:
 
 
 def build(sch, inputs, outputs) -> HybridModule:
-    """The module of the script that computes `outputs` (TE's ``te.hybrid.build``). A script's
-    loops are scheduled in the script itself, so the module is the script as written."""
+    """The module of the script that computes `outputs` (TE's ``te.hybrid.build``): the script
+    as `sch` runs it, its loops bound or annotated as the schedule has them (`scheduled`)."""
     op = outputs[0].op
     if not isinstance(op, HybridOp):
         raise AlgorithmError(f"te.hybrid.build: '{op.name}' is not computed by a hybrid script")
     func = op.call.func
-    module = HybridModule()
-    module.src = _without_decorators(textwrap.dedent(inspect.getsource(func)))
-    module.function = HybridFunction(func)
+    src = _without_decorators(textwrap.dedent(inspect.getsource(func)))
+    scheduled = scheduled_source(src, sch, op)
+    if scheduled is not None:
+        module = HybridModule(scheduled)
+    else:
+        module = HybridModule()
+        module.src = src
+        module.function = HybridFunction(func)
+        module.name = func.__name__
     module.bound = op.call.args
-    module.name = func.__name__
     return module
 
 
