@@ -104,26 +104,37 @@ def test_cpu_schedule_takes_any_number_of_rows():
         _assert_close(out, _reference(example.int4_gemm(m, 40, 64, 32, "float16"), arrays))
 
 
-@pytest.mark.parametrize(("shape", "group", "dtype", "options"), GPU_CASES)
-def test_gpu_schedule_simulated_matches_the_reference(shape, group, dtype, options):
+def _simulated(make, shape, group, dtype, options) -> None:
+    """Schedule `make` of the GEMM at `shape` simulated against the reference."""
     m, n, k = shape
     tensors = example.int4_gemm(m, n, k, group, dtype)
-    kernel = sl.build(example.schedule(*tensors, **options), list(tensors), target="cuda")
+    kernel = sl.build(make(*tensors, **options), list(tensors), target="cuda")
     arrays = _inputs(m, n, k, group, dtype)
     out = _poisoned(m, n, dtype)
     kernel.simulate(*arrays, out)
     _assert_close(out, _reference(tensors, arrays))
 
 
+def _simulated_rows(make, n, k, group, dtype, options, ms) -> None:
+    """Schedule `make` of the GEMM built once for m a size variable, simulated at each of
+    `ms` against the reference."""
+    tensors = example.int4_gemm(sl.var("m"), n, k, group, dtype)
+    kernel = sl.build(make(*tensors, **options), list(tensors), target="cuda")
+    for m in ms:
+        arrays = _inputs(m, n, k, group, dtype, seed=m)
+        out = _poisoned(m, n, dtype)
+        kernel.simulate(*arrays, out)
+        _assert_close(out, _reference(example.int4_gemm(m, n, k, group, dtype), arrays))
+
+
+@pytest.mark.parametrize(("shape", "group", "dtype", "options"), GPU_CASES)
+def test_gpu_schedule_simulated_matches_the_reference(shape, group, dtype, options):
+    _simulated(example.schedule, shape, group, dtype, options)
+
+
 def test_gpu_schedule_simulated_takes_any_number_of_rows():
     """One kernel for every m (the tokens of a batch): its row blocks cut where m ends."""
-    tensors = example.int4_gemm(sl.var("m"), 48, 64, 32, "float16")
-    kernel = sl.build(example.schedule(*tensors, **SMALL), list(tensors), target="cuda")
-    for m in (1, 6, 9):
-        arrays = _inputs(m, 48, 64, 32, "float16", seed=m)
-        out = _poisoned(m, 48, "float16")
-        kernel.simulate(*arrays, out)
-        _assert_close(out, _reference(example.int4_gemm(m, 48, 64, 32, "float16"), arrays))
+    _simulated_rows(example.schedule, 48, 64, 32, "float16", SMALL, (1, 6, 9))
 
 
 def test_gpu_schedule_stages_the_packed_tile_as_bytes_and_dequantises_in_registers():
@@ -162,24 +173,13 @@ DECODE_CASES = [
 
 @pytest.mark.parametrize(("shape", "group", "dtype", "options"), DECODE_CASES)
 def test_decode_schedule_simulated_matches_the_reference(shape, group, dtype, options):
-    m, n, k = shape
-    tensors = example.int4_gemm(m, n, k, group, dtype)
-    kernel = sl.build(example.decode_schedule(*tensors, **options), list(tensors), target="cuda")
-    arrays = _inputs(m, n, k, group, dtype)
-    out = _poisoned(m, n, dtype)
-    kernel.simulate(*arrays, out)
-    _assert_close(out, _reference(tensors, arrays))
+    _simulated(example.decode_schedule, shape, group, dtype, options)
 
 
 def test_decode_schedule_simulated_takes_any_number_of_rows():
-    tensors = example.int4_gemm(sl.var("m"), 40, 128, 32, "bfloat16")
+    """m a size variable: 8 rows a block of threads, blocks along z for more."""
     options = dict(slice_k=64, cols=2, warps=1, unroll=2)
-    kernel = sl.build(example.decode_schedule(*tensors, **options), list(tensors), target="cuda")
-    for m in (1, 4):
-        arrays = _inputs(m, 40, 128, 32, "bfloat16", seed=m)
-        out = _poisoned(m, 40, "bfloat16")
-        kernel.simulate(*arrays, out)
-        _assert_close(out, _reference(example.int4_gemm(m, 40, 128, 32, "bfloat16"), arrays))
+    _simulated_rows(example.decode_schedule, 40, 128, 32, "bfloat16", options, (1, 4, 11))
 
 
 def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_apart():

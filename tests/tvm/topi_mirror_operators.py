@@ -308,12 +308,18 @@ def measure(tvm, operators: Operators, name: str, route: str) -> str:
         kernel = tvm.build(s, list(inputs) + outs, "llvm")
         results = [poisoned(o) for o in outs]
         kernel(*arrays, *results)
-        wanted = expected if isinstance(expected, list) else [expected]
-        for got, want in zip(results, wanted):
-            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-        return "match"
+        return compared(results, expected)
     except Exception as error:  # noqa: BLE001 - the reason is the measurement's result
         return reason(error)
+
+
+def compared(results: list, expected) -> str:
+    """"match" where `results` are `expected` (one array or a list) to 1e-4; AssertionError
+    otherwise."""
+    wanted = expected if isinstance(expected, list) else [expected]
+    for got, want in zip(results, wanted):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return "match"
 
 
 def reason(error: BaseException) -> str:
