@@ -203,29 +203,15 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("make", [example.schedule, example.decode_schedule])
 @pytest.mark.parametrize(
     ("shape", "group", "dtype"),
     [((1, 4096, 4096), 128, "float16"), ((13, 1000, 512), 32, "bfloat16")],
 )
-def test_decode_schedule_on_the_gpu(shape, group, dtype):
+def test_schedules_on_the_gpu(make, shape, group, dtype):
     m, n, k = shape
     tensors = example.int4_gemm(m, n, k, group, dtype)
-    kernel = sl.build(example.decode_schedule(*tensors), list(tensors), target="cuda")
-    arrays = _inputs(m, n, k, group, dtype)
-    out = _poisoned(m, n, dtype)
-    kernel(*arrays, out)
-    _assert_close(out, _reference(tensors, arrays))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize(
-    ("shape", "group", "dtype"),
-    [((1, 4096, 4096), 128, "float16"), ((13, 1000, 512), 32, "bfloat16")],
-)
-def test_gpu_schedule_on_the_gpu(shape, group, dtype):
-    m, n, k = shape
-    tensors = example.int4_gemm(m, n, k, group, dtype)
-    kernel = sl.build(example.schedule(*tensors), list(tensors), target="cuda")
+    kernel = sl.build(make(*tensors), list(tensors), target="cuda")
     arrays = _inputs(m, n, k, group, dtype)
     out = _poisoned(m, n, dtype)
     kernel(*arrays, out)
