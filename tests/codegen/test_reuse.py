@@ -1,0 +1,53 @@
+"""Integer arithmetic emitted once where its first copy dominates (`codegen.llvm.reuse`): reused
+in the arms and the loop bodies entered after it, recomputed where the first copy sits in an
+arm that does not dominate (the other arm, the code after the branch)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from schedlang.ir.expr import Var, const
+from schedlang.loopir.core.nodes import Buffer, For, If, Load, LoweredFunc, Store, seq
+from schedlang.runtime.kernel import Kernel
+
+F32 = "float32"
+
+
+def _read(buffer: Buffer, index) -> Load:
+    return Load(buffer, (index,), F32)
+
+
+def _kernel() -> tuple[Kernel, int]:
+    """For each i < n: B[i] = A[3i % 7]; C[i] = A[3i % 7] (i < 10) or A[5i % 7]; then
+    D[i] = A[5i % 9] in either arm of i < 5, and E[i] = A[5i % 9] after them."""
+    n = 19
+    a = Buffer("A", (const(9),), F32)
+    b, c, d, e = (Buffer(name, (const(n),), F32) for name in "BCDE")
+    i = Var("i", "int32", "loop")
+    before, other, late = (i * 3) % 7, (i * 5) % 7, (i * 5) % 9
+    body = seq(
+        Store(b, (i,), _read(a, before)),
+        If(i < 10, Store(c, (i,), _read(a, before)), Store(c, (i,), _read(a, other))),
+        If(i < 5, Store(d, (i,), _read(a, late)), Store(d, (i,), _read(a, late) + 1.0)),
+        Store(e, (i,), _read(a, late)),
+    )
+    nest = For(i, const(0), const(n), "serial", body)
+    return Kernel.for_cpu(LoweredFunc("main", (a, b, c, d, e), (), nest)), n
+
+
+def test_reused_where_it_dominates_and_recomputed_where_it_does_not():
+    kernel, n = _kernel()
+    text = kernel.llvm_ir
+    assert len(re.findall(r"= urem i64 [^\n]*, 7\n", text)) == 2  # 3i % 7 once, 5i % 7 once
+    assert len(re.findall(r"= urem i64 [^\n]*, 9\n", text)) == 3  # per arm, and after them
+    rng = np.random.default_rng(0)
+    a = rng.uniform(1.0, 2.0, 9).astype(np.float32)
+    outs = [np.full(n, np.nan, np.float32) for _ in range(4)]
+    kernel(a, *outs)
+    i = np.arange(n)
+    np.testing.assert_array_equal(outs[0], a[3 * i % 7])
+    np.testing.assert_array_equal(outs[1], np.where(i < 10, a[3 * i % 7], a[5 * i % 7]))
+    np.testing.assert_array_equal(outs[2], np.where(i < 5, a[5 * i % 9], a[5 * i % 9] + 1))
+    np.testing.assert_array_equal(outs[3], a[5 * i % 9])
