@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import re
 
+import llvmlite.binding as llvm
 import numpy as np
+from llvmlite import ir
 
+from schedlang.codegen.llvm.control import if_then
+from schedlang.codegen.llvm.reuse import Reuse
 from schedlang.ir.expr import Var, const
 from schedlang.loopir.core.nodes import Buffer, For, If, Load, LoweredFunc, Store, seq
 from schedlang.runtime.kernel import Kernel
@@ -51,3 +55,50 @@ def test_reused_where_it_dominates_and_recomputed_where_it_does_not():
     np.testing.assert_array_equal(outs[1], np.where(i < 10, a[3 * i % 7], a[5 * i % 7]))
     np.testing.assert_array_equal(outs[2], np.where(i < 5, a[5 * i % 9], a[5 * i % 9] + 1))
     np.testing.assert_array_equal(outs[3], a[5 * i % 9])
+
+
+def test_not_reused_after_a_branch_made_by_other_code():
+    """A construct of the translator's inside an arm of a branch it did not make (a target's
+    clipped stores): the block it began in dominates that arm only, so a value computed there
+    is computed again after the branch, and the function is valid IR."""
+    i64 = ir.IntType(64)
+    fn = ir.Function(ir.Module(), ir.FunctionType(i64, [i64, ir.IntType(1)]), "f")
+    b = ir.IRBuilder(fn.append_basic_block("start"))
+    x, flag = fn.args
+    reuse = Reuse(b)
+
+    def twice() -> ir.Value:
+        return reuse.value(("*", id(x)), lambda: b.mul(x, x), x)
+
+    with b.if_else(flag) as (then, otherwise):  # not the translator's
+        with then:
+            pass
+        with otherwise:
+            first = twice()
+            pre = b.block
+            with if_then(b, flag), reuse.dominated(pre):
+                assert twice() is first  # the arm's block dominates the nested construct
+            reuse.follows(pre)
+    after = twice()
+    assert after is not first
+    b.ret(after)
+    llvm.parse_assembly(str(fn.module)).verify()
+
+
+def test_reused_after_the_translators_own_branch():
+    i64 = ir.IntType(64)
+    fn = ir.Function(ir.Module(), ir.FunctionType(i64, [i64, ir.IntType(1)]), "f")
+    b = ir.IRBuilder(fn.append_basic_block("start"))
+    x, flag = fn.args
+    reuse = Reuse(b)
+
+    def twice() -> ir.Value:
+        return reuse.value(("*", id(x)), lambda: b.mul(x, x), x)
+
+    first, pre = twice(), b.block
+    with if_then(b, flag), reuse.dominated(pre):
+        assert twice() is first
+    reuse.follows(pre)
+    assert twice() is first
+    b.ret(first)
+    llvm.parse_assembly(str(fn.module)).verify()

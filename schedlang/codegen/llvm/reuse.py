@@ -6,7 +6,10 @@ LLVM's value numbering merges them, but only after reading them all: printing, p
 every pass before it. In a causal attention kernel they were 40% of the IR. Reusing a value is
 exact where its block dominates the insertion point, which the structured control flow of the
 statement translator tells: the block a loop or branch was entered from dominates its body
-and what follows it; an arm or a loop body dominates nothing after it.
+and what follows it; an arm or a loop body dominates nothing after it. Branches made by other
+code (a target's clipped stores, a select's arms) are not told: after one, the flow is not
+where the translator left it (its `tip`), and the blocks of the constructs that end there are
+not taken as dominating anything after them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class Reuse:
         self._values: dict[tuple, tuple] = {}
         self._above: dict[ir.Block, int] = {}  # dominating blocks, counted (pushed twice)
         self._order: list[ir.Block] = []
+        self._tip = builder.block  # where the translator's own flow of the region is
 
     def value(self, key: tuple, make: Callable[[], ir.Value], *operands: ir.Value) -> ir.Value:
         """The value of `key` emitted earlier in a block that dominates the insertion point,
@@ -41,9 +45,10 @@ class Reuse:
     def dominated(self, *blocks: ir.Block) -> Iterator[None]:
         """Code emitted in the ``with`` block runs only after `blocks` (the block its construct
         was entered from, a loop's header); what is emitted inside dominates nothing after."""
-        mark = len(self._order)
+        mark, tip = len(self._order), self._tip
         for block in blocks:
-            self.follows(block)
+            self._push(block)
+        self._tip = self.b.block
         try:
             yield
         finally:
@@ -52,10 +57,18 @@ class Reuse:
                 self._above[block] -= 1
                 if not self._above[block]:
                     del self._above[block]
+            self._tip = tip
 
     def follows(self, block: ir.Block) -> None:
-        """The rest of the current region runs only after `block` (the block a construct that
-        ended here was entered from), until the enclosing `dominated` region ends."""
+        """A construct entered from `block` ended at the insertion point: `block` dominates
+        the rest of the region (until the enclosing `dominated` one ends), when the construct
+        began where the region's flow was. Inside an arm of a branch made by other code,
+        `block` dominates that arm alone, and nothing is recorded."""
+        if block is self._tip:
+            self._push(block)
+            self._tip = self.b.block
+
+    def _push(self, block: ir.Block) -> None:
         self._order.append(block)
         self._above[block] = self._above.get(block, 0) + 1
 
