@@ -13,7 +13,7 @@ from llvmlite import ir
 from schedlang.codegen.llvm.control import if_then
 from schedlang.codegen.llvm.reuse import Reuse
 from schedlang.ir.expr import Var, const
-from schedlang.loopir.core.nodes import Buffer, For, If, Load, LoweredFunc, Store, seq
+from schedlang.loopir.core.nodes import Allocate, Buffer, For, If, Load, LoweredFunc, Store, seq
 from schedlang.runtime.kernel import Kernel
 
 F32 = "float32"
@@ -102,3 +102,32 @@ def test_reused_after_the_translators_own_branch():
     assert twice() is first
     b.ret(first)
     llvm.parse_assembly(str(fn.module)).verify()
+
+
+def test_a_stack_slots_elements_are_addressed_once_in_the_entry_block():
+    """A local buffer's elements at constant indices, read under guards of their own (as an
+    unrolled register tile is): each address is made once, where every read sees it."""
+    n = 7
+    a, b = Buffer("A", (const(n),), F32), Buffer("B", (const(n),), F32)
+    tile = Buffer("T", (const(4),), F32, "local")
+    i = Var("i", "int32", "loop")
+    body = seq(
+        Store(tile, (const(2),), _read(a, i)),
+        If(
+            i < 3,
+            Store(b, (i,), _read(tile, const(2))),
+            Store(b, (i,), _read(tile, const(2)) * 2.0),
+        ),
+    )
+    nest = For(i, const(0), const(n), "serial", Allocate(tile, body))
+    kernel = Kernel.for_cpu(LoweredFunc("main", (a, b), (), nest))
+    entry = kernel.llvm_ir.split("entry:")[1].split("start:")[0]
+    assert (
+        len(re.findall(r"getelementptr inbounds float, ptr %[^,]*, i64 2\n", kernel.llvm_ir)) == 1
+    )
+    assert "i64 2\n" in entry
+    rng = np.random.default_rng(1)
+    a_np = rng.uniform(1.0, 2.0, n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    kernel(a_np, out)
+    np.testing.assert_array_equal(out, np.where(np.arange(n) < 3, a_np, a_np * 2))

@@ -364,12 +364,19 @@ class ExprEmitter:
 
     def element(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
         """The address of one element (indices uniform, or outside vectorized loops)."""
-        offset, base, kind = self.offset(buffer, indices), self.pointer(buffer), buffer.dtype
+        return self.address(self.pointer(buffer), self.offset(buffer, indices), buffer.dtype)
+
+    def address(self, base: ir.Value, offset: ir.Value, dtype: str) -> ir.Value:
+        """`base` advanced by `offset` elements of `dtype`; a stack slot's element at a
+        constant offset is addressed in the entry block, once."""
 
         def make() -> ir.Value:
-            return self.b.gep(base, [offset], inbounds=True, source_etype=storage_type(kind))
+            return self.b.gep(base, [offset], inbounds=True, source_etype=storage_type(dtype))
 
-        return self.reuse.value(("gep", id(base), id(offset), kind), make, base, offset)
+        key = ("gep", id(base), id(offset), dtype)
+        if isinstance(offset, ir.Constant) and _in_entry(base):
+            return self.reuse.at_entry(key, make, base, offset)
+        return self.reuse.value(key, make, base, offset)
 
     def align(self, buffer: Buffer, indices: tuple[Expr, ...]) -> int:
         """The alignment in bytes to state on an access of ``buffer[indices]`` (at most a
@@ -469,6 +476,12 @@ class ExprEmitter:
             make = (lambda: self.b.and_(x, y)) if e.op == "and" else (lambda: self.b.or_(x, y))
             return self.reuse.value((e.op, id(x), id(y)), make, x, y)
         return self.value(e)
+
+
+def _in_entry(value: ir.Value) -> bool:
+    """Whether `value` is made in its function's entry block (a stack slot)."""
+    block = getattr(value, "parent", None)
+    return isinstance(block, ir.Block) and block is block.function.entry_basic_block
 
 
 def _known(value: ir.Value) -> int | None:

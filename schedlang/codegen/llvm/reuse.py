@@ -41,6 +41,20 @@ class Reuse:
         self._values[key] = (self.b.block, value, operands)
         return value
 
+    def at_entry(self, key: tuple, make: Callable[[], ir.Value], *operands: ir.Value) -> ir.Value:
+        """`value` for a computation over what the function's entry block holds (its stack
+        slots) and constants: made there, once, it dominates every use. A register tile's
+        element addresses, read under a guard each in unrolled code, were a third of the
+        remaining IR."""
+        entry = self.b.function.entry_basic_block
+        found = self._values.get(key)
+        if found is not None and found[0] is entry:
+            return found[1]
+        with self.b.goto_block(entry):
+            value = make()
+        self._values[key] = (entry, value, operands)
+        return value
+
     @contextmanager
     def dominated(self, *blocks: ir.Block) -> Iterator[None]:
         """Code emitted in the ``with`` block runs only after `blocks` (the block its construct
