@@ -14,12 +14,20 @@ checked against torch's math backend in float64 first.
     python benchmarks/attention.py [--seqlens 512,1024] [--heads-dim 64,128] [--causal both]
         [--dtypes float16,bfloat16] [--ours] [--schedule fused] [--factor 16] [--rows 64]
         [--repeat 20]
+
+``--build-time`` needs no GPU: the seconds of building the tensor-core kernel (``wgmma``, the
+tuned shape) at L = 4096, fresh (a new process, the disk cache off) and step by step (the
+compile cache cleared), and ptxas's seconds for its PTX, the least of ``--repeat`` processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -100,7 +108,16 @@ def main() -> None:
         "--keys", type=int, default=None, help="keys per block (wgmma: 128)"
     )
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
+    parser.add_argument("--build-one", help=argparse.SUPPRESS)  # "d causal", in a subprocess
     args = parser.parse_args()
+    if args.build_one:
+        d, causal = args.build_one.split()
+        print(json.dumps(_build_once(int(d), causal == "1")))
+        return
+    if args.build_time:
+        _report_build_time(args)
+        return
     causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     names = list(BACKENDS) + (["schedlang"] if args.ours else [])
@@ -141,15 +158,8 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
     if args.schedule == "wgmma":
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
-        s = gpu_attention.wgmma_schedule(
-            *tensors,
-            rows=args.rows or 128,
-            keys=args.keys or 128,  # the tuner's best at d = 64; at d = 128 (NOTES.md)
-            stages=args.stages or (3 if d <= 64 else 2),
-        )
-        # two blocks a multiprocessor at d = 64: 128 registers a thread (NOTES.md)
-        target = "cuda -min-blocks-per-sm=2" if d <= 64 else "cuda"
-        return _timed(s, tensors, q, k, v, causal, args.repeat, target)
+        s = _wgmma(tensors, d, args.rows, args.keys, args.stages)
+        return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
         factor = args.factor or min(16, 1024 // d)
@@ -159,6 +169,64 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     else:
         s = gpu_attention.schedule(*tensors[:3], *tensors[3:], factor=args.factor or 64)
     return _timed(s, tensors, q, k, v, causal, args.repeat)
+
+
+def _wgmma(tensors, d: int, rows=None, keys=None, stages=None) -> sl.Schedule:
+    """The tensor-core schedule, by default of the tuner's best shape (NOTES.md)."""
+    return gpu_attention.wgmma_schedule(
+        *tensors,
+        rows=rows or 128,
+        keys=keys or 128,  # the tuner's best at d = 64; at d = 128 too (NOTES.md)
+        stages=stages or (3 if d <= 64 else 2),
+    )
+
+
+def _target(d: int) -> str:
+    """Two blocks a multiprocessor at d = 64: 128 registers a thread (NOTES.md)."""
+    return "cuda -min-blocks-per-sm=2" if d <= 64 else "cuda"
+
+
+def _build_once(d: int, causal: bool) -> dict:
+    """In a fresh process: the seconds of `sl.build` of the wgmma kernel at L = 4096, then
+    of each of its steps with the compile cache cleared, and of ptxas on its PTX."""
+    from benchmarks.build_phases import gpu_build_phases, ptxas_seconds
+    from schedlang.codegen.nvptx.compile import clear_memory_cache
+
+    b, h, n, d = shape(4096, d)
+    tensors = gpu_attention.tensor_core_attention(b * h, n, d, "float16", causal)
+    args = [*tensors[:3], tensors[-1]]
+    start = time.perf_counter()
+    ptx = sl.build(_wgmma(tensors, d), args, target=f"{_target(d)} -arch=sm_90").ptx
+    fresh = time.perf_counter() - start
+    clear_memory_cache()
+    steps, again = gpu_build_phases(_wgmma(tensors, d), args, "sm_90", 2 if d <= 64 else 0)
+    if again != ptx:
+        raise SystemExit("the step-by-step build made other PTX than sl.build")
+    return {"fresh": fresh, **steps, "ptxas": ptxas_seconds(ptx)}
+
+
+def _report_build_time(args) -> None:
+    causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
+    env = {**os.environ, "SCHEDLANG_CACHE_DIR": "off"}
+    for d in map(int, args.head_dims.split(",")):
+        for causal in causals:
+            runs = [
+                json.loads(
+                    subprocess.run(
+                        [sys.executable, __file__, "--build-one", f"{d} {int(causal)}"],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                        env=env,
+                    ).stdout
+                )
+                for _ in range(min(args.repeat, 5))
+            ]
+            print(f"wgmma build, d = {d}, {'causal' if causal else 'no mask'}, L = 4096:")
+            for step in runs[0]:
+                seconds = [r[step] for r in runs if r[step] is not None]
+                shown = f"{min(seconds):6.2f} s" if seconds else "(no ptxas)"
+                print(f"  {step}:".ljust(58) + shown)
 
 
 def _timed(s, tensors, q, k, v, causal: bool, repeat: int, target: str = "cuda") -> float:

@@ -40,6 +40,7 @@ os.environ["SCHEDLANG_CACHE_DIR"] = "off"  # compiles measured, not loads
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for examples/
 
 import schedlang as sl  # noqa: E402
+from benchmarks.build_phases import gpu_build_phases  # noqa: E402
 from examples import gpu_gemm, te_dense_pack, x_stencils  # noqa: E402
 from schedlang.codegen.cpu import cache  # noqa: E402
 
@@ -135,37 +136,6 @@ def timed_gpu_build(n: int) -> tuple[float, str]:
     return time.perf_counter() - start, kernel.ptx
 
 
-def gpu_build_phases(n: int) -> tuple[dict[str, float], str]:
-    """Seconds per step of the GPU GEMM's build, run one at a time as `sl.build` runs them
-    (without its cache key); the PTX, which the caller checks against `sl.build`'s."""
-    from schedlang.codegen.llvm.text import module_text
-    from schedlang.codegen.nvptx.compile import _ptx, machine
-    from schedlang.codegen.nvptx.module import build_module
-    from schedlang.codegen.nvptx.plan import plan_kernels
-    from schedlang.collector import paused
-    from schedlang.driver import lower_for_gpu
-    from schedlang.loopir.gpu.passes import gpu_passes
-
-    s, args = gpu_gemm_schedule(n)
-    times = {}
-    with paused():
-        start = time.perf_counter()
-        func = lower_for_gpu(s, args)
-        times["lowering (isl placement and AST, loop-IR passes)"] = time.perf_counter() - start
-        start = time.perf_counter()
-        func = gpu_passes(func)
-        times["GPU loop-IR passes (registers, unrolling, tiles)"] = time.perf_counter() - start
-        start = time.perf_counter()
-        plan = plan_kernels(func)
-        tm = machine("sm_90")
-        text = module_text(build_module(plan, "sm_90", str(tm.target_data), 2))
-        times[f"LLVM IR generation ({len(text) // 1000} kB)"] = time.perf_counter() - start
-        start = time.perf_counter()
-        ptx = _ptx(text, [k.name for k in plan.kernels], tm)
-        times["LLVM -O3 and PTX emission"] = time.perf_counter() - start
-    return times, ptx
-
-
 def cold_gpu_build(n: int) -> float:
     """Seconds of the first GPU GEMM build in a fresh process."""
     out = subprocess.run(
@@ -187,7 +157,7 @@ def report_gpu() -> None:
     for n in GPU_SIZES:
         cold = cold_gpu_build(n)
         warm, ptx = zip(*(timed_gpu_build(n) for _ in range(RUNS)))
-        runs = [gpu_build_phases(n) for _ in range(RUNS)]
+        runs = [gpu_build_phases(*gpu_gemm_schedule(n), "sm_90", 2) for _ in range(RUNS)]
         if any(p != ptx[0] for _, p in runs):
             raise SystemExit("the step-by-step build made other PTX than sl.build")
         _row(f"{n}^3, cold (first build in a fresh process)", cold)

@@ -33,6 +33,7 @@ from .control import if_else, phi_of
 from .intrinsics import call_overloaded
 from .math import call_math
 from .register_values import RegisterFile
+from .reuse import Reuse
 from .target import Target
 from .types import (
     I32,
@@ -77,9 +78,7 @@ class ExprEmitter:
         self.tables: dict[Var, tuple[range, ir.Value]] = {}  # `register_values.table_loop`s
         self.registers = RegisterFile()
         self._i64: dict[int, ir.Constant] = {}
-        # index arithmetic already emitted, reused within its block: unrolled copies compute
-        # the same address terms (``4 * threadIdx.x``) over and over
-        self._index_values: dict[tuple, tuple] = {}
+        self.reuse = Reuse(builder)  # integer arithmetic emitted once where it dominates
 
     # -- helpers --------------------------------------------------------------------------
     def splat(self, value: ir.Value, lanes: int | None) -> ir.Value:
@@ -172,7 +171,9 @@ class ExprEmitter:
         binding = self._var(v)
         if not binding.index:
             return binding.value
-        return arith.cast(self.b, binding.value, "int64", v.dtype)
+        value = binding.value
+        make = lambda: arith.cast(self.b, value, "int64", v.dtype)  # noqa: E731
+        return self.reuse.value(("cast", id(value), v.dtype), make, value)
 
     def _binary(self, e: Binary) -> ir.Value:
         b, dtype, op = self.b, e.dtype, e.op
@@ -181,18 +182,26 @@ class ExprEmitter:
             if fused is not None:
                 return fused
         x, y = self.unify(self.value(e.a), self.value(e.b))
+        if not dt.is_float(dtype):
+            make = lambda: self._int_binary(e, x, y)  # noqa: E731
+            return self.reuse.value(("value " + op, id(x), id(y), dtype), make, x, y)
         if op in ("min", "max"):
             return arith.min_max(b, op, x, y, dtype)
-        if dt.is_float(dtype):
-            if op in _FLOAT_ARITH:
-                result = getattr(b, _FLOAT_ARITH[op])(x, y)
-            elif op == "//":
-                result = arith.float_floordiv(b, x, y)
-            elif op == "%":
-                result = arith.float_floormod(b, x, y)
-            else:
-                raise InternalError(f"the operator '{op}' on {dtype} in '{expr_str(e)}'")
-            return self.target.round_half(b, dtype, result)
+        if op in _FLOAT_ARITH:
+            result = getattr(b, _FLOAT_ARITH[op])(x, y)
+        elif op == "//":
+            result = arith.float_floordiv(b, x, y)
+        elif op == "%":
+            result = arith.float_floormod(b, x, y)
+        else:
+            raise InternalError(f"the operator '{op}' on {dtype} in '{expr_str(e)}'")
+        return self.target.round_half(b, dtype, result)
+
+    def _int_binary(self, e: Binary, x: ir.Value, y: ir.Value) -> ir.Value:
+        """`e` of integers or booleans over the values `x` and `y` of its operands."""
+        b, dtype, op = self.b, e.dtype, e.op
+        if op in ("min", "max"):
+            return arith.min_max(b, op, x, y, dtype)
         if op in ("and", "or"):
             return b.and_(x, y) if op == "and" else b.or_(x, y)
         if op in _INT_ARITH:
@@ -340,13 +349,8 @@ class ExprEmitter:
             return x
         if op == "*" and (cx == 1 or cy == 0):
             return y
-        key = (op, id(x), id(y))
-        found = self._index_values.get(key)
-        if found is not None and found[0] is self.b.block:
-            return found[1]
-        value = getattr(self.b, _INDEX_INSTRUCTION[op])(x, y, flags=("nsw",))
-        self._index_values[key] = (self.b.block, value, x, y)  # x, y kept: their ids are keys
-        return value
+        emit = getattr(self.b, _INDEX_INSTRUCTION[op])
+        return self.reuse.value((op, id(x), id(y)), lambda: emit(x, y, flags=("nsw",)), x, y)
 
     def i64(self, value: int) -> ir.Constant:
         """`value` as an i64 constant, one object per value: index arithmetic makes and folds
@@ -359,10 +363,19 @@ class ExprEmitter:
 
     def element(self, buffer: Buffer, indices: tuple[Expr, ...]) -> ir.Value:
         """The address of one element (indices uniform, or outside vectorized loops)."""
-        offset = self.offset(buffer, indices)
-        return self.b.gep(
-            self.pointer(buffer), [offset], inbounds=True, source_etype=storage_type(buffer.dtype)
-        )
+        return self.address(self.pointer(buffer), self.offset(buffer, indices), buffer.dtype)
+
+    def address(self, base: ir.Value, offset: ir.Value, dtype: str) -> ir.Value:
+        """`base` advanced by `offset` elements of `dtype`; a stack slot's element at a
+        constant offset is addressed in the entry block, once."""
+
+        def make() -> ir.Value:
+            return self.b.gep(base, [offset], inbounds=True, source_etype=storage_type(dtype))
+
+        key = ("gep", id(base), id(offset), dtype)
+        if isinstance(offset, ir.Constant) and _in_entry(base):
+            return self.reuse.at_entry(key, make, base, offset)
+        return self.reuse.value(key, make, base, offset)
 
     def align(self, buffer: Buffer, indices: tuple[Expr, ...]) -> int:
         """The alignment in bytes to state on an access of ``buffer[indices]`` (at most a
@@ -431,12 +444,15 @@ class ExprEmitter:
         if e.op in ("+", "-", "*"):
             return self.index_op(e.op, x, y)
         if e.op in ("//", "%") and self._natural(e):  # floor and truncation agree
-            return b.udiv(x, y) if e.op == "//" else b.urem(x, y)
+            make = (lambda: b.udiv(x, y)) if e.op == "//" else (lambda: b.urem(x, y))
+            return self.reuse.value(("u" + e.op, id(x), id(y)), make, x, y)
         if e.op == "//":
-            return arith.int_floordiv(b, x, y, "int64")
-        if e.op == "%":
-            return arith.int_floormod(b, x, y, "int64")
-        return arith.min_max(b, e.op, x, y, "int64")
+            make = lambda: arith.int_floordiv(b, x, y, "int64")  # noqa: E731
+        elif e.op == "%":
+            make = lambda: arith.int_floormod(b, x, y, "int64")  # noqa: E731
+        else:
+            make = lambda: arith.min_max(b, e.op, x, y, "int64")  # noqa: E731
+        return self.reuse.value((e.op, id(x), id(y)), make, x, y)
 
     def _natural(self, e: Binary) -> bool:
         """A division of a non-negative index by a positive constant: plain unsigned division
@@ -452,11 +468,19 @@ class ExprEmitter:
         """A guard (``bool``); comparisons of signed integers are compared as indices."""
         if isinstance(e, Compare) and e.a.dtype in dt.SIGNED and _index_like(e.a, e.b):
             x, y = self.unify(self.index(e.a), self.index(e.b))
-            return self.b.icmp_signed(e.op, x, y)
+            make = lambda: self.b.icmp_signed(e.op, x, y)  # noqa: E731
+            return self.reuse.value(("icmp " + e.op, id(x), id(y)), make, x, y)
         if isinstance(e, Binary) and e.op in ("and", "or"):
             x, y = self.unify(self.condition(e.a), self.condition(e.b))
-            return self.b.and_(x, y) if e.op == "and" else self.b.or_(x, y)
+            make = (lambda: self.b.and_(x, y)) if e.op == "and" else (lambda: self.b.or_(x, y))
+            return self.reuse.value((e.op, id(x), id(y)), make, x, y)
         return self.value(e)
+
+
+def _in_entry(value: ir.Value) -> bool:
+    """Whether `value` is made in its function's entry block (a stack slot)."""
+    block = getattr(value, "parent", None)
+    return isinstance(block, ir.Block) and block is block.function.entry_basic_block
 
 
 def _known(value: ir.Value) -> int | None:

@@ -131,9 +131,11 @@ class StmtEmitter(ExprEmitter):
             if table_loop(s):
                 first = int(s.min.value)
                 self.tables[s.var] = (range(first, first + int(s.extent.value)), i)
-            self.stmt(s.body)
-            self.target.end_of_loop_body(self, s.body)
+            with self.reuse.dominated(pre, i.parent):  # the header
+                self.stmt(s.body)
+                self.target.end_of_loop_body(self, s.body)
             self.registers.close_loop(carried, self.b.block)
+        self.reuse.follows(pre)
         self.tables.pop(s.var, None)
         del self.vars[s.var]
 
@@ -147,14 +149,16 @@ class StmtEmitter(ExprEmitter):
             return
         before = self.registers.snapshot()
         arms = []
+        pre = self.b.block
         with if_else(self.b, cond) as (then, otherwise):
             for arm, body in ((then, s.then), (otherwise, s.otherwise)):
-                with arm:
+                with arm, self.reuse.dominated(pre):
                     self.registers.restore(before)
                     self.stmt(body)
                     self.target.end_of_arm(self)
                     arms.append((self.registers.snapshot(), self.b.block))
         self.registers.join(self.b, arms)
+        self.reuse.follows(pre)
 
     @contextmanager
     def when(self, cond: ir.Value, name: str = "if") -> Iterator[None]:
@@ -163,6 +167,8 @@ class StmtEmitter(ExprEmitter):
         before = self.registers.snapshot()
         pre = self.b.block
         with if_then(self.b, cond, name):
-            yield
+            with self.reuse.dominated(pre):
+                yield
             arm = (self.registers.snapshot(), self.b.block)
         self.registers.join(self.b, [(before, pre), arm])
+        self.reuse.follows(pre)

@@ -173,9 +173,7 @@ def write_slots(em: StmtEmitter, t: Tile, new: list[ir.Value]) -> None:
 
 
 def _slot_pointer(em: StmtEmitter, t: Tile, offset: ir.Value, k: int) -> ir.Value:
-    index = em.index_op("+", offset, em.i64(k))
-    typ = storage_type(t.buffer.dtype)
-    return em.b.gep(em.pointer(t.buffer), [index], inbounds=True, source_etype=typ)
+    return em.address(em.pointer(t.buffer), em.index_op("+", offset, em.i64(k)), t.buffer.dtype)
 
 
 # -- mma.sync --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ rounding is the one that counts. Division or modulo by a constant zero is left a
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -35,6 +36,7 @@ from .nodes import (
 )
 from .visit import Memo, rebuild_stmt, substitute_stmt, transform_expr
 
+Texts = dict[int, tuple[Expr, str]]  # id(term) -> (term, its text), for the call
 _EMPTY = Seq(())
 _LEAVES = (Var, Const, Load)  # nothing to fold (the commonest nodes)
 
@@ -45,7 +47,7 @@ def simplify_expr(e: Expr) -> Expr:
     Guarantees: the result has the same dtype and, wherever `e` is evaluated, the same value as
     `e` under the reference semantics (it may read fewer loads, e.g. ``A[i] * 0`` for ints).
     """
-    return transform_expr(e, _fold)
+    return transform_expr(e, functools.partial(_fold, texts={}))
 
 
 def simplify(stmt: Stmt, memo: Memo | None = None) -> Stmt:
@@ -68,9 +70,10 @@ def simplify(stmt: Stmt, memo: Memo | None = None) -> Stmt:
 class _Simplifier:
     def __init__(self, memo: Memo) -> None:
         self.memo = memo
+        self.fold = functools.partial(_fold, texts={})
 
     def expr(self, e: Expr) -> Expr:
-        return transform_expr(e, _fold, self.memo, settle=True)
+        return transform_expr(e, self.fold, self.memo, settle=True)
 
     def stmt(self, s: Stmt) -> Stmt:
         if isinstance(s, Store):
@@ -147,7 +150,8 @@ def _is(e: Expr, value: int) -> bool:
     return isinstance(e, Const) and not isinstance(e.value, float) and e.value == value
 
 
-def _fold(e: Expr) -> Expr | None:
+def _fold(e: Expr, texts: Texts | None = None) -> Expr | None:
+    """`e` folded at its root, or None; `texts`: the terms printed so far (`_printed`)."""
     if type(e) in _LEAVES:
         return None
     if isinstance(e, Select) and isinstance(e.cond, Const):
@@ -155,7 +159,7 @@ def _fold(e: Expr) -> Expr | None:
     if not _foldable(e.dtype):
         return None
     if isinstance(e, Binary):
-        return _fold_binary(e)
+        return _fold_binary(e, {} if texts is None else texts)
     if isinstance(e, Compare):
         if isinstance(e.a, Const) and isinstance(e.b, Const) and _foldable(e.a.dtype):
             with np.errstate(all="ignore"):
@@ -172,14 +176,14 @@ def _fold(e: Expr) -> Expr | None:
     return None
 
 
-def _fold_binary(e: Binary) -> Expr | None:
+def _fold_binary(e: Binary, texts: Texts) -> Expr | None:
     a, b = e.a, e.b
     if isinstance(a, Const) and isinstance(b, Const):
         return _fold_constants(e.op, a, b, e.dtype)
     if e.dtype == "bool":
         return _fold_logic(e)
     if e.op in ("+", "-"):
-        cancelled = _cancel(e)
+        cancelled = _cancel(e, texts)
         return cancelled if cancelled is not None else _fold_offsets(e)
     if e.op == "*":
         if _is(b, 1):
@@ -195,12 +199,12 @@ def _fold_binary(e: Binary) -> Expr | None:
     return None
 
 
-def _cancel(e: Binary) -> Expr | None:
+def _cancel(e: Binary, texts: Texts) -> Expr | None:
     """A sum whose terms cancel or merge, rewritten: ``8 * k + 7 - 8 * k -> 7`` (the box
     offsets of staged buffers produce these). Exact: integer +, - and * by constants form a
     ring modulo 2**bits. Sums that do not shrink are left as they are."""
     terms: dict[str, list] = {}
-    count = _collect(e, 1, terms)
+    count = _collect(e, 1, terms, texts)
     constant = terms.pop("", [None, 0, None, 0])[1]
     live = [entry for entry in terms.values() if _wrap(entry[1], e.dtype) != 0]
     if len(live) + (constant != 0) >= count:
@@ -222,14 +226,14 @@ def _cancel(e: Binary) -> Expr | None:
     return _add_constant(result, constant, e.dtype)
 
 
-def _collect(e: Expr, sign: int, terms: dict[str, list]) -> int:
+def _collect(e: Expr, sign: int, terms: dict[str, list], texts: Texts) -> int:
     """Add ``sign * e`` to `terms` (printed term -> [term, coefficient, how it was first
     written, with which factor]; "" is the constant); returns how many terms `e` had."""
     if isinstance(e, Binary) and e.op in ("+", "-"):
         right = sign if e.op == "+" else -sign
-        return _collect(e.a, sign, terms) + _collect(e.b, right, terms)
+        return _collect(e.a, sign, terms, texts) + _collect(e.b, right, terms, texts)
     if isinstance(e, Unary) and e.op == "-":
-        return _collect(e.a, -sign, terms)
+        return _collect(e.a, -sign, terms, texts)
     if isinstance(e, Const):
         terms.setdefault("", [None, 0, None, 0])[1] += sign * int(e.value)
         return 1
@@ -238,9 +242,20 @@ def _collect(e: Expr, sign: int, terms: dict[str, list]) -> int:
         factor, term = int(e.a.value), e.b
     elif isinstance(e, Binary) and e.op == "*" and isinstance(e.b, Const):
         factor, term = int(e.b.value), e.a
-    entry = terms.setdefault(expr_str(term), [term, 0, e, factor])
+    entry = terms.setdefault(_printed(term, texts), [term, 0, e, factor])
     entry[1] += sign * factor
     return 1
+
+
+def _printed(e: Expr, texts: Texts) -> str:
+    """`expr_str(e)`, remembered by id for the pass (`e` kept alive with it): the sums of
+    unrolled copies share their terms, and each sum folded collects its terms again."""
+    if type(e) is Var:
+        return e.name
+    hit = texts.get(id(e))
+    if hit is None:
+        hit = texts[id(e)] = (e, expr_str(e))
+    return hit[1]
 
 
 def _fold_offsets(e: Binary) -> Expr | None:

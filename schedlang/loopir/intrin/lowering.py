@@ -5,13 +5,14 @@ the kernel does). An intrinsic left without a rule is an error here, naming it."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from ...errors import LoweringError
 from ...ir.expr import Call, Expr
 from ...ir.intrinsics import INTRIN, lowering_rule, plain_name
 from ..core.nodes import LoweredFunc
-from ..core.visit import stmt_exprs, transform_stmt, walk_expr, walk_stmt
+from ..core.visit import expr_children, stmt_exprs, transform_stmt, walk_stmt
 
 
 def apply_lowering_rules(func: LoweredFunc, target: str) -> LoweredFunc:
@@ -34,10 +35,13 @@ def apply_lowering_rules(func: LoweredFunc, target: str) -> LoweredFunc:
             )
         return result
 
-    body = transform_stmt(func.body, expr_fn=lower)
+    # a rule's result depends on the call alone: unrolled copies share their subtrees, and
+    # each distinct one is lowered and checked once
+    body = transform_stmt(func.body, expr_fn=lower, memo={})
+    seen: set[int] = set()
     for s in walk_stmt(body):
         for top in stmt_exprs(s):
-            for e in walk_expr(top):
+            for e in _unseen(top, seen):
                 if isinstance(e, Call) and e.name.startswith(INTRIN):
                     raise LoweringError(
                         f"the intrinsic {plain_name(e)!r} (call_intrin) has no lowering rule "
@@ -45,3 +49,16 @@ def apply_lowering_rules(func: LoweredFunc, target: str) -> LoweredFunc:
                         f"register_intrin_lowering({plain_name(e)!r}, target={target!r}, f=...)"
                     )
     return replace(func, body=body)
+
+
+def _unseen(e: Expr, seen: set[int]) -> Iterator[Expr]:
+    """The nodes of `e` not in `seen` (by id, the tree alive meanwhile), added to it; the
+    subtrees of a node seen before are not entered."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(expr_children(node))
