@@ -215,7 +215,7 @@ def _launch_address(cuda: Any) -> int | None:
     return int(result[1])
 
 
-def _source(library: str, spec: GuardSpec, temps: int) -> str:
+def _source(library: str, spec: GuardSpec, temps: int = 0) -> str:
     """Python source of ``call(arrays, stream)`` for `spec` and arrays of `library` (module),
     for a kernel with `temps` temporaries."""
     count = len(spec.params)
