@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import schedlang as sl
+from schedlang.ir import dtype as dt
+from tests.schedule.util import random_inputs
 
 from .guards import PAD, Guarded
 from .properties import cpu_property, gpu_device_property, gpu_interpreter_property
@@ -56,6 +59,17 @@ def test_the_cpu_sample_read_at_data_dependent_indices():
     assert CPU.by_family["gather"]["ran and matched"] > 0
 
 
+def test_the_cpu_sample_dequantised_packed_int4_weights_and_drew_their_refusals():
+    """int4 cases ran and matched; packed_int4 refused the layouts it cannot hold when they
+    were defined, and every build of a weight of odd K packed by hand was refused."""
+    if not CPU.counts:
+        test_cpu_schedules()
+    counts = CPU.by_family["int4"]
+    assert counts["ran and matched"] > 0, counts
+    assert counts["int4 layout refused when defined"] > 0, counts
+    assert counts["refused when lowered"] > 0, counts
+
+
 def test_the_cpu_sample_fused_chains_online_and_was_refused_others():
     if not CPU.counts:
         test_cpu_schedules()
@@ -63,10 +77,19 @@ def test_the_cpu_sample_fused_chains_online_and_was_refused_others():
     assert CPU.counts["primitive rejected: OnlineError"] > 0
 
 
+SIMT = Tally()
+
+
 @sample(300)
 @given(data=st.data())
 def test_gpu_schedules_in_the_simt_interpreter(data):
-    gpu_interpreter_property(data, Tally())
+    gpu_interpreter_property(data, SIMT)
+
+
+def test_the_simt_sample_dequantised_packed_int4_weights():
+    if not SIMT.counts:  # run alone: draw the sample here
+        test_gpu_schedules_in_the_simt_interpreter()
+    assert SIMT.by_family["int4"]["ran and matched"] > 0, SIMT.by_family.get("int4")
 
 
 @pytest.mark.gpu
@@ -136,6 +159,26 @@ def test_guard_zones_keep_the_array_contiguous_and_aligned():
     assert g.view.flags.c_contiguous and g.view.ctypes.data % 16 == 0
     g.view[...] = 2.0
     assert g.damage() is None and g.changed()
+
+
+def test_guard_zones_of_bytes_see_a_write_beside_the_array():
+    g = Guarded((5,), np.arange(1, 6), "uint8")
+    assert g.damage() is None and not g.changed()
+    g.flat[g.pad + 5] ^= 0xFF
+    assert g.damage() is not None
+
+
+def test_random_inputs_give_packed_bytes_every_nibble_and_floats_in_their_dtype():
+    """The arrays the int4 cases run on: any byte (both nibbles 0..15), and scales and zeros
+    of the placeholder's dtype (the reference takes no float32 array for a bfloat16 one)."""
+    wq, scale, zero = sl.packed_int4((64, 16), 8, "bfloat16")
+    values = random_inputs([wq, scale, zero], {})
+    packed = values[wq]
+    assert packed.dtype == np.uint8
+    for nibble in (packed & 15, packed >> 4):
+        assert set(np.unique(nibble).tolist()) == set(range(16))
+    for t in (scale, zero):
+        assert values[t].dtype == dt.to_numpy("bfloat16") and (values[t] != 0).all()
 
 
 def test_a_known_finding_is_counted_not_raised(monkeypatch):

@@ -12,7 +12,7 @@ from schedlang.loopir.interpret import run
 from schedlang.schedule.errors import PlacementError, RFactorError
 from tests.schedule.util import check
 
-from .algorithms import Case
+from .cases import Case
 from .properties import check_cpu, check_simt
 from .verdict import Tally
 
