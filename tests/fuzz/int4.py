@@ -81,7 +81,8 @@ def _int4_elementwise(data, packed: list[sl.Tensor], weight: Callable, shape: tu
         lambda r, j: sl.unpack_int4(by_hand[r // 2, j], r % 2).astype("float32"),
         name="Out",
     )
-    refusal = r"reads 'Wq\[r // 2, j\]' out of bounds"
+    # after cache_write, the stage that reads is the cache ('Out.global', its loops 'r.c')
+    refusal = r"compute 'Out[.\w]*' reads 'Wq\[r[.\w]* // 2, j[.\w]*\]' out of bounds"
     return Case("int4", [by_hand], [out], lowering_refusal=refusal)
 
 
