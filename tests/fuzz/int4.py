@@ -81,8 +81,8 @@ def _int4_elementwise(data, packed: list[sl.Tensor], weight: Callable, shape: tu
         lambda r, j: sl.unpack_int4(by_hand[r // 2, j], r % 2).astype("float32"),
         name="Out",
     )
-    # after cache_write, the stage that reads is the cache ('Out.global', its loops 'r.c')
-    refusal = r"compute 'Out[.\w]*' reads 'Wq\[r[.\w]* // 2, j[.\w]*\]' out of bounds"
+    # through caches: of the reader ('Out.global', its loops 'r.c'), of the bytes ('Wq.local')
+    refusal = r"compute 'Out[.\w]*' reads 'Wq[.\w]*\[r[.\w]* // 2, j[.\w]*\]' out of bounds"
     return Case("int4", [by_hand], [out], lowering_refusal=refusal)
 
 

@@ -17,8 +17,9 @@ import schedlang as sl
 from schedlang.ir import dtype as dt
 from tests.schedule.util import random_inputs
 
+from .cases import Case
 from .guards import PAD, Guarded
-from .properties import cpu_property, gpu_device_property, gpu_interpreter_property
+from .properties import check_cpu, cpu_property, gpu_device_property, gpu_interpreter_property
 from .tensor_cores import tensor_core_device_property, tensor_core_interpreter_property
 from .verdict import KNOWN_FINDINGS, FuzzFailure, Tally, lowering_verdict
 
@@ -188,6 +189,27 @@ def test_a_known_finding_is_counted_not_raised(monkeypatch):
     assert lowering_verdict(err) == "known finding: test_x"
     with pytest.raises(FuzzFailure, match="says nothing to do"):
         lowering_verdict(sl.LoweringError("tile columns straddle a vector"))
+
+
+def _reads_past_the_end() -> Case:
+    a = sl.placeholder((4,), name="A")
+    b = sl.compute((4,), lambda i: a[i + 1] * 2.0, name="B")
+    return Case("test", [a], [b])
+
+
+def test_a_read_outside_a_tensor_fails_the_fuzzer_unless_the_case_expects_it():
+    """Only the int4 family's weight packed by hand reads outside a tensor: anywhere else
+    the refusal is the schedule's doing (an rfactor read past the last part of a split)."""
+    case = _reads_past_the_end()
+    with pytest.raises(FuzzFailure, match=r"a read inside its tensor refused as outside"):
+        check_cpu(case, sl.create_schedule(case.outputs), Tally())
+    case.lowering_refusal = r"compute 'B' reads 'A\[i \+ 1\]' out of bounds"
+    tally = Tally()
+    check_cpu(case, sl.create_schedule(case.outputs), tally)
+    assert tally.counts["refused when lowered"] == 1
+    case.lowering_refusal = r"reads 'A\[i\]'"
+    with pytest.raises(FuzzFailure, match=r"lowering refused with another reason: compute 'B'"):
+        check_cpu(case, sl.create_schedule(case.outputs), Tally())
 
 
 ATTENTION = Tally()
