@@ -40,8 +40,11 @@ def int4(data, sizes: Sizes) -> Case:
         return (q - zero[r // group, j]) * scale[r // group, j]
 
     inlined = data.draw(st.booleans(), label="int4 weight inlined")
-    w = sl.compute((k, n), dequantised, name="W")
-    weight = dequantised if inlined else (lambda r, j: w[r, j])
+    w = None if inlined else sl.compute((k, n), dequantised, name="W")
+
+    def weight(r, j):
+        return dequantised(r, j) if w is None else w[r, j]
+
     packed = [wq, scale, zero]
     if data.draw(st.integers(0, 3), label="int4 elementwise") == 0:
         case = _int4_elementwise(data, packed, weight, (k, n))
