@@ -6,6 +6,7 @@ writing outside its outputs (tests/fuzz).
     python benchmarks/fuzz.py --n 5000 --target simt --seed 1    # cuda builds, SIMT interpreter
     python benchmarks/fuzz.py --n 2000 --target cuda --seed 1    # real kernels on the GPU
     python benchmarks/fuzz.py --n 1000 --target simt --family matmul --family conv2d
+    python benchmarks/fuzz.py --n 500 --target cpu --family int4   # packed int4 weights
     python benchmarks/fuzz.py --n 500 --target simt --family tensor_cores   # fp16 GEMMs
     python benchmarks/fuzz.py --n 500 --target cuda --family tensor_cores   # on the GPU
 
@@ -17,6 +18,9 @@ kernels that matched and schedules refused when built, cases drawn at sizes thei
 cannot run at (a scan whose init gives more rows than the call's steps) are "refused at the
 call", by every kernel and the reference, and a scan recipe whose steps run at the same time
 through a body stage must be refused when built ("scan steps at the same time: refused").
+The `int4` family checks refusals of its own: layouts `sl.packed_int4` cannot hold, refused
+when defined ("int4 layout refused when defined"), and a weight of odd K packed by hand,
+whose read past the packed tensor every build must refuse ("refused when lowered").
 
 The examples run in chunks, each under its own hypothesis seed (derived from ``--seed``), so
 a failure costs one chunk: hypothesis minimises it, the minimal example is printed, and the

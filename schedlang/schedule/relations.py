@@ -73,7 +73,10 @@ def leaf_form(stage: Stage, axes: list[Axis], kind: str) -> LeafForm:
                 continue
             factor = r.factor if r.factor is not None else extents[r.inner].value
             values[r.parent] = values[r.outer] * factor + values[r.inner]
-            if not _divides(extents[r.parent], factor):
+            exact = _divides(extents[r.parent], factor)
+            if r.nparts is not None:  # 8 in 5 parts of 2: the last part lies past the end
+                exact = exact and r.nparts * factor == extents[r.parent].value
+            if not exact:
                 guards.append(values[r.parent] < extents[r.parent])
         elif r.axes[0].kind == kind:
             rest = values[r.fused]

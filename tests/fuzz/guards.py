@@ -5,7 +5,9 @@ a sentinel, and the check afterwards says where.
 The window is C-contiguous (the CPU runtime refuses other outputs) and starts `PAD_BYTES` (256)
 in, which keeps the 16-byte alignment the CUDA runtime, vector loads and ``cp.async`` require.
 Elements of 4 bytes (float32) and of 2 bytes (float16, bfloat16: the tensor cores' operands)
-are guarded, each by NaNs of its width whose payloads no arithmetic result nor NaN poison has.
+are guarded, each by NaNs of its width whose payloads no arithmetic result nor NaN poison has;
+bytes (packed int4 weights, only ever inputs) by a pattern of bytes, which a stray byte store
+can match by chance where a wider one cannot.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ SENTINEL = (0x7FA00000 | (np.arange(PAD, dtype=np.uint32) * 0x9E37 & 0xFFFF)).as
 # 16-bit NaNs in both float16 and bfloat16 (0x7F81..0x7FBF), never the canonical NaN of either
 # (0x7E00, 0x7FC0), so NaN poison written one element too far is still seen
 SENTINEL16 = (0x7F80 | (1 + np.arange(PAD_BYTES // 2) * 37 % 63)).astype(np.uint16)
-_SENTINELS = {4: SENTINEL, 2: SENTINEL16}
+SENTINEL8 = (np.arange(PAD_BYTES) * 37 + 11 & 0xFF).astype(np.uint8)
+_SENTINELS = {4: SENTINEL, 2: SENTINEL16, 1: SENTINEL8}
 
 
 class Guarded:

@@ -8,7 +8,8 @@ the ones a user gets after fixing a mistake in a notebook. After a primitive tha
 `undo` now and then takes it back (alone, then applies it again; or with some before it, and
 drawing goes on): what a notebook user does on second thoughts.
 
-A few recipes draw what random moves seldom reach: TE's shared-memory GEMM, an online pass over
+A few recipes draw what random moves seldom reach: TE's shared-memory GEMM, the int4 example's
+GEMM (packed bytes in shared memory, the weight dequantised in registers), an online pass over
 the algorithm's own chain of reductions, and a scan's body stage computed at its step loop with
 the steps, or the loops inside them, run at the same time.
 A schedule function returns whether the schedule it drew must be refused (steps at the same
@@ -355,6 +356,54 @@ class Scheduler:
         self.undo_several = True
         self.tally.count("shared gemm recipe")
 
+    def int4_gemm(self) -> None:
+        """`examples/gpu_gemm_int4.py`'s GPU schedule with drawn tiles, where the algorithm is
+        the int4 family's GEMM with its weight a stage: per k step, A's tile and the packed
+        tile of Wq (bytes) staged in shared memory, the sum in registers, and the weight
+        dequantised in registers at each k of the step."""
+        out = self.s.output_ops[0]
+        inputs = {t.name: t for t in out.input_tensors}
+        if "acc" not in inputs:
+            return
+        acc = inputs["acc"]
+        inputs.update((t.name, t) for t in acc.op.input_tensors)
+        if "W" not in inputs:
+            return
+        w = inputs["W"]
+        wq = next(t for t in w.op.input_tensors if t.name == "Wq")
+        draw = self.draw
+        rows, cols = (
+            draw(st.sampled_from([2, 4]), label="int4 block"),
+            draw(st.sampled_from([4, 8])),
+        )
+        threads_y, threads_x = draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2, 4]))
+        step = draw(st.sampled_from([1, 2, 4]), label="int4 k step")
+        s, c = self.s, out.output(0)
+        self.undo_several = False  # the recipe goes on with the axes it made
+        staged = [s.cache_read(inputs["A"], "shared", [acc]), s.cache_read(wq, "shared", [w])]
+        s[acc].set_scope("local")
+        s[w].set_scope("local")
+        by, i = s[c].split(c.op.axis[0], factor=rows)
+        bx, j = s[c].split(c.op.axis[1], factor=cols)
+        ty, i = s[c].split(i, nparts=threads_y)
+        tx, j = s[c].split(j, nparts=threads_x)
+        s[c].reorder(by, bx, ty, tx, i, j)
+        for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y")):
+            s[c].bind(axis, sl.thread_axis(tag))
+        s[c].bind(tx, sl.thread_axis("threadIdx.x"))
+        s[acc].compute_at(s[c], tx)
+        ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
+        s[acc].reorder(ko, ki, *s[acc].op.axis)
+        s[w].compute_at(s[acc], ki)
+        for cache in staged:
+            s[cache].compute_at(s[acc], ko)
+            rest, fx = s[cache].split(s[cache].fuse(*s[cache].op.axis), factor=threads_x)
+            _, fy = s[cache].split(rest, factor=threads_y)
+            s[cache].bind(fy, sl.thread_axis("threadIdx.y"))
+            s[cache].bind(fx, sl.thread_axis("threadIdx.x"))
+        self.undo_several = True
+        self.tally.count("int4 gemm recipe")
+
     def scan_body(self) -> tuple[ScanOp, list[sl.Stage]] | None:
         """The schedule's scan and its body stages but the update, where it has them."""
         scans = [x.op for x in self.s.stages if isinstance(x.op, ScanOp)]
@@ -427,9 +476,10 @@ def cpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
 
 def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
     """Now and then the scan recipe and the stages left at the root bound, else now and then
-    TE's shared-memory GEMM recipe first (where the algorithm is a matmul), then random
-    primitives (binds included), then the stages left at the root bound to blocks and
-    threads. Returns whether the schedule must be refused."""
+    TE's shared-memory GEMM recipe first (where the algorithm is a matmul; the int4 example's
+    where it is the int4 family's GEMM), then random primitives (binds included), then the
+    stages left at the root bound to blocks and threads. Returns whether the schedule must
+    be refused."""
     scheduler = Scheduler(data, s, tally, gpu=True)
     scan = scheduler.scan_body()
     if scan is not None and data.draw(st.integers(0, 2), label="scan recipe") == 0:
@@ -438,6 +488,7 @@ def gpu_schedule(data, s: sl.Schedule, tally: Tally) -> bool:
         return refused
     if data.draw(st.integers(0, 3), label="shared gemm recipe") == 0:
         scheduler.shared_gemm()
+        scheduler.int4_gemm()
     else:
         scheduler.online_chain()
     scheduler.random_moves(data.draw(st.integers(0, 12)))

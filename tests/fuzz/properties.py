@@ -22,7 +22,8 @@ import schedlang as sl
 from schedlang.loopir.interpret import run
 from tests.schedule.util import concrete_shape, random_inputs
 
-from .algorithms import FAMILIES, Case, draw_case, intermediates
+from .algorithms import FAMILIES, draw_case
+from .cases import Case, intermediates
 from .guards import DeviceGuarded, Guarded
 from .moves import cpu_schedule, gpu_schedule
 from .verdict import FuzzFailure, Tally, known_finding, lowering_verdict, watchdog
@@ -113,6 +114,8 @@ def _scheduled(data, tally: Tally, schedule, families) -> tuple[Case, sl.Schedul
     case = draw_case(data, families)
     tally.family = case.family
     tally.count(f"family: {case.family}")
+    for key in case.checked:
+        tally.count(key)
     s = sl.create_schedule(case.outputs)
     refused = schedule(data, s, tally)
     _draw_stored(data, case, tally)
@@ -131,11 +134,11 @@ def _draw_stored(data, case: Case, tally: Tally) -> None:
 
 def _build(case: Case, s: sl.Schedule, target: str, tally: Tally, refused: bool = False):
     """The kernel, or None after counting an error the user can act on; a FuzzFailure where
-    a schedule that must be `refused` builds."""
+    a schedule that must be `refused` builds, or a case with a `lowering_refusal` does."""
     try:
         kernel = sl.build(s, case.inputs + case.computed, target=target)
     except sl.SchedlangError as err:
-        tally.count(lowering_verdict(err))
+        tally.count(_build_verdict(case, err))
         if refused:
             tally.count("scan steps at the same time: refused")
         return None
@@ -144,7 +147,26 @@ def _build(case: Case, s: sl.Schedule, target: str, tally: Tally, refused: bool 
             "a scan whose steps run at the same time, reading each other through its body "
             "stage, was built"
         )
+    if case.lowering_refusal is not None:
+        raise FuzzFailure(f"built, but lowering must refuse it ({case.lowering_refusal})")
     return kernel
+
+
+def _build_verdict(case: Case, err: sl.SchedlangError) -> str:
+    """The tally key of an error that refused a build. A read outside a tensor is refused
+    only where the case reads outside one (`lowering_refusal`, then for that reason alone):
+    the other algorithms read inside their tensors, so such a refusal is the schedule's
+    doing (an rfactor once read past the last part of a split)."""
+    verdict = lowering_verdict(err)
+    if not isinstance(err, sl.AlgorithmError):
+        return verdict
+    if case.lowering_refusal is None:
+        if " out of bounds: " in str(err):
+            raise FuzzFailure(f"a read inside its tensor refused as outside: {err}") from err
+        return verdict
+    if not re.search(case.lowering_refusal, str(err)):
+        raise FuzzFailure(f"lowering refused with another reason: {err}") from err
+    return "refused when lowered"
 
 
 def _compare(seed: int, case: Case, runners: dict[str, Runner], tally: Tally) -> None:

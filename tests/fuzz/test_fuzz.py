@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import schedlang as sl
+from schedlang.ir import dtype as dt
+from tests.schedule.util import random_inputs
 
+from .cases import Case
 from .guards import PAD, Guarded
-from .properties import cpu_property, gpu_device_property, gpu_interpreter_property
+from .properties import check_cpu, cpu_property, gpu_device_property, gpu_interpreter_property
 from .tensor_cores import tensor_core_device_property, tensor_core_interpreter_property
 from .verdict import KNOWN_FINDINGS, FuzzFailure, Tally, lowering_verdict
 
@@ -56,6 +60,17 @@ def test_the_cpu_sample_read_at_data_dependent_indices():
     assert CPU.by_family["gather"]["ran and matched"] > 0
 
 
+def test_the_cpu_sample_dequantised_packed_int4_weights_and_drew_their_refusals():
+    """int4 cases ran and matched; packed_int4 refused the layouts it cannot hold when they
+    were defined, and every build of a weight of odd K packed by hand was refused."""
+    if not CPU.counts:
+        test_cpu_schedules()
+    counts = CPU.by_family["int4"]
+    assert counts["ran and matched"] > 0, counts
+    assert counts["int4 layout refused when defined"] > 0, counts
+    assert counts["refused when lowered"] > 0, counts
+
+
 def test_the_cpu_sample_fused_chains_online_and_was_refused_others():
     if not CPU.counts:
         test_cpu_schedules()
@@ -67,6 +82,27 @@ def test_the_cpu_sample_fused_chains_online_and_was_refused_others():
 @given(data=st.data())
 def test_gpu_schedules_in_the_simt_interpreter(data):
     gpu_interpreter_property(data, Tally())
+
+
+INT4_SIMT = Tally()
+
+
+@sample(40)
+@given(data=st.data())
+def test_int4_schedules_in_the_simt_interpreter(data):
+    """Packed int4 weights under GPU schedules, the int4 example's recipe among them: four
+    stages to bind or place (the weight, the sum, the output, caches), so that many random
+    schedules leave one unbound and are refused; the general sample above draws too few of
+    them to be sure to reach a kernel."""
+    gpu_interpreter_property(data, INT4_SIMT, families=("int4",))
+
+
+def test_the_int4_simt_sample_dequantised_packed_int4_weights():
+    if not INT4_SIMT.counts:  # run alone: draw the sample here
+        test_int4_schedules_in_the_simt_interpreter()
+    counts = INT4_SIMT.by_family["int4"]
+    assert counts["ran and matched"] > 0, counts
+    assert INT4_SIMT.counts["int4 gemm recipe"] > 0, INT4_SIMT.counts
 
 
 @pytest.mark.gpu
@@ -138,6 +174,26 @@ def test_guard_zones_keep_the_array_contiguous_and_aligned():
     assert g.damage() is None and g.changed()
 
 
+def test_guard_zones_of_bytes_see_a_write_beside_the_array():
+    g = Guarded((5,), np.arange(1, 6), "uint8")
+    assert g.damage() is None and not g.changed()
+    g.flat[g.pad + 5] ^= 0xFF
+    assert g.damage() is not None
+
+
+def test_random_inputs_give_packed_bytes_every_nibble_and_floats_in_their_dtype():
+    """The arrays the int4 cases run on: any byte (both nibbles 0..15), and scales and zeros
+    of the placeholder's dtype (the reference takes no float32 array for a bfloat16 one)."""
+    wq, scale, zero = sl.packed_int4((64, 16), 8, "bfloat16")
+    values = random_inputs([wq, scale, zero], {})
+    packed = values[wq]
+    assert packed.dtype == np.uint8
+    for nibble in (packed & 15, packed >> 4):
+        assert set(np.unique(nibble).tolist()) == set(range(16))
+    for t in (scale, zero):
+        assert values[t].dtype == dt.to_numpy("bfloat16") and (values[t] != 0).all()
+
+
 def test_a_known_finding_is_counted_not_raised(monkeypatch):
     """verdict.KNOWN_FINDINGS: an error pinned by a regression test is tallied by name."""
     monkeypatch.setitem(KNOWN_FINDINGS, "test_x", re.compile(r"^tile rows straddle"))
@@ -145,6 +201,27 @@ def test_a_known_finding_is_counted_not_raised(monkeypatch):
     assert lowering_verdict(err) == "known finding: test_x"
     with pytest.raises(FuzzFailure, match="says nothing to do"):
         lowering_verdict(sl.LoweringError("tile columns straddle a vector"))
+
+
+def _reads_past_the_end() -> Case:
+    a = sl.placeholder((4,), name="A")
+    b = sl.compute((4,), lambda i: a[i + 1] * 2.0, name="B")
+    return Case("test", [a], [b])
+
+
+def test_a_read_outside_a_tensor_fails_the_fuzzer_unless_the_case_expects_it():
+    """Only the int4 family's weight packed by hand reads outside a tensor: anywhere else
+    the refusal is the schedule's doing (an rfactor read past the last part of a split)."""
+    case = _reads_past_the_end()
+    with pytest.raises(FuzzFailure, match=r"a read inside its tensor refused as outside"):
+        check_cpu(case, sl.create_schedule(case.outputs), Tally())
+    case.lowering_refusal = r"compute 'B' reads 'A\[i \+ 1\]' out of bounds"
+    tally = Tally()
+    check_cpu(case, sl.create_schedule(case.outputs), tally)
+    assert tally.counts["refused when lowered"] == 1
+    case.lowering_refusal = r"reads 'A\[i\]'"
+    with pytest.raises(FuzzFailure, match=r"lowering refused with another reason: compute 'B'"):
+        check_cpu(case, sl.create_schedule(case.outputs), Tally())
 
 
 ATTENTION = Tally()

@@ -12,7 +12,7 @@ from schedlang.loopir.interpret import run
 from schedlang.schedule.errors import PlacementError, RFactorError
 from tests.schedule.util import check
 
-from .algorithms import Case
+from .cases import Case
 from .properties import check_cpu, check_simt
 from .verdict import Tally
 
@@ -77,6 +77,20 @@ def test_rfactor_after_nparts_of_a_symbolic_reduce_axis_names_the_rfactor():
     ko, _ = s[r].split(k, nparts=2)
     with pytest.raises(RFactorError, match=r"rfactor\(R, k.outer.*split it by factor="):
         s.rfactor(r, ko)
+
+
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_of_a_reduce_axis_in_more_parts_than_it_fills(factor_axis):
+    """k of 8 in 5 parts of 2 leaves the fifth part past the end; the factored stage read it
+    unguarded (a read outside A, refused as the algorithm's own) where the split divided."""
+    a = sl.placeholder((3, 8), name="A")
+    b = sl.placeholder((8, 5), name="B")
+    k = sl.reduce_axis((0, 8), name="k")
+    c = sl.compute((3, 5), lambda i, j: sl.sum(a[i, k] * b[k, j], axis=k), name="C")
+    s = sl.create_schedule(c)
+    ko, _ = s[c].split(k, nparts=5)
+    s.rfactor(c, ko, factor_axis)
+    check(s, [a, b], [c])
 
 
 def conv_like():

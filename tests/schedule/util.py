@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 import schedlang as sl
+from schedlang.ir import dtype as dt
 from schedlang.ir.expr import Read, Var
 from schedlang.loopir.interpret import run
 from tests.codegen.util import cpu_can_run, run_cpu
@@ -27,20 +28,24 @@ def concrete_shape(tensor, sizes: Mapping[str, int]) -> tuple[int, ...]:
 
 
 def random_inputs(placeholders, sizes: Mapping[str, int], seed: int = SEED) -> dict:
-    """Random float32 values in [0.5, 2] or [-2, -0.5] (never zero) for each placeholder; an
-    integer placeholder (indices) gets integers from -2 to 17, which run past small extents
-    on both sides."""
+    """Random values in [0.5, 2] or [-2, -0.5] (never zero), in its dtype, for each float
+    placeholder (0-d for a scalar parameter); an integer placeholder (indices) gets integers
+    from -2 to 17, which run past small extents on both sides, and a uint8 one (the bytes of
+    packed int4 weights) any byte, so both nibbles take every value 0..15."""
     gen = np.random.default_rng(seed)
     out = {}
     for p in placeholders:
         shape = concrete_shape(p, sizes)
+        if p.dtype == "uint8":
+            out[p] = gen.integers(0, 256, size=shape).astype(np.uint8)
+            continue
         if p.dtype.startswith(("int", "uint")):
             low = 0 if p.dtype.startswith("uint") else -2
             out[p] = gen.integers(low, 18, size=shape).astype(p.dtype)
             continue
         mag = gen.uniform(0.5, 2.0, size=shape)
         sign = np.where(gen.random(shape) < 0.5, -1.0, 1.0)
-        out[p] = np.asarray(mag * sign, dtype=np.float32)  # 0-d for a scalar parameter
+        out[p] = np.asarray(mag * sign, dtype=dt.to_numpy(p.dtype))  # 0-d for a scalar
     return out
 
 
