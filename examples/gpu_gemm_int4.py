@@ -42,6 +42,7 @@ import schedlang as sl
 from schedlang.ir import dtype as dt
 
 __all__ = [
+    "apply_schedule",
     "build",
     "cpu_schedule",
     "decode_schedule",
@@ -108,7 +109,7 @@ def dequantize(packed: np.ndarray, scales: np.ndarray, zeros: np.ndarray) -> np.
 
 def _stages(c: sl.Tensor) -> tuple[sl.Tensor, sl.Tensor]:
     """``(acc, W)``: the sum and the dequantised weight that C is computed from."""
-    (acc,) = c.op.input_tensors
+    acc = next(t for t in c.op.input_tensors if t.name == "acc")
     w = next(t for t in acc.op.input_tensors if t.name == "W")
     return acc, w
 
@@ -142,13 +143,31 @@ def schedule(
     threads_y: int = 4,
     threads_x: int = 32,
     step: int = 32,
-    copy_bytes: int = 16,
+    copy_bytes: int | None = 16,
 ) -> sl.Schedule:
     """The GPU schedule of the module docstring; `step` even (a step's rows fill whole bytes),
     `block_rows` a multiple of `threads_y`, `block_cols` of `threads_x`; each thread copies
     `copy_bytes` at once into shared memory."""
-    acc, w = _stages(c)
     s = sl.create_schedule(c.op)
+    apply_schedule(s, a, wq, c, block_rows, block_cols, threads_y, threads_x, step, copy_bytes)
+    return s
+
+
+def apply_schedule(
+    s: sl.Schedule,
+    a,
+    wq,
+    c,
+    block_rows: int,
+    block_cols: int,
+    threads_y: int,
+    threads_x: int,
+    step: int,
+    copy_bytes: int | None,
+) -> None:
+    """`schedule`'s primitives on `s`, a schedule of the GEMM (or of a program around it);
+    without `copy_bytes`, a thread copies one element at a time."""
+    acc, w = _stages(c)
     a_shared = s.cache_read(a, "shared", [acc])
     wq_shared = s.cache_read(wq, "shared", [w])
     s[acc].set_scope("local")
@@ -172,14 +191,14 @@ def schedule(
 
     for staged in (a_shared, wq_shared):
         s[staged].compute_at(s[acc], ko)
-        fused = s[staged].fuse(*s[staged].op.axis)
-        rest, lanes = s[staged].split(fused, factor=copy_bytes // dt.itemsize(staged.dtype))
+        rest = s[staged].fuse(*s[staged].op.axis)
+        if copy_bytes is not None:
+            rest, lanes = s[staged].split(rest, factor=copy_bytes // dt.itemsize(staged.dtype))
+            s[staged].vectorize(lanes)
         rest, fx = s[staged].split(rest, factor=threads_x)
         _, fy = s[staged].split(rest, factor=threads_y)
         s[staged].bind(fy, sl.thread_axis("threadIdx.y"))
         s[staged].bind(fx, sl.thread_axis("threadIdx.x"))
-        s[staged].vectorize(lanes)
-    return s
 
 
 def decode_schedule(

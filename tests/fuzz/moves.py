@@ -23,6 +23,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 import schedlang as sl
+from examples import gpu_gemm_int4
 from schedlang.ir.expr import Const, Expr, Reduce
 from schedlang.ir.scan import ScanOp, body_ops
 from schedlang.ir.tensor import ComputeOp
@@ -378,29 +379,10 @@ class Scheduler:
         )
         threads_y, threads_x = draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2, 4]))
         step = draw(st.sampled_from([1, 2, 4]), label="int4 k step")
-        s, c = self.s, out.output(0)
         self.undo_several = False  # the recipe goes on with the axes it made
-        staged = [s.cache_read(inputs["A"], "shared", [acc]), s.cache_read(wq, "shared", [w])]
-        s[acc].set_scope("local")
-        s[w].set_scope("local")
-        by, i = s[c].split(c.op.axis[0], factor=rows)
-        bx, j = s[c].split(c.op.axis[1], factor=cols)
-        ty, i = s[c].split(i, nparts=threads_y)
-        tx, j = s[c].split(j, nparts=threads_x)
-        s[c].reorder(by, bx, ty, tx, i, j)
-        for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y")):
-            s[c].bind(axis, sl.thread_axis(tag))
-        s[c].bind(tx, sl.thread_axis("threadIdx.x"))
-        s[acc].compute_at(s[c], tx)
-        ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
-        s[acc].reorder(ko, ki, *s[acc].op.axis)
-        s[w].compute_at(s[acc], ki)
-        for cache in staged:
-            s[cache].compute_at(s[acc], ko)
-            rest, fx = s[cache].split(s[cache].fuse(*s[cache].op.axis), factor=threads_x)
-            _, fy = s[cache].split(rest, factor=threads_y)
-            s[cache].bind(fy, sl.thread_axis("threadIdx.y"))
-            s[cache].bind(fx, sl.thread_axis("threadIdx.x"))
+        options = dict(block_rows=rows, block_cols=cols, threads_y=threads_y)
+        options.update(threads_x=threads_x, step=step, copy_bytes=None)
+        gpu_gemm_int4.apply_schedule(self.s, inputs["A"], wq, out.output(0), **options)
         self.undo_several = True
         self.tally.count("int4 gemm recipe")
 
