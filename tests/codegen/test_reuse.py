@@ -57,10 +57,9 @@ def test_reused_where_it_dominates_and_recomputed_where_it_does_not():
     np.testing.assert_array_equal(outs[3], a[5 * i % 9])
 
 
-def test_not_reused_after_a_branch_made_by_other_code():
-    """A construct of the translator's inside an arm of a branch it did not make (a target's
-    clipped stores): the block it began in dominates that arm only, so a value computed there
-    is computed again after the branch, and the function is valid IR."""
+def _squaring():
+    """``(function, builder, flag, reuse, twice)``: a function of an i64 x and an i1 flag, and
+    ``twice()``, which emits ``x * x`` through `reuse` (or reuses it)."""
     i64 = ir.IntType(64)
     fn = ir.Function(ir.Module(), ir.FunctionType(i64, [i64, ir.IntType(1)]), "f")
     b = ir.IRBuilder(fn.append_basic_block("start"))
@@ -70,6 +69,14 @@ def test_not_reused_after_a_branch_made_by_other_code():
     def twice() -> ir.Value:
         return reuse.value(("*", id(x)), lambda: b.mul(x, x), x)
 
+    return fn, b, flag, reuse, twice
+
+
+def test_not_reused_after_a_branch_made_by_other_code():
+    """A construct of the translator's inside an arm of a branch it did not make (a target's
+    clipped stores): the block it began in dominates that arm only, so a value computed there
+    is computed again after the branch, and the function is valid IR."""
+    fn, b, flag, reuse, twice = _squaring()
     with b.if_else(flag) as (then, otherwise):  # not the translator's
         with then:
             pass
@@ -86,15 +93,7 @@ def test_not_reused_after_a_branch_made_by_other_code():
 
 
 def test_reused_after_the_translators_own_branch():
-    i64 = ir.IntType(64)
-    fn = ir.Function(ir.Module(), ir.FunctionType(i64, [i64, ir.IntType(1)]), "f")
-    b = ir.IRBuilder(fn.append_basic_block("start"))
-    x, flag = fn.args
-    reuse = Reuse(b)
-
-    def twice() -> ir.Value:
-        return reuse.value(("*", id(x)), lambda: b.mul(x, x), x)
-
+    fn, b, flag, reuse, twice = _squaring()
     first, pre = twice(), b.block
     with if_then(b, flag), reuse.dominated(pre):
         assert twice() is first
