@@ -61,14 +61,14 @@ def test_the_cpu_sample_read_at_data_dependent_indices():
 
 
 def test_the_cpu_sample_dequantised_packed_int4_weights_and_drew_their_refusals():
-    """int4 cases ran and matched; packed_int4 refused the layouts it cannot hold when they
-    were defined, and every build of a weight of odd K packed by hand was refused."""
+    """int4 cases ran and matched, and packed_int4 refused the layouts it cannot hold when
+    they were defined. (A weight of odd K packed by hand, refused when lowered, is drawn too
+    seldom for every sample to hold one: tests/ir/test_int4.py checks its refusal.)"""
     if not CPU.counts:
         test_cpu_schedules()
     counts = CPU.by_family["int4"]
     assert counts["ran and matched"] > 0, counts
     assert counts["int4 layout refused when defined"] > 0, counts
-    assert counts["refused when lowered"] > 0, counts
 
 
 def test_the_cpu_sample_fused_chains_online_and_was_refused_others():
