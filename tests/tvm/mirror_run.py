@@ -10,6 +10,16 @@ import sys
 from pathlib import Path
 
 
+def with_python_path(*folders: Path | str) -> dict[str, str]:
+    """This process's environment with `folders` first on the child's module path, before the
+    caller's own PYTHONPATH (where an environment installs packages by path, as a machine
+    without an installer does)."""
+    paths = [str(f) for f in folders]
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def run_json(module: str, mirror: str, timeout: int, options: tuple[str, ...] = ()) -> dict:
     """``python -m <module> <mirror> <options> --json``, run from the repository root; its
     JSON."""
@@ -17,7 +27,7 @@ def run_json(module: str, mirror: str, timeout: int, options: tuple[str, ...] = 
     run = subprocess.run(
         [sys.executable, "-m", module, mirror, *options, "--json"],
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env=with_python_path(root),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -23,7 +23,6 @@ import argparse
 import ast
 import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
+
+from .mirror_run import with_python_path
 
 UNITTEST = "tests/python/unittest"
 STATUSES = ("passed", "failed", "not importable", "skipped", "xfailed")
@@ -161,7 +162,7 @@ def run_file(path: Path, shim: Path, root: Path) -> dict[str, str]:
     subprocess.run(
         [*command, f"--junitxml={report}", str(path)],
         cwd=path.parent.parent,
-        env={**os.environ, "PYTHONPATH": f"{shim}{os.pathsep}{root}"},
+        env=with_python_path(shim, root),
         capture_output=True,
         timeout=1800,
         check=False,
