@@ -53,11 +53,16 @@ def wgmma_knobs(cfg, a, b, c, steps: list[int], schedule=gpu_gemm_wgmma.schedule
     )  # fmt: skip
 
 
-def main(size: int = 4096) -> None:
-    log = sl.tune.run(gemm(size, size, size), target="cuda", search="grid")
+def tune_square(template, size: int) -> None:
+    """Tune the GEMM `template` at ``size``^3 on the GPU: the log, then the best point."""
+    log = sl.tune.run(template(size, size, size), target="cuda", search="grid")
     best = log.best()
     print(log)
     print(f"best: {best.knobs}: {2.0 * size**3 / best.seconds / 1e12:.0f} TFLOP/s")
+
+
+def main(size: int = 4096) -> None:
+    tune_square(gemm, size)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 
 import schedlang as sl
 from examples import gpu_gemm_fp8
-from examples.tune_gemm_fp16 import wgmma_knobs
+from examples.tune_gemm_fp16 import tune_square, wgmma_knobs
 
 
 @sl.tune.template
@@ -25,10 +25,7 @@ def gemm(cfg, m, n, k, dtype="float8_e4m3fn", out_dtype="bfloat16"):
 
 
 def main(size: int = 4096) -> None:
-    log = sl.tune.run(gemm(size, size, size), target="cuda", search="grid")
-    best = log.best()
-    print(log)
-    print(f"best: {best.knobs}: {2.0 * size**3 / best.seconds / 1e12:.0f} TFLOP/s")
+    tune_square(gemm, size)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def _rewrite(s: Stmt, uses: dict[int, int]) -> Stmt:
         end, replacement = found
         items[k:end] = replacement
         k += len(replacement)
-    return seq(*items) if len(items) != len(s.stmts) or items != list(s.stmts) else s
+    return seq(*items) if items != list(s.stmts) else s
 
 
 def _run_at(items: list[Stmt], k: int, uses: dict[int, int]):
