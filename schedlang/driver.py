@@ -23,6 +23,7 @@ from .loopir.index.index_type import index_dtype
 from .loopir.index.layouts import apply_layouts
 from .loopir.index.overflow import may_overflow
 from .loopir.loops.full_steps import split_full_steps
+from .loopir.loops.gist_guards import gist_guards
 from .loopir.loops.unroll import unroll_loops
 from .loopir.loops.unroll_limit import check_unroll_size
 from .loopir.loops.vector_inner import sink_vector_loops
@@ -136,6 +137,7 @@ def _lower(
         body = bulk_pipeline(body, {b: n for b, (n, tma) in piped.items() if tma})
         body = insert_barriers(body)
         body = split_full_steps(body)
+        body = gist_guards(body)
         body = sink_vector_loops(body)
         folded: dict = {}  # expressions simplified, for the next simplification to reuse
         check_unroll_size(s, body)  # before any pass makes the copies

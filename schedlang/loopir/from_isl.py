@@ -747,6 +747,15 @@ def param_expr(
     return translator.expr(build.expr_from_pw_aff(pa))
 
 
+def set_expr(
+    s: isl.Set, context: isl.Set, param_vars: dict[str, Var], index_dtype: str = "int32"
+) -> Expr:
+    """The condition that parameter set `s` holds, where `context` is known."""
+    build = isl.AstBuild.from_context(context)
+    translator = _Translator(None, {}, [], param_vars, {}, (), index_dtype)
+    return translator.expr(build.expr_from_set(s))
+
+
 def _as(e: Expr, dtype: str) -> Expr:
     """`e` in `dtype` (an algorithm's int32 axis in an int64 kernel, or the reverse)."""
     return e if e.dtype == dtype else Cast(e, dtype)
