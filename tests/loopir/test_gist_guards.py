@@ -1,7 +1,8 @@
-"""Guards and selects reduced to what their loops and the guards around them leave open
-(`loops.gist_guards`): causal attention's diagonal step, where each element's mask comes with
-the keys' bound and a warpgroup's test that the loops' ranges and the mask itself imply. Each
-simplified condition is checked against the original at every point of its loops."""
+"""Guards and selects of register tiles reduced to what their loops and the guards around them
+leave open (`loops.gist_guards`): causal attention's diagonal step, where each element's mask
+comes with the keys' bound and a warpgroup's test that the loops' ranges and the mask itself
+imply. Each simplified condition is checked against the original at every point of its
+loops."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def _value(e, at):
     raise AssertionError(f"no value for {e}")
 
 
-def _loop(var, n, body, thread=None):
-    return For(var, const(0, I32), const(n, I32), "bound" if thread else "serial", body, thread)
+def _loop(var, n, body, thread=None, kind="unrolled"):
+    return For(var, const(0, I32), const(n, I32), "bound" if thread else kind, body, thread)
 
 
 def _diagonal():
@@ -96,6 +97,12 @@ def test_a_guard_that_fails_somewhere_stays_and_one_never_true_goes_with_its_bod
     assert _guards(gist_guards(fails)) == _guards(fails)
     never = _loop(t, 8, If(t > 9, Store(OUT, (t,), const(1.0, "float32"))))
     assert not any(isinstance(s, Store) for s in walk_stmt(gist_guards(never)))
+
+
+def test_conditions_outside_element_loops_are_left_to_the_passes_that_version_loops():
+    t = Var("t", I32, "loop")
+    always = _loop(t, 8, If(t < 9, Store(OUT, (t,), const(1.0, "float32"))), kind="serial")
+    assert _guards(gist_guards(always)) == _guards(always)
 
 
 def test_a_select_under_a_guard_is_decided_by_it():

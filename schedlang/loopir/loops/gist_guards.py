@@ -1,15 +1,18 @@
-"""Guards and selects reduced to what the loops and guards around them leave open.
+"""Guards and selects of register tiles reduced to what the loops and guards around them
+leave open.
 
 Where a schedule splits a loop into a block's steps and its diagonal step (causal attention),
 isl's code keeps, per element of a thread's register tile, every constraint of the mask and
-of the keys' bounds: ``lane % 4 * 2 + 8 h + e + 128 i - 128 < 1024 and ... <= 128 i + ...``,
+of the keys' bound: ``lane % 4 * 2 + 8 h + e + 128 i - 128 < 1024 and ... <= 128 i + ...``,
 under a guard on the warpgroup's rows with a division by 64, in each of the step's three
 stages. Most of it is implied by the ranges of the loops around it (the last block ends at
 the length) or by the element's own test (a warpgroup with a key at or below some row of its
-own). Each condition is replaced by isl's ``gist`` of it under those facts, where that is
-shorter: the diagonal's mask becomes one comparison per element, of a thread's value and a
-constant once the element loops are unrolled. A guard directly inside another is simplified
-under it, the outer one under the inner (nothing runs when the inner one fails).
+own). Each condition inside a tile's element loops (unrolled or vectorized: a compare per
+element) is replaced by isl's ``gist`` of it under those facts, where that is shorter and no
+more of a union: the diagonal's mask becomes one comparison per element, of a thread's value
+and a constant once the element loops are unrolled. A guard directly inside another is
+simplified under it, the outer one under the inner (nothing runs when the inner one fails).
+Conditions outside element loops are left as they are: later passes version loops on them.
 """
 
 from __future__ import annotations
@@ -22,27 +25,39 @@ from ..core.nodes import For, If, Let, Stmt, seq
 from ..core.visit import rebuild_stmt, transform_expr
 from ..from_isl import set_expr
 
+ELEMENT_LOOPS = ("unrolled", "vectorized")
+
 
 def gist_guards(stmt: Stmt) -> Stmt:
-    """`stmt` with each guard and select simplified by its context (module doc): the same
-    effect at every point its loops reach."""
-    return _walk(stmt, [], [])
+    """`stmt` with each guard and select of its element loops simplified by its context
+    (module doc): the same effect at every point its loops reach."""
+    return _walk(stmt, [], [], False)
 
 
-def _walk(s: Stmt, loops: list[Span], known: list[Expr]) -> Stmt:
+def _walk(s: Stmt, loops: list[Span], known: list[Expr], element: bool) -> Stmt:
     def exprs(e: Expr) -> Expr:
-        return _selects(e, loops, known)
+        return _selects(e, loops, known) if element else e
 
     if isinstance(s, For):
         inner = [*loops, Span(s.var, s.min, s.extent)]
-        return rebuild_stmt(s, exprs, lambda k: _walk(k, inner, known))
+        within = element or s.kind in ELEMENT_LOOPS
+        return rebuild_stmt(s, exprs, lambda k: _walk(k, inner, known, within))
     if isinstance(s, Let):
         fact = Compare("==", s.var, s.value) if s.value.dtype.startswith("int") else None
         inner_known = [*known, fact] if fact is not None else known
-        return rebuild_stmt(s, exprs, lambda k: _walk(k, loops, inner_known))
-    if isinstance(s, If):
+        return rebuild_stmt(s, exprs, lambda k: _walk(k, loops, inner_known, element))
+    if isinstance(s, If) and element:
         return _guard(s, loops, known)
-    return rebuild_stmt(s, exprs, lambda k: _walk(k, loops, known))
+    if isinstance(s, If):  # what it ensures is known inside it
+        then = _walk(s.then, loops, [*known, s.cond], element)
+        negated = Unary("not", s.cond, "bool")
+        otherwise = (
+            None if s.otherwise is None else _walk(s.otherwise, loops, [*known, negated], element)
+        )
+        if then is s.then and otherwise is s.otherwise:
+            return s
+        return If(s.cond, then, otherwise)
+    return rebuild_stmt(s, exprs, lambda k: _walk(k, loops, known, element))
 
 
 def _guard(s: If, loops: list[Span], known: list[Expr]) -> Stmt:
@@ -53,13 +68,13 @@ def _guard(s: If, loops: list[Span], known: list[Expr]) -> Stmt:
     else:
         cond = _simplified(cond, loops, known)
     if cond is True:
-        return _walk(s.then, loops, known)
+        return _walk(s.then, loops, known, True)
     if cond is False:
-        return seq() if s.otherwise is None else _walk(s.otherwise, loops, known)
-    then = _walk(s.then, loops, [*known, cond])
+        return seq() if s.otherwise is None else _walk(s.otherwise, loops, known, True)
+    then = _walk(s.then, loops, [*known, cond], True)
     otherwise = None
     if s.otherwise is not None:
-        otherwise = _walk(s.otherwise, loops, [*known, Unary("not", cond, "bool")])
+        otherwise = _walk(s.otherwise, loops, [*known, Unary("not", cond, "bool")], True)
     if cond is s.cond and then is s.then and otherwise is s.otherwise:
         return s
     return If(cond, then, otherwise)
@@ -80,8 +95,8 @@ def _selects(e: Expr, loops: list[Span], known: list[Expr]) -> Expr:
 
 
 def _simplified(cond: Expr, loops: list[Span], known: list[Expr]) -> Expr | bool:
-    """True or False where `known` and the loops decide `cond`; otherwise the shorter of
-    `cond` and isl's gist of it."""
+    """True or False where `known` and the loops decide `cond`; otherwise isl's gist of it
+    where that is shorter and no more of a union, else `cond`."""
     found = gist(cond, loops, known)
     if found is None:
         return cond
@@ -90,7 +105,18 @@ def _simplified(cond: Expr, loops: list[Span], known: list[Expr]) -> Expr | bool
     if found.never:
         return False
     shorter = set_expr(found.cond, found.context, found.params, _index_dtype(cond))
+    if _choices(shorter) > _choices(cond):
+        return cond
     return shorter if _size(shorter) < _size(cond) else cond
+
+
+def _choices(e: Expr) -> int:
+    """The unions and case splits in `e`: later passes version loops on conjunctions."""
+    return sum(
+        1
+        for x in walk(e)
+        if isinstance(x, Select) or (isinstance(x, Binary) and x.op in ("or", "min", "max"))
+    )
 
 
 def _index_dtype(cond: Expr) -> str:
