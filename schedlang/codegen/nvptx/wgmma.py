@@ -42,26 +42,13 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...loopir.core.nodes import (
-    FRAGMENT_SCOPES,
-    Allocate,
-    Buffer,
-    BulkCopy,
-    For,
-    If,
-    Let,
-    MBarrier,
-    Seq,
-    Stmt,
-    Tile,
-)
+from ...loopir.core.nodes import Allocate, BulkCopy, For, If, Let, MBarrier, Seq, Stmt, Tile
 from ...loopir.core.visit import walk_stmt
-from ...loopir.memory import fragments
 from ...loopir.memory.fragments import is_wgmma
 from ..llvm.alignment import factor
 from ..llvm.expr import panels
 from ..llvm.intrinsics import function
-from ..llvm.types import F32, I32, I64, storage_type
+from ..llvm.types import F32, I32, I64
 from .nvvm import SHARED_PTR
 
 if TYPE_CHECKING:
@@ -205,7 +192,7 @@ class WgmmaOrder:
         """Called before each leaf statement `s`."""
         if is_wgmma(s):
             if not self.last_was_product:
-                _fence(em, [s])
+                _asm(em, "wgmma.fence.sync.aligned;")
             return
         self.last_was_product = False
         if isinstance(s, MBarrier) and s.op == "arrive" and s.pending and self.uncommitted:
@@ -224,7 +211,7 @@ class WgmmaOrder:
         (where LLVM's unrolling would copy the wait into every iteration)."""
         if only_products(loop.body):
             if not self.last_was_product:
-                _fence(em, [s for s in walk_stmt(loop.body) if is_wgmma(s)])
+                _asm(em, "wgmma.fence.sync.aligned;")
                 self.last_was_product = True
         elif self.pending and not only_products(loop.body, (MBarrier, BulkCopy)):
             self.wait(em)
@@ -262,58 +249,6 @@ class WgmmaOrder:
             else:
                 _wait_for_accumulators(em, text)
             self.pending = keep > 0
-
-
-def _fence(em: StmtEmitter, products: list[Stmt]) -> None:
-    """``wgmma.fence`` before `products`, with the register A operands they read packed two
-    halves to a word before it and passed through it. Packed beside each product instead (where
-    LLVM puts a conversion, next to its use), the words are written between the products of a
-    run, and ptxas, which must fence every register write a product reads, injects a
-    ``warpgroup.arrive`` before each of them (C7519), waiting for the products before."""
-    held = {id(s.srcs[0].buffer): s.srcs[0].buffer for s in products}
-    operands = [
-        (buffer, _slots_of(em, buffer))
-        for buffer in held.values()
-        if buffer.scope in FRAGMENT_SCOPES and dt.itemsize(buffer.dtype) == 2
-    ]
-    flat = [w for _, values in operands for w in _pairs(em.b, values)]
-    if not flat:
-        _asm(em, "wgmma.fence.sync.aligned;")
-        return
-    count = len(flat)
-    ftype = ir.FunctionType(ir.LiteralStructType([I32] * count), [I32] * count)
-    constraints = ",".join(["=r"] * count + [str(k) for k in range(count)] + ["~{memory}"])
-    out = em.b.asm(ftype, "wgmma.fence.sync.aligned;", constraints, flat, side_effect=True)
-    fenced = iter([em.b.extract_value(out, k) for k in range(count)])
-    for buffer, values in operands:
-        halves = []
-        for _ in range(len(values) // 2):
-            pair = em.b.bitcast(next(fenced), ir.VectorType(values[0].type, 2))
-            halves += [em.b.extract_element(pair, ir.Constant(I32, k)) for k in range(2)]
-        _set_slots(em, buffer, halves)
-
-
-def _slots_of(em: StmtEmitter, buffer: Buffer) -> list[ir.Value]:
-    """Every slot of the thread's part of fragment `buffer`: its register values, or loaded
-    from its stack slot (which LLVM turns into values)."""
-    values = em.registers.values.get(buffer)
-    if values is not None:
-        return list(values)
-    typ = storage_type(buffer.dtype)
-    return [em.b.load(_slot(em, buffer, k), typ=typ) for k in range(fragments.lane_size(buffer))]
-
-
-def _set_slots(em: StmtEmitter, buffer: Buffer, new: list[ir.Value]) -> None:
-    values = em.registers.values.get(buffer)
-    if values is not None:
-        values[:] = new
-        return
-    for k, value in enumerate(new):
-        em.b.store(value, _slot(em, buffer, k))
-
-
-def _slot(em: StmtEmitter, buffer: Buffer, k: int) -> ir.Value:
-    return em.address(em.pointer(buffer), em.i64(k), buffer.dtype)
 
 
 def _wait_for_accumulators(em: StmtEmitter, text: str) -> None:
