@@ -11,7 +11,7 @@ import operator
 
 from schedlang.ir.expr import Binary, Compare, Const, Select, Unary, Var, const, logical
 from schedlang.ir.visit import walk
-from schedlang.loopir.core.nodes import Buffer, For, If, Load, Store
+from schedlang.loopir.core.nodes import Buffer, For, If, Load, MatrixOp, Store, Tile, seq
 from schedlang.loopir.core.visit import walk_expr, walk_stmt
 from schedlang.loopir.loops.gist_guards import gist_guards
 
@@ -48,6 +48,14 @@ def _value(e, at):
     raise AssertionError(f"no value for {e}")
 
 
+def _product():
+    """A warpgroup's product: the pass looks at kernels of the tensor cores' fragments only."""
+    acc = Buffer("acc", (const(64), const(64)), "float32", "wgmma.accumulator")
+    a, b = (Buffer(x, (const(64), const(64)), "float16", "shared") for x in "ab")
+    tile = lambda buffer: Tile(buffer, (const(0), const(0)), (0, 1), (64, 64))  # noqa: E731
+    return MatrixOp("mma", tile(acc), (tile(a), tile(b)))
+
+
 def _loop(var, n, body, thread=None, kind="unrolled"):
     return For(var, const(0, I32), const(n, I32), "bound" if thread else kind, body, thread)
 
@@ -62,7 +70,7 @@ def _diagonal():
     mask = logical("and", (key < 1024, key <= row))
     live = wg >= (-(warp * 16) - lane // 4 + lane % 4 * 2 + 8 * h + e - 1) // 64
     store = Store(OUT, (lane * 2 + e,), Load(SRC, (lane * 2 + e,), "float32"))
-    body = If(live, If(mask, store))
+    body = seq(If(live, If(mask, store)), _product())
     loops = [(i, 8, "blockIdx.x"), (wg, 2, "threadIdx.z"), (lane, 32, "threadIdx.x")]
     loops += [(warp, 4, "threadIdx.y"), (h, 4, None), (e, 2, None)]
     for var, n, thread in reversed(loops):
@@ -93,22 +101,24 @@ def test_the_diagonal_mask_is_one_comparison_that_holds_where_the_original_does(
 
 def test_a_guard_that_fails_somewhere_stays_and_one_never_true_goes_with_its_body():
     t = Var("t", I32, "loop")
-    fails = _loop(t, 8, If(t < 5, Store(OUT, (t,), const(1.0, "float32"))))
+    fails = seq(_loop(t, 8, If(t < 5, Store(OUT, (t,), const(1.0, "float32")))), _product())
     assert _guards(gist_guards(fails)) == _guards(fails)
-    never = _loop(t, 8, If(t > 9, Store(OUT, (t,), const(1.0, "float32"))))
+    never = seq(_loop(t, 8, If(t > 9, Store(OUT, (t,), const(1.0, "float32")))), _product())
     assert not any(isinstance(s, Store) for s in walk_stmt(gist_guards(never)))
 
 
-def test_conditions_outside_element_loops_are_left_to_the_passes_that_version_loops():
+def test_conditions_outside_element_loops_or_without_products_are_left_alone():
     t = Var("t", I32, "loop")
     always = _loop(t, 8, If(t < 9, Store(OUT, (t,), const(1.0, "float32"))), kind="serial")
-    assert _guards(gist_guards(always)) == _guards(always)
+    assert _guards(gist_guards(seq(always, _product()))) == _guards(always)
+    unrolled = _loop(t, 8, If(t < 9, Store(OUT, (t,), const(1.0, "float32"))))
+    assert _guards(gist_guards(unrolled)) == _guards(unrolled)  # no products: left alone
 
 
 def test_a_select_under_a_guard_is_decided_by_it():
     t = Var("t", I32, "loop")
     value = Select(t < 6, Load(SRC, (t,), "float32"), const(0.0, "float32"), "float32")
-    nest = _loop(t, 8, If(t < 4, Store(OUT, (t,), value)))
+    nest = seq(_loop(t, 8, If(t < 4, Store(OUT, (t,), value))), _product())
     selects = [
         n for s in walk_stmt(gist_guards(nest)) for n in walk_expr(getattr(s, "value", const(0)))
     ]

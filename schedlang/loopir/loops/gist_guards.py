@@ -22,15 +22,21 @@ from ...ir.visit import walk
 from ...poly.first_failing import Span
 from ...poly.gist import gist
 from ..core.nodes import For, If, Let, Stmt, seq
-from ..core.visit import rebuild_stmt, transform_expr
+from ..core.visit import rebuild_stmt, transform_expr, walk_stmt
 from ..from_isl import set_expr
+from ..memory.fragments import is_wgmma
 
 ELEMENT_LOOPS = ("unrolled", "vectorized")
 
 
 def gist_guards(stmt: Stmt) -> Stmt:
     """`stmt` with each guard and select of its element loops simplified by its context
-    (module doc): the same effect at every point its loops reach."""
+    (module doc): the same effect at every point its loops reach. Kernels of warpgroup
+    products only, whose register tiles are the fragments' (other register tiles lose their
+    guards to `gpu.register_guards` and `loops.full_tiles`, which read them as isl wrote
+    them)."""
+    if not any(is_wgmma(s) for s in walk_stmt(stmt)):
+        return stmt
     return _walk(stmt, [], [], False)
 
 
