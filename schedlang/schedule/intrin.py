@@ -16,6 +16,12 @@ extents, their access pattern, their dtypes) before anything is generated:
 - ``store_matrix(n)``: a copy of a 16 x n accumulator tile out of its fragment (to shared or
   global memory), converted to the destination's dtype.
 
+``m=32`` gives each of them TE's taller warp-matrix tile (m32n8k16): A 32 x 16, B 16 x 8, the
+accumulator 32 x 8 (``load_matrix("wmma.matrix_a", m=32)``, ``load_matrix("wmma.accumulator",
+n=8, m=32)``, ``mma_sync(n=8, m=32)``, ``store_matrix(n=8, m=32)``; B's load is the usual
+``load_matrix("wmma.matrix_b", n=8)``), of 16-bit data; a product is two ``mma.sync.m16n8k16``,
+one per 16 rows.
+
 float32 data runs on the tensor cores only when asked (``tf32=True``): its products are then
 of TF32 values (float32 rounded to a 10-bit mantissa), summed in float32, a tile's reduction 8
 long (``mma.sync.m16n8k8``); never a silent change of precision.
@@ -50,6 +56,7 @@ from dataclasses import dataclass
 
 FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator", "wgmma.accumulator")
 M = 16
+M_STACKED = 32  # rows of TE's m32n8k16 tiles: two 16-row tiles, one over the other
 M_WARPGROUP = 64  # rows of a warpgroup's accumulator tile (wgmma.mma_async.m64nNk16)
 K = 16
 K_FLOAT8 = 32  # wgmma's reduction of 8-bit floats: the same 32 bytes of a row as 16 halves
@@ -78,30 +85,41 @@ class TensorIntrin:
         return self.name
 
 
-def load_matrix(scope: str, n: int = 16, tf32: bool = False) -> TensorIntrin:
-    """A load of a tile into a fragment of `scope`: 16 x 16 for ``wmma.matrix_a`` (m x k),
-    16 x `n` for ``wmma.matrix_b`` (k x n) and ``wmma.accumulator`` (m x n); with `tf32`, the
-    operands' reduction is 8 long (16 x 8 and 8 x `n`) and their data float32."""
+def load_matrix(scope: str, n: int = 16, tf32: bool = False, m: int = M) -> TensorIntrin:
+    """A load of a tile into a fragment of `scope`: `m` x 16 for ``wmma.matrix_a`` (m x k),
+    16 x `n` for ``wmma.matrix_b`` (k x n) and `m` x `n` for ``wmma.accumulator`` (m x n);
+    with `tf32`, the operands' reduction is 8 long (16 x 8 and 8 x `n`) and their data
+    float32. `m` is 16, or 32 for TE's m32n8k16 tiles (module doc)."""
     if scope not in FRAGMENT_SCOPES:
         raise ValueError(f"load_matrix: unknown scope {scope!r}; use one of {FRAGMENT_SCOPES}")
     k = K_TF32 if tf32 else K
     n = _n(n, "load_matrix")
-    shape = {"wmma.matrix_a": (M, k), "wmma.matrix_b": (k, n)}.get(scope, (M, n))
+    rows = _m(m, n if scope == "wmma.accumulator" else 8, tf32, "load_matrix")
+    if rows != M and scope == "wmma.matrix_b":
+        raise ValueError(
+            "load_matrix: m=32 is the rows of A and of the accumulator; B of an m32n8k16 "
+            'product is load_matrix("wmma.matrix_b", n=8)'
+        )
+    shape = {"wmma.matrix_a": (rows, k), "wmma.matrix_b": (k, n)}.get(scope, (rows, n))
     extra = ("" if n == 16 or scope == "wmma.matrix_a" else f", n={n}") + (
         ", tf32=True" if tf32 else ""
     )
+    extra += "" if rows == M else f", m={rows}"
     return TensorIntrin(f'sl.intrin.load_matrix("{scope}"{extra})', "load", shape, scope, tf32)
 
 
-def mma_sync(n: int = 16, tf32: bool = False) -> TensorIntrin:
+def mma_sync(n: int = 16, tf32: bool = False, m: int = M) -> TensorIntrin:
     """``C[i, j] += A[i, k] * B[k, j]`` over a 16 x `n` x 16 tile (``mma.sync.m16n8k16``), or
-    with `tf32` of float32 data rounded to TF32 over a 16 x `n` x 8 tile (``m16n8k8``)."""
+    with `tf32` of float32 data rounded to TF32 over a 16 x `n` x 8 tile (``m16n8k8``); with
+    ``m=32``, over TE's 32 x 8 x 16 tile (two m16n8k16, one per 16 rows)."""
     n = _n(n, "mma_sync")
+    rows = _m(m, n, tf32, "mma_sync")
     if tf32:
         return TensorIntrin(
             f"sl.intrin.mma_sync(n={n}, tf32=True)", "mma", (M, n, K_TF32), None, True
         )
-    return TensorIntrin(f"sl.intrin.mma_sync(n={n})", "mma", (M, n, K))
+    extra = "" if rows == M else f", m={rows}"
+    return TensorIntrin(f"sl.intrin.mma_sync(n={n}{extra})", "mma", (rows, n, K))
 
 
 def wgmma(n: int = 128, k: int = K) -> TensorIntrin:
@@ -130,20 +148,35 @@ def store_matrix(n: int = 16, m: int = 16, tma: bool = False) -> TensorIntrin:
         extra = ", tma=True" if tma else ""
         name = f"sl.intrin.store_matrix(n={n}, m=64{extra})"
         return TensorIntrin(name, "store", (M_WARPGROUP, n), tma=tma)
-    if m != M or isinstance(m, bool):
+    if m not in (M, M_STACKED) or isinstance(m, bool):
         raise ValueError(
-            f"store_matrix: m must be 16 (a warp's tile) or 64 (a warpgroup's), got {m!r}"
+            f"store_matrix: m must be 16 or 32 (a warp's tile) or 64 (a warpgroup's), got {m!r}"
         )
     if tma:
         raise ValueError("store_matrix: tma=True stores a warpgroup's tile (m=64) on sm_90")
     n = _n(n, "store_matrix")
-    return TensorIntrin(f"sl.intrin.store_matrix(n={n})", "store", (M, n))
+    rows = _m(m, n, False, "store_matrix")
+    extra = "" if rows == M else f", m={rows}"
+    return TensorIntrin(f"sl.intrin.store_matrix(n={n}{extra})", "store", (rows, n))
 
 
 def _wide_n(n: object, call: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or not (8 <= n <= 256 and n % 8 == 0):
         raise ValueError(f"{call}: n must be a multiple of 8 from 8 to 256, got {n!r}")
     return n
+
+
+def _m(m: object, n: int, tf32: bool, call: str) -> int:
+    """The rows of a warp's A or accumulator tile: 16, or 32 for TE's m32n8k16 (n = 8, 16-bit
+    operands)."""
+    if isinstance(m, bool) or m not in (M, M_STACKED):
+        raise ValueError(f"{call}: m must be 16 or 32 (TE's m32n8k16 tiles), got {m!r}")
+    if m == M_STACKED and (n != 8 or tf32):
+        raise ValueError(
+            f"{call}: m=32 is the m32n8k16 tile: n=8 and float16 or bfloat16 data, not "
+            f"n={n}{' with tf32' if tf32 else ''}"
+        )
+    return int(m)
 
 
 def _n(n: object, call: str) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -239,11 +239,27 @@ def load_fragment(em: StmtEmitter, dst: Tile, src: Tile, lane: LaneIndex) -> lis
     """The slots of fragment tile `dst` (storage values) loaded from the memory tile `src`."""
     _in_memory(em, src)
     scope, shape = dst.buffer.scope, tuple(dst.shape)
+    if shape[0] == fragments.M_STACKED:  # two 16-row tiles, their slots one after the other
+        return [v for half in _row_halves(dst, src) for v in load_fragment(em, *half, lane)]
     with _lane_bound(em, lane):
         found = _ldmatrix(em, dst, src) if scope != "wmma.accumulator" else None
         if found is not None:
             return found
         return _per_lane(em, src, scope, shape)
+
+
+def _row_halves(dst: Tile, src: Tile) -> list[tuple[Tile, Tile]]:
+    """The 16-row tiles of a 32-row fragment tile `dst` and of the memory tile `src` it is
+    loaded from, top first (`fragments`: the slots of the top half come first)."""
+    top = fragments.M
+    halves = []
+    for r in (0, top):
+        base = list(src.base)
+        row = base[src.dims[0]]
+        base[src.dims[0]] = row if r == 0 else Binary("+", row, const(r, row.dtype), row.dtype)
+        shape = (top, src.shape[1])
+        halves.append((replace(dst, shape=shape), replace(src, base=tuple(base), shape=shape)))
+    return halves
 
 
 def _ldmatrix(em: StmtEmitter, dst: Tile, src: Tile) -> list[ir.Value] | None:
