@@ -179,10 +179,13 @@ class ComputeOp(Operation):
     @property
     def body(self) -> tuple[Expr, ...]:
         """TE's ``op.body``: the expression of each output computed together, in order (one
-        for a single output; a tuple reduction's components as `Reduce`s of their own)."""
+        for a single output; a tuple reduction's components as `Reduce`s of their own). This
+        op's own is its current one; the others' are the algorithm's, which a schedule that
+        rewires the outputs' reads (``cache_read``) gives new ops of its own, in its stage."""
         if self.outputs is None:
             return (self.expr,)
-        return tuple(op.expr for op in self.outputs.ops)
+        own = self.value_index
+        return tuple(self.expr if k == own else op.expr for k, op in enumerate(self.outputs.ops))
 
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:

@@ -25,6 +25,9 @@ def test_body_is_the_list_of_the_outputs_expressions():
     doubled, tripled = te.compute((n, 3), lambda i, j: (a[i, j] * 2, a[i, j] * 3), name="T")
     assert doubled.op.body == tripled.op.body
     assert [str(e) for e in doubled.op.body] == ["A[i, j] * 2.0", "A[i, j] * 3.0"]
+    s = te.create_schedule(doubled.op)
+    s.cache_read(a, "local", [doubled])
+    assert str(s[doubled].op.body[0]) == "A.local[i, j] * 2.0"  # the op's own, as rewired
     idx = te.placeholder((n, 3), name="I", dtype="int32")
     argmax = te.comm_reducer(
         lambda x, y: (te.if_then_else(x[1] >= y[1], x[0], y[0]), te.max(x[1], y[1])),
