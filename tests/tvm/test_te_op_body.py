@@ -101,3 +101,20 @@ def test_rfactor_still_refuses_a_loop_fusing_data_and_reduce_axes():
     fused = s[b].fuse(b.op.axis[0], k1)
     with pytest.raises(RFactorError, match="or of its data axes, which rfactor drops"):
         s.rfactor(b, fused)
+
+
+def test_a_reduce_axis_left_alone_keeps_its_range():
+    """The factored op sums over the untouched axis's own range (here from 2), unshifted."""
+    n = sl.var("n")
+    a = sl.placeholder((n, n, n), name="A")
+    k1, k2 = sl.reduce_axis((1, n), name="k1"), sl.reduce_axis((2, n), name="k2")
+    b = sl.compute((n,), lambda i: sl.sum(a[i, k1, k2], axis=[k1, k2]), name="B")
+    s = sl.create_schedule(b)
+    _, inner = s[b].split(k1, factor=3)
+    factored = s.rfactor(b, inner)
+    assert factored.op.reduce_axis[0] is k2
+    kernel = sl.build(s, [a, b])
+    x = np.random.default_rng(3).uniform(0.5, 1.5, (11, 11, 11)).astype("float32")
+    got = np.full(11, np.nan, "float32")
+    kernel(x, got)
+    np.testing.assert_allclose(got, sl.reference(b, {a: x}), rtol=1e-5)
