@@ -154,8 +154,8 @@ def store_matrix(n: int = 16, m: int = 16, tma: bool = False) -> TensorIntrin:
         )
     if tma:
         raise ValueError("store_matrix: tma=True stores a warpgroup's tile (m=64) on sm_90")
-    n = _n(n, "store_matrix")
     rows = _m(m, n, False, "store_matrix")
+    n = _n(n, "store_matrix")
     extra = "" if rows == M else f", m={rows}"
     return TensorIntrin(f"sl.intrin.store_matrix(n={n}{extra})", "store", (rows, n))
 
