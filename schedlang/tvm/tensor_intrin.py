@@ -148,11 +148,11 @@ def decl_tensor_intrin(
         )
     names = {c.name for c in calls}
     shape = [_int(e) for e in op.shape]
-    if len(shape) != 2 or shape[1] not in (8, 16) or shape[0] not in (16, 32):
+    if len(shape) != 2 or not {shape[0], shape[1]} <= {8, 16, 32}:
         raise ScheduleError(
             f"decl_tensor_intrin '{op.name}': the compute's shape is {tuple(shape)}; the "
-            "warp-matrix builtins work on 16 x 16, 16 x 8 (or, for m32n8k16, 32 x 16 and "
-            "32 x 8) tiles"
+            "warp-matrix builtins work on tiles of TE's m16n16k16, m32n8k16 and m8n32k16 "
+            "(16 x 16, 16 x 8, 32 x 16, 32 x 8, 8 x 16, 16 x 32, 8 x 32)"
         )
     if "tvm_mma_sync" in names:
         intrin = _checked(op, shape, _shipped(op, sl_intrin.mma_sync, n=shape[1], m=shape[0]))

@@ -81,13 +81,16 @@ def test_te_tile_shapes_are_the_shipped_intrinsics():
     assert wmma_load(tall, "wmma.matrix_b") == sl.intrin.load_matrix("wmma.matrix_b", n=8)
     assert wmma_gemm(tall) == sl.intrin.mma_sync(n=8, m=32)
     assert wmma_store(tall) == sl.intrin.store_matrix(n=8, m=32)
+    wide = (8, 32, 16)
+    assert wmma_load(wide, "wmma.matrix_a") == sl.intrin.load_matrix("wmma.matrix_a", m=8)
+    assert wmma_load(wide, "wmma.matrix_b") == sl.intrin.load_matrix("wmma.matrix_b", n=32)
+    assert wmma_gemm(wide) == sl.intrin.mma_sync(n=32, m=8)
+    assert wmma_store(wide) == sl.intrin.store_matrix(n=32, m=8)
     assert wmma_gemm((16, 16, 16)) == sl.intrin.mma_sync()
-    with pytest.raises(
-        tvm.TVMError, match=r"decl_tensor_intrin 'C': mma_sync: m=32 is the m32n8k16"
-    ):
+    with pytest.raises(tvm.TVMError, match=r"'C': mma_sync: m=32 is the m32n8k16 tile: n=8"):
         wmma_gemm((32, 16, 16))
-    with pytest.raises(tvm.TVMError, match=r"the compute's shape is \(8, 32\); the warp-matrix"):
-        wmma_store((8, 32, 16))
+    with pytest.raises(tvm.TVMError, match=r"the compute's shape is \(64, 8\); the warp-matrix"):
+        wmma_store((64, 8, 16))
 
 
 def batch_matmul(batch, n):

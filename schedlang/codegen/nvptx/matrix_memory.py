@@ -239,8 +239,9 @@ def load_fragment(em: StmtEmitter, dst: Tile, src: Tile, lane: LaneIndex) -> lis
     """The slots of fragment tile `dst` (storage values) loaded from the memory tile `src`."""
     _in_memory(em, src)
     scope, shape = dst.buffer.scope, tuple(dst.shape)
-    if shape[0] == fragments.M_STACKED:  # two 16-row tiles, their slots one after the other
-        return [v for half in _row_halves(dst, src) for v in load_fragment(em, *half, lane)]
+    wide_b = scope == "wmma.matrix_b" and shape[1] == 32
+    if shape[0] == fragments.M_STACKED or wide_b:  # two tiles of 16, one's slots after the other's
+        return [v for half in _halves(dst, src) for v in load_fragment(em, *half, lane)]
     with _lane_bound(em, lane):
         found = _ldmatrix(em, dst, src) if scope != "wmma.accumulator" else None
         if found is not None:
@@ -248,17 +249,22 @@ def load_fragment(em: StmtEmitter, dst: Tile, src: Tile, lane: LaneIndex) -> lis
         return _per_lane(em, src, scope, shape)
 
 
-def _row_halves(dst: Tile, src: Tile) -> list[tuple[Tile, Tile]]:
-    """The 16-row tiles of a 32-row fragment tile `dst` and of the memory tile `src` it is
-    loaded from, top first (`fragments`: the slots of the top half come first)."""
-    top = fragments.M
+def _halves(dst: Tile, src: Tile) -> list[tuple[Tile, Tile]]:
+    """The 16-row (or, of B's 16 x 32, 16-column) tiles of fragment tile `dst` and of the
+    memory tile `src` it is loaded from, first half first: the slots of the first half come
+    first (`fragments`)."""
+    axis = 0 if dst.shape[0] == fragments.M_STACKED else 1
+    shape = list(src.shape)
+    shape[axis] //= 2
     halves = []
-    for r in (0, top):
+    for start in (0, shape[axis]):
         base = list(src.base)
-        row = base[src.dims[0]]
-        base[src.dims[0]] = row if r == 0 else Binary("+", row, const(r, row.dtype), row.dtype)
-        shape = (top, src.shape[1])
-        halves.append((replace(dst, shape=shape), replace(src, base=tuple(base), shape=shape)))
+        at = base[src.dims[axis]]
+        if start:
+            base[src.dims[axis]] = Binary("+", at, const(start, at.dtype), at.dtype)
+        halves.append(
+            (replace(dst, shape=tuple(shape)), replace(src, base=tuple(base), shape=tuple(shape)))
+        )
     return halves
 
 

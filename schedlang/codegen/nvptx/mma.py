@@ -12,7 +12,8 @@ op is packing slot pairs ``(2j, 2j + 1)`` into the 32-bit registers the intrinsi
 16-bit operands each; accumulators one float each, or two halves) and unpacking the result.
 A 16 x 16 accumulator is two m16n8k16 products, one per 8-column half (slots ``4h .. 4h + 3``
 of B and C); a 32 x 8 one (m32n8k16) two as well, one per 16-row half of A and C (its slots
-are the two halves' one after the other). Loads and stores between fragments and memory are
+are the two halves' one after the other); an 8 x 32 one (m8n32k16) four, of A's rows and 8
+rows of zeros, whose results there are dropped. Loads and stores between fragments and memory are
 `matrix_memory`'s.
 
 Every lane of the warp runs an op together (``.sync.aligned``): `nvptx.plan` has checked that
@@ -211,8 +212,12 @@ def _mma(em: StmtEmitter, c: Tile, a: Tile, b: Tile) -> None:
         if tf32
         else (lambda xs: [_pack(em.b, variant.operand, x, y) for x, y in _pairs(xs)])
     )
-    halves = c.shape[0] // fragments.M  # 16-row halves, one after the other in the slots
+    short = c.shape[0] == fragments.M_SHORT
+    halves = max(c.shape[0] // fragments.M, 1)  # 16-row halves, one after the other in the slots
     a_slots = read_slots(em, a)
+    if short:  # the rows g + 8 of 16-row tiles, as zeros
+        a_slots = _with_zero_rows(a_slots, a.buffer.dtype)
+        acc = _with_zero_rows(acc, c.buffer.dtype)
     a_per_half = len(a_slots) // halves
     b_slots = read_slots(em, b)
     per_block = len(b_slots) // (c.shape[1] // 8)  # B's slots per 8 columns
@@ -235,7 +240,20 @@ def _mma(em: StmtEmitter, c: Tile, a: Tile, b: Tile) -> None:
             for k in range(registers):
                 reg = em.b.extract_value(d, k)
                 out.extend(_unpack(em.b, reg) if variant.per_register == 2 else [reg])
+    if short:  # the results in the rows of zeros are dropped
+        out = [v for k, v in enumerate(out) if k % 4 < 2]
     write_slots(em, c, out)
+
+
+def _with_zero_rows(values: list[ir.Value], dtype: str) -> list[ir.Value]:
+    """The slots of an 8-row tile (A's or the accumulator's) as those of the 16-row tile it is
+    the top of: after each pair of row ``g``, the pair of row ``g + 8``, zeros."""
+    typ = storage_type(dtype)
+    zero = ir.Constant(typ, 0 if isinstance(typ, ir.IntType) else 0.0)
+    out: list[ir.Value] = []
+    for k in range(0, len(values), 2):
+        out += [values[k], values[k + 1], zero, zero]
+    return out
 
 
 def _tf32(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
