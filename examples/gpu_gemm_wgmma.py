@@ -116,14 +116,14 @@ def schedule(
 def _product(a: sl.Tensor, c: sl.Tensor) -> sl.Tensor:
     """The stage that sums A's products: C, or the sum C reads."""
     for t in c.op.input_tensors:
-        if t.op is not a.op and isinstance(getattr(t.op, "body", None), Reduce):
+        if t.op is not a.op and isinstance(getattr(t.op, "expr", None), Reduce):
             return t
     return c
 
 
 def _converts(c: sl.Tensor, product: sl.Tensor) -> bool:
     """Whether C only converts the sum (what store_matrix does on its way out)."""
-    body = c.op.body
+    body = c.op.expr
     while isinstance(body, Cast):
         body = body.value
     return isinstance(body, Read) and body.tensor.op is product.op

@@ -33,7 +33,7 @@ def count_flops(outputs: Iterable[Operation], sizes: Mapping[Var, int]) -> int:
         if not isinstance(op, ComputeOp):
             continue
         points = _count(shape_of(op.shape, sizes))
-        body = op.body
+        body = op.expr
         if isinstance(body, Reduce):
             reduced = _count(shape_of((iv.dom.extent for iv in body.axis), sizes))
             total += points * reduced * (_ops(body.source) + 1)

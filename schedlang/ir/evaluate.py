@@ -460,7 +460,7 @@ def _compute_chunk(op, ctx, lo, hi, shape, starts, red) -> np.ndarray:
         view[d] = n
         env[v] = np.arange(origin, origin + n, dtype=dt.to_numpy(v.dtype)).reshape(view)
     ctx.env, ctx.op, ctx.grid = env, op, _Grid(axes, origins, grid_shape)
-    return ctx.convert(_eval(op.body, ctx, None), op.dtype)
+    return ctx.convert(_eval(op.expr, ctx, None), op.dtype)
 
 
 def _eval(e: Expr, ctx: _Context, mask: np.ndarray | None):
@@ -626,7 +626,7 @@ def _reduce_tuple(e: Reduce, ctx: _Context, inner, cond) -> np.ndarray:
     sources = []
     for op, part in zip(ctx.op.outputs.ops, e.parts):
         kind = ctx.np_dtype(part.dtype)
-        term = np.broadcast_to(_eval(op.body.source, ctx, inner), grid.shape).astype(kind)
+        term = np.broadcast_to(_eval(op.expr.source, ctx, inner), grid.shape).astype(kind)
         if cond is not None:
             term = np.where(cond, term, np.array(part.identity.value, dtype=kind))
         sources.append(term.reshape(data + (-1,)))
@@ -672,7 +672,7 @@ def _step(comb: CommReducer, ctx: _Context) -> Step:
 
 def _einsum(op: ComputeOp, ctx: _Context, shape: tuple[int, ...]) -> np.ndarray | None:
     """Sums of products of plainly indexed reads (matmul and kin) through `np.einsum`."""
-    body = op.body
+    body = op.expr
     if not isinstance(body, Reduce) or body.where is not None or body.parts:
         return None
     if builtin_op(body.combiner) != "+" or not dt.is_float(body.dtype):

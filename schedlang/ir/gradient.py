@@ -160,7 +160,7 @@ def _total(shares: list[Tensor], prefix: tuple[Expr, ...], op: Operation) -> Ten
 
 def _share(op: ComputeOp, adjoint: Tensor, source: Tensor, prefix: tuple) -> Tensor | None:
     """What `op` adds to the adjoint of `source` (see the module), or None if nothing."""
-    body = op.body
+    body = op.expr
     reduce = body if isinstance(body, Reduce) else None
     value = body if reduce is None else reduce.source
     element = tuple(Var(f"a{d}", "int32", "axis") for d in range(len(source.shape)))

@@ -47,7 +47,7 @@ class IntrinCall:
                     f"compute '{name}': {region!r} ({region.tensor.dtype}) gives the input "
                     f"'{t.name}' of '{self.op.name}', which is {t.dtype} of shape {want}"
                 )
-        if self.reduce_axis and not isinstance(self.op.body, Reduce):
+        if self.reduce_axis and not isinstance(self.op.expr, Reduce):
             raise AlgorithmError(
                 f"compute '{name}': reduce_axis accumulates the tiles of a reduction, but "
                 f"'{self.op.name}' is elementwise"
@@ -66,7 +66,7 @@ class IntrinCall:
                 return Read(region.tensor, region.element(node.indices), node.dtype)
             return None
 
-        body = self.op.body
+        body = self.op.expr
         if isinstance(body, Reduce):
             source = transform(substitute(body.source, renamed), through_region)
             where = body.where

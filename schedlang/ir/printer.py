@@ -108,7 +108,7 @@ def tensor_str(tensor: Tensor) -> str:
     op = tensor.op
     if isinstance(op, ComputeOp):
         axes = ", ".join(iv.var.name for iv in op.axis)
-        return f"{op.name}[{axes}] = {expr_str(op.body)}"
+        return f"{op.name}[{axes}] = {expr_str(op.expr)}"
     shape = ", ".join(expr_str(s) for s in op.shape)
     if len(op.shape) == 1:
         shape += ","

@@ -141,11 +141,14 @@ class Outputs:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ComputeOp(Operation):
+    """An output defined elementwise: each element is `expr` at the element's `axis` values
+    (TE's ``body[value_index]``; `body` is TE's list of every output's expression)."""
+
     name: str
     tag: str
     axis: tuple[IterVar, ...]
     reduce_axis: tuple[IterVar, ...]
-    body: Expr
+    expr: Expr
     outputs: Outputs | None = None  # set for one output of a multi-output compute
     value_index: int = 0  # which output of `outputs` this op is
     # TE's ``attrs=``: annotations for the user's own code, read-only; they change nothing that
@@ -171,13 +174,24 @@ class ComputeOp(Operation):
 
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return self.body.dtype
+        return self.expr.dtype
+
+    @property
+    def body(self) -> tuple[Expr, ...]:
+        """TE's ``op.body``: the expression of each output computed together, in order (one
+        for a single output; a tuple reduction's components as `Reduce`s of their own). This
+        op's own is its current one; the others' are the algorithm's, which a schedule that
+        rewires the outputs' reads (``cache_read``) gives new ops of its own, in its stage."""
+        if self.outputs is None:
+            return (self.expr,)
+        own = self.value_index
+        return tuple(self.expr if k == own else op.expr for k, op in enumerate(self.outputs.ops))
 
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:
-        """The tensors the body reads, in order of first appearance."""
+        """The tensors the expression reads, in order of first appearance."""
         seen: dict[Operation, Tensor] = {}
-        for node in walk(self.body):
+        for node in walk(self.expr):
             if isinstance(node, Read) and node.tensor.op not in seen:
                 seen[node.tensor.op] = node.tensor
         return tuple(seen.values())

@@ -548,7 +548,7 @@ class _Translator:
             stmt = self._tuple_update(st, index, lower)
             stmt = If(lower(st.where), stmt) if st.where is not None else stmt
         elif st.role == "update":
-            comb = st.stage.op.body.combiner
+            comb = st.stage.op.expr.combiner
             old = Load(buffer, index, buffer.dtype)
             # the combination may use the compute's indices (`visit.by_element`)
             new = substitute(lower(comb.result), {comb.lhs: old, comb.rhs: lower(st.value)})
@@ -582,7 +582,7 @@ class _Translator:
         """One step of a reduction over tuples: every component's new value is computed from
         all the old ones before any is stored."""
         parts = [self.buffers[op] for op in st.writes]
-        combiners = st.stage.op.body.parts
+        combiners = st.stage.op.expr.parts
         mapping = {}
         for comb, buffer, source in zip(combiners, parts, st.sources):
             mapping[comb.lhs] = Load(buffer, index, buffer.dtype)

@@ -130,7 +130,7 @@ def _check_element_stage(schedule: Schedule, holders: _Holders, stage: Stage) ->
     row = axes[-1] if rows_kind else axes[-2]
     own = (row, reduce_axes[0].var) if reduce_axes else (None if rows_kind else (row, axes[-1]))
     tile_vars = {row, *(own or ())}
-    for read in _reads(op.body):
+    for read in _reads(op.expr):
         producer = schedule[read.tensor.op]
         held = holders.scope(read.tensor.op)
         if held not in FRAGMENT_SCOPES:

@@ -28,7 +28,7 @@ class Params:
             if isinstance(op, ComputeOp):
                 for iv in op.reduce_axis:
                     exprs += [iv.dom.min, iv.dom.extent]
-                values.append(op.body)
+                values.append(op.expr)
             self._add(exprs)
             self.tensor_names[op] = self._unique("T_" + op.name)
         positive = [n for n in self.names.values()]

@@ -66,7 +66,7 @@ def inline_bodies(schedule: Schedule) -> dict[Operation, Expr]:
     for stage in schedule.stages:
         for op in stage.ops:
             if isinstance(op, ComputeOp):
-                bodies[op] = _inline(clamp_data_reads(op.body), bodies, schedule)
+                bodies[op] = _inline(clamp_data_reads(op.expr), bodies, schedule)
     return bodies
 
 
@@ -97,7 +97,7 @@ def build_statements(
         if not isinstance(op, ComputeOp) or isinstance(stage.attach, rec.ComputeInline):
             continue
         start = len(statements)
-        if isinstance(op.body, Reduce):
+        if isinstance(op.expr, Reduce):
             _reduction(statements, stage, f"R{k}", bodies, params)
         else:
             for each in stage.ops:

@@ -368,7 +368,7 @@ class _Checker:
 
     def _mma(self, inner: tuple[Axis, ...], roots: list[Axis]) -> TensorPlan:
         stage, op = self.stage, self.stage.op
-        body = op.body
+        body = op.expr
         if not isinstance(body, Reduce) or body.combiner.name != "sum":
             raise self.fail(f"'{stage.name}' is not a sum; mma_sync computes C += A @ B")
         if body.where is not None and not affine_condition(body.where):

@@ -60,25 +60,25 @@ def plan_user(checker: _Checker, inner: tuple[Axis, ...], roots: list[Axis]) -> 
             f"reduce loop(s), as the axes of '{declared.name}'; they are "
             f"{', '.join(f'{a.name} ({r.kind})' for a, r in zip(inner, roots))}"
         )
-    role = "update" if isinstance(op.body, Reduce) else "compute"
+    role = "update" if isinstance(op.expr, Reduce) else "compute"
     p = next(q for q in checker.placement.placed[stage.name] if q.stmt.role == role)
-    mine, theirs = p.stmt.value, declared.body
-    if isinstance(op.body, Reduce) != isinstance(theirs, Reduce):
+    mine, theirs = p.stmt.value, declared.expr
+    if isinstance(op.expr, Reduce) != isinstance(theirs, Reduce):
         raise checker.fail(
             f"'{stage.name}' is {'a reduction' if role == 'update' else 'elementwise'} and "
             f"'{declared.name}' is not"
         )
     if isinstance(theirs, Reduce):
-        if op.body.where is not None or theirs.where is not None:
+        if op.expr.where is not None or theirs.where is not None:
             raise checker.fail("a reduction with where= cannot run as a declared intrinsic")
         same = _same(
-            op.body.combiner.result, theirs.combiner.result, _combiner_vars(op.body, theirs), []
+            op.expr.combiner.result, theirs.combiner.result, _combiner_vars(op.expr, theirs), []
         )
-        identities = (op.body.combiner.identity, theirs.combiner.identity)
+        identities = (op.expr.combiner.identity, theirs.combiner.identity)
         constant = all(isinstance(e, Const) for e in identities)
         if not same or not constant or identities[0].value != identities[1].value:
             raise checker.fail(
-                f"'{stage.name}' reduces with {op.body.combiner.name}, the intrinsic with "
+                f"'{stage.name}' reduces with {op.expr.combiner.name}, the intrinsic with "
                 f"{theirs.combiner.name}"
             )
         theirs = theirs.source

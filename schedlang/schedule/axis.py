@@ -7,6 +7,8 @@ from typing import ClassVar
 
 from ..ir.expr import Var
 
+_VAR_KIND = {"data": "axis", "reduce": "reduce"}
+
 
 @dataclass(frozen=True, slots=True)
 class Axis:
@@ -25,8 +27,22 @@ class Axis:
     def __repr__(self) -> str:
         return f"Axis({self.stage}.{self.name})"
 
+    @property
+    def var(self) -> Var:
+        """The loop's variable (TE's ``IterVar.var``), one for every loop of this stage and
+        name: the reduce axis that rfactor makes of a loop split off the factored one has it
+        (TE's ``BF.op.body[0].axis[1].var == ko.var``)."""
+        found = _LOOP_VARS.get(self)
+        if found is None:
+            found = _LOOP_VARS[self] = Var(self.name, "int32", _VAR_KIND[self.kind])
+        return found
+
     def __str__(self) -> str:
         return self.name
+
+
+# Axes compare by value, so the variable of a loop is kept here rather than on the axis.
+_LOOP_VARS: dict[Axis, Var] = {}
 
 
 @dataclass(frozen=True, slots=True)

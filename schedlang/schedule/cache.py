@@ -52,7 +52,7 @@ def cache_read(s: Schedule, tensor: object, scope: str, readers: object, loc: st
     for reader in reader_stages:
         for op in reader.ops:
             if read in [t.op for t in op.input_tensors]:
-                s._swap(reader, op, s.made(replace(op, body=reads_of(read, op.body, cache_op))))
+                s._swap(reader, op, s.made(replace(op, expr=reads_of(read, op.expr, cache_op))))
     names_of = tuple(r.name for r in reader_stages)
     s.records.append(rec.CacheRead(source.name, scope, names_of, cache.name, loc))
     return Tensor(cache_op)
@@ -122,7 +122,7 @@ def _same_layout(op: ComputeOp, name: str) -> ComputeOp:
     for old, new in zip(op.axis, axes):
         mapping[old.var] = new.var
         mapping[old] = new.var
-    body = substitute(op.body, mapping)
+    body = substitute(op.expr, mapping)
     if isinstance(body, Reduce):
         body = Reduce(body.combiner, body.source, op.reduce_axis, body.where, body.dtype)
     return ComputeOp(name, op.tag, axes, op.reduce_axis, body)

@@ -92,7 +92,7 @@ def _cached(op: ComputeOp, axes: tuple, group: Outputs, k: int, name: str) -> Co
     for old, new in zip(op.axis, axes):
         mapping[old.var] = new.var
         mapping[old] = new.var
-    body = substitute(op.body, mapping)
+    body = substitute(op.expr, mapping)
     if isinstance(body, Reduce):
         body = replace(body, axis=op.reduce_axis)
     return ComputeOp(name, op.tag, axes, op.reduce_axis, body, group, k)

@@ -16,6 +16,14 @@ extents, their access pattern, their dtypes) before anything is generated:
 - ``store_matrix(n)``: a copy of a 16 x n accumulator tile out of its fragment (to shared or
   global memory), converted to the destination's dtype.
 
+``m=32`` gives each of them TE's taller warp-matrix tile (m32n8k16): A 32 x 16, B 16 x 8, the
+accumulator 32 x 8 (``load_matrix("wmma.matrix_a", m=32)``, ``load_matrix("wmma.accumulator",
+n=8, m=32)``, ``mma_sync(n=8, m=32)``, ``store_matrix(n=8, m=32)``; B's load is the usual
+``load_matrix("wmma.matrix_b", n=8)``), of 16-bit data; a product is two ``mma.sync.m16n8k16``,
+one per 16 rows. ``m=8`` with ``n=32`` gives TE's wider one (m8n32k16): A 8 x 16, B 16 x 32
+(``load_matrix("wmma.matrix_b", n=32)``), the accumulator 8 x 32; a product is four
+``m16n8k16`` whose A has 8 rows of zeros below, whose results there are dropped.
+
 float32 data runs on the tensor cores only when asked (``tf32=True``): its products are then
 of TF32 values (float32 rounded to a 10-bit mantissa), summed in float32, a tile's reduction 8
 long (``mma.sync.m16n8k8``); never a silent change of precision.
@@ -50,6 +58,8 @@ from dataclasses import dataclass
 
 FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator", "wgmma.accumulator")
 M = 16
+M_STACKED = 32  # rows of TE's m32n8k16 tiles: two 16-row tiles, one over the other
+M_SHORT = 8  # rows of TE's m8n32k16 tiles: the top half of 16-row ones
 M_WARPGROUP = 64  # rows of a warpgroup's accumulator tile (wgmma.mma_async.m64nNk16)
 K = 16
 K_FLOAT8 = 32  # wgmma's reduction of 8-bit floats: the same 32 bytes of a row as 16 halves
@@ -78,30 +88,46 @@ class TensorIntrin:
         return self.name
 
 
-def load_matrix(scope: str, n: int = 16, tf32: bool = False) -> TensorIntrin:
-    """A load of a tile into a fragment of `scope`: 16 x 16 for ``wmma.matrix_a`` (m x k),
-    16 x `n` for ``wmma.matrix_b`` (k x n) and ``wmma.accumulator`` (m x n); with `tf32`, the
-    operands' reduction is 8 long (16 x 8 and 8 x `n`) and their data float32."""
+def load_matrix(scope: str, n: int = 16, tf32: bool = False, m: int = M) -> TensorIntrin:
+    """A load of a tile into a fragment of `scope`: `m` x 16 for ``wmma.matrix_a`` (m x k),
+    16 x `n` for ``wmma.matrix_b`` (k x n) and `m` x `n` for ``wmma.accumulator`` (m x n);
+    with `tf32`, the operands' reduction is 8 long (16 x 8 and 8 x `n`) and their data
+    float32. `m` is 16, or TE's 32 (m32n8k16) or 8 (m8n32k16) (module doc)."""
     if scope not in FRAGMENT_SCOPES:
         raise ValueError(f"load_matrix: unknown scope {scope!r}; use one of {FRAGMENT_SCOPES}")
     k = K_TF32 if tf32 else K
     n = _n(n, "load_matrix")
-    shape = {"wmma.matrix_a": (M, k), "wmma.matrix_b": (k, n)}.get(scope, (M, n))
+    if scope == "wmma.matrix_b":
+        if m != M:
+            raise ValueError(
+                "load_matrix: m is the rows of A and of the accumulator; B of TE's m32n8k16 "
+                'and m8n32k16 products is load_matrix("wmma.matrix_b", n=8) and n=32'
+            )
+        _m(M_SHORT if n == 32 else M, n, tf32, "load_matrix")
+        rows = M
+    else:
+        rows = _m(m, n if scope == "wmma.accumulator" else None, tf32, "load_matrix")
+    shape = {"wmma.matrix_a": (rows, k), "wmma.matrix_b": (k, n)}.get(scope, (rows, n))
     extra = ("" if n == 16 or scope == "wmma.matrix_a" else f", n={n}") + (
         ", tf32=True" if tf32 else ""
     )
+    extra += "" if rows == M else f", m={rows}"
     return TensorIntrin(f'sl.intrin.load_matrix("{scope}"{extra})', "load", shape, scope, tf32)
 
 
-def mma_sync(n: int = 16, tf32: bool = False) -> TensorIntrin:
+def mma_sync(n: int = 16, tf32: bool = False, m: int = M) -> TensorIntrin:
     """``C[i, j] += A[i, k] * B[k, j]`` over a 16 x `n` x 16 tile (``mma.sync.m16n8k16``), or
-    with `tf32` of float32 data rounded to TF32 over a 16 x `n` x 8 tile (``m16n8k8``)."""
+    with `tf32` of float32 data rounded to TF32 over a 16 x `n` x 8 tile (``m16n8k8``); with
+    ``m=32`` over TE's 32 x 8 x 16 tile (two m16n8k16, one per 16 rows), with ``m=8, n=32``
+    over TE's 8 x 32 x 16 one (four m16n8k16 of A's 8 rows and 8 rows of zeros)."""
     n = _n(n, "mma_sync")
+    rows = _m(m, n, tf32, "mma_sync")
     if tf32:
         return TensorIntrin(
             f"sl.intrin.mma_sync(n={n}, tf32=True)", "mma", (M, n, K_TF32), None, True
         )
-    return TensorIntrin(f"sl.intrin.mma_sync(n={n})", "mma", (M, n, K))
+    extra = "" if rows == M else f", m={rows}"
+    return TensorIntrin(f"sl.intrin.mma_sync(n={n}{extra})", "mma", (rows, n, K))
 
 
 def wgmma(n: int = 128, k: int = K) -> TensorIntrin:
@@ -130,14 +156,16 @@ def store_matrix(n: int = 16, m: int = 16, tma: bool = False) -> TensorIntrin:
         extra = ", tma=True" if tma else ""
         name = f"sl.intrin.store_matrix(n={n}, m=64{extra})"
         return TensorIntrin(name, "store", (M_WARPGROUP, n), tma=tma)
-    if m != M or isinstance(m, bool):
+    if m not in (M_SHORT, M, M_STACKED) or isinstance(m, bool):
         raise ValueError(
-            f"store_matrix: m must be 16 (a warp's tile) or 64 (a warpgroup's), got {m!r}"
+            f"store_matrix: m must be 16, 32 or 8 (a warp's tile) or 64 (a warpgroup's), got {m!r}"
         )
     if tma:
         raise ValueError("store_matrix: tma=True stores a warpgroup's tile (m=64) on sm_90")
+    rows = _m(m, n, False, "store_matrix")
     n = _n(n, "store_matrix")
-    return TensorIntrin(f"sl.intrin.store_matrix(n={n})", "store", (M, n))
+    extra = "" if rows == M else f", m={rows}"
+    return TensorIntrin(f"sl.intrin.store_matrix(n={n}{extra})", "store", (rows, n))
 
 
 def _wide_n(n: object, call: str) -> int:
@@ -146,7 +174,34 @@ def _wide_n(n: object, call: str) -> int:
     return n
 
 
+# the columns a warp's tile of so many rows may have (TE's m16n16k16, m32n8k16, m8n32k16)
+_COLUMNS = {M: (8, 16), M_STACKED: (8,), M_SHORT: (32,)}
+
+
+def _m(m: object, n: int | None, tf32: bool, call: str) -> int:
+    """The rows of a warp's A or accumulator tile, checked against its columns `n` where it
+    has them: 16, or TE's 32 (n = 8) or 8 (n = 32), those two of 16-bit operands."""
+    if isinstance(m, bool) or m not in _COLUMNS:
+        raise ValueError(
+            f"{call}: m must be 16, or 32 or 8 (TE's m32n8k16 and m8n32k16 tiles), got {m!r}"
+        )
+    if m != M and tf32:
+        raise ValueError(f"{call}: m={m} is a tile of 16-bit operands; tf32 tiles have m=16")
+    if n is not None and n not in _COLUMNS[m]:
+        if m == M:
+            raise ValueError(
+                f"{call}: n must be 8 or 16 for 16 rows (one or two m16n8k16 tiles), or 32 "
+                f"with m=8 (m8n32k16), got {n!r}"
+            )
+        shape = "m32n8k16" if m == M_STACKED else "m8n32k16"
+        raise ValueError(f"{call}: m={m} is the {shape} tile: n={_COLUMNS[m][0]}, not n={n}")
+    return int(m)
+
+
 def _n(n: object, call: str) -> int:
-    if n not in (8, 16) or isinstance(n, bool):
-        raise ValueError(f"{call}: n must be 8 or 16 (one or two m16n8k16 tiles), got {n!r}")
+    if n not in (8, 16, 32) or isinstance(n, bool):
+        raise ValueError(
+            f"{call}: n must be 8 or 16 (one or two m16n8k16 tiles), or 32 with m=8 "
+            f"(m8n32k16), got {n!r}"
+        )
     return int(n)

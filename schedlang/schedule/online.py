@@ -155,7 +155,7 @@ class Rewrite:
         op = stage.op
         between = (
             isinstance(op, ComputeOp)
-            and not isinstance(op.body, Reduce)
+            and not isinstance(op.expr, Reduce)
             and op not in self.listed
             and self._reaches_top(op)
             and any(op in post_order([st.op]) for st in self.stages[1:])
@@ -171,7 +171,7 @@ class Rewrite:
         """`stage`'s source with the stages between it and `top` folded in, and the one point
         it reads `top` at (refused where it reads it nowhere, at several points or at one
         that moves with its reduce axis)."""
-        body: Reduce = stage.op.body
+        body: Reduce = stage.op.expr
         source = self._folded(stage, body.source)
         reads = [e for e in walk(source) if isinstance(e, Read) and e.tensor.op is self.top]
         if not reads:
@@ -209,7 +209,7 @@ class Rewrite:
                 return None
             if (
                 not isinstance(op, ComputeOp)
-                or isinstance(op.body, Reduce)
+                or isinstance(op.expr, Reduce)
                 or len(together(op)) > 1
             ):
                 self.fail(
@@ -218,7 +218,7 @@ class Rewrite:
                     f"'{op.name}', which is not an elementwise stage; only elementwise "
                     "stages may stand between the maximum and the sums",
                 )
-            inner = substitute(op.body, _mapping(op.axis, x.indices))
+            inner = substitute(op.expr, _mapping(op.axis, x.indices))
             return transform(inner, fold)
 
         return transform(e, fold)
@@ -228,7 +228,7 @@ class Rewrite:
 
     def _top_value(self, at, j: IterVar) -> Expr:
         """The maximum's source at the point `at`, its reduce axis renamed `j`."""
-        body: Reduce = self.top.body
+        body: Reduce = self.top.expr
         mapping = _mapping(self.top.axis, at)
         mapping[body.axis[0]] = mapping[body.axis[0].var] = j.var
         return substitute(body.source, mapping)
@@ -243,7 +243,7 @@ class Rewrite:
         """The scan of the pass before its updates: `blocks` of the reduce axis (the last maybe
         short), a row before the first for the state, one state per reduction starting from
         its identity."""
-        j = self.top.body.axis[0]
+        j = self.top.expr.axis[0]
         extent = j.dom.extent
         known = as_int(extent)
         if known is not None:
@@ -311,7 +311,7 @@ class _Softmax(Rewrite):
         the indices it reads the maximum at, the positive scale of its exponents and the
         function (exp or exp2); refused where the maximum appears any other way."""
         source, at = self.folded_source(stage)
-        scale, fn = self._factors(stage, source, at, stage.op.body.axis[0])
+        scale, fn = self._factors(stage, source, at, stage.op.expr.axis[0])
         return source, at, scale, fn
 
     def _factors(self, stage: Stage, source: Expr, at, j: IterVar) -> tuple[Expr, str]:
@@ -364,7 +364,7 @@ class _Softmax(Rewrite):
 
     def rewrite(self, blocks: int, sources) -> list[Tensor]:
         top = self.top
-        top_body: Reduce = top.body
+        top_body: Reduce = top.expr
         j = top_body.axis[0]
         extent, start = j.dom.extent, j.dom.min
         sweep = self.sweep(blocks)
@@ -411,7 +411,7 @@ class _Softmax(Rewrite):
         blocked = {op: self._kept_block(op, sweep, blocks, masks[op][0]) for op in self.kept}
         unmasked = {stage for _, readers in masks.values() for stage in readers}
         for k, (op, (_, at, scale, fn)) in enumerate(zip(ops[1:], sources), start=1):
-            body: Reduce = op.body
+            body: Reduce = op.expr
             rows_k = [(step, steps)] + _axes(op)
             source = self._folded(self.stages[k], body.source, keep=True)
             bounds = replace(body, where=None) if op in unmasked else body
@@ -453,9 +453,9 @@ class _Softmax(Rewrite):
         and a schedule may skip it (a causal mask's blocks above the diagonal). None where a
         reduction has no mask: every step of every row counts."""
         ops = [self.top, *(st.op for st in self.stages[1:])]
-        if any(op.body.where is None for op in ops):
+        if any(op.expr.where is None for op in ops):
             return [None] * len(updates)
-        top_body: Reduce = self.top.body
+        top_body: Reduce = self.top.expr
         lives = []
         for k, update in enumerate(updates):
             t, *a = (iv.var for iv in update.op.axis)
@@ -464,7 +464,7 @@ class _Softmax(Rewrite):
             points = [(top_body, _mapping(self.top.axis, a))]
             if k:
                 at = tuple(substitute(i, _mapping(op.axis, a)) for i in sources[k - 1][1])
-                points = [(op.body, _mapping(op.axis, a)), (top_body, _mapping(self.top.axis, at))]
+                points = [(op.expr, _mapping(op.axis, a)), (top_body, _mapping(self.top.axis, at))]
             guards = [within(t, body, mapping, r=r)[2] for body, mapping in points]
             lives.append((r, logical("or", guards)))
         return lives
@@ -478,7 +478,7 @@ class _Softmax(Rewrite):
         the tensor cores takes no mask (a causal one would cut its tiles)."""
         found = []
         for stage in self.stages[1:]:
-            body: Reduce = stage.op.body
+            body: Reduce = stage.op.expr
             source = self._folded(stage, body.source, keep=True)
             reads = [x for x in walk(source) if isinstance(x, Read) and x.tensor.op is op]
             if not reads:
@@ -512,12 +512,12 @@ class _Softmax(Rewrite):
         outside the axis, at step 0 and where `mask` of the point fails), and which of its axes
         runs along the block."""
         position = self._key_position(op)
-        j = self.top.body.axis[0]
+        j = self.top.expr.axis[0]
         extent, start = j.dom.extent, j.dom.min
         axes = _axes(op)
         axes[position] = (sweep.inner, const(blocks))
         m = sweep.states[0]
-        body = self._folded(self.s[op], op.body, keep=True)
+        body = self._folded(self.s[op], op.expr, keep=True)
 
         def block(t, *a):
             key = start + (t - 1) * blocks + a[position]
@@ -538,7 +538,7 @@ class _Softmax(Rewrite):
         """The axis of kept `op` that the sums read it along, by their reduce axis."""
         found = set()
         for stage in self.stages[1:]:
-            body: Reduce = stage.op.body
+            body: Reduce = stage.op.expr
             j = body.axis[0]
             source = self._folded(stage, body.source, keep=True)
             for x in walk(source):
@@ -570,7 +570,7 @@ def running(results: list[Tensor], ops: list[ComputeOp], live: list) -> list[Ten
 
 def _reduction(stage: Stage, call: str, loc: str, fail) -> Reduce:
     op = stage.op
-    if not isinstance(op, ComputeOp) or not isinstance(op.body, Reduce):
+    if not isinstance(op, ComputeOp) or not isinstance(op.expr, Reduce):
         fail(stage, f"'{stage.name}' is not a reduction")
     stage._one_output(OnlineError, call, loc)
     stage._keep_in_scan(call, loc, OnlineError)
@@ -580,12 +580,12 @@ def _reduction(stage: Stage, call: str, loc: str, fail) -> Reduce:
             f"'{stage.name}' is scheduled already; call online first, then schedule "
             "the stages it makes",
         )
-    if len(op.body.axis) != 1:
+    if len(op.expr.axis) != 1:
         fail(
             stage,
-            f"'{stage.name}' reduces over {len(op.body.axis)} axes; an online pass runs over one",
+            f"'{stage.name}' reduces over {len(op.expr.axis)} axes; an online pass runs over one",
         )
-    return op.body
+    return op.expr
 
 
 def _product(e: Expr) -> list[Expr]:
@@ -643,7 +643,7 @@ def _mapping(axis, values) -> dict:
 
 
 def _constant(op: ComputeOp):
-    identity = op.body.combiner.identity
+    identity = op.expr.combiner.identity
     return lambda *a: identity
 
 

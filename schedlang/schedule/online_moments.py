@@ -45,7 +45,7 @@ class Moments(Rewrite):
         """`stage`'s squared difference ``x - mean`` (its source folded) and the point it
         reads the sum at; refused where the source is anything else."""
         for st in (self.stages[0], stage):
-            if st.op.body.where is not None:
+            if st.op.expr.where is not None:
                 self.fail(
                     st,
                     f"'{st.name}' has a mask (where=); the mean and variance of an online pass "
@@ -65,10 +65,10 @@ class Moments(Rewrite):
             self.fail(
                 stage,
                 f"in '{stage.name}', '{expr_str(difference.b)}' is not the mean "
-                f"{self.top.name}[...] / {expr_str(self.top.body.axis[0].dom.extent)} (the "
+                f"{self.top.name}[...] / {expr_str(self.top.expr.axis[0].dom.extent)} (the "
                 "sum divided by the extent of its axis)",
             )
-        own = self._top_value(at, stage.op.body.axis[0])
+        own = self._top_value(at, stage.op.expr.axis[0])
         if expr_str(difference.a) != expr_str(own):
             self.fail(
                 stage,
@@ -78,7 +78,7 @@ class Moments(Rewrite):
         return difference.a, at
 
     def _is_mean(self, e: Expr) -> bool:
-        extent = self.top.body.axis[0].dom.extent
+        extent = self.top.expr.axis[0].dom.extent
         if isinstance(e, Binary) and e.op == "/" and self._is_top(e.a):
             d = e.b.value if isinstance(e.b, Cast) else e.b
             if isinstance(d, Const):
@@ -93,7 +93,7 @@ class Moments(Rewrite):
 
     def rewrite(self, blocks: int, centred) -> list[Tensor]:
         top = self.top
-        top_body: Reduce = top.body
+        top_body: Reduce = top.expr
         j = top_body.axis[0]
         extent, start = j.dom.extent, j.dom.min
         sweep = self.sweep(blocks)
@@ -129,7 +129,7 @@ class Moments(Rewrite):
             )
         ]
         for k, (op, (x, at)) in enumerate(zip(ops[1:], centred), start=1):
-            body: Reduce = op.body
+            body: Reduce = op.expr
 
             def squares(b, *a, op=op, body=body, x=x, at=at):
                 mapping = _mapping(op.axis, a)

@@ -40,7 +40,7 @@ def _divides(extent: Expr, factor: int) -> bool:
 def leaf_form(stage: Stage, axes: list[Axis], kind: str) -> LeafForm:
     """Express the root axes of `kind` ("data" or "reduce") through `axes`' leaves.
 
-    `axes` are the current leaves of that kind; each gets a fresh variable named after it.
+    `axes` are the current leaves of that kind; each is its variable (`Axis.var`).
     """
     extents: dict[Axis, Expr] = {
         a: stage.itervars[a].dom.extent for a in stage.root_axes if a.kind == kind
@@ -64,7 +64,7 @@ def leaf_form(stage: Stage, axes: list[Axis], kind: str) -> LeafForm:
                     else (total * extents[a])
                 )
             extents[r.fused] = total
-    leaf_vars = {a: Var(a.name, "int32", "axis" if kind == "data" else "reduce") for a in axes}
+    leaf_vars = {a: a.var for a in axes}
     values: dict[Axis, Expr] = dict(leaf_vars)
     guards: list[Expr] = []
     for r in reversed(stage.relations):

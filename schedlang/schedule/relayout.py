@@ -52,7 +52,7 @@ def relaid(stage: Stage, name: str, call: str, loc: str) -> tuple[ComputeOp, tup
             value[r.axes[0]] = rest
     roots = {iv.var: value[a] for iv, a in zip(op.axis, stage.root_axes)}
     roots.update({iv: value[a] for iv, a in zip(op.axis, stage.root_axes)})
-    body = substitute(op.body, roots)
+    body = substitute(op.expr, roots)
     if valid:
         guard = logical("and", valid)
         if isinstance(body, Reduce):

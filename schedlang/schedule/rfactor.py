@@ -6,7 +6,11 @@ For ``B[i] = sum(A[i, k], k)`` with ``k`` split into ``(ko, ki)``, ``rfactor(B, 
     B[i]        = sum(B.rf[ki.v, i], ki.v)
 
 so the partial sums over ``ki`` are independent and can be computed in parallel (or by threads),
-then combined. The factored stage reduces over the remaining reduce leaves, in their order.
+then combined. The factored stage reduces over the remaining reduce leaves, in their order, as
+TE's: a reduce axis that was neither split nor fused is the op's own IterVar, a loop split off
+is an IterVar of that loop's variable (``BF.op.body[0].axis[1].var == ko.var``). Both stages
+start with fresh loops, so splits and fuses of the data axes made before are dropped, as TE
+drops them (its reduction stage starts afresh, the factored one with no loops split).
 """
 
 from __future__ import annotations
@@ -33,11 +37,11 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
         raise RFactorError(message(stage.name, call, loc, what))
 
     op = stage.op
-    if not isinstance(op, ComputeOp) or not isinstance(op.body, Reduce):
+    if not isinstance(op, ComputeOp) or not isinstance(op.expr, Reduce):
         fail(f"'{stage.name}' is not a reduction")
-    if by_element(op.body.combiner):
+    if by_element(op.expr.combiner):
         fail(
-            f"'{stage.name}' reduces with '{op.body.combiner.name}', whose identity or "
+            f"'{stage.name}' reduces with '{op.expr.combiner.name}', whose identity or "
             "combination uses the compute's indices; the partial results rfactor makes would "
             "each start from that identity, so it needs a reducer of constants"
         )
@@ -46,16 +50,14 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
     chosen = stage._axis(axis, call, loc)
     if chosen.kind != "reduce":
         fail(f"'{chosen.name}' is a data axis; rfactor factors a reduce loop")
-    data_touched = any(
-        r.parent.kind == "data"
-        if isinstance(r, rec.Split)
-        else r.fused.kind == "data" or any(a.kind == "data" for a in r.axes)
-        for r in stage.relations
+    mixed = any(
+        isinstance(r, rec.Fuse) and len({a.kind for a in r.axes}) > 1 for r in stage.relations
     )
-    if data_touched or stage.annotations or stage.binds or stage.attach is not None:
+    if mixed or stage.annotations or stage.binds or stage.attach is not None:
         fail(
             f"'{stage.name}' already has primitives other than splits and fuses of its reduce "
-            "axes; call rfactor first, then schedule both stages"
+            "axes (or of its data axes, which rfactor drops); call rfactor first, then "
+            "schedule both stages"
         )
     if as_int(factor_axis) is None:
         fail(f"factor_axis must be an integer, got {factor_axis!r}")
@@ -75,7 +77,7 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
             )
     reduce_leaves = [a for a in stage.leaves if a.kind == "reduce"]
     form = leaf_form(stage, reduce_leaves, "reduce")
-    body = op.body
+    body = op.expr
     data = tuple(IterVar(Var(iv.var.name, "int32", "axis"), iv.dom, "data") for iv in op.axis)
     factored = IterVar(
         Var(chosen.name, "int32", "axis"), Range(const(0), form.extents[chosen]), "data"
@@ -83,16 +85,21 @@ def rfactor(s: Schedule, tensor: object, axis: object, factor_axis: int, loc: st
     mapping: dict = {}
     for old, new in zip(op.axis, data):
         mapping[old] = mapping[old.var] = new.var
+    kept = {a for a in reduce_leaves if a in stage.root_axes and a != chosen}
     for a, root in form.roots.items():
+        if a in kept:  # the op's own reduce axis, left as it is
+            continue
         iv = stage.itervars[a]
         value = substitute(root, {form.leaf_vars[chosen]: factored.var})
         if not (isinstance(iv.dom.min, Const) and iv.dom.min.value == 0):
             value = value + iv.dom.min
         mapping[iv] = mapping[iv.var] = value
-    remaining = tuple(
+    # TE's order: the op's own reduce axes left as they are, then the loops split or fused
+    # from the others, as the stage ordered them
+    remaining = tuple(stage.itervars[a] for a in stage.root_axes if a in kept) + tuple(
         IterVar(form.leaf_vars[a], Range(const(0), form.extents[a]), "reduce")
         for a in reduce_leaves
-        if a != chosen
+        if a != chosen and a not in kept
     )
     source = substitute(body.source, mapping)
     conditions = [substitute(g, {form.leaf_vars[chosen]: factored.var}) for g in form.guards]

@@ -216,9 +216,9 @@ class Schedule:
         self.output_ops = tuple(op if o is old else o for o in self.output_ops)
         for consumer in self.stages:
             for c in consumer.ops:
-                body = getattr(c, "body", None)
+                body = getattr(c, "expr", None)
                 if body is not None and old in [t.op for t in c.input_tensors]:
-                    self._swap(consumer, c, self.made(replace(c, body=reads_of(old, body, op))))
+                    self._swap(consumer, c, self.made(replace(c, expr=reads_of(old, body, op))))
 
     def _owner_of_itervar(self, iv: IterVar) -> str | None:
         for stage in self.stages:

@@ -209,7 +209,7 @@ def decl_tensor_intrin(
     parts = produced if isinstance(produced, tuple) else (produced,)
     calls = [_calls(p, op.name, buffers[op]) for p in parts]
     body, reset, update = (calls + [(), ()])[:3]
-    if len(parts) == 3 and not isinstance(op.body, Reduce):
+    if len(parts) == 3 and not isinstance(op.expr, Reduce):
         raise ScheduleError(
             f"decl_tensor_intrin '{op.name}': reset and update are for reductions; '{op.name}' "
             "is elementwise"

@@ -21,7 +21,7 @@ def _elementwise(op: ComputeOp) -> bool:
     own = [iv.var for iv in op.axis]
     return all(
         len(node.indices) == len(own) and all(i is v for i, v in zip(node.indices, own))
-        for node in walk(op.body)
+        for node in walk(op.expr)
         if isinstance(node, Read)
     )
 

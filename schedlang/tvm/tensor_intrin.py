@@ -148,13 +148,14 @@ def decl_tensor_intrin(
         )
     names = {c.name for c in calls}
     shape = [_int(e) for e in op.shape]
-    if len(shape) != 2 or shape[1] not in (8, 16):
+    if len(shape) != 2 or not {shape[0], shape[1]} <= {8, 16, 32}:
         raise ScheduleError(
             f"decl_tensor_intrin '{op.name}': the compute's shape is {tuple(shape)}; the "
-            "warp-matrix builtins work on 16 x 16 (or 16 x 8) tiles"
+            "warp-matrix builtins work on tiles of TE's m16n16k16, m32n8k16 and m8n32k16 "
+            "(16 x 16, 16 x 8, 32 x 16, 32 x 8, 8 x 16, 16 x 32, 8 x 32)"
         )
     if "tvm_mma_sync" in names:
-        intrin = _checked(op, shape, sl_intrin.mma_sync(n=shape[1]))
+        intrin = _checked(op, shape, _shipped(op, sl_intrin.mma_sync, n=shape[1], m=shape[0]))
         depth = [_int(iv.dom.extent) for iv in op.reduce_axis]
         if depth != [intrin.shape[2]]:
             raise ScheduleError(
@@ -171,9 +172,10 @@ def decl_tensor_intrin(
                 f"{scope!r}; it must be one of {', '.join(FRAGMENT_SCOPES[:3])}"
             )
         n = 16 if scope == "wmma.matrix_a" else shape[1]
-        return _checked(op, shape, sl_intrin.load_matrix(scope, n=n))
+        m = 16 if scope == "wmma.matrix_b" else shape[0]
+        return _checked(op, shape, _shipped(op, sl_intrin.load_matrix, scope, n=n, m=m))
     if "tvm_store_matrix_sync" in names:
-        return _checked(op, shape, sl_intrin.store_matrix(n=shape[1]))
+        return _checked(op, shape, _shipped(op, sl_intrin.store_matrix, n=shape[1], m=shape[0]))
     raise ScheduleError(
         f"decl_tensor_intrin '{op.name}': its body calls none of {', '.join(BUILTINS)}"
     )
@@ -201,6 +203,15 @@ def _int(e: object) -> int:
     if not isinstance(value, int):
         raise ScheduleError(f"decl_tensor_intrin: the compute's shape must be constant, not {e}")
     return value
+
+
+def _shipped(op: ComputeOp, make, *args, **options) -> TensorIntrin:
+    """The shipped intrinsic ``make(*args, **options)``; a tile shape it lacks (32 rows with
+    16 columns) is the user's compute's, so the message names it."""
+    try:
+        return make(*args, **options)
+    except ValueError as e:
+        raise ScheduleError(f"decl_tensor_intrin '{op.name}': {e}") from None
 
 
 def _checked(op: ComputeOp, shape: list[int], intrin: TensorIntrin) -> TensorIntrin:

@@ -43,7 +43,7 @@ def _lower(outputs, source) -> LoweredFunc:
             return i
         return None
 
-    stores = [Store(b, (i,), transform(t.op.body, lower)) for b, t in zip(outs, outputs)]
+    stores = [Store(b, (i,), transform(t.op.expr, lower)) for b, t in zip(outs, outputs)]
     return LoweredFunc("casts", (src, *outs), (N,), For(i, sl.const(0), N, "serial", seq(*stores)))
 
 

@@ -262,7 +262,12 @@ def ldmatrix_model(scope: str, shape: tuple[int, int], contiguous_axis: int) -> 
 
 @pytest.mark.parametrize(
     ("scope", "shape"),
-    [("wmma.matrix_a", (16, 16)), ("wmma.matrix_b", (16, 8)), ("wmma.matrix_b", (16, 16))],
+    [
+        ("wmma.matrix_a", (16, 16)),
+        ("wmma.matrix_b", (16, 8)),
+        ("wmma.matrix_b", (16, 16)),
+        ("wmma.matrix_a", (8, 16)),  # TE's m8n32k16: one .x2
+    ],
 )
 @pytest.mark.parametrize("contiguous_axis", [0, 1])
 def test_ldmatrix_gives_each_lane_its_fragment_slots(scope, shape, contiguous_axis):

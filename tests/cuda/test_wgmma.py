@@ -83,7 +83,9 @@ def test_only_hopper_runs_it():
 def test_intrinsic_arguments_are_checked():
     with pytest.raises(ValueError, match="multiple of 8 from 8 to 256"):
         sl.intrin.wgmma(n=12)
-    with pytest.raises(ValueError, match="m must be 16"):
+    with pytest.raises(ValueError, match="m must be 16, 32 or 8 .a warp's tile. or 64"):
+        sl.intrin.store_matrix(n=64, m=48)
+    with pytest.raises(ValueError, match="m=32 is the m32n8k16 tile: n=8, not n=64"):
         sl.intrin.store_matrix(n=64, m=32)
     assert repr(sl.intrin.wgmma(n=64)) == "sl.intrin.wgmma(n=64)"
     assert repr(sl.intrin.store_matrix(n=64, m=64)) == "sl.intrin.store_matrix(n=64, m=64)"

@@ -238,8 +238,8 @@ class Scheduler:
         """`stage` and one or two other reductions, in a drawn order, fused by online: the
         softmax's and layer norm's chains in their order are right (if still unscheduled),
         most other draws are refused by name."""
-        others = [x for x in self.stages() if isinstance(x.op.body, Reduce) and x is not stage]
-        if not isinstance(stage.op.body, Reduce) or not others:
+        others = [x for x in self.stages() if isinstance(x.op.expr, Reduce) and x is not stage]
+        if not isinstance(stage.op.expr, Reduce) or not others:
             return
         count = self.draw(st.integers(1, min(2, len(others))), label="online chain")
         chain = [stage, *self.draw(st.permutations(others))[:count]]
@@ -251,8 +251,8 @@ class Scheduler:
         reductions after it, in the order the dataflow gives, fused by online with a drawn
         factor (right for softmax and layer norm, refused by name for the others), before
         random moves schedule the stages it made."""
-        reductions = [x for x in self.stages() if isinstance(x.op.body, Reduce)]
-        maxima = [k for k, x in enumerate(reductions) if x.op.body.combiner.name == "max"]
+        reductions = [x for x in self.stages() if isinstance(x.op.expr, Reduce)]
+        maxima = [k for k, x in enumerate(reductions) if x.op.expr.combiner.name == "max"]
         reductions = reductions[maxima[0] :] if maxima else reductions  # attention: not S
         if len(reductions) < 2:  # nothing drawn: other families keep their draws
             return
@@ -261,8 +261,8 @@ class Scheduler:
         factor = self.draw(st.sampled_from((0, *FACTORS)), label="online factor")
         # a stage kept a block per step: the softmax's exponentials are one it may keep; the
         # others (after the sums, or the input) are refused by name
-        elementwise = [x for x in self.stages() if isinstance(getattr(x.op, "body", None), Expr)]
-        elementwise = [x for x in elementwise if not isinstance(x.op.body, Reduce)]
+        elementwise = [x for x in self.stages() if isinstance(getattr(x.op, "expr", None), Expr)]
+        elementwise = [x for x in elementwise if not isinstance(x.op.expr, Reduce)]
         keep = []
         if elementwise and self.draw(st.booleans(), label="online keep"):
             keep = [self.draw(st.sampled_from(elementwise), label="kept stage")]

@@ -69,7 +69,7 @@ def lower_elementwise(tensor, threads: int = 0) -> LoweredFunc:
         return None
 
     (i,) = loops.values()
-    nest = Store(out, (i,), transform(op.body, lower))
+    nest = Store(out, (i,), transform(op.expr, lower))
     if threads:
         nest = For(i, sl.const(0), sl.const(threads), "bound", If(i < N, nest), "threadIdx.x")
     else:

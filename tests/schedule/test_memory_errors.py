@@ -71,7 +71,7 @@ def test_rfactor_errors():
         s.rfactor(c, c.op.axis[0])
     with pytest.raises(RFactorError, match="factor_axis must be in \\[0, 2\\], got 3"):
         s.rfactor(c, c.op.reduce_axis[0], factor_axis=3)
-    s[c].split(c.op.axis[0], factor=4)
+    s[c].parallel(c.op.axis[0])
     with pytest.raises(RFactorError, match="call rfactor first"):
         s.rfactor(c, c.op.reduce_axis[0])
     a, b, c, s = chain()

@@ -179,7 +179,7 @@ def test_a_numpy_int_in_an_index_and_an_expression():
     n = sl.var("n")
     a = sl.placeholder((n,), name="A")
     b = sl.compute((n - np.int64(1),), lambda i: a[i + np.int64(1)] * np.int32(3), name="B")
-    assert b.op.body.dtype == "float32"
+    assert b.op.expr.dtype == "float32"
     s = sl.create_schedule(b)
     _check(s, [a], b, [(9,), (8,)])
 

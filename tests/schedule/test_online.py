@@ -402,7 +402,7 @@ def test_probabilities_rounded_and_kept_a_block_at_a_time(n, factor):
     block = next(st for st in s.stages if st.name == "M.online.P16_block")
     assert [int(x.value) for x in block.op.shape] == [-(-n // factor) + 1, n, factor]
     weighted = next(st for st in s.stages if st.name == "M.online.O_block")
-    assert "M.online.P16_block[j.step, i, j.inner]" in str(weighted.op.body)
+    assert "M.online.P16_block[j.step, i, j.inner]" in str(weighted.op.expr)
     arrays = _data(n)
     result, rewritten = _run(s, inputs, out, arrays, n)
     want = _numpy_attention(*arrays)
@@ -419,7 +419,7 @@ def test_a_causal_mask_moves_into_the_kept_probabilities():
     inputs, chain, p16, out = _rounded_attention(n, causal=True)
     s = sl.create_schedule(out)
     s.online(list(chain), factor=8, keep=[p16])
-    bodies = {st.name: str(getattr(st.op, "body", "")) for st in s.stages}
+    bodies = {st.name: str(getattr(st.op, "expr", "")) for st in s.stages}
     assert "j.inner <= i" in bodies["M.online.P16_block"]
     assert "<= i" not in bodies["M.online.O_block"] and "<= i" in bodies["M.online.Z_block"]
     arrays = _data(n)

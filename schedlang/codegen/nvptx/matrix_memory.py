@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -239,11 +239,33 @@ def load_fragment(em: StmtEmitter, dst: Tile, src: Tile, lane: LaneIndex) -> lis
     """The slots of fragment tile `dst` (storage values) loaded from the memory tile `src`."""
     _in_memory(em, src)
     scope, shape = dst.buffer.scope, tuple(dst.shape)
+    wide_b = scope == "wmma.matrix_b" and shape[1] == 32
+    if shape[0] == fragments.M_STACKED or wide_b:  # two tiles of 16, one's slots after the other's
+        return [v for half in _halves(dst, src) for v in load_fragment(em, *half, lane)]
     with _lane_bound(em, lane):
         found = _ldmatrix(em, dst, src) if scope != "wmma.accumulator" else None
         if found is not None:
             return found
         return _per_lane(em, src, scope, shape)
+
+
+def _halves(dst: Tile, src: Tile) -> list[tuple[Tile, Tile]]:
+    """The 16-row (or, of B's 16 x 32, 16-column) tiles of fragment tile `dst` and of the
+    memory tile `src` it is loaded from, first half first: the slots of the first half come
+    first (`fragments`)."""
+    axis = 0 if dst.shape[0] == fragments.M_STACKED else 1
+    shape = list(src.shape)
+    shape[axis] //= 2
+    halves = []
+    for start in (0, shape[axis]):
+        base = list(src.base)
+        at = base[src.dims[axis]]
+        if start:
+            base[src.dims[axis]] = Binary("+", at, const(start, at.dtype), at.dtype)
+        halves.append(
+            (replace(dst, shape=tuple(shape)), replace(src, base=tuple(base), shape=tuple(shape)))
+        )
+    return halves
 
 
 def _ldmatrix(em: StmtEmitter, dst: Tile, src: Tile) -> list[ir.Value] | None:

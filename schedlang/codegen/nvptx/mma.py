@@ -11,7 +11,10 @@ The op itself is the PTX ISA's: the fragment layouts are the ones ``mma.m16n8k16
 op is packing slot pairs ``(2j, 2j + 1)`` into the 32-bit registers the intrinsic takes (two
 16-bit operands each; accumulators one float each, or two halves) and unpacking the result.
 A 16 x 16 accumulator is two m16n8k16 products, one per 8-column half (slots ``4h .. 4h + 3``
-of B and C). Loads and stores between fragments and memory are `matrix_memory`'s.
+of B and C); a 32 x 8 one (m32n8k16) two as well, one per 16-row half of A and C (its slots
+are the two halves' one after the other); an 8 x 32 one (m8n32k16) four, of A's rows and 8
+rows of zeros, whose results there are dropped. Loads and stores between fragments and memory are
+`matrix_memory`'s.
 
 Every lane of the warp runs an op together (``.sync.aligned``): `nvptx.plan` has checked that
 the block is 32 threads wide, that no op stands under a loop bound to ``threadIdx.x``, and
@@ -117,7 +120,7 @@ def _check_mma(c: Tile, a: Tile, b: Tile) -> None:
     scopes = (c.buffer.scope, a.buffer.scope, b.buffer.scope)
     if scopes != ("wmma.accumulator", "wmma.matrix_a", "wmma.matrix_b"):
         raise InternalError(f"an mma on fragments of scopes {scopes}")
-    if a.buffer.dtype != b.buffer.dtype or b.shape[1] != c.shape[1]:
+    if a.buffer.dtype != b.buffer.dtype or b.shape[1] != c.shape[1] or a.shape[0] != c.shape[0]:
         raise InternalError(
             f"an mma of {a.buffer.dtype} {a.shape} @ {b.buffer.dtype} {b.shape} into {c.shape}"
         )
@@ -200,7 +203,7 @@ def _variant(operands: str, accumulator: str) -> _Variant:
 
 
 def _mma(em: StmtEmitter, c: Tile, a: Tile, b: Tile) -> None:
-    """D = A @ B + C, one m16n8k16 product per 8 columns of the accumulator."""
+    """D = A @ B + C, one m16n8k16 product per 8 columns and 16 rows of the accumulator."""
     variant = _variant(a.buffer.dtype, c.buffer.dtype)
     acc = read_slots(em, c)
     tf32 = a.buffer.dtype == "float32"
@@ -209,27 +212,48 @@ def _mma(em: StmtEmitter, c: Tile, a: Tile, b: Tile) -> None:
         if tf32
         else (lambda xs: [_pack(em.b, variant.operand, x, y) for x, y in _pairs(xs)])
     )
-    a_regs = registers_of(read_slots(em, a))
+    short = c.shape[0] == fragments.M_SHORT
+    halves = max(c.shape[0] // fragments.M, 1)  # 16-row halves, one after the other in the slots
+    a_slots = read_slots(em, a)
+    if short:  # the rows g + 8 of 16-row tiles, as zeros
+        a_slots = _with_zero_rows(a_slots, a.buffer.dtype)
+        acc = _with_zero_rows(acc, c.buffer.dtype)
+    a_per_half = len(a_slots) // halves
     b_slots = read_slots(em, b)
     per_block = len(b_slots) // (c.shape[1] // 8)  # B's slots per 8 columns
     registers = 4 // variant.per_register
     result_t = ir.LiteralStructType([variant.accumulator] * registers)
-    args = [variant.operand] * (len(a_regs) + per_block // (1 if tf32 else 2))
+    args = [variant.operand] * ((a_per_half + per_block) // (1 if tf32 else 2))
     args += [variant.accumulator] * registers
     intrinsic = function(em.b.module, variant.name, result_t, args)
     out: list[ir.Value] = []
-    for h in range(c.shape[1] // 8):
-        b_regs = registers_of(b_slots[per_block * h : per_block * (h + 1)])
-        c_part = acc[4 * h : 4 * h + 4]
-        if variant.per_register == 2:
-            c_regs = [_pack(em.b, variant.accumulator, x, y) for x, y in _pairs(c_part)]
-        else:
-            c_regs = c_part
-        d = em.b.call(intrinsic, [*a_regs, *b_regs, *c_regs])
-        for k in range(registers):
-            reg = em.b.extract_value(d, k)
-            out.extend(_unpack(em.b, reg) if variant.per_register == 2 else [reg])
+    for r in range(halves):
+        a_regs = registers_of(a_slots[a_per_half * r : a_per_half * (r + 1)])
+        for h in range(c.shape[1] // 8):
+            b_regs = registers_of(b_slots[per_block * h : per_block * (h + 1)])
+            c_part = acc[len(out) : len(out) + 4]
+            if variant.per_register == 2:
+                c_regs = [_pack(em.b, variant.accumulator, x, y) for x, y in _pairs(c_part)]
+            else:
+                c_regs = c_part
+            d = em.b.call(intrinsic, [*a_regs, *b_regs, *c_regs])
+            for k in range(registers):
+                reg = em.b.extract_value(d, k)
+                out.extend(_unpack(em.b, reg) if variant.per_register == 2 else [reg])
+    if short:  # the results in the rows of zeros are dropped
+        out = [v for k, v in enumerate(out) if k % 4 < 2]
     write_slots(em, c, out)
+
+
+def _with_zero_rows(values: list[ir.Value], dtype: str) -> list[ir.Value]:
+    """The slots of an 8-row tile (A's or the accumulator's) as those of the 16-row tile it is
+    the top of: after each pair of row ``g``, the pair of row ``g + 8``, zeros."""
+    typ = storage_type(dtype)
+    zero = ir.Constant(typ, 0 if isinstance(typ, ir.IntType) else 0.0)
+    out: list[ir.Value] = []
+    for k in range(0, len(values), 2):
+        out += [values[k], values[k + 1], zero, zero]
+    return out
 
 
 def _tf32(b: ir.IRBuilder, value: ir.Value) -> ir.Value:

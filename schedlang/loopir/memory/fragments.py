@@ -11,6 +11,13 @@ mma.m16n8k16"). With ``g = lane // 4`` and ``t = lane % 4``:
 - ``wmma.accumulator``, 16 x n (m x n), 4 elements a lane per 8 columns: slot ``4 * h + i``
   holds row ``g + 8 * (i // 2)``, column ``2 * t + i % 2 + 8 * h``.
 
+A 32-row tile (TE's warp-matrix shape m32n8k16: A 32 x 16, the accumulator 32 x 8) is two
+16-row tiles stacked: a lane's slots for rows 0 to 15 in the layout above, then the same
+slots for rows 16 to 31 (row + 16), so that its product is two m16n8k16 ones, one per half.
+An 8-row tile (m8n32k16: A 8 x 16, B 16 x 32, the accumulator 8 x 32) is the top half of a
+16-row one: the slots above whose row is ``g`` (A's ``i // 2 % 2 == 0``, the accumulator's
+``i < 2``), in their order; its product is m16n8k16 ones whose rows ``g + 8`` are zeros.
+
 These are the layouts ``ldmatrix`` (``.x4`` for A, ``.x4.trans``/``.x2`` for B) produces, so a
 load, an mma and a store agree without any shuffle. For float32 data run as TF32
 (``mma.sync.aligned.m16n8k8...tf32``, a tile's reduction 8 long), one element per register:
@@ -62,6 +69,8 @@ ACCUMULATORS = ("wmma.accumulator", "wgmma.accumulator")
 WARP = 32
 WARPGROUP = 128
 M = 16  # rows of A and of the accumulator
+M_STACKED = 32  # rows of a tile of two 16-row ones (m32n8k16)
+M_SHORT = 8  # rows of the top half of a 16-row tile (m8n32k16)
 K = 16  # the reduction length of one mma of 16-bit data
 K_TF32 = 8  # ... of TF32 data
 
@@ -69,11 +78,11 @@ K_TF32 = 8  # ... of TF32 data
 def tile_shapes(scope: str) -> tuple[tuple[int, int], ...]:
     """The tile shapes a fragment of `scope` can have."""
     if scope == "wmma.matrix_a":
-        return ((M, K), (M, K_TF32))
+        return ((M, K), (M, K_TF32), (M_STACKED, K), (M_SHORT, K))
     if scope == "wmma.matrix_b":
-        return ((K, 8), (K, 16), (K_TF32, 8), (K_TF32, 16))
+        return ((K, 8), (K, 16), (K_TF32, 8), (K_TF32, 16), (K, 32))
     if scope == "wmma.accumulator":
-        return ((M, 8), (M, 16))
+        return ((M, 8), (M, 16), (M_STACKED, 8), (M_SHORT, 32))
     if scope == "wgmma.accumulator":
         return tuple((64, n) for n in range(8, 257, 8))
     raise InternalError(f"{scope!r} is not a fragment scope")
@@ -100,6 +109,9 @@ def layout(scope: str, shape: tuple[int, int]) -> tuple[tuple[tuple[int, int], .
         return tuple(
             tuple((16 * (k // WARP) + r, c) for r, c in slice_[k % WARP]) for k in range(WARPGROUP)
         )
+    if shape[0] == M_STACKED:
+        half = layout(scope, (M, shape[1]))
+        return tuple(held + tuple((r + M, c) for r, c in held) for held in half)
     lanes = []
     for lane in range(WARP):
         g, t = lane // 4, lane % 4
@@ -117,6 +129,8 @@ def layout(scope: str, shape: tuple[int, int]) -> tuple[tuple[tuple[int, int], .
             ]
         else:
             held = list(warp_slice(shape[1])[lane])
+        if shape[0] == M_SHORT:
+            held = [(r, c) for r, c in held if r < M_SHORT]
         lanes.append(tuple(held))
     return tuple(lanes)
 
