@@ -153,8 +153,9 @@ def category(file: str, test: str) -> str:
     return "behaviour"
 
 
-def run_file(path: Path, shim: Path, root: Path) -> dict[str, str]:
-    """Each test function of the file `path` -> its status (see the module)."""
+def run_file(path: Path, shim: Path, root: Path) -> dict[str, tuple[str, float]]:
+    """Each test function of the file `path` -> its status (see the module) and the seconds
+    its cases took, builds included: a bound on the longest build of the test."""
     report = path.with_suffix(".xml")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header"]
     if importlib.util.find_spec("pytest_timeout") is not None:
@@ -168,11 +169,13 @@ def run_file(path: Path, shim: Path, root: Path) -> dict[str, str]:
         check=False,
     )
     cases: dict[str, list[str]] = {}
+    seconds: dict[str, float] = {}
     for case in ET.parse(report).getroot().iter("testcase") if report.exists() else ():
         name = re.sub(r"\[.*", "", case.get("name", ""))
         owner = case.get("classname", "").split(".")[-1]
         key = f"{owner}::{name}" if owner.startswith("Test") else name
         cases.setdefault(key, []).append(_status(case))
+        seconds[key] = seconds.get(key, 0.0) + float(case.get("time") or 0.0)
     statuses = {}
     for test in functions(path.read_text()):
         got = cases.get(test)
@@ -186,7 +189,7 @@ def run_file(path: Path, shim: Path, root: Path) -> dict[str, str]:
             statuses[test] = "xfailed"
         else:
             statuses[test] = "passed"
-    return statuses
+    return {test: (status, seconds.get(test, 0.0)) for test, status in statuses.items()}
 
 
 def _status(case: ET.Element) -> str:
@@ -213,10 +216,11 @@ def main(argv=None) -> int:
     for path in test_files(args.path, work):
         if args.only and path.stem not in args.only:
             continue
-        for test, status in run_file(path, work / "shim", root).items():
+        for test, (status, seconds) in run_file(path, work / "shim", root).items():
             results[f"{path.stem}::{test}"] = {
                 "status": status,
                 "category": category(path.stem, test),
+                "seconds": round(seconds, 2),
             }
     if args.json:
         print(json.dumps({"results": results}))
@@ -236,6 +240,10 @@ def _print(results: dict) -> None:
     for name in CATEGORIES:
         print(_row(name, [r for r in results.values() if r["category"] == name]))
     print(_row("all", list(results.values())))
+    slowest = sorted(results.items(), key=lambda item: -item[1]["seconds"])[:3]
+    print("\nslowest (seconds of all a test's cases, builds included):")
+    for key, r in slowest:
+        print(f"  {r['seconds']:8.2f}  {key}")
 
 
 def _row(label: str, rows: list[dict]) -> str:

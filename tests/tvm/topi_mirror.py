@@ -34,6 +34,7 @@ import pkgutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
@@ -186,18 +187,21 @@ def main(argv=None) -> int:
     tvm, topi = install(topi_sources(args.path))
     operators = Operators(tvm, topi)
     routes = ("x86", "generic") if args.target == "cpu" else ("cuda",)
-    results = {
-        name: {
-            route: measure_cuda(tvm, operators, name, args.simulate)
-            if route == "cuda"
-            else measure(tvm, operators, name, route)
-            for route in routes
-        }
-        for name in OPERATORS
-    }
+    results: dict[str, dict[str, str]] = {}
+    seconds: dict[str, float] = {}  # an operator's build, run and check on a route
+    for name in OPERATORS:
+        for route in routes:
+            start = time.perf_counter()
+            if route == "cuda":
+                status = measure_cuda(tvm, operators, name, args.simulate)
+            else:
+                status = measure(tvm, operators, name, route)
+            results.setdefault(name, {})[route] = status
+            seconds[f"{name} ({route})"] = round(time.perf_counter() - start, 2)
     mode = cuda_mode(args.simulate) if args.target == "cuda" else "cpu"
     if args.json:
-        print(json.dumps({"results": results, "mode": mode, "import_failures": IMPORT_FAILURES}))
+        found = {"results": results, "mode": mode, "import_failures": IMPORT_FAILURES}
+        print(json.dumps({**found, "seconds": seconds}))
         return 0
     for route in routes:
         matched = sum(r[route] == "match" for r in results.values())
@@ -205,6 +209,10 @@ def main(argv=None) -> int:
         for name, r in results.items():
             if r[route] != "match":
                 print(f"  {name}: {r[route]}")
+    slowest = sorted(seconds.items(), key=lambda item: -item[1])[:3]
+    print("slowest (seconds of a build, its run and its check):")
+    for key, spent in slowest:
+        print(f"  {spent:8.2f}  {key}")
     print(f"{len(IMPORT_FAILURES)} statements of TOPI's package __init__ files failed:")
     for failure in IMPORT_FAILURES:
         print(f"  {failure}")
