@@ -155,7 +155,7 @@ def category(file: str, test: str) -> str:
 
 def run_file(path: Path, shim: Path, root: Path) -> dict[str, tuple[str, float]]:
     """Each test function of the file `path` -> its status (see the module) and the seconds
-    its cases took, builds included: a bound on the longest build of the test."""
+    of its longest case, builds included: a bound on the longest build of the test."""
     report = path.with_suffix(".xml")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header"]
     if importlib.util.find_spec("pytest_timeout") is not None:
@@ -175,7 +175,7 @@ def run_file(path: Path, shim: Path, root: Path) -> dict[str, tuple[str, float]]
         owner = case.get("classname", "").split(".")[-1]
         key = f"{owner}::{name}" if owner.startswith("Test") else name
         cases.setdefault(key, []).append(_status(case))
-        seconds[key] = seconds.get(key, 0.0) + float(case.get("time") or 0.0)
+        seconds[key] = max(seconds.get(key, 0.0), float(case.get("time") or 0.0))
     statuses = {}
     for test in functions(path.read_text()):
         got = cases.get(test)
@@ -241,7 +241,7 @@ def _print(results: dict) -> None:
         print(_row(name, [r for r in results.values() if r["category"] == name]))
     print(_row("all", list(results.values())))
     slowest = sorted(results.items(), key=lambda item: -item[1]["seconds"])[:3]
-    print("\nslowest (seconds of all a test's cases, builds included):")
+    print("\nslowest (seconds of a test's longest case, builds included):")
     for key, r in slowest:
         print(f"  {r['seconds']:8.2f}  {key}")
 
