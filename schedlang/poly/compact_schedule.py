@@ -51,7 +51,7 @@ def compact_schedules(maps: list[isl.Map]) -> CompactSchedules:
 def _leave_out(maps: list[isl.Map], d: int, n: int, left_out: dict[str, list[int]]) -> None:
     """Note, from dimension `d` on, the dimensions constant in the group `maps`."""
     while d < n:
-        values = [_fixed(m, d) for m in maps]
+        values = [fixed_value(m, d) for m in maps]
         if any(v is None for v in values):
             d += 1
             continue
@@ -78,6 +78,7 @@ def _name(m: isl.Map) -> str:
     return m.get_tuple_name(isl.dim_type.in_)
 
 
-def _fixed(m: isl.Map, d: int) -> int | None:
+def fixed_value(m: isl.Map, d: int) -> int | None:
+    """The value of output dimension `d` of `m` where its constraints state one, else None."""
     value = m.plain_get_val_if_fixed(isl.dim_type.out, d)
     return None if value.is_nan() else value.to_python()
