@@ -129,8 +129,9 @@ class _Space:
         self.dims = dims
         self.local = isl.LocalSpace.from_space(self.space)
         n = self.space.dim(isl.dim_type.set)
-        names = [self.space.get_dim_name(isl.dim_type.set, k) for k in range(n)]
-        self.position = {dims[int(name[1:])]: k for k, name in enumerate(names)}
+        depths = [int(self.space.get_dim_name(isl.dim_type.set, k)[1:]) for k in range(n)]
+        # the padding after the statement's own dimensions is constant: isl keeps none of it
+        self.position = {dims[depth]: k for k, depth in enumerate(depths) if depth < len(dims)}
 
     def value(self, d: int) -> isl.Aff:
         """Schedule dimension `d` (one of `position`) as a function of the loops."""
