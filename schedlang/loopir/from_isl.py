@@ -28,6 +28,7 @@ from ..ir.expr import (
 )
 from ..ir.tensor import Operation
 from ..ir.visit import by_element, substitute, transform
+from ..poly.compact_schedule import compact_schedules
 from ..poly.isl_calls import Callbacks, OutOfOperations, budget
 from ..poly.loops import deferred_fuses, deferred_splits
 from ..poly.placement import Placed
@@ -86,6 +87,7 @@ class _Leaf:
     store: list[isl.AstExpr]
     offsets: dict[Operation, list[isl.AstExpr]]
     threads: dict[int, isl.AstExpr]  # the value of each schedule dimension bound to a thread
+    dims: tuple[int, ...]  # the schedule dimension of each loop of the build's space here
 
 
 def _pieces(pma: isl.PwMultiAff, iter_to_dom: isl.PwMultiAff, build: isl.AstBuild):
@@ -93,7 +95,7 @@ def _pieces(pma: isl.PwMultiAff, iter_to_dom: isl.PwMultiAff, build: isl.AstBuil
     return [build.expr_from_pw_aff(moved.get_pw_aff(d)) for d in range(moved.dim(isl.dim_type.out))]
 
 
-def _offsets(p: Placed, op: Operation, iter_to_dom: isl.PwMultiAff, build: isl.AstBuild):
+def _offsets(p: Placed, op: Operation, iter_to_dom, build: isl.AstBuild, at: _Space):
     """The box offsets of `op` as `p` reads it, as expressions of the loop iterators.
 
     They are functions of the loops around the point where `op` is computed. Pulled back
@@ -105,17 +107,40 @@ def _offsets(p: Placed, op: Operation, iter_to_dom: isl.PwMultiAff, build: isl.A
     if pma.n_piece() <= 1:
         return _pieces(pma, iter_to_dom, build)
     axes, on_loops = p.offsets_on_loops[op]
-    space = build.get_schedule_space()  # its dimensions are named c<schedule dimension>
-    names = [space.get_dim_name(isl.dim_type.set, k) for k in range(space.dim(isl.dim_type.set))]
-    wanted = [f"c{p.template.index(('dim', a))}" for a in axes]
-    if not set(wanted) <= set(names):  # a loop isl does not emit here (one value)
+    wanted = [p.template.index(("dim", a)) for a in axes]
+    if not all(d in at.position for d in wanted):  # a loop isl does not emit here (one value)
         return _pieces(pma, iter_to_dom, build)
-    select = isl.MultiAff(f"{{ [{', '.join(names)}] -> [{', '.join(wanted)}] }}")
+    affs = isl.AffList.alloc(build.get_ctx(), len(wanted))
+    for d in wanted:
+        affs = affs.add(at.value(d))
+    loops = isl.Space.set_from_params(at.space.params()).add_dims(isl.dim_type.set, len(wanted))
+    select = isl.MultiAff.from_aff_list(at.space.map_from_domain_and_range(loops), affs)
     moved = on_loops.pullback_multi_aff(select.align_params(on_loops.get_space()))
     return [build.expr_from_pw_aff(moved.get_pw_aff(d)) for d in range(moved.dim(isl.dim_type.out))]
 
 
-def _thread_values(schedule: Schedule, p: Placed, iter_to_dom, build) -> dict[int, isl.AstExpr]:
+class _Space:
+    """The build's schedule space at a leaf: the loops around it that isl keeps there (one
+    with a single value has none), each named ``c<k>`` for the schedule dimension ``dims[k]``
+    of the statement's (`compact_schedules`); `position` is where each is in the space."""
+
+    def __init__(self, build: isl.AstBuild, dims: tuple[int, ...]) -> None:
+        self.space = build.get_schedule_space()
+        self.dims = dims
+        self.local = isl.LocalSpace.from_space(self.space)
+        n = self.space.dim(isl.dim_type.set)
+        depths = [int(self.space.get_dim_name(isl.dim_type.set, k)[1:]) for k in range(n)]
+        # the padding after the statement's own dimensions is constant: isl keeps none of it
+        self.position = {dims[depth]: k for k, depth in enumerate(depths) if depth < len(dims)}
+
+    def value(self, d: int) -> isl.Aff:
+        """Schedule dimension `d` (one of `position`) as a function of the loops."""
+        return isl.Aff.var_on_domain(self.local, isl.dim_type.set, self.position[d])
+
+
+def _thread_values(
+    schedule: Schedule, p: Placed, iter_to_dom, build: isl.AstBuild, at: _Space
+) -> dict[int, isl.AstExpr]:
     """The value of each of `p`'s schedule dimensions bound to a thread, at the leaf `build`
     is at. Where the dimension is in the build's schedule space, read off it: its iterator
     where isl emits a loop of it, else the value isl gives it there. Recovering it from the
@@ -130,14 +155,11 @@ def _thread_values(schedule: Schedule, p: Placed, iter_to_dom, build) -> dict[in
     ]
     if not dims:
         return {}
-    space = build.get_schedule_space()
-    names = [space.get_dim_name(isl.dim_type.set, k) for k in range(space.dim(isl.dim_type.set))]
     n = p.sched.dim(isl.dim_type.out)
     found = {}
     for d in dims:
-        if f"c{d}" in names:
-            value = isl.PwAff(f"{{ [{', '.join(names)}] -> [(c{d})] }}").align_params(space)
-            found[d] = build.expr_from_pw_aff(value)
+        if d in at.position:
+            found[d] = build.expr_from_pw_aff(isl.PwAff.from_aff(at.value(d)))
             continue
         only = p.sched.project_out(isl.dim_type.out, d + 1, n - d - 1)  # one dimension at a
         only = only.project_out(isl.dim_type.out, 0, d)  # time: all of them cost more
@@ -169,26 +191,28 @@ def generate(
     """
     by_name = {p.stmt.name: p for p in placed}
     leaves: list[_Leaf] = []
+    # equalities made explicit first: isl's AST generation then runs about 10% faster
+    compact = compact_schedules([p.sched.detect_equalities() for p in placed])
 
     def at_domain(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
         sched = isl.Map.from_union_map(build.get_schedule())
-        p = by_name[sched.get_tuple_name(isl.dim_type.in_)]
+        name = sched.get_tuple_name(isl.dim_type.in_)
+        p = by_name[name]
+        dims = compact.dims[name]
         try:
             with budget(sched.get_ctx(), LEAF_OPERATIONS):
-                leaves.append(_leaf(schedule, p, sched, build))
+                leaves.append(_leaf(schedule, p, sched, build, _Space(build, dims)))
         except OutOfOperations:
             _refuse_leaf(schedule[p.stmt.stage])
         return node.set_annotation(isl.Id(f"leaf{len(leaves) - 1}"))
 
-    union = None
-    for p in placed:
-        m = isl.UnionMap.from_map(p.sched)
-        union = m if union is None else union.union(m)
     build = isl.AstBuild.from_context(params_context)
     with Callbacks() as calls:
         build, _handle = build.set_at_each_domain(calls.wrap(at_domain, lambda node, _: node))
-        # equalities made explicit first: isl's AST generation then runs about 10% faster
-        ast = build.node_from_schedule_map(union.detect_equalities())
+        union = compact.maps[0].to_union_map()
+        for m in compact.maps[1:]:
+            union = union.union(m.to_union_map())
+        ast = build.node_from_schedule_map(union)
     translator = _Translator(
         schedule, extents, leaves, param_vars, buffers, cross_thread, index_dtype, plans or {}
     )
@@ -196,15 +220,16 @@ def generate(
     return translator.keep_block_loops(body), translator.reductions
 
 
-def _leaf(schedule: Schedule, p: Placed, sched: isl.Map, build: isl.AstBuild) -> _Leaf:
+def _leaf(schedule: Schedule, p: Placed, sched: isl.Map, build: isl.AstBuild, at: _Space):
     """What a statement instance needs, as expressions of the loop iterators around it."""
     iter_to_dom = isl.PwMultiAff.from_map(sched.reverse())
     return _Leaf(
         p,
         _pieces(p.root_values, iter_to_dom, build),
         _pieces(p.store_index, iter_to_dom, build),
-        {op: _offsets(p, op, iter_to_dom, build) for op in p.offsets},
-        _thread_values(schedule, p, iter_to_dom, build),
+        {op: _offsets(p, op, iter_to_dom, build, at) for op in p.offsets},
+        _thread_values(schedule, p, iter_to_dom, build, at),
+        at.dims,
     )
 
 
@@ -286,25 +311,28 @@ class _Translator:
             return self.node(node.mark_get_node())
         raise InternalError(f"unexpected isl AST node {node}")
 
-    def _axis_at(self, node: isl.AstNode, dim: int) -> Axis | None:
+    def _axis_at(self, node: isl.AstNode, depth: int) -> tuple[int, Axis | None]:
+        """The schedule dimension of the loop `node` at `depth` of the build's space (its
+        statements' `dims`), and its axis (that of the first statement with one there)."""
+        dims: list[int] = []
         found: list[Axis] = []
 
         def visit(n: isl.AstNode) -> bool:
             if n.get_type() == isl.ast_node_type.user and not found:
                 leaf = self.leaves[int(n.get_annotation().get_name()[4:])]
-                entry = leaf.placed.template[dim]
+                dims.append(leaf.dims[depth])  # the same at every statement under the loop
+                entry = leaf.placed.template[dims[-1]]
                 if entry[0] == "dim":
                     found.append(entry[1])
             return not found
 
         with Callbacks() as calls:  # a Ctrl-C in `visit` comes out as KeyboardInterrupt
             node.foreach_descendant_top_down(calls.wrap(visit, lambda n: False))
-        return found[0] if found else None
+        return dims[0], found[0] if found else None
 
     def _for(self, node: isl.AstNode) -> Stmt:
         name = node.for_get_iterator().get_id().get_name()
-        dim = int(name[1:])
-        axis = self._axis_at(node, dim)
+        dim, axis = self._axis_at(node, int(name[1:]))
         split = self._deferred(axis)  # then the loop runs over the split's parent's values
         label = name if axis is None else split.parent.name if split else axis.name
         var = Var(self._unique(label), self.itype, "loop")
@@ -323,7 +351,7 @@ class _Translator:
         step = int(inc.get_val().to_python())
         kind, thread = self._kind(axis)
         if step != 1:
-            return self._strided(node, axis, var, name, low, upper, step, kind)
+            return self._strided(node, axis, var, name, dim, low, upper, step, kind)
         self.active.add(dim)
         body = self.node(node.for_get_body())
         self.active.discard(dim)
@@ -426,7 +454,7 @@ class _Translator:
                 found.add(leaf)
         return found
 
-    def _strided(self, node, axis, var: Var, name: str, low, upper, step: int, kind: str):
+    def _strided(self, node, axis, var: Var, name: str, dim: int, low, upper, step, kind: str):
         """A loop isl steps by `step` (a sparse domain): count iterations, scale the index.
         The count keeps the loop's kind (a thread index cannot step: that is an error)."""
         if kind == "bound":
@@ -444,7 +472,6 @@ class _Translator:
         self.iterators[name] = Binary(
             "+", low, Binary("*", self.const(step), var, self.itype), self.itype
         )
-        dim = int(name[1:])
         self.active.add(dim)
         body = self.node(node.for_get_body())
         self.active.discard(dim)

@@ -25,6 +25,7 @@ from ..errors import InternalError
 from ..schedule import records as rec
 from ..schedule.errors import LegalityError, message
 from ..schedule.schedule import Schedule
+from .compact_schedule import fixed_value
 from .isl_calls import Callbacks
 from .loops import deferred_fuses
 from .placement import Placed, Placement
@@ -161,8 +162,14 @@ def _check_pair(schedule, dep: isl.Map, src: Placed, dst: Placed, cross_thread, 
     # A reduction's updates of one element may run in any order (its combiner is associative
     # and commutative), so only their concurrency is checked, as in TE.
     reordering_ok = src.stmt is dst.stmt and src.stmt.role == "update"
+    # a dimension both statements hold at one constant (most of a padded schedule's) orders
+    # no pair and carries none: the tied pairs stay tied there
+    values = [(fixed_value(src.sched, d), fixed_value(dst.sched, d)) for d in range(n)]
+    constant = {d for d, (a, b) in enumerate(values) if a is not None and a == b}
     tied = pairs  # the pairs whose times agree on the dimensions before d
     for d in range(n):
+        if d in constant:
+            continue
         if tied.is_empty():
             return
         backwards = tied.intersect(dim_relation(n, d, "<"))

@@ -215,18 +215,28 @@ def transform_stmt(
     (return None to keep it). Buffers (and their shapes) are kept as they are: they are shared
     by identity between an `Allocate` and its loads and stores.
     """
+    return _StmtRewrite(stmt_fn, expr_fn, memo).go(s)
 
-    def ex(e: Expr) -> Expr:
-        return e if expr_fn is None else transform_expr(e, expr_fn, memo)
 
-    def go(node: Stmt) -> Stmt:
-        new = rebuild_stmt(node, ex, go)
-        if stmt_fn is None:
+class _StmtRewrite:
+    """`transform_stmt`'s walk. A method rather than a closure that calls itself: such a
+    closure is a reference cycle, which kept the `memo` (every rewritten node of the walk)
+    alive until the cyclic collector ran, after the build, over all of them."""
+
+    def __init__(self, stmt_fn: StmtFn | None, expr_fn: ExprFn | None, memo: Memo | None):
+        self.stmt_fn = stmt_fn
+        self.expr_fn = expr_fn
+        self.memo = memo
+
+    def ex(self, e: Expr) -> Expr:
+        return e if self.expr_fn is None else transform_expr(e, self.expr_fn, self.memo)
+
+    def go(self, node: Stmt) -> Stmt:
+        new = rebuild_stmt(node, self.ex, self.go)
+        if self.stmt_fn is None:
             return new
-        replaced = stmt_fn(new)
+        replaced = self.stmt_fn(new)
         return new if replaced is None else replaced
-
-    return go(s)
 
 
 def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]) -> Stmt:
