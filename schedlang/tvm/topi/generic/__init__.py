@@ -10,6 +10,7 @@ from .injective import (
 from .nn import (
     schedule_adaptive_pool,
     schedule_batch_matmul,
+    schedule_conv2d_hwcn,
     schedule_conv2d_nchw,
     schedule_conv2d_transpose_nchw,
     schedule_dense,
@@ -26,6 +27,7 @@ __all__ = [
     "schedule_adaptive_pool",
     "schedule_batch_matmul",
     "schedule_broadcast",
+    "schedule_conv2d_hwcn",
     "schedule_conv2d_nchw",
     "schedule_conv2d_transpose_nchw",
     "schedule_dense",

@@ -19,6 +19,7 @@ schedule_dense = _plain
 schedule_matmul = _plain
 schedule_batch_matmul = _plain
 schedule_conv2d_nchw = _plain
+schedule_conv2d_hwcn = _plain
 schedule_depthwise_conv2d_nchw = _plain
 schedule_conv2d_transpose_nchw = _plain
 schedule_adaptive_pool = _plain

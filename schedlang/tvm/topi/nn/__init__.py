@@ -2,7 +2,7 @@
 (``from tvm.topi.nn import pooling`` works as in TVM)."""
 
 from .batch_matmul import batch_matmul
-from .conv2d import conv2d, conv2d_nchw
+from .conv2d import conv2d, conv2d_hwcn, conv2d_nchw
 from .conv2d_transpose import conv2d_transpose_nchw
 from .dense import dense, dense_pack, matmul
 from .depthwise_conv2d import depthwise_conv2d_nchw
@@ -19,6 +19,7 @@ __all__ = [
     "adaptive_pool",
     "batch_matmul",
     "conv2d",
+    "conv2d_hwcn",
     "conv2d_nchw",
     "conv2d_transpose_nchw",
     "dense",

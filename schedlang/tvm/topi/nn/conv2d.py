@@ -1,7 +1,8 @@
 """``topi.nn.conv2d_nchw``: a 2-D convolution of NCHW data with OIHW filters, through a padded
 copy of the input (``pad_temp``), summed over the input channels and the filter's rows and
 columns, in a compute named and tagged ``conv2d_nchw`` (so that a template's
-``s[conv].op.input_tensors[0]`` is the padded input, as AutoTVM's conv2d tutorial expects)."""
+``s[conv].op.input_tensors[0]`` is the padded input, as AutoTVM's conv2d tutorial expects).
+``conv2d_hwcn`` is the same sum over HWCN data and HWIO filters (TE's TEDD tutorial's)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,35 @@ def conv2d_nchw(Input, Filter, stride, padding, dilation=1, out_dtype=None):  # 
         ),
         name="conv2d_nchw",
         tag="conv2d_nchw",
+    )
+
+
+def conv2d_hwcn(Input, Filter, stride, padding, dilation=1, out_dtype=None):  # noqa: N803
+    out_dtype = out_dtype or Input.dtype
+    height, width, channels, _ = Input.shape
+    rows, cols, _, filters = Filter.shape
+    stride_h, stride_w = pair(stride, "stride")
+    dilation_h, dilation_w = pair(dilation, "dilation")
+    top, left, bottom, right = get_pad_tuple(
+        padding, ((rows - 1) * dilation_h + 1, (cols - 1) * dilation_w + 1)
+    )
+    padded = pad(Input, [top, left, 0, 0], [bottom, right, 0, 0], name="PaddedInput")
+    out_h = (height - (rows - 1) * dilation_h - 1 + top + bottom) // stride_h + 1
+    out_w = (width - (cols - 1) * dilation_w - 1 + left + right) // stride_w + 1
+    rc = _sl.reduce_axis((0, channels), name="rc")
+    ry = _sl.reduce_axis((0, rows), name="ry")
+    rx = _sl.reduce_axis((0, cols), name="rx")
+    return _sl.compute(
+        simplified((out_h, out_w, filters, Input.shape[3])),
+        lambda yy, xx, ff, nn: _sl.sum(
+            padded[yy * stride_h + ry * dilation_h, xx * stride_w + rx * dilation_w, rc, nn].astype(
+                out_dtype
+            )
+            * Filter[ry, rx, rc, ff].astype(out_dtype),
+            axis=[ry, rx, rc],
+        ),
+        name="Conv2dOutput",
+        tag="conv2d_hwcn",
     )
 
 
