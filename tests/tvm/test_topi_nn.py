@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import schedlang.tvm as tvm
 from schedlang.errors import AlgorithmError
 from schedlang.tvm import te, topi
 
@@ -131,6 +132,20 @@ def test_conv2d_nchw(stride, padding, dilation, pad):
     expected = _conv(d, f, stride, pad, dilation)
     check(out, [D, F], [d, f], expected, atol=1e-4)
     check(out, [D, F], [d, f], expected, schedule=_inlined(out), atol=1e-4)
+
+
+def test_conv2d_hwcn_is_conv2d_nchw_in_other_layouts():
+    """HWCN data and HWIO filters (TE's TEDD tutorial's), stride 2 and SAME padding, with
+    TOPI's generic schedule."""
+    D, F = te.placeholder((9, 11, 3, 2), name="D"), te.placeholder((3, 3, 3, 4), name="F")
+    d, f = random((9, 11, 3, 2)), random((3, 3, 3, 4), seed=1)
+    out = topi.nn.conv2d_hwcn(D, F, 2, "SAME", 1)
+    assert (out.name, out.op.tag) == ("Conv2dOutput", "conv2d_hwcn")
+    assert out.op.input_tensors[0].name == "PaddedInput"
+    nchw = _conv(d.transpose(3, 2, 0, 1), f.transpose(3, 2, 0, 1), 2, (1, 1, 1, 1), 1)
+    with tvm.target.Target("llvm"):
+        schedule = topi.generic.schedule_conv2d_hwcn([out])
+    check(out, [D, F], [d, f], nchw.transpose(2, 3, 1, 0), schedule=schedule, atol=1e-4)
 
 
 def test_depthwise_conv2d_nchw_convolves_each_channel_with_its_own_filters():
