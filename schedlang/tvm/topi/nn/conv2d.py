@@ -17,14 +17,10 @@ def conv2d_nchw(Input, Filter, stride, padding, dilation=1, out_dtype=None):  # 
     out_dtype = out_dtype or Input.dtype
     batch, channels, height, width = Input.shape
     filters, _, rows, cols = Filter.shape
-    stride_h, stride_w = pair(stride, "stride")
-    dilation_h, dilation_w = pair(dilation, "dilation")
-    top, left, bottom, right = get_pad_tuple(
-        padding, ((rows - 1) * dilation_h + 1, (cols - 1) * dilation_w + 1)
+    (stride_h, stride_w), (dilation_h, dilation_w), (top, left, bottom, right), (out_h, out_w) = (
+        _window(stride, padding, dilation, (height, width), (rows, cols))
     )
     padded = pad(Input, [0, 0, top, left], [0, 0, bottom, right], name="pad_temp")
-    out_h = (height - (rows - 1) * dilation_h - 1 + top + bottom) // stride_h + 1
-    out_w = (width - (cols - 1) * dilation_w - 1 + left + right) // stride_w + 1
     rc = _sl.reduce_axis((0, channels), name="rc")
     ry = _sl.reduce_axis((0, rows), name="ry")
     rx = _sl.reduce_axis((0, cols), name="rx")
@@ -46,14 +42,10 @@ def conv2d_hwcn(Input, Filter, stride, padding, dilation=1, out_dtype=None):  # 
     out_dtype = out_dtype or Input.dtype
     height, width, channels, _ = Input.shape
     rows, cols, _, filters = Filter.shape
-    stride_h, stride_w = pair(stride, "stride")
-    dilation_h, dilation_w = pair(dilation, "dilation")
-    top, left, bottom, right = get_pad_tuple(
-        padding, ((rows - 1) * dilation_h + 1, (cols - 1) * dilation_w + 1)
+    (stride_h, stride_w), (dilation_h, dilation_w), (top, left, bottom, right), (out_h, out_w) = (
+        _window(stride, padding, dilation, (height, width), (rows, cols))
     )
     padded = pad(Input, [top, left, 0, 0], [bottom, right, 0, 0], name="PaddedInput")
-    out_h = (height - (rows - 1) * dilation_h - 1 + top + bottom) // stride_h + 1
-    out_w = (width - (cols - 1) * dilation_w - 1 + left + right) // stride_w + 1
     rc = _sl.reduce_axis((0, channels), name="rc")
     ry = _sl.reduce_axis((0, rows), name="ry")
     rx = _sl.reduce_axis((0, cols), name="rx")
@@ -69,6 +61,21 @@ def conv2d_hwcn(Input, Filter, stride, padding, dilation=1, out_dtype=None):  # 
         name="Conv2dOutput",
         tag="conv2d_hwcn",
     )
+
+
+def _window(stride, padding, dilation, image, window):
+    """``(stride, dilation, padding, out)`` of a `window` (rows, columns) sliding over an
+    `image` (height, width): each a pair but the padding (top, left, bottom, right)."""
+    (height, width), (rows, cols) = image, window
+    stride_h, stride_w = pair(stride, "stride")
+    dilation_h, dilation_w = pair(dilation, "dilation")
+    top, left, bottom, right = get_pad_tuple(
+        padding, ((rows - 1) * dilation_h + 1, (cols - 1) * dilation_w + 1)
+    )
+    out_h = (height - (rows - 1) * dilation_h - 1 + top + bottom) // stride_h + 1
+    out_w = (width - (cols - 1) * dilation_w - 1 + left + right) // stride_w + 1
+    pads = (top, left, bottom, right)
+    return (stride_h, stride_w), (dilation_h, dilation_w), pads, (out_h, out_w)
 
 
 def conv2d(
