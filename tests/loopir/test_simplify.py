@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.ir.expr import Cast, Const, Var, const
+from schedlang.ir.expr import Cast, Compare, Const, Var, const
 from schedlang.ir.printer import expr_str
 from schedlang.loopir.core.nodes import Barrier, Buffer, For, If, Let, LoweredFunc, Seq, seq
 from schedlang.loopir.core.printer import stmt_str
@@ -157,3 +157,14 @@ def _eval(e, env):
         code = code.replace(name, f"np.int32({value})")
     with np.errstate(over="ignore"):
         return eval(code, {"np": np})  # the printer writes Python-compatible integer expressions
+
+
+@pytest.mark.parametrize(("op", "holds"), [("<", False), ("<=", True), ("==", True), ("!=", False)])
+def test_a_comparison_of_one_sum_with_itself_is_decided(op, holds):
+    """``i + 2 < 2 + i``: the same terms and constant, the same value even past overflow; a
+    comparison of sums that differ (by a constant or a term) stays, as overflow could decide
+    it either way."""
+    i, j = Var("i", "int32", "loop"), Var("j", "int32", "loop")
+    assert simplify_expr(Compare(op, i + 2, 2 + i)) == const(holds, "bool")
+    assert not isinstance(simplify_expr(Compare(op, i + 1, i + 2)), Const)
+    assert not isinstance(simplify_expr(Compare(op, i + j, i + 2)), Const)

@@ -164,6 +164,8 @@ def _fold(e: Expr, texts: Texts | None = None) -> Expr | None:
         if isinstance(e.a, Const) and isinstance(e.b, Const) and _foldable(e.a.dtype):
             with np.errstate(all="ignore"):
                 return _const(_COMPARE[e.op](_value(e.a), _value(e.b)), "bool")
+        if dt.is_int(e.a.dtype) and e.a.dtype == e.b.dtype and _same_sum(e.a, e.b, texts):
+            return _const(e.op in ("==", "<=", ">="), "bool")
         return None
     if isinstance(e, Unary) and isinstance(e.a, Const):
         a = _value(e.a)
@@ -224,6 +226,15 @@ def _cancel(e: Binary, texts: Texts) -> Expr | None:
     if result is None:
         return _const(_wrap(constant, e.dtype), e.dtype)
     return _add_constant(result, constant, e.dtype)
+
+
+def _same_sum(a: Expr, b: Expr, texts: Texts | None) -> bool:
+    """Whether sums `a` and `b` have the same terms and constant (``i + 2`` and ``2 + i``):
+    the same value, overflow or not, so a comparison of them is decided
+    (``i.outer + 2 < i.outer + 2``, left by a loop split at its last step)."""
+    terms: dict[str, list] = {}
+    _collect(Binary("-", a, b, a.dtype), 1, terms, {} if texts is None else texts)
+    return all(_wrap(entry[1], a.dtype) == 0 for entry in terms.values())
 
 
 def _collect(e: Expr, sign: int, terms: dict[str, list], texts: Texts) -> int:
