@@ -233,7 +233,9 @@ def _same_sum(a: Expr, b: Expr, texts: Texts | None) -> bool:
     the same value, overflow or not, so a comparison of them is decided
     (``i.outer + 2 < i.outer + 2``, left by a loop split at its last step)."""
     terms: dict[str, list] = {}
-    _collect(Binary("-", a, b, a.dtype), 1, terms, {} if texts is None else texts)
+    texts = {} if texts is None else texts
+    _collect(a, 1, terms, texts)
+    _collect(b, -1, terms, texts)
     return all(_wrap(entry[1], a.dtype) == 0 for entry in terms.values())
 
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 
 from ...schedule import records as rec
-from ...schedule.introspect import AttachType, shown
+from ...schedule.introspect import AttachType, made_axes, shown
 
 
 def viz_dataflow_graph(sch, show_svg=False, dot_file_path="", output_dot_string=False):
@@ -70,7 +70,7 @@ def viz_itervar_relationship_graph(sch, show_svg=False, dot_file_path="", output
         lines.append(f'    label="{_quoted(stage.name)}";')
         leaves = set(stage.leaves)
         names = {}
-        for axis in (*stage.root_axes, *_made(stage)):
+        for axis in (*stage.root_axes, *made_axes(stage)):
             names[axis] = f"s{k}_{len(names)}"
             bold = ", style=bold" if axis in leaves else ""
             label = _quoted(_loop_text(stage, axis))
@@ -89,13 +89,6 @@ def viz_itervar_relationship_graph(sch, show_svg=False, dot_file_path="", output
                 lines.append(f"    {node} -> {names[relation.fused]};")
         lines.append("  }")
     return _finish(lines, show_svg, dot_file_path, output_dot_string)
-
-
-def _made(stage) -> list:
-    made = []
-    for r in stage.relations:
-        made += [r.outer, r.inner] if isinstance(r, rec.Split) else [r.fused]
-    return made
 
 
 def _loop_text(stage, axis) -> str:
