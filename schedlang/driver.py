@@ -16,6 +16,7 @@ from .loopir.core.nodes import Buffer, LoweredFunc, ScanRows, Stmt
 from .loopir.core.printer import constant_bytes
 from .loopir.from_isl import generate, param_expr
 from .loopir.gpu.accumulate_in_place import accumulate_in_place
+from .loopir.gpu.epilogue_in_place import epilogue_in_place
 from .loopir.gpu.fragment_lanes import lower_fragment_elements
 from .loopir.gpu.thread_reduce import lower_thread_reductions
 from .loopir.index.divmod import simplify_divisions
@@ -128,6 +129,7 @@ def _lower(
         body = apply_layouts(body, layouts)
         if not draft:  # a draft shows fragments' element loops as written
             body = accumulate_in_place(lower_fragment_elements(body, reductions))
+            body = epilogue_in_place(body)
         body = lower_thread_reductions(body, reductions)
         body = predicate_stores(body, _store_predicates(s, buffers))
         body = insert_allocations(body, local, stepped)

@@ -268,6 +268,8 @@ SCALED = [
     ((130, 136, 160), "row", dict(block_cols=64, stages=2)),
     ((200, 264, 288), "row", dict(example.FAST, block_cols=128)),  # copy engine in and out
     ((256, 384, 256), "tensor", dict(example.FAST, block_cols=128, persistent=4)),
+    # 128 x 256 tiles: the scaled values fit only in the accumulator's own registers
+    ((256, 520, 256), "row", dict(example.FAST, persistent=3)),
 ]
 
 
@@ -285,9 +287,12 @@ def _scaled(shape, per, options, seed=7):
 @pytest.mark.parametrize(("shape", "per", "options"), SCALED)
 def test_scaled_simulated_the_scales_applied_in_registers(shape, per, options):
     """``(A @ B^T) * SA * SB``: the scales multiply the accumulator in registers (each thread
-    its own elements, `loopir.gpu.fragment_lanes`), and store_matrix writes the bfloat16."""
+    its own elements, `loopir.gpu.fragment_lanes`), in place (`loopir.gpu.epilogue_in_place`:
+    no second fragment), and store_matrix converts to bfloat16 on its way out."""
     kernel, tensors, values = _scaled(shape, per, options)
-    assert "C.wgmma.accumulator.slot[" in str(kernel.lowered)
+    text = str(kernel.lowered)
+    assert "acc.slot[" in text and "C.wgmma.accumulator.slot[" not in text
+    assert "= store_matrix(acc[0:+64, 0:+" in text
     kernel.simulate(*values)
     want = sl.reference(tensors[-1], dict(zip(tensors[:-1], values[:-1])))
     _close(values[-1], want, "bfloat16")

@@ -28,11 +28,16 @@ ACCUMULATOR = "wgmma.accumulator"
 
 def accumulate_in_place(body: Stmt) -> Stmt:
     """`body` with every ``fill; products; O = O * f + B`` run rewritten (see the module)."""
+    return _rewrite(body, uses_of(body))
+
+
+def uses_of(body: Stmt) -> dict[int, int]:
+    """The statements of `body` that name each buffer, counted by the buffer's id."""
     uses: dict[int, int] = {}
     for s in walk_stmt(body):
-        for buffer in _buffers_of(s):
+        for buffer in buffers_of(s):
             uses[id(buffer)] = uses.get(id(buffer), 0) + 1
-    return _rewrite(body, uses)
+    return uses
 
 
 def _rewrite(s: Stmt, uses: dict[int, int]) -> Stmt:
@@ -83,7 +88,7 @@ def _run_at(items: list[Stmt], k: int, uses: dict[int, int]):
         for op in walk_stmt(s):
             if isinstance(op, MatrixOp) and any(t.buffer in (state, block) for t in op.srcs):
                 return None
-    counted = sum(1 for s in items[k : end + 1] for t in walk_stmt(s) for b in _buffers_of(t)
+    counted = sum(1 for s in items[k : end + 1] for t in walk_stmt(s) for b in buffers_of(t)
                   if b is block)  # fmt: skip
     if counted != uses.get(id(block), 0):
         return None  # B is read or written elsewhere too
@@ -164,7 +169,7 @@ def _retarget(s: Stmt, block: Buffer, state: Buffer) -> Stmt:
     return with_children(s, tuple(_retarget(k, block, state) for k in stmt_children(s)))
 
 
-def _buffers_of(s: Stmt) -> list[Buffer]:
+def buffers_of(s: Stmt) -> list[Buffer]:
     """The buffers statement `s` itself names (not its sub-statements')."""
     found = []
     if isinstance(s, Store):
@@ -184,4 +189,4 @@ def _const(e: Expr) -> int | None:
     return e.value if isinstance(e, Const) else None
 
 
-__all__ = ["accumulate_in_place"]
+__all__ = ["ACCUMULATOR", "accumulate_in_place", "buffers_of", "uses_of"]
