@@ -88,10 +88,10 @@ def schedule(
         s[c].reorder(gj, bi, bj, gi, i, j)
         bj = s[c].fuse(bi, bj)
         bi = gj
-    if persistent:
-        tiles = s[c].fuse(bi, bj)
-        bi, bj = s[c].split(tiles, nparts=persistent)  # blocks, and each one's tiles in turn
-        s[c].bind(bi, sl.thread_axis("blockIdx.x"))
+    if persistent:  # block b takes tiles b, b + persistent, ...: those running at once adjoin
+        turn, blocks = s[c].split(s[c].fuse(bi, bj), factor=persistent)
+        s[c].reorder(blocks, turn, gi, i, j)
+        s[c].bind(blocks, sl.thread_axis("blockIdx.x"))
     else:
         s[c].bind(bi, sl.thread_axis("blockIdx.y"))
         s[c].bind(bj, sl.thread_axis("blockIdx.x"))

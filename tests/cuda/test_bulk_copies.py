@@ -86,11 +86,13 @@ def test_the_loop_nest():
 def test_persistent_blocks_fill_the_next_tile_during_this_one():
     a, b, c = example.gemm(256, 384, 128)
     text = str(sl.lower(example.schedule(a, b, c, tma=True, persistent=4), [a, b, c]))
-    tiles = text.index("for i.outer.j.outer.fused.inner in range(")
+    # block b takes tiles b, b + 4, ...: the inner part of the tiles' split is the block's
+    assert "for i.outer.j.outer.fused.inner in range(0, 4):  # blockIdx.x" in text
+    tiles = text.index("for i.outer.j.outer.fused.outer in range(")
     assert text.index("= bulk_copy(") < tiles  # the first stages, before the tiles
     # the steps are counted across the tiles: the copy 2 steps ahead may be the next tile's
-    assert "mbarrier_wait(A.shared.full[(i.outer.j.outer.fused.inner * 2 + k.outer) % 3]" in text
-    assert "(i.outer.j.outer.fused.inner + 1)" in text  # the tile two steps ahead is the next
+    assert "mbarrier_wait(A.shared.full[(i.outer.j.outer.fused.outer * 2 + k.outer) % 3]" in text
+    assert "(i.outer.j.outer.fused.outer + 1)" in text  # the tile two steps ahead is the next
 
 
 def test_persistent_convolution_blocks_fill_the_next_tile_during_this_one():
