@@ -60,9 +60,10 @@ def schedule(
     tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``).
     With `group`, blocks are launched down that many block columns at a time (at most; a
     divisor of their number), so that the blocks running at once share B's columns in L2.
-    With `persistent`, that many blocks (one per multiprocessor) each take a run of the tiles
-    in turn: with `tma`, the producer fills the next tile's first stages while the consumers
-    store the last one's results. With `tma_store`, the copy engine stores each warpgroup's
+    With `persistent`, that many blocks (one per multiprocessor) take the tiles in turn, block
+    b tiles b, b + persistent, ... (those running at once adjoin, for L2): with `tma`, the
+    producer fills the next tile's first stages while the consumers store the last one's
+    results. With `tma_store`, the copy engine stores each warpgroup's
     tile from shared memory, in the background."""
     s = sl.create_schedule(c.op)
     product = _product(a, c)
