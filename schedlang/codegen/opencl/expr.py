@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...errors import InternalError, LoweringError
 from ...ir import dtype as dt
 from ...ir.expr import Binary, Call, Cast, Compare, Const, Expr, Select, Unary, Var
-from ...ir.intrinsics import EXTERN, INTRIN, reference_name
+from ...ir.intrinsics import EXTERN, reference_name
 from ...loopir.core.nodes import Buffer, Load
 from ...loopir.index.nonneg import nonnegative
 from .helpers import Helpers
@@ -197,12 +197,6 @@ class ExprPrinter:
             if name == "abs":  # OpenCL's abs of a signed type is unsigned
                 return f"(({compute_type(dtype)})abs({args}))" if dtype in dt.SIGNED else args
             raise InternalError(f"the math function '{name}' of the integer type {dtype}")
-        if name.startswith(INTRIN):
-            raise LoweringError(
-                f"the intrinsic '{name[len(INTRIN) :]}' has no lowering rule for the opencl "
-                "target; register one with sl.register_intrin_lowering(name, target='opencl', "
-                "f=rule)"
-            )
         if name.startswith(EXTERN):
             return self.rounded(_extern(name[len(EXTERN) :], args), dtype)
         if name == "rsqrt":
