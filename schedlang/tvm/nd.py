@@ -6,8 +6,8 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..runtime.device_array import DeviceArray
-from .runtime import Device as _Device
 from .runtime import OPENCL, NDArray, cpu
+from .runtime import Device as _Device
 
 
 def array(data: object, device: _Device | None = None) -> NDArray:
