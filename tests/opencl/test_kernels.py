@@ -1,0 +1,167 @@
+"""GPU schedules built for opencl and run on an OpenCL device (pocl on the CPU in CI): the
+CUDA tests' schedules, with blocks, threads, shared memory, barriers and block collectives,
+compared with the reference at sizes that do not divide their tiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedlang as sl
+from tests.cuda import kernels
+from tests.schedule.test_gpu_schedules import bind
+
+from .util import check_opencl, needs_device
+
+pytestmark = needs_device
+
+
+def test_an_elementwise_kernel_at_symbolic_sizes_guards_its_last_block():
+    s, inputs, outputs = kernels.vector_add()
+    kernel = check_opencl(s, inputs, outputs, {"n": 1001})
+    for n in (1, 64, 130):  # the same program at other sizes
+        check_opencl(s, inputs, outputs, {"n": n}, kernel=kernel)
+
+
+def test_a_tiled_gemm_stages_tiles_in_local_memory_between_barriers():
+    s, inputs, outputs = kernels.gemm_shared()
+    kernel = check_opencl(s, inputs, outputs, {"m": 21, "n": 19})
+    assert "__local float A_shared[32];" in kernel.source
+    assert kernel.source.count("barrier(CLK_LOCAL_MEM_FENCE);") == 2
+    assert "get_local_id(1)" in kernel.source and "get_group_id(1)" in kernel.source
+
+
+def test_a_transpose_through_a_shared_tile():
+    s, inputs, outputs = kernels.transpose(13, 6)
+    check_opencl(s, inputs, outputs)
+
+
+def test_a_producer_at_the_root_is_a_kernel_of_its_own_with_a_global_temporary():
+    s, inputs, outputs = kernels.two_kernels()
+    kernel = check_opencl(s, inputs, outputs, {"n": 77})
+    assert "main_kernel0" in kernel.source and "main_kernel1" in kernel.source
+
+
+@pytest.mark.parametrize(
+    ("schedule", "args"),
+    [
+        (kernels.row_reduce, (9, 100, 24, 4)),  # rows of 24 threads, 4 rows a block
+        (kernels.row_reduce, (4, 19, 4, 2, "absmax")),  # a reducer of the user's
+        (kernels.column_reduce, (5, None)),  # groups strided in the block, symbolic n
+    ],
+)
+def test_a_reduce_axis_bound_to_threads_combines_through_local_memory(schedule, args):
+    s, inputs, outputs = schedule(*args)
+    kernel = check_opencl(s, inputs, outputs, {"n": 41})
+    assert "__local float red_buf[" in kernel.source
+
+
+def test_math_functions_call_opencl_builtins():
+    """One program, a kernel per function (each a stage of its own at the root)."""
+    n = 97
+    a = sl.placeholder((n,), name="A")
+    positive = sl.placeholder((n,), name="P")
+    functions = [*kernels.UNARY, "pow", "fma"]
+    outputs = []
+    for name in functions:
+        x = positive if name in ("log", "log2", "sqrt", "rsqrt", "pow") else a
+        outputs.append(sl.compute((n,), _math_body(name, x), name=name.upper()))
+    s = sl.create_schedule(outputs)
+    for c in outputs:
+        xo, xi = s[c].split(c.op.axis[0], factor=32)
+        bind(s, c, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    positive_values = np.random.default_rng(3).uniform(0.1, 4.0, n).astype("float32")
+    kernel = check_opencl(s, [a, positive], outputs, given={positive: positive_values})
+    for builtin in ("exp(", "erf(", "tanh(", "rint(", "fabs(", "pow(", "fma(", "sl_sigmoid_float("):
+        assert builtin in kernel.source
+
+
+def _math_body(name, x):
+    if name == "pow":
+        return lambda i: sl.pow(x[i], sl.const(1.5))
+    if name == "fma":
+        return lambda i: sl.fma(x[i], x[i], x[i])
+    return lambda i: getattr(sl, name)(x[i])
+
+
+def _pairs(dtype, n, a, b):
+    k = sl.reduce_axis((0, n), name="k")
+    elementwise = sl.compute((n,), lambda i: a[i] * b[i] + a[i] / b[i], name=f"E_{dtype}")
+    total = sl.compute((1,), lambda i: sl.sum(a[k] * b[k], axis=k), name=f"S_{dtype}")
+    return [elementwise, total]
+
+
+def test_integer_floor_division_and_modulo_follow_the_reference_on_negative_values():
+    n = 64
+    a = sl.placeholder((n,), "int32", name="A")
+    b = sl.placeholder((n,), "int32", name="B")
+    x = sl.placeholder((n,), name="X")
+    y = sl.placeholder((n,), name="Y")
+    outputs = [
+        sl.compute((n,), lambda i: a[i] // b[i], name="Q"),
+        sl.compute((n,), lambda i: a[i] % b[i], name="R"),
+        sl.compute((n,), lambda i: a[i] // 3 + (a[i] % 7), name="C"),
+        sl.compute((n,), lambda i: (i - 30) // 4 * 100 + (i - 30) % 4, name="I"),
+        sl.compute((n,), lambda i: x[i] // y[i], name="FQ"),
+        sl.compute((n,), lambda i: x[i] % y[i], name="FR"),
+    ]
+    s = sl.create_schedule(outputs)
+    for c in outputs:
+        xo, xi = s[c].split(c.op.axis[0], factor=16)
+        bind(s, c, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    gen = np.random.default_rng(9)
+    ints = gen.integers(-50, 50, n).astype("int32")
+    ints[:4] = [-(2**31), -(2**31), 7, -7]
+    divisors = gen.integers(-9, 10, n).astype("int32")
+    divisors[:4] = [-1, 0, 0, -1]  # numpy's x // -1 wraps, x // 0 and x % 0 are 0
+    floats = (gen.uniform(-8, 8, n)).astype("float32")
+    steps = gen.choice([-2.5, -1.0, 0.75, 3.0], n).astype("float32")
+    given = {a: ints, b: divisors, x: floats, y: steps}
+    kernel = check_opencl(s, [a, b, x, y], outputs, given=given, exact=True)
+    assert "sl_floordiv_int(" in kernel.source and "sl_floormod_float(" in kernel.source
+
+
+def test_float16_and_bfloat16_round_after_each_operation_as_the_reference_does():
+    n = 45
+    outputs = []
+    inputs = []
+    for dtype in ("float16", "bfloat16"):
+        a = sl.placeholder((n,), dtype, name=f"A_{dtype}")
+        b = sl.placeholder((n,), dtype, name=f"B_{dtype}")
+        inputs += [a, b]
+        outputs += _pairs(dtype, n, a, b)
+    s = sl.create_schedule(outputs)
+    for c in outputs:
+        xo, xi = s[c].split(c.op.axis[0], factor=16)
+        bind(s, c, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    kernel = check_opencl(s, inputs, outputs, exact=True)
+    assert "vload_half(" in kernel.source and "sl_round_bf16(" in kernel.source
+
+
+def test_casts_saturate_and_booleans_are_bytes():
+    n = 40
+    x = sl.placeholder((n,), name="X")
+    outputs = [
+        sl.compute((n,), lambda i: (x[i] * 100.0).astype("int8"), name="I8"),
+        sl.compute((n,), lambda i: x[i].astype("float64") * 3.0, name="F64"),
+        sl.compute((n,), lambda i: x[i] > 0.0, name="POS"),
+    ]
+    s = sl.create_schedule(outputs)
+    for c in outputs:
+        xo, xi = s[c].split(c.op.axis[0], factor=8)
+        bind(s, c, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    values = np.random.default_rng(4).uniform(-3, 3, n).astype("float32")
+    values[:2] = [np.nan, np.inf]
+    kernel = check_opencl(s, [x], outputs, given={x: values}, exact=True)
+    assert kernel.source.startswith("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+
+
+def test_a_call_checks_its_arrays_and_with_inputs_alone_returns_the_outputs():
+    s, inputs, outputs = kernels.vector_add(n=50)
+    kernel = sl.build(s, inputs + outputs, target="opencl")
+    a = np.random.default_rng(1).uniform(size=50).astype("float32")
+    np.testing.assert_allclose(kernel(a, a), 2 * a)
+    with pytest.raises(TypeError, match="argument 'B' .*float32"):
+        kernel(a, a.astype("float64"), np.empty(50, "float32"))
+    with pytest.raises(ValueError, match="'A'"):
+        kernel(a[:49], a[:49], np.empty(49, "float32"))
