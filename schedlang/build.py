@@ -239,10 +239,22 @@ def _refuse_tensor_cores(s: Schedule) -> None:
 
 def _refuse_cuda_only(s: Schedule) -> None:
     """Tensor cores, asynchronous copies and the copy engine are CUDA's: named at the
-    tensorize or the pipeline that asked for them when building for opencl."""
+    tensorize or the pipeline that asked for them when building for opencl (a tensorize
+    first: its schedules pipeline the tiles it reads)."""
     from .schedule import records as rec
     from .schedule.errors import message
 
+    for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
+        if r is not None and r.intrin.kind != "user":
+            raise LoweringError(
+                message(
+                    r.stage,
+                    f"tensorize({r.axis.name}, {r.intrin!r})",
+                    r.loc,
+                    "tensor-core instructions are CUDA's, the opencl target has none: build "
+                    "with target='cuda' (kernel.simulate runs it on the CPU)",
+                )
+            )
     for r in s.records:
         if isinstance(r, rec.Pipeline):
             call = f"pipeline(stages={r.stages}{', tma=True' if r.tma else ''})"
@@ -254,17 +266,6 @@ def _refuse_cuda_only(s: Schedule) -> None:
                     "asynchronous copies into shared memory (cp.async, the copy engine) are "
                     "CUDA's, the opencl target has none: build with target='cuda', or drop the "
                     "pipeline (double_buffer() and plain shared stages work on opencl)",
-                )
-            )
-    for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
-        if r is not None and r.intrin.kind != "user":
-            raise LoweringError(
-                message(
-                    r.stage,
-                    f"tensorize({r.axis.name}, {r.intrin!r})",
-                    r.loc,
-                    "tensor-core instructions are CUDA's, the opencl target has none: build "
-                    "with target='cuda' (kernel.simulate runs it on the CPU)",
                 )
             )
 
