@@ -469,6 +469,7 @@ class _Softmax(Rewrite):
             lives.append((r, logical("or", guards)))
         return lives
 
+
     def _kept_mask(self, op: ComputeOp):
         """The mask of the sums that read kept `op` (their `where=`, the same for each), as a
         function of a point of `op`, and those sums' ops; ``(None, ())`` where one has none, they

@@ -314,7 +314,7 @@ def measure(tvm, operators: Operators, name: str, route: str) -> str:
 
 
 def compared(results: list, expected) -> str:
-    """ "match" where `results` are `expected` (one array or a list) to 1e-4; AssertionError
+    """"match" where `results` are `expected` (one array or a list) to 1e-4; AssertionError
     otherwise."""
     wanted = expected if isinstance(expected, list) else [expected]
     for got, want in zip(results, wanted):
