@@ -4,8 +4,8 @@ Stage folders come in pipeline order; a module may import from its own stage and
 plus the base modules, which import no stage at all. Top-level modules (`driver.py`, `cli.py`,
 the package `__init__`) and folders outside the pipeline may import anything, but no stage may
 import them. The heavy engines stay behind their stage: islpy in `poly/`, llvmlite in
-`codegen/`, cuda-python in `runtime/` (the last two also in the platform probe), pyopencl in
-`runtime/`. Imports inside
+`codegen/`, cuda-python and pyopencl in `runtime/` (all but islpy also in the platform
+probe). Imports inside
 functions and under `TYPE_CHECKING` count: they still tie the layers together.
 """
 
@@ -33,7 +33,7 @@ ENGINE_HOMES = {
     "islpy": [("poly", "*.py"), ("loopir", "from_isl*.py"), ("loopir", "isl_ast*.py")],
     "llvmlite": [("codegen", "*.py"), (None, "platform_info.py")],
     "cuda": [("runtime", "*.py"), (None, "platform_info.py")],
-    "pyopencl": [("runtime", "*.py")],
+    "pyopencl": [("runtime", "*.py"), (None, "platform_info.py")],
 }
 
 

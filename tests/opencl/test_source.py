@@ -3,6 +3,7 @@ it, and what OpenCL cannot express is refused by name."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -10,7 +11,9 @@ import pytest
 
 import schedlang as sl
 from schedlang.codegen.opencl.source import opencl_program
+from schedlang.platform_info import OPENCL_INSTALL
 from schedlang.runtime.opencl import device
+from schedlang.runtime.opencl import kernel as opencl_kernel
 from schedlang.tvm import te
 from tests.cuda import kernels
 from tests.cuda.test_async_copy import staged
@@ -73,7 +76,10 @@ def test_options_change_the_program():
 def test_a_call_without_an_opencl_device_says_what_to_install(monkeypatch):
     s, inputs, outputs = kernels.vector_add(n=8)
     kernel = sl.build(s, inputs + outputs, target="opencl")
-    monkeypatch.setattr(device, "_find", lambda: f"pyopencl is not installed; {device.INSTALL}")
+    missing = (None, f"no pyopencl (No module named 'pyopencl'); {OPENCL_INSTALL}")
+    monkeypatch.setattr(device, "opencl_choice", lambda: missing)
+    uncached = functools.cache(device.opencl_device.__wrapped__)  # the process's stays as it is
+    monkeypatch.setattr(opencl_kernel, "opencl_device", uncached)
     x = np.ones(8, "float32")
     with pytest.raises(sl.LaunchError, match=r"cannot run .* pip install 'schedlang\[opencl\]'"):
         kernel(x, x, np.empty(8, "float32"))

@@ -8,13 +8,11 @@ import numpy as np
 import pytest
 
 import schedlang as sl
-from schedlang.runtime.opencl.device import _find, opencl_available
+from schedlang.platform_info import opencl_choice
+from schedlang.runtime.opencl.device import opencl_available
 from tests.schedule.util import random_inputs
 
-needs_device = pytest.mark.skipif(
-    not opencl_available(),
-    reason=f"no OpenCL device: {_find() if not opencl_available() else ''}",
-)
+needs_device = pytest.mark.skipif(not opencl_available(), reason=opencl_choice()[1])
 
 
 def check_opencl(s, inputs, outputs, sizes=None, given=None, exact=False, kernel=None):
