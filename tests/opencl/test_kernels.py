@@ -165,3 +165,12 @@ def test_a_call_checks_its_arrays_and_with_inputs_alone_returns_the_outputs():
         kernel(a, a.astype("float64"), np.empty(50, "float32"))
     with pytest.raises(ValueError, match="'A'"):
         kernel(a[:49], a[:49], np.empty(49, "float32"))
+
+
+def test_a_saved_kernel_loads_and_runs_without_its_schedule(tmp_path):
+    s, inputs, outputs = kernels.two_kernels()
+    kernel = sl.build(s, inputs + outputs, target="opencl")
+    kernel.export(tmp_path / "two.slk")
+    loaded = sl.load(tmp_path / "two.slk")
+    assert loaded.source == kernel.source and loaded.target == "opencl"
+    check_opencl(s, inputs, outputs, {"n": 45}, kernel=loaded)

@@ -41,7 +41,7 @@ class OpenCLKernel:
     def __init__(self, lowered: LoweredFunc, program: OpenCLProgram, target: str) -> None:
         self.lowered = lowered
         self.target = target
-        self._program = program
+        self.program = program
         self._written = written_params(lowered)
         self._limits = SizeLimits(lowered)
         self._built = None  # the pyopencl kernels, in plan order, after the first call
@@ -51,11 +51,17 @@ class OpenCLKernel:
     @property
     def source(self) -> str:
         """The OpenCL C program: every kernel, in launch order."""
-        return self._program.source
+        return self.program.source
 
     @property
     def plan(self) -> DevicePlan:
-        return self._program.plan
+        return self.program.plan
+
+    def export(self, path) -> None:
+        """Save the kernel to `path` for `sl.load` in another process (`runtime.saved`)."""
+        from ..saved import export
+
+        export(self, path)
 
     @entry_point(also=(TypeError, ValueError), deep=False)
     def __call__(self, *arrays: object, **sizes: int) -> object:
