@@ -174,3 +174,20 @@ def test_a_saved_kernel_loads_and_runs_without_its_schedule(tmp_path):
     loaded = sl.load(tmp_path / "two.slk")
     assert loaded.source == kernel.source and loaded.target == "opencl"
     check_opencl(s, inputs, outputs, {"n": 45}, kernel=loaded)
+
+
+def test_a_scan_launches_its_update_once_per_step_with_the_step_as_a_parameter():
+    m, n = sl.var("m"), sl.var("n")
+    x = sl.placeholder((m, n), name="X")
+    state = sl.placeholder((m, n), name="state")
+    init = sl.compute((1, n), lambda _, i: x[0, i], name="init")
+    update = sl.compute((m, n), lambda t, i: state[t - 1, i] * 0.5 + x[t, i], name="update")
+    result = sl.scan(init, update, state)
+    s = sl.create_schedule(result)
+    for stage in (init, update):
+        outer, inner = s[stage].split(stage.op.axis[1], factor=32)
+        bind(s, stage, (outer, "blockIdx.x"), (inner, "threadIdx.x"))
+    kernel = check_opencl(s, [x], [result], {"m": 7, "n": 45})
+    assert "int m, int n, int t)" in kernel.source
+    data = np.ones((7, 45), "float32")
+    assert 0 < kernel.time(data, np.empty_like(data), repeat=2) < 10
