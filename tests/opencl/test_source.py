@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -128,3 +130,39 @@ def test_a_parallel_loop_is_refused_with_what_to_bind_instead():
     s[b].parallel(xi)
     with pytest.raises(sl.LoweringError, match="marked parallel, .* on opencl bind it"):
         sl.build(s, [a, b], target="opencl")
+
+
+def test_names_that_opencl_c_keeps_for_itself_get_a_suffix():
+    a = sl.placeholder((8,), name="float4")
+    b = sl.compute((8,), lambda i: a[i] + 1.0, name="exp")
+    s = sl.create_schedule(b)
+    bind(s, b, (b.op.axis[0], "threadIdx.x"))
+    source = sl.build(s, [a, b], target="opencl").source
+    assert "exp_1[i] = float4_1[i] + 1.0f;" in source
+
+
+def _tiny_device(work_items: int, local_bytes: int) -> device.OpenCLDevice:
+    limits = SimpleNamespace(max_work_group_size=work_items, local_mem_size=local_bytes)
+    return device.OpenCLDevice(None, None, None, limits, "a tiny device")
+
+
+def test_a_work_group_or_local_memory_past_the_device_is_refused_before_compiling():
+    s, inputs, outputs = kernels.gemm_shared()
+    kernel = sl.build(s, inputs + outputs, target="opencl")
+    with pytest.raises(sl.LaunchError, match=r"work-groups of 16 work-items \(4, 4, 1\), but a"):
+        kernel.kernels(_tiny_device(8, 1 << 16))
+    with pytest.raises(sl.LaunchError, match="needs 256 bytes of local .* has 100"):
+        kernel.kernels(_tiny_device(256, 100))
+
+
+def test_source_the_opencl_compiler_refuses_is_a_launch_error_with_its_log():
+    if not device.opencl_available():
+        pytest.skip("no OpenCL device to compile on")
+    s, inputs, outputs = kernels.vector_add(n=8)
+    built = sl.build(s, inputs + outputs, target="opencl")
+    broken = opencl_kernel.OpenCLKernel(
+        built.lowered, replace(built.program, source="__kernel void main_kernel0(oops"), "opencl"
+    )
+    x = np.ones(8, "float32")
+    with pytest.raises(sl.LaunchError, match="refused the program of kernel 'main'"):
+        broken(x, x, np.empty(8, "float32"))

@@ -24,6 +24,9 @@ _RESERVED = frozenset(
 )
 
 
+_VECTOR_TYPE = re.compile(r"(u?char|u?short|u?int|u?long|float|double|half)(2|3|4|8|16)")
+
+
 class Names:
     """Each object (by identity) its identifier."""
 
@@ -41,7 +44,7 @@ class Names:
         if base[0].isdigit() or base.startswith("sl_"):  # sl_: the helpers' (`helpers`)
             base = f"v{base}"
         found, k = base, 0
-        while found in self._taken:
+        while found in self._taken or _VECTOR_TYPE.fullmatch(found):
             k += 1
             found = f"{base}_{k}"
         self._taken.add(found)

@@ -154,21 +154,23 @@ class KernelWriter:
         return int(loop.extent.value) == self.kernel.block_size(loop.thread)
 
     def _branch(self, s: If) -> None:
-        head = f"if ({self.p(s.cond)})"
-        while True:
-            with self.block(head):
-                self.stmt(s.then)
-            self.lines.pop()  # the closing brace, written with what follows
-            otherwise = s.otherwise
-            if otherwise is None:
-                self.line("}")
-                return
-            if isinstance(otherwise, If):
-                head, s = f"}} else if ({self.p(otherwise.cond)})", otherwise
-                continue
-            with self.block("} else"):
-                self.stmt(otherwise)
-            return
+        """``if``, then ``else if`` for each ``If`` that is a whole ``else``, then ``else``."""
+        self.line(f"if ({self.p(s.cond)}) {{")
+        self._inner(s.then)
+        while isinstance(s.otherwise, If):
+            s = s.otherwise
+            self.line(f"}} else if ({self.p(s.cond)}) {{")
+            self._inner(s.then)
+        if s.otherwise is not None:
+            self.line("} else {")
+            self._inner(s.otherwise)
+        self.line("}")
+
+    def _inner(self, s: Stmt) -> None:
+        """`s` one level in, with declarations of its own."""
+        self._scopes.append(set())
+        self.stmt(s)
+        self._scopes.pop()
 
     def _allocate(self, s: Allocate) -> None:
         buffer = s.buffer
