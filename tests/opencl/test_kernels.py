@@ -191,3 +191,22 @@ def test_a_scan_launches_its_update_once_per_step_with_the_step_as_a_parameter()
     assert "int m, int n, int t)" in kernel.source
     data = np.ones((7, 45), "float32")
     assert 0 < kernel.time(data, np.empty_like(data), repeat=2) < 10
+
+
+def test_c_math_names_call_the_opencl_builtins_of_their_function():
+    n = 50
+    a = sl.placeholder((n,), name="A")
+    outputs = [
+        sl.compute((n,), lambda i: sl.call_pure_extern("float32", "__expf", a[i]), name="E"),
+        sl.compute(
+            (n,), lambda i: sl.call_pure_extern("float32", "fdividef", a[i], a[i] + 3.0), name="D"
+        ),
+        sl.compute((n,), lambda i: sl.call_pure_extern("float32", "atan2f", a[i], 1.5), name="T"),
+    ]
+    s = sl.create_schedule(outputs)
+    for c in outputs:
+        xo, xi = s[c].split(c.op.axis[0], factor=16)
+        bind(s, c, (xo, "blockIdx.x"), (xi, "threadIdx.x"))
+    kernel = check_opencl(s, [a], outputs)
+    for call in ("native_exp(A[", "atan2(A[", " / (A[(16 * i_outer_1) + i_inner_1] + 3.0f)"):
+        assert call in kernel.source

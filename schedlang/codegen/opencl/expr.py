@@ -189,7 +189,8 @@ class ExprPrinter:
         return f"(({t}){value})"
 
     def _call(self, e: Call) -> str:
-        args = ", ".join(self(a) for a in e.args)
+        parts = [self(a) for a in e.args]
+        args = ", ".join(parts)
         dtype, name = e.dtype, e.name
         if not dt.is_float(dtype):
             if name == "popcount":
@@ -198,7 +199,9 @@ class ExprPrinter:
                 return f"(({compute_type(dtype)})abs({args}))" if dtype in dt.SIGNED else args
             raise InternalError(f"the math function '{name}' of the integer type {dtype}")
         if name.startswith(EXTERN):
-            return self.rounded(_extern(name[len(EXTERN) :], args), dtype)
+            if reference_name(name[len(EXTERN) :]) == "fdividef":  # CUDA's, a plain division
+                return self.rounded(f"({self.expr(e.args[0])} / {self.expr(e.args[1])})", dtype)
+            return self.rounded(_extern(name[len(EXTERN) :], parts), dtype)
         if name == "rsqrt":
             one = literal(1.0, "float64" if dtype == "float64" else "float32")
             return self.rounded(f"({one} / sqrt({args}))", dtype)
@@ -209,14 +212,12 @@ class ExprPrinter:
         raise InternalError(f"the opencl target does not know the math function '{name}'")
 
 
-def _extern(symbol: str, args: str) -> str:
+def _extern(symbol: str, args: list[str]) -> str:
     """A C math name called as OpenCL C spells it: its built-ins are overloaded (``exp``
     for ``expf``), and CUDA's fast ``__expf`` is ``native_exp`` where OpenCL has one."""
     base = reference_name(symbol)
-    if base == "fdividef":
-        return f"({' / '.join(a.strip() for a in args.split(','))})"
-    fast = symbol.startswith("__") and base in _NATIVE
-    return f"native_{base}({args})" if fast else f"{base}({args})"
+    name = f"native_{base}" if symbol.startswith("__") and base in _NATIVE else base
+    return f"{name}({', '.join(args)})"
 
 
 def _sum(terms: list[str]) -> str:

@@ -121,7 +121,9 @@ class KernelWriter:
                 "it to blockIdx/threadIdx instead (s[T].bind(axis, sl.thread_axis('blockIdx.x')))"
             )
         start = self.p(s.min)
-        end = self.p(s.extent) if _is_zero(s.min) else f"{start} + {self.p.expr(s.extent)}"
+        end = self.p.expr(s.extent)
+        if not _is_zero(s.min):
+            end = f"({self.p.expr(s.min)} + {end})"
         if s.kind == "unrolled":
             self.line("#pragma unroll")
         head = f"for ({compute_type(s.var.dtype)} {name} = {start}; {name} < {end}; ++{name})"
@@ -129,20 +131,14 @@ class KernelWriter:
             self.stmt(s.body)
 
     def _bound_loop(self, s: For, name: str) -> None:
-        if s.thread not in HARDWARE:
-            raise LoweringError(f"loop {s.var.name} is bound to {s.thread}, which opencl lacks")
-        index = f"({compute_type(s.var.dtype)}){HARDWARE[s.thread]}"
-        if not _is_zero(s.min):
-            index = f"{self.p.expr(s.min)} + {index}"
+        """The loop's variable is the hardware index (a bound loop starts at 0)."""
+        ctype = compute_type(s.var.dtype)
         with self.declaring(name):
-            self.line(f"{compute_type(s.var.dtype)} {name} = {index};")
+            self.line(f"{ctype} {name} = ({ctype}){HARDWARE[s.thread]};")
             if self._covers(s):
                 self.stmt(s.body)
                 return
-            limit = self.p.expr(s.extent)
-            if not _is_zero(s.min):
-                limit = f"{self.p.expr(s.min)} + {limit}"
-            with self.block(f"if ({name} < {limit})"):
+            with self.block(f"if ({name} < {self.p.expr(s.extent)})"):
                 self.stmt(s.body)
 
     def _covers(self, loop: For) -> bool:
