@@ -101,6 +101,7 @@ def test_targets_devices_and_arrays_spelled_as_in_te():
         tvm.target.Target("vulkan")
     assert tvm.device("cuda", 0) == tvm.cuda(0) == tvm.gpu(0)
     assert tvm.cl(0).exist == opencl_available() and not tvm.device("rocm").exist
+    assert tvm.testing.device_enabled("opencl") == opencl_available()
     for name in ("metal", "vulkan"):
         assert not tvm.device(name, 0).exist and not tvm.testing.device_enabled(name)
     with pytest.raises(tvm.TVMError, match="unknown device 'webgpu'"):
