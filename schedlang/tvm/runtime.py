@@ -197,7 +197,8 @@ class Module:
         """As a call, a CUDA module's kernel run in schedlang's simulator on the CPU
         (`CudaKernel.simulate`): TE code's GPU schedules checked where there is no GPU."""
         if not self.cuda:
-            raise LaunchError(f"{self!r} is built for the CPU: call it, there is no simulator")
+            where = "an OpenCL device" if self.opencl else "the CPU"
+            raise LaunchError(f"{self!r} is built for {where}: call it, there is no simulator")
         self.kernel.simulate(*self._arrays(args), **self._sizes(args))
 
     def _arrays(self, args: tuple) -> list:

@@ -197,6 +197,9 @@ def test_a_cuda_module_runs_in_the_simulator_without_a_gpu():
     cpu = tvm.build(te.create_schedule(out.op), [x, y, out], "llvm")
     with pytest.raises(LaunchError, match="built for the CPU: call it, there is no simulator"):
         cpu.simulate(a, b, c)
+    opencl = tvm.build(s, [x, y, out], "opencl")
+    with pytest.raises(LaunchError, match="built for an OpenCL device: call it, there is no"):
+        opencl.simulate(a, b, c)
 
 
 def test_an_extern_stage_calls_a_function_registered_in_te_style():
