@@ -210,3 +210,19 @@ def test_c_math_names_call_the_opencl_builtins_of_their_function():
     kernel = check_opencl(s, [a], outputs)
     for call in ("native_exp(A[", "atan2(A[", " / (A[(16 * i_outer_1) + i_inner_1] + 3.0f)"):
         assert call in kernel.source
+
+
+def test_a_store_predicate_on_a_thread_index_leaves_the_other_threads_elements():
+    a = sl.placeholder((29,), name="A")
+    c = sl.compute((29,), lambda i: a[i] + 1.0, name="C")
+    s = sl.create_schedule(c)
+    bx, tx = s[c].split(c.op.axis[0], factor=8)
+    bind(s, c, (bx, "blockIdx.x"), (tx, "threadIdx.x"))
+    s[c].set_store_predicate(sl.thread_axis("threadIdx.x").var < 3)
+    kernel = sl.build(s, [a, c], target="opencl")
+    x = np.random.default_rng(1).random(29, dtype=np.float32)
+    out = np.full(29, np.nan, np.float32)
+    kernel(x, out)
+    stored = np.arange(29) % 8 < 3
+    np.testing.assert_allclose(out[stored], x[stored] + 1, rtol=1e-6)
+    assert np.isnan(out[~stored]).all()

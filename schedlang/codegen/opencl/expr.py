@@ -52,8 +52,6 @@ class ExprPrinter:
         if isinstance(e, Const):
             return literal(e.value, e.dtype)
         if isinstance(e, Var):
-            if e.kind == "thread":  # a store predicate's hardware index
-                return f"(({compute_type(e.dtype)}){HARDWARE[e.name]})"
             return self.names(e, e.name)
         if isinstance(e, Load):
             return self.load(e.buffer, e.indices)
