@@ -2,7 +2,7 @@
 
 Building needs no device and no pyopencl: the source is written by the code generator and can
 be read (`source`). The device is touched on the first call, which builds the program (with
-correctly rounded float division and square root, as the reference computes them). A call
+correctly rounded float division and square root where the device has them). A call
 checks its arrays as a CPU call does (`arguments`), copies them into device buffers,
 allocates the plan's temporaries, launches the kernels in order on one in-order queue (a host
 loop's kernels once per value of its variable), each over ``grid * block`` work-items in
@@ -27,8 +27,6 @@ from ..outputs import OutputPlan
 from ..scalars import ScalarArguments
 from ..size_limits import SizeLimits
 from .device import OpenCLDevice, opencl_device
-
-_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 
 
 class OpenCLKernel:
@@ -106,7 +104,7 @@ class OpenCLKernel:
             self._check_blocks(device)
             cl = device.cl
             try:
-                built = cl.Program(device.context, self.source).build(options=_OPTIONS)
+                built = cl.Program(device.context, self.source).build(options=_options(device))
             except cl.Error as error:
                 raise LaunchError(
                     f"the OpenCL compiler of {device.name} refused the program of kernel "
@@ -188,6 +186,15 @@ class _Run:
             if out and array.size:
                 cl.enqueue_copy(queue, array, buffer)
         queue.finish()
+
+
+def _options(device: OpenCLDevice) -> list[str]:
+    """Correctly rounded float division and square root, as the reference computes them,
+    where the device offers them (OpenCL allows 2.5 and 3 ulps by default)."""
+    exact = device.cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
+    return (
+        ["-cl-fp32-correctly-rounded-divide-sqrt"] if device.device.single_fp_config & exact else []
+    )
 
 
 def _buffer(cl, device: OpenCLDevice, flags, array: np.ndarray):
