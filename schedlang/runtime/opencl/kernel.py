@@ -40,11 +40,11 @@ class OpenCLKernel:
         self.lowered = lowered
         self.target = target
         self.program = program
-        self._written = written_params(lowered)
+        self.written = written_params(lowered)  # per parameter: whether it is an output
         self._limits = SizeLimits(lowered)
         self._built = None  # the pyopencl kernels, in plan order, after the first call
-        self.output_plan = OutputPlan(lowered, self._written)
-        self._scalars = ScalarArguments(lowered, self._written, self.output_plan.inputs)
+        self.output_plan = OutputPlan(lowered, self.written)
+        self._scalars = ScalarArguments(lowered, self.written, self.output_plan.inputs)
 
     @property
     def source(self) -> str:
@@ -69,7 +69,7 @@ class OpenCLKernel:
             full, made = completed
             self(*full, **sizes)
             return made[0] if len(made) == 1 else made
-        call = check_arguments(self.lowered, self._written, arrays, sizes, self._limits)
+        call = check_arguments(self.lowered, self.written, arrays, sizes, self._limits)
         device = opencl_device()
         run = _Run(self, device, call.arrays, list(call.sizes)[: len(self.lowered.sizes)])
         run.launch()
@@ -83,7 +83,7 @@ class OpenCLKernel:
         if repeat < 1 or warmup < 0:
             raise ValueError(f"need repeat >= 1 and warmup >= 0, got {repeat} and {warmup}")
         arrays = self._scalars.arrays(arrays)
-        call = check_arguments(self.lowered, self._written, arrays, sizes, self._limits)
+        call = check_arguments(self.lowered, self.written, arrays, sizes, self._limits)
         device = opencl_device()
         run = _Run(self, device, call.arrays, list(call.sizes)[: len(self.lowered.sizes)])
         for _ in range(warmup):
@@ -182,7 +182,7 @@ class _Run:
     def finish(self) -> None:
         """The outputs copied back into the caller's arrays."""
         cl, queue = self._device.cl, self._device.queue
-        for array, buffer, out in zip(self._arrays, self._buffers, self._kernel._written):
+        for array, buffer, out in zip(self._arrays, self._buffers, self._kernel.written):
             if out and array.size:
                 cl.enqueue_copy(queue, array, buffer)
         queue.finish()
