@@ -80,7 +80,11 @@ class KernelWriter:
         self.line(f"barrier({self._fence});")
 
     def local_array(self, ctype: str, name: str, count: int) -> None:
-        self.local_arrays.append(f"__local {ctype} {name}[{count}];")
+        """Declared once however many allocations of one buffer the body holds (the copies
+        of a branch the passes made)."""
+        declaration = f"__local {ctype} {name}[{count}];"
+        if declaration not in self.local_arrays:
+            self.local_arrays.append(declaration)
 
     # statements
 
