@@ -80,11 +80,7 @@ class KernelWriter:
         self.line(f"barrier({self._fence});")
 
     def local_array(self, ctype: str, name: str, count: int) -> None:
-        """Declared once however many allocations of one buffer the body holds (the copies
-        of a branch the passes made)."""
-        declaration = f"__local {ctype} {name}[{count}];"
-        if declaration not in self.local_arrays:
-            self.local_arrays.append(declaration)
+        self.local_arrays.append(f"__local {ctype} {name}[{count}];")
 
     # statements
 
