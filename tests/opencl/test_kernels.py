@@ -43,17 +43,19 @@ def test_a_producer_at_the_root_is_a_kernel_of_its_own_with_a_global_temporary()
 
 
 @pytest.mark.parametrize(
-    ("schedule", "args"),
+    ("schedule", "args", "form"),
     [
-        (kernels.row_reduce, (9, 100, 24, 4)),  # rows of 24 threads, 4 rows a block
-        (kernels.row_reduce, (4, 19, 4, 2, "absmax")),  # a reducer of the user's
-        (kernels.column_reduce, (5, None)),  # groups strided in the block, symbolic n
+        (kernels.row_reduce, (9, 100, 24, 4), "x_member"),  # rows of 24 threads: a fold
+        (kernels.row_reduce, (4, 19, 4, 2, "absmax"), ">>= 1)"),  # 4 threads: a tree
+        (kernels.row_reduce, (3, 300, 64, 1, "max"), ">>= 1)"),
+        (kernels.column_reduce, (5, None), "y_member"),  # groups strided in the block
     ],
 )
-def test_a_reduce_axis_bound_to_threads_combines_through_local_memory(schedule, args):
+def test_a_reduce_axis_bound_to_threads_combines_through_local_memory(schedule, args, form):
+    """Groups of a power of two consecutive work-items combine as a tree, others fold."""
     s, inputs, outputs = schedule(*args)
     kernel = check_opencl(s, inputs, outputs, {"n": 41})
-    assert "__local float red_buf[" in kernel.source
+    assert "__local float red_buf[" in kernel.source and form in kernel.source
 
 
 def test_math_functions_call_opencl_builtins():
