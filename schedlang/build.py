@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from .ir.tensor import Tensor
     from .runtime.cuda.kernel import CudaKernel
     from .runtime.kernel import Kernel
+    from .runtime.opencl.kernel import OpenCLKernel
     from .schedule.schedule import Schedule
 
-TARGETS = ("cpu", "cuda", "auto")
+TARGETS = ("cpu", "cuda", "opencl", "auto")
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,9 @@ class ResolvedTarget:
 
 
 def resolve_target(target: str) -> ResolvedTarget:
-    """A target string: ``"cpu"``, ``"cuda"``, ``"auto"`` (CUDA when a GPU and driver are
-    usable here, else the CPU), with options. Every target takes ``-fp-contract=off`` (clang's
+    """A target string: ``"cpu"``, ``"cuda"``, ``"opencl"`` (OpenCL C source, run through
+    pyopencl), ``"auto"`` (CUDA when a GPU and driver are usable here, else the CPU), with
+    options. Every target takes ``-fp-contract=off`` (clang's
     ``-ffp-contract=off``: each ``*`` and ``+`` rounds on its own, as the reference evaluator
     computes them; by default they may fuse, see docs/math.md). The cuda target also takes
     ``-arch=sm_80`` and ``-min-blocks-per-sm=2`` (CUDA's ``__launch_bounds__`` minimum: ptxas
@@ -49,7 +51,7 @@ def resolve_target(target: str) -> ResolvedTarget:
     multiprocessor)."""
     words = target.split() if isinstance(target, str) else []
     if not words or words[0] not in TARGETS:
-        raise LoweringError(f"unknown target {target!r}; use 'cpu', 'cuda' or 'auto'")
+        raise LoweringError(f"unknown target {target!r}; use 'cpu', 'cuda', 'opencl' or 'auto'")
     name, options = words[0], words[1:]
     arch, min_blocks, contract = None, 0, True
     for option in options:
@@ -89,10 +91,12 @@ def _contract(target: str, value: str) -> bool:
 @entry_point
 def build(
     s: Schedule, args: list[Tensor], target: str = "cpu", name: str = "main"
-) -> Kernel | CudaKernel:
+) -> Kernel | CudaKernel | OpenCLKernel:
     """Compile schedule `s` into a kernel over the buffers of `args` (in order).
 
-    `target` is ``"cpu"``, ``"cuda"`` or ``"auto"`` (CUDA where a GPU is usable), followed by
+    `target` is ``"cpu"``, ``"cuda"``, ``"opencl"`` (GPU schedules as OpenCL C, whose
+    ``.source`` needs nothing to build and whose calls need pyopencl and a device) or
+    ``"auto"`` (CUDA where a GPU is usable), followed by
     options: ``-fp-contract=off`` on any target computes ``a * b + c`` with two roundings, as
     the reference does, instead of one fused multiply-add (docs/math.md); the cuda target
     also takes ``-arch=sm_XY`` and ``-min-blocks-per-sm=N``. Example:
@@ -123,11 +127,17 @@ def _build(s: Schedule, args: list[Tensor], resolved: ResolvedTarget, name: str)
         _refuse_hardware_indices(s)
         host = lambda: f"cpu {host_key()}{resolved.options}"  # noqa: E731
         return cached(s, args, name, host, lambda: _build_cpu(s, args, name, resolved))
+    if resolved.name == "opencl":
+        from .driver import lower_for_gpu
+
+        _refuse_cuda_only(s)
+        _refuse_c_functions(s, "opencl")
+        return _opencl_kernel(lower_for_gpu(s, args, name), resolved)
     from .codegen.nvptx import libdevice
     from .codegen.nvptx.arch import check_arch
     from .runtime.cuda import start
 
-    _refuse_c_functions(s)
+    _refuse_c_functions(s, "cuda")
     if resolved.arch is not None:
         check_arch(resolved.arch)
 
@@ -169,6 +179,8 @@ def _build_function(lowered, resolved: ResolvedTarget):
                 f"{bound[0].thread}, which needs a GPU; build for target='cuda'"
             )
         return Kernel.for_cpu(apply_lowering_rules(lowered, "cpu"), contract=resolved.contract)
+    if resolved.name == "opencl":
+        return _opencl_kernel(lowered, resolved)
     from .codegen.nvptx.compile import compile_cuda
     from .runtime.cuda import start
     from .runtime.cuda.kernel import CudaKernel
@@ -178,6 +190,17 @@ def _build_function(lowered, resolved: ResolvedTarget):
     gpu = apply_lowering_rules(lowered, "cuda")
     compiled = compile_cuda(gpu, arch, resolved.min_blocks, resolved.contract)
     return CudaKernel(compiled.plan.func, compiled, f"cuda -arch={arch}{resolved.options}")
+
+
+def _opencl_kernel(lowered, resolved: ResolvedTarget) -> OpenCLKernel:
+    """OpenCL C for a GPU-lowered function; no device is needed until the kernel is called."""
+    from .codegen.opencl.source import opencl_program
+    from .loopir.intrin.lowering import apply_lowering_rules
+    from .runtime.opencl.kernel import OpenCLKernel
+
+    lowered = apply_lowering_rules(lowered, "opencl")
+    program = opencl_program(lowered, resolved.contract)
+    return OpenCLKernel(lowered, program, f"opencl{resolved.options}")
 
 
 def _build_cpu(s: Schedule, args: list[Tensor], name: str, resolved: ResolvedTarget) -> Kernel:
@@ -214,9 +237,42 @@ def _refuse_tensor_cores(s: Schedule) -> None:
             )
 
 
-def _refuse_c_functions(s: Schedule) -> None:
+def _refuse_cuda_only(s: Schedule) -> None:
+    """Tensor cores, asynchronous copies and the copy engine are CUDA's: named at the
+    tensorize or the pipeline that asked for them when building for opencl (a tensorize
+    first: its schedules pipeline the tiles it reads)."""
+    from .schedule import records as rec
+    from .schedule.errors import message
+
+    for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
+        if r is not None and r.intrin.kind != "user":
+            raise LoweringError(
+                message(
+                    r.stage,
+                    f"tensorize({r.axis.name}, {r.intrin!r})",
+                    r.loc,
+                    "tensor-core instructions are CUDA's, the opencl target has none: build "
+                    "with target='cuda' (kernel.simulate runs it on the CPU)",
+                )
+            )
+    for r in s.records:
+        if isinstance(r, rec.Pipeline):
+            call = f"pipeline(stages={r.stages}{', tma=True' if r.tma else ''})"
+            raise LoweringError(
+                message(
+                    r.stage,
+                    call,
+                    r.loc,
+                    "asynchronous copies into shared memory (cp.async, the copy engine) are "
+                    "CUDA's, the opencl target has none: build with target='cuda', or drop the "
+                    "pipeline (double_buffer() and plain shared stages work on opencl)",
+                )
+            )
+
+
+def _refuse_c_functions(s: Schedule, target: str) -> None:
     """A declared intrinsic calls a C function, which runs on the CPU: named at its
-    tensorize on the GPU target."""
+    tensorize on a GPU target."""
     from .schedule.errors import message
 
     for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
@@ -226,8 +282,9 @@ def _refuse_c_functions(s: Schedule) -> None:
                     r.stage,
                     f"tensorize({r.axis.name}, {r.intrin!r})",
                     r.loc,
-                    "a declared intrinsic calls C functions, which run on the CPU: build with "
-                    "target='cpu' (the GPU's tensor instructions are sl.intrin's)",
+                    f"a declared intrinsic calls C functions, which run on the CPU, not on "
+                    f"{target}: build with target='cpu' (the GPU's tensor instructions are "
+                    "sl.intrin's)",
                 )
             )
 

@@ -1,12 +1,13 @@
-"""What this machine can run: Python packages, LLVM targets, the CUDA driver and GPUs, ptxas.
+"""What this machine can run: Python packages, LLVM targets, the CUDA driver and GPUs, ptxas,
+an OpenCL device.
 
 `schedlang info` prints these probes, and `target="auto"` asks `cuda_available()`. Each probe
 returns a `Probe` instead of raising, because a missing GPU or driver is an ordinary state of a
 machine (CI has none) and the reason it is missing is the useful part of the answer.
 
-The heavy imports (llvmlite, cuda-python) happen inside the probes so that `import schedlang`
-stays fast and works on machines without them. This module is a base module of the layer
-rules: it imports nothing from the stage folders, so any stage may use it.
+The heavy imports (llvmlite, cuda-python, pyopencl) happen inside the probes so that
+`import schedlang` stays fast and works on machines without them. This module is a base module
+of the layer rules: it imports nothing from the stage folders, so any stage may use it.
 """
 
 from __future__ import annotations
@@ -185,6 +186,36 @@ def auto_target() -> str:
     return "cuda" if cuda_available() else "cpu"
 
 
+OPENCL_INSTALL = (
+    "pip install 'schedlang[opencl]' (pyopencl, and pocl for an OpenCL device on the CPU)"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def opencl_choice() -> tuple[object | None, str]:
+    """The pyopencl device OpenCL kernels run on, the first GPU pyopencl finds, else its first
+    device of any kind, with its name; or None and why there is none."""
+    try:
+        import pyopencl as cl
+    except Exception as exc:
+        return None, f"no pyopencl ({_reason(exc)}); {OPENCL_INSTALL}"
+    try:
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    except cl.Error as exc:  # no ICD loader, or no platform
+        return None, f"no OpenCL platform ({_reason(exc)}); {OPENCL_INSTALL}"
+    if not devices:
+        return None, f"no OpenCL device; {OPENCL_INSTALL}"
+    gpus = [d for d in devices if d.type & cl.device_type.GPU]
+    device = (gpus or devices)[0]
+    return device, f"{device.name.strip()} ({device.platform.name.strip()})"
+
+
+def probe_opencl() -> Probe:
+    """Whether OpenCL kernels can run here, and on which device, or why not."""
+    device, detail = opencl_choice()
+    return Probe(device is not None, detail)
+
+
 def probe_ptxas() -> Probe:
     """Whether NVIDIA's ptxas is on PATH, and its version. It is optional (the driver compiles
     PTX itself); tests use it to validate generated PTX offline on machines without a GPU."""
@@ -213,6 +244,7 @@ def platform_report() -> list[tuple[str, str]]:
     rows.append(("NVPTX target", _yes_no(probe_nvptx())))
     rows.append(("CUDA", _yes_no(probe_cuda())))
     rows.append(("ptxas", _yes_no(probe_ptxas())))
+    rows.append(("OpenCL", _yes_no(probe_opencl())))
     rows.append(("target='auto'", auto_target()))
     rows.append(("CPU cores", f"{usable_cores()} usable"))
     rows.append(("parallel loops", _threads_row()))

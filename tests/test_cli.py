@@ -36,6 +36,7 @@ INFO_ITEMS = (
     "CUDA",
     "ptxas",
     "CPU cores",
+    "OpenCL",
 )
 
 

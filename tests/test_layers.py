@@ -4,7 +4,8 @@ Stage folders come in pipeline order; a module may import from its own stage and
 plus the base modules, which import no stage at all. Top-level modules (`driver.py`, `cli.py`,
 the package `__init__`) and folders outside the pipeline may import anything, but no stage may
 import them. The heavy engines stay behind their stage: islpy in `poly/`, llvmlite in
-`codegen/`, cuda-python in `runtime/` (the last two also in the platform probe). Imports inside
+`codegen/`, cuda-python and pyopencl in `runtime/` (all but islpy also in the platform
+probe). Imports inside
 functions and under `TYPE_CHECKING` count: they still tie the layers together.
 """
 
@@ -32,6 +33,7 @@ ENGINE_HOMES = {
     "islpy": [("poly", "*.py"), ("loopir", "from_isl*.py"), ("loopir", "isl_ast*.py")],
     "llvmlite": [("codegen", "*.py"), (None, "platform_info.py")],
     "cuda": [("runtime", "*.py"), (None, "platform_info.py")],
+    "pyopencl": [("runtime", "*.py"), (None, "platform_info.py")],
 }
 
 
@@ -174,7 +176,8 @@ def test_engines_stay_in_their_stage():
 
 @pytest.mark.parametrize("engine", sorted(ENGINE_HOMES))
 def test_engine_rule_matches_expected_paths(engine):
-    home_folder = {"islpy": "poly", "llvmlite": "codegen", "cuda": "runtime"}[engine]
+    homes = {"islpy": "poly", "llvmlite": "codegen", "cuda": "runtime", "pyopencl": "runtime"}
+    home_folder = homes[engine]
     assert _engine_allowed(engine, PACKAGE_DIR / home_folder / "anything.py")
     assert not _engine_allowed(engine, PACKAGE_DIR / "ir" / "anything.py")
     assert not _engine_allowed(engine, PACKAGE_DIR / "driver.py")
@@ -187,7 +190,7 @@ def test_import_schedlang_is_light_and_fast():
         start = time.perf_counter()
         import schedlang
         seconds = time.perf_counter() - start
-        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"llvmlite", "cuda"})
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"llvmlite", "cuda", "pyopencl"})
         print(json.dumps({"seconds": seconds, "heavy": heavy}))
         """
     )

@@ -28,7 +28,7 @@ from .expr import Call, Expr, as_expr
 
 EXTERN = "extern:"
 INTRIN = "intrin:"
-TARGETS = ("cpu", "cuda")
+TARGETS = ("cpu", "cuda", "opencl")
 
 # What the reference computes for a C math name, with float's "f" and CUDA's fast "__"
 # spellings taken off (``__expf``, ``expf``, ``exp``).

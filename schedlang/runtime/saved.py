@@ -5,8 +5,9 @@ A file holds what a kernel is made of after compilation and nothing it was made 
 lowered function (its parameters, sizes and loop nest, which the argument checks, the launch
 and `simulate` read), and for the CPU the object code of the host it was built on (with the
 LLVM IR, compiled again where the loading host's CPU is another), for CUDA the PTX and the
-launch plan. Loading links the object code or hands the PTX to the driver on the first call:
-no lowering, no LLVM.
+launch plan, for OpenCL the source and the launch plan. Loading links the object code or hands
+the PTX (the source) to the driver (the OpenCL compiler) on the first call: no lowering, no
+LLVM.
 
 The file is sealed (`codegen.sealed`: a mark, the format's version, the length and SHA-256 of
 what follows), and checked before anything in it is unpickled or run: a file damaged on disk,
@@ -41,7 +42,7 @@ _UNSEALED = {
 
 
 def export(kernel: object, path: str | Path) -> None:
-    """Write `kernel` (a CPU `Kernel` or a `CudaKernel`) to `path`."""
+    """Write `kernel` (a CPU `Kernel`, a `CudaKernel` or an `OpenCLKernel`) to `path`."""
     body = pickle.dumps(contents(kernel), protocol=pickle.HIGHEST_PROTOCOL)
     Path(path).write_bytes(sealed.seal(MARK, VERSION, "", body))
 
@@ -79,7 +80,10 @@ def read(path: str | Path) -> dict:
 def contents(kernel: object) -> dict:
     """What `revive` makes `kernel` again from, as picklable values."""
     from .cuda.kernel import CudaKernel
+    from .opencl.kernel import OpenCLKernel
 
+    if isinstance(kernel, OpenCLKernel):
+        return {"format": FORMAT, "target": kernel.target, "opencl": kernel.program}
     compiled = kernel._compiled
     if isinstance(kernel, CudaKernel):
         return {
@@ -104,6 +108,11 @@ def contents(kernel: object) -> dict:
 
 def revive(saved: dict, origin: str) -> object:
     """The kernel of `contents`; `origin` says where it came from (in its compile key)."""
+    if "opencl" in saved:
+        from .opencl.kernel import OpenCLKernel
+
+        program = saved["opencl"]
+        return OpenCLKernel(program.plan.func, program, saved["target"])
     if "ptx" in saved:
         from ..codegen.nvptx.compiled import CompiledCuda
         from .cuda.kernel import CudaKernel

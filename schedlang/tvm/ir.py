@@ -12,7 +12,7 @@ from .ir_module import IRModule  # noqa: F401 - TE's tvm.ir.IRModule
 from .target import as_target
 from .tir import Call, CallEffectKind, _schedlang_name
 
-_EVERY_TARGET = ("cpu", "cuda")  # what TE's "default" target means here
+_EVERY_TARGET = ("cpu", "cuda", "opencl")  # what TE's "default" target means here
 
 
 def register_op_attr(op_name: str, attr_key: str, value: object = None, level: int = 10):

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..runtime.device_array import DeviceArray
+from .runtime import OPENCL, NDArray, cpu
 from .runtime import Device as _Device
-from .runtime import NDArray, cpu
 
 
 def array(data: object, device: _Device | None = None) -> NDArray:
@@ -24,11 +24,17 @@ def empty(shape: object, dtype: str = "float32", device: _Device | None = None) 
     if dev.device_type == 2:
         _usable(dev)
         return NDArray(DeviceArray(dims, np.dtype(dtype)), dev)
+    if dev.device_type == OPENCL:
+        _usable(dev)
     return NDArray(np.empty(dims, np.dtype(dtype)), dev)
 
 
 def _place(values: np.ndarray, dev: _Device) -> np.ndarray | DeviceArray:
-    if dev.device_type == 1:
+    """Host memory for the CPU and for OpenCL (whose kernels copy their arrays in and out),
+    device memory for CUDA."""
+    if dev.device_type == OPENCL:
+        _usable(dev)
+    if dev.device_type in (1, OPENCL):
         return values.copy()
     _usable(dev)
     out = DeviceArray(values.shape, values.dtype)
@@ -39,5 +45,6 @@ def _place(values: np.ndarray, dev: _Device) -> np.ndarray | DeviceArray:
 def _usable(dev: _Device) -> None:
     if not dev.exist:
         raise LaunchError(
-            f"device {dev!r} is not available here; schedlang runs on cpu(0) and cuda(0)"
+            f"device {dev!r} is not available here; schedlang runs on cpu(0), cuda(0) and "
+            "opencl(0) (with pyopencl and an OpenCL device)"
         )

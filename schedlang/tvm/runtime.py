@@ -14,8 +14,9 @@ from ..errors import LaunchError, LoweringError
 from ..platform_info import cuda_available
 from ..runtime.device_array import DeviceArray
 
-# TE's device types; those past CUDA name targets schedlang does not compile for, devices
-# that never exist here (a test that loops over TE's targets skips them)
+# TE's device types; those past CUDA and OpenCL name targets schedlang does not compile for,
+# devices that never exist here (a test that loops over TE's targets skips them)
+OPENCL = 4
 _KINDS = {1: "cpu", 2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
 _NAMES = {"cpu": 1, "llvm": 1, "c": 1, "cuda": 2, "nvptx": 2, "gpu": 2, "cl": 4, "opencl": 4}
 _NAMES.update({"vulkan": 7, "metal": 8, "rocm": 10})
@@ -32,6 +33,10 @@ class Device:
     def exist(self) -> bool:
         if self.device_type == 1:
             return True
+        if self.device_type == OPENCL and self.device_id == 0:
+            from ..runtime.opencl.device import opencl_available
+
+            return opencl_available()
         return self.device_type == 2 and self.device_id == 0 and cuda_available()
 
     @property
@@ -75,8 +80,9 @@ gpu = cuda
 
 
 def opencl(dev_id: int = 0) -> Device:
-    """An OpenCL device, which schedlang does not compile for: it never exists."""
-    return Device(4, dev_id)
+    """The OpenCL device pyopencl finds (`runtime.opencl.device`); it exists where pyopencl
+    is installed and finds one."""
+    return Device(OPENCL, dev_id)
 
 
 cl = opencl
@@ -175,9 +181,14 @@ class Module:
         self.entry_name = name
         self.skipped = skipped  # positions of inlined tensors listed in TE's args (`driver`)
         self.sizes = sizes or {}  # positions of TE's size variables in args, and their names
-        self.cuda = getattr(kernel, "target", "cpu").startswith("cuda")
-        self.type_key = "cuda" if self.cuda else "llvm"
-        self.imported_modules = [DeviceModule(kernel.ptx)] if self.cuda else []
+        target = getattr(kernel, "target", "cpu")
+        self.cuda = target.startswith("cuda")
+        self.opencl = target.startswith("opencl")
+        self.type_key = "cuda" if self.cuda else "opencl" if self.opencl else "llvm"
+        self.imported_modules = []
+        if self.cuda or self.opencl:
+            code = kernel.ptx if self.cuda else kernel.source
+            self.imported_modules = [DeviceModule(code, self.type_key)]
 
     def __call__(self, *args: object) -> None:
         self.kernel(*self._arrays(args), **self._sizes(args))
@@ -186,7 +197,8 @@ class Module:
         """As a call, a CUDA module's kernel run in schedlang's simulator on the CPU
         (`CudaKernel.simulate`): TE code's GPU schedules checked where there is no GPU."""
         if not self.cuda:
-            raise LaunchError(f"{self!r} is built for the CPU: call it, there is no simulator")
+            where = "an OpenCL device" if self.opencl else "the CPU"
+            raise LaunchError(f"{self!r} is built for {where}: call it, there is no simulator")
         self.kernel.simulate(*self._arrays(args), **self._sizes(args))
 
     def _arrays(self, args: tuple) -> list:
@@ -226,7 +238,10 @@ class Module:
         return evaluate
 
     def get_source(self, fmt: str = "") -> str:
-        """The host code: LLVM IR (``fmt`` "ll" or ""), or the CPU's assembly ("s", "asm")."""
+        """The host code: LLVM IR (``fmt`` "ll" or ""), or the CPU's assembly ("s", "asm");
+        an OpenCL module has no host code of its own, and gives its OpenCL C."""
+        if self.opencl:
+            return self.kernel.source
         if fmt in ("s", "asm") and not self.cuda:
             return self.kernel.asm
         return self.kernel.llvm_ir
@@ -257,18 +272,17 @@ class Module:
 
 
 class DeviceModule:
-    """The GPU code of a CUDA module: its PTX."""
+    """The GPU code of a module: a CUDA module's PTX, an OpenCL module's OpenCL C."""
 
-    type_key = "cuda"
-
-    def __init__(self, ptx: str) -> None:
-        self.ptx = ptx
+    def __init__(self, code: str, type_key: str = "cuda") -> None:
+        self.code = code
+        self.type_key = type_key
 
     def get_source(self, fmt: str = "") -> str:
-        return self.ptx
+        return self.code
 
     def save(self, path: str, fmt: str = "") -> None:
-        Path(path).write_text(self.ptx)
+        Path(path).write_text(self.code)
 
 
 def load_module(path: str, fmt: str = "") -> Module | DeviceModule:

@@ -186,7 +186,7 @@ def test_symbolic_thread_extents_are_an_error():
         ("cuda -min-blocks-per-sm=0", "-min-blocks-per-sm=N \\(N a positive integer\\)"),
         ("cuda -min-blocks-per-sm=two", "unknown option '-min-blocks-per-sm=two'"),
         ("cpu -arch=sm_90", "unknown option '-arch=sm_90'"),
-        ("tpu", "unknown target 'tpu'; use 'cpu', 'cuda' or 'auto'"),
+        ("tpu", "unknown target 'tpu'; use 'cpu', 'cuda', 'opencl' or 'auto'"),
     ],
 )
 def test_target_strings(target, message):

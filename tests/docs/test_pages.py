@@ -25,6 +25,7 @@ PAGES = [
     "coming-from-te.md",
     "coming-from-halide.md",
     "tuning.md",
+    "targets.md",
     "norms.md",
     *sorted(f"primitives/{p.name}" for p in (DOCS / "primitives").glob("*.md")),
 ]

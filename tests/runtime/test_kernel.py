@@ -44,7 +44,8 @@ def test_a_cpu_schedule_for_cuda_says_to_bind_its_loops(target):
 
 def test_unknown_target():
     s, a, c = _vadd()
-    with pytest.raises(sl.LoweringError, match="unknown target 'tpu'; use 'cpu', 'cuda' or 'auto'"):
+    message = "unknown target 'tpu'; use 'cpu', 'cuda', 'opencl' or 'auto'"
+    with pytest.raises(sl.LoweringError, match=message):
         sl.build(s, [a, c], target="tpu")
 
 

@@ -10,6 +10,7 @@ import pytest
 import schedlang.tvm as tvm
 import schedlang.tvm.testing  # noqa: F401 - TE programs import it so; tvm.testing below
 from schedlang.errors import LaunchError
+from schedlang.runtime.opencl.device import opencl_available
 from schedlang.tvm import te
 from schedlang.tvm.contrib import cc, utils
 
@@ -96,10 +97,11 @@ def test_a_cuda_module_carries_its_ptx_as_the_imported_device_module(tmp_path):
 def test_targets_devices_and_arrays_spelled_as_in_te():
     assert tvm.target.Target("cuda", host="llvm").kind.name == "cuda"
     assert tvm.device("llvm -mcpu=core-avx2") == tvm.device("c") == tvm.cpu(0)
-    with pytest.raises(tvm.TVMError, match="'llvm' .* and 'cuda' only"):
-        tvm.target.Target("opencl")
+    with pytest.raises(tvm.TVMError, match="'llvm' .*, 'cuda' and 'opencl' only"):
+        tvm.target.Target("vulkan")
     assert tvm.device("cuda", 0) == tvm.cuda(0) == tvm.gpu(0)
-    assert not tvm.cl(0).exist and not tvm.device("rocm").exist
+    assert tvm.cl(0).exist == opencl_available() and not tvm.device("rocm").exist
+    assert tvm.testing.device_enabled("opencl") == opencl_available()
     for name in ("metal", "vulkan"):
         assert not tvm.device(name, 0).exist and not tvm.testing.device_enabled(name)
     with pytest.raises(tvm.TVMError, match="unknown device 'webgpu'"):
@@ -107,7 +109,7 @@ def test_targets_devices_and_arrays_spelled_as_in_te():
     scalar = tvm.nd.array(np.random.default_rng(1).uniform(size=()).astype("float32"))
     assert scalar.shape == () and scalar.numpy().shape == ()
     with pytest.raises(tvm.TVMError, match="not available here"):
-        tvm.nd.array(np.ones(3), tvm.cl(0))
+        tvm.nd.array(np.ones(3), tvm.rocm(0))
     empty = tvm.nd.empty((2, 3), "int32", tvm.cpu(0))
     assert empty.shape == (2, 3) and empty.dtype == "int32"
     filled = tvm.nd.array(np.arange(6).reshape(2, 3)).copyfrom(np.ones((2, 3)))
@@ -195,6 +197,9 @@ def test_a_cuda_module_runs_in_the_simulator_without_a_gpu():
     cpu = tvm.build(te.create_schedule(out.op), [x, y, out], "llvm")
     with pytest.raises(LaunchError, match="built for the CPU: call it, there is no simulator"):
         cpu.simulate(a, b, c)
+    opencl = tvm.build(s, [x, y, out], "opencl")
+    with pytest.raises(LaunchError, match="built for an OpenCL device: call it, there is no"):
+        opencl.simulate(a, b, c)
 
 
 def test_an_extern_stage_calls_a_function_registered_in_te_style():
@@ -288,8 +293,10 @@ def test_intrinsic_lowering_rules_as_te_registers_them(monkeypatch):
     tvm.testing.assert_allclose(out.numpy(), np.exp(x) + np.log(x) / 2, rtol=1e-5)
     assert seen == [("tir.exp", "float32")]  # kept: LLVM's exp
     assert '@"logf"' in f.get_source()  # halflog's rule called the C library's logf
-    with pytest.raises(tvm.TVMError, match="'opencl': schedlang compiles for 'llvm'"):
-        tvm.build(te.create_schedule(b.op), [a, b], "opencl")
+    with pytest.raises(tvm.TVMError, match="'halflog' .* no lowering rule for the opencl target"):
+        tvm.build(te.create_schedule(b.op), [a, b], "opencl")  # its rule is llvm's alone
+    with pytest.raises(tvm.TVMError, match="'vulkan': schedlang compiles for 'llvm'"):
+        tvm.build(te.create_schedule(b.op), [a, b], "vulkan")
 
 
 def test_a_multi_output_compute_and_an_argmax_over_pairs_in_te_spelling():

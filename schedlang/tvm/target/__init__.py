@@ -1,5 +1,5 @@
-"""``tvm.target.Target``: TE's target strings (``"llvm"``, ``"cuda"``, with options) read as
-schedlang's (``"cpu"``, ``"cuda -arch=sm_80"``)."""
+"""``tvm.target.Target``: TE's target strings (``"llvm"``, ``"cuda"``, ``"opencl"``, with
+options) read as schedlang's (``"cpu"``, ``"cuda -arch=sm_80"``, ``"opencl"``)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,16 @@ from ..cpu_options import check_cpu_options
 
 CPU_KINDS = ("llvm",)  # TE target names compiled for the CPU
 CUDA_KINDS = ("cuda", "nvptx")
+OPENCL_KINDS = ("opencl",)
 
 # What TE's target kinds say of themselves when the string does not: their dispatch keys
-# (TOPI picks a schedule by the first key it has one for) and the CUDA kind's defaults.
-DEFAULT_KEYS = {"llvm": ("cpu",), "cuda": ("cuda", "gpu")}
-DEFAULT_ATTRS = {"llvm": {}, "cuda": {"max_num_threads": 1024, "thread_warp_size": 32}}
+# (TOPI picks a schedule by the first key it has one for) and the GPU kinds' defaults.
+DEFAULT_KEYS = {"llvm": ("cpu",), "cuda": ("cuda", "gpu"), "opencl": ("opencl", "gpu")}
+DEFAULT_ATTRS = {
+    "llvm": {},
+    "cuda": {"max_num_threads": 1024, "thread_warp_size": 32},
+    "opencl": {"max_num_threads": 256, "thread_warp_size": 1},
+}
 LISTS = ("mattr", "libs", "keys")  # options TE reads as lists of comma-separated names
 
 
@@ -30,8 +35,8 @@ class TargetKind:
 class Target:
     """A TE target. ``llvm`` compiles for the host's own CPU, and its options (``-mcpu=``,
     ``-mattr=``, ``-mtriple=``) are accepted where this CPU satisfies them and refused by name
-    where it cannot (`cpu_options`); ``cuda`` keeps ``-arch=sm_XY``. ``c`` (C source) is
-    refused: schedlang compiles through LLVM."""
+    where it cannot (`cpu_options`); ``cuda`` keeps ``-arch=sm_XY``; ``opencl`` builds OpenCL
+    C source. ``c`` (C source) is refused: schedlang compiles through LLVM."""
 
     @entry_point
     def __init__(self, target: object, host: object = None) -> None:
@@ -47,16 +52,19 @@ class Target:
                 f"target {target!r} asks for C source, which schedlang does not write (it "
                 "compiles through LLVM): use 'llvm'"
             )
-        if kind not in CPU_KINDS + CUDA_KINDS:
+        if kind not in CPU_KINDS + CUDA_KINDS + OPENCL_KINDS:
             raise LoweringError(
-                f"target {target!r}: schedlang compiles for 'llvm' (the CPU) and 'cuda' only"
+                f"target {target!r}: schedlang compiles for 'llvm' (the CPU), 'cuda' and "
+                "'opencl' only"
             )
         if kind in CPU_KINDS:
             check_cpu_options(target, words[1:])
-        self.kind = TargetKind("llvm" if kind in CPU_KINDS else "cuda")
+        self.kind = TargetKind(_kind_name(kind))
         self.host = None if host is None else Target(host)
         arch = [w for w in words[1:] if w.startswith("-arch=")]
-        self.schedlang = "cpu" if self.kind.name == "llvm" else " ".join(["cuda", *arch])
+        self.schedlang = {"llvm": "cpu", "opencl": "opencl"}.get(
+            self.kind.name, " ".join(["cuda", *arch])
+        )
         self.arch = arch[-1][len("-arch=") :] if arch else None  # "sm_90", as TE's
         self.attrs = {**DEFAULT_ATTRS[self.kind.name], **_options(words[1:])}
         given = tuple(self.attrs.pop("keys", ()))
@@ -131,6 +139,12 @@ class Target:
 
     def __repr__(self) -> str:
         return f"Target({self.text!r})"
+
+
+def _kind_name(kind: str) -> str:
+    if kind in CPU_KINDS:
+        return "llvm"
+    return "opencl" if kind in OPENCL_KINDS else "cuda"
 
 
 def _options(words: list[str]) -> dict[str, object]:

@@ -11,7 +11,7 @@ import numpy as np
 from ...platform_info import cuda_available, cuda_devices
 from ..pytest_params import fixture, parameter, parameters, parametrize_targets  # noqa: F401
 from ..runtime import NDArray
-from ..target import CPU_KINDS, CUDA_KINDS
+from ..target import CPU_KINDS, CUDA_KINDS, OPENCL_KINDS
 
 
 def assert_allclose(
@@ -24,10 +24,15 @@ def assert_allclose(
 
 
 def device_enabled(target: object) -> bool:
-    """Whether `target` can run here: the CPU always, CUDA where a GPU is usable."""
+    """Whether `target` can run here: the CPU always, CUDA where a GPU is usable, OpenCL
+    where pyopencl finds a device."""
     kind = str(target).split()[0] if str(target).split() else ""
     if kind in (*CPU_KINDS, "cpu"):
         return True
+    if kind in OPENCL_KINDS:
+        from ...runtime.opencl.device import opencl_available
+
+        return opencl_available()
     return kind in (*CUDA_KINDS, "gpu") and cuda_available()
 
 
