@@ -65,6 +65,11 @@ def schedule(
     producer fills the next tile's first stages while the consumers store the last one's
     results. With `tma_store`, the copy engine stores each warpgroup's
     tile from shared memory, in the background."""
+    if group and persistent:
+        raise ValueError(
+            "group and persistent: persistent blocks already take adjoining tiles at once; "
+            "give one of them (the tiles' index through both splits takes isl minutes to place)"
+        )
     s = sl.create_schedule(c.op)
     product = _product(a, c)
     a_shared = s.cache_read(a, "shared", [product])

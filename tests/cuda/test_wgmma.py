@@ -204,3 +204,9 @@ def test_a_convolution_on_the_gpu(shape, out, options):
     kernel, (a, w, c), (x, y, z) = _conv(shape, out, options, seed=7)
     kernel(x, y, z)
     _close(z, sl.reference(c, {a: x, w: y}), out)
+
+
+def test_group_and_persistent_together_are_refused_before_placement():
+    a, b, c = example.gemm(256, 512, 128)
+    with pytest.raises(ValueError, match="group and persistent"):
+        example.schedule(a, b, c, tma=True, group=2, persistent=4)
