@@ -11,6 +11,7 @@ with fewer mantissa bits (`_close_on_gpu`).
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -296,6 +297,14 @@ def test_scaled_simulated_the_scales_applied_in_registers(shape, per, options):
     kernel.simulate(*values)
     want = sl.reference(tensors[-1], dict(zip(tensors[:-1], values[:-1])))
     _close(values[-1], want, "bfloat16")
+
+
+def test_a_threads_scaled_elements_run_in_slot_order():
+    """A column's two rows (``v``) side by side: the column's scale, read once, serves both
+    (rows outermost, a thread held its 64 column scales from its first row to its second)."""
+    kernel, _, _ = _scaled((256, 512, 256), "row", dict(example.FAST, persistent=2))
+    loops = re.findall(r"for C\.wgmma\.accumulator\.0\.(\w+) in range", str(kernel.lowered))
+    assert loops == ["lane", "warp", "h", "v", "e"]
 
 
 @pytest.mark.gpu

@@ -168,8 +168,7 @@ def _piece(loop: For, piece: Stmt, store: Store, update: CrossThread | None, k: 
     cols = _extent(buffer, -1)
     access = _Access(loop.var, row_offset, col_loop.var, col_offset, thread, rows, cols)
     body = _guarded(_without(piece, col_loop, access), loop, access)
-    nest = _rows_loops(thread, rows, _cols_loops(thread, cols, body))
-    return _around(hardware, _threads(thread, nest))
+    return _around(hardware, _threads(thread, _slot_loops(thread, rows, cols, body)))
 
 
 def _around(loops: list[For], body: Stmt) -> Stmt:
@@ -395,6 +394,16 @@ def _rows_loops(thread: _Thread, rows: int, body: Stmt) -> Stmt:
 
 def _cols_loops(thread: _Thread, cols: int, body: Stmt) -> Stmt:
     return _unrolled(thread.h, cols // 8, _unrolled(thread.e, 2, body))
+
+
+def _slot_loops(thread: _Thread, rows: int, cols: int, body: Stmt) -> Stmt:
+    """The thread's elements in the order of their slots (tile, column group, row half,
+    element): the two rows of a column side by side, so that what is read per column (a
+    GEMM's per-column scale) serves both at once. Rows outermost, a thread's 64 column scales
+    were read for its first row and held for its second, 64 registers beside the
+    accumulator's."""
+    body = _unrolled(thread.v, 2, _unrolled(thread.e, 2, body))
+    return _unrolled(thread.t, rows // 64, _unrolled(thread.h, cols // 8, body))
 
 
 def _unrolled(var: Var, extent: int, body: Stmt) -> Stmt:
