@@ -391,14 +391,35 @@ def bench_gemm_fp8_scaled(repeat: int) -> list[Row]:
     ``(A @ B^T) * SA * SB`` to bfloat16, the scales applied to the accumulator in registers),
     per-tensor and per-row scales, against ``torch._scaled_mm`` with the same scales and fast
     accumulation, at 4096^3, 8192^3, 4000^3 and tritonbench's other squares (1024, 2048,
-    16384): `FAST` (blocks of 128 x 256, the copy engine) on persistent blocks, the scales
-    applied in the accumulator's own registers (`loopir.gpu.epilogue_in_place`)."""
+    16384): `FAST` (blocks of 128 x 256, the copy engine), the scales applied in the
+    accumulator's own registers (`loopir.gpu.epilogue_in_place`); on persistent blocks below
+    8192, launched in groups of 8 block columns from 8192 (`bench_gemm_fp8_scaled_variants`
+    compares the two)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    options = dict(gpu_gemm_fp8.FAST, persistent=sms)
     rows = []
     for per, n in itertools.product(("tensor", "row"), (4096, 8192, 4000, 1024, 2048, 16384)):
-        name = f"scaled gemm {n}^3 e4m3 -> bfloat16 (per {per})"
+        how = "groups of 8" if n >= 8192 else "persistent"
+        options = dict(gpu_gemm_fp8.FAST, **({"group": 8} if n >= 8192 else {"persistent": sms}))
+        name = f"scaled gemm {n}^3 e4m3 -> bfloat16 (per {per}, {how})"
         rows.append(_scaled_fp8_row(n, per, options, name, repeat))
+    return rows
+
+
+def bench_gemm_fp8_scaled_variants(repeat: int) -> list[Row]:
+    """The per-tensor scaled 8-bit GEMM at the sizes where it trails: persistent blocks (tiles
+    b, b + P, ... at once) against launches grouped down a few block columns (L2 reuse of
+    B's panels; the two cannot be combined)."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    variants = {
+        "persistent": dict(gpu_gemm_fp8.FAST, persistent=sms),
+        "groups of 4": dict(gpu_gemm_fp8.FAST, group=4),
+        "groups of 8": dict(gpu_gemm_fp8.FAST, group=8),
+        "groups of 16": dict(gpu_gemm_fp8.FAST, group=16),
+    }
+    rows = []
+    for n, (how, options) in itertools.product((4000, 8192, 16384), variants.items()):
+        name = f"scaled gemm {n}^3 e4m3 -> bfloat16 (per tensor, {how})"
+        rows.append(_scaled_fp8_row(n, "tensor", options, name, repeat))
     return rows
 
 
@@ -750,6 +771,7 @@ BENCHMARKS = {
     "gemm_wgmma_edges": bench_gemm_wgmma_edges,
     "gemm_fp8": bench_gemm_fp8,
     "gemm_fp8_scaled": bench_gemm_fp8_scaled,
+    "gemm_fp8_scaled_variants": bench_gemm_fp8_scaled_variants,
     "conv2d_fp16": bench_conv2d_fp16,
     "conv2d_wgmma": bench_conv2d_wgmma,
     "wgmma_stores": bench_wgmma_stores,
