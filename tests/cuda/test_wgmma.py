@@ -64,6 +64,20 @@ def test_the_loop_nest_and_the_ptx():
     assert "serialized" not in report.log  # ptxas kept the products asynchronous
 
 
+def test_the_accumulators_come_back_in_a_struct_named_once():
+    """Each extractvalue of a product's registers names the struct instead of printing its
+    fields (64 floats at m64n128): the module LLVM parses is a fraction of the size. A
+    module names its own structs only, not those of kernels built before it (m64n64's)."""
+    narrow, _ = _built((128, 128, 128), "float16", "float32", dict(block_cols=64, stages=2))
+    assert '%"wgmma.f32x32" = type' in narrow.llvm_ir
+    kernel, _ = _built((256, 512, 256), "float16", "float16", {})
+    named = re.findall(r'^%"wgmma\.f32x(\d+)" = type \{(.*)\}$', kernel.llvm_ir, re.M)
+    assert named == [("64", ", ".join(["float"] * 64))]
+    assert "extractvalue {float" not in kernel.llvm_ir
+    assert kernel.llvm_ir.count('extractvalue %"wgmma.f32x64"') >= 64
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in kernel.ptx
+
+
 def test_a_warpgroup_with_no_rows_at_the_edge_keeps_the_products_asynchronous():
     """At the last block row a warpgroup may have no rows: its products sit under a branch on
     threadIdx.z, which ptxas must know is uniform in each warp, or it serialises them all."""

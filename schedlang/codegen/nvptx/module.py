@@ -33,7 +33,9 @@ GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
 def build_module(
     plan: DevicePlan, arch: str, data_layout: str, min_blocks: int = 0, contract: bool = True
 ) -> ir.Module:
-    module = ir.Module(name=plan.func.name)
+    # a context of its own: the named types of one kernel (`wgmma._registers`) are printed in
+    # its module alone, and die with it
+    module = ir.Module(name=plan.func.name, context=ir.Context())
     module.triple = NVPTX_TRIPLE
     module.data_layout = data_layout
     for kernel in plan.kernels:
