@@ -68,7 +68,8 @@ def schedule(
     if group and persistent:
         raise ValueError(
             "group and persistent: persistent blocks already take adjoining tiles at once; "
-            "give one of them (the tiles' index through both splits takes isl minutes to place)"
+            "give one of them (the tiles' index through both splits nests divisions too deep for "
+            "placement to bound)"
         )
     s = sl.create_schedule(c.op)
     product = _product(a, c)

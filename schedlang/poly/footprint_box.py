@@ -77,6 +77,25 @@ def footprint_size(needed: isl.Map) -> int:
     return sum(1 + piece.dim(isl.dim_type.div) for piece in needed.get_basic_maps())
 
 
+def division_depth(relation: isl.Map) -> int:
+    """How deep `relation`'s integer divisions nest: 0 without any, 1 for ``floor(i / 8)``, 2
+    for a floor of an expression holding a floor. isl's bounds of a relation whose divisions
+    nest grow fast with each level (a tile index through a fuse of fused loops and a split)."""
+    deepest = 0
+    for piece in relation.wrap().get_basic_sets():
+        divs = [piece.get_div(k) for k in range(piece.dim(isl.dim_type.div))]
+        uses = [
+            [j for j in range(len(divs)) if j != k and
+             not div.get_coefficient_val(isl.dim_type.div, j).is_zero()]
+            for k, div in enumerate(divs)
+        ]  # fmt: skip
+        levels = [1] * len(divs)
+        for _ in divs:  # a division is defined by others, never by itself: n passes settle
+            levels = [1 + max((levels[j] for j in used), default=0) for used in uses]
+        deepest = max([deepest, *levels])
+    return deepest
+
+
 def too_large(relation: isl.Map, producer: str, what: str) -> str | None:
     """Why placing `producer` would take minutes, with `what` saying what `relation` is, or
     None when it will not."""

@@ -26,7 +26,8 @@ from ..schedule.errors import BindError, PlacementError, message
 from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
 from .box_fill import box_clamps, box_domain
-from .footprint_box import simplest, too_large
+from .footprint_box import division_depth, simplest, too_large
+from .isl_calls import OutOfOperations, budget
 from .loops import init_leaves, isl_leaves, leaf_extents, loop_map
 from .scan_placement import members, n_inits, place_scan
 from .scan_root import place_steps, stepped
@@ -36,6 +37,14 @@ from .statements import Statement
 from .stored import check_stored_at
 
 THREAD_TAGS = tuple(t for t in HARDWARE_TAGS if t.startswith("threadIdx"))
+# isl operations the box of one compute_at footprint may take. The examples' kernels take
+# under 20 000, a chain of six X-shaped stencils (footprints of many pieces) up to 200 000. A
+# loop index through a fuse of fused loops and a split of that (persistent blocks over groups
+# of tiles) nests floors in floors: isl's bounds of it did not end in 300 s, and its operations
+# grow dearer as it goes (100 000 in 5 s, 300 000 in 48 s). Nested divisions get the smaller
+# budget: none of the examples' footprints nests them.
+BOX_OPERATIONS = 1_000_000
+NESTED_BOX_OPERATIONS = 100_000
 
 
 @dataclass
@@ -95,6 +104,17 @@ def _free(n: int, dims: list[int]) -> isl.Map:
     qs = [f"q{k}" for k in range(n)]
     same = " and ".join(f"{qs[k]} = {ps[k]}" for k in range(n) if k not in dims) or "0 = 0"
     return isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {same} }}")
+
+
+def _deep_divisions(producer: Stage, prefix: list[Axis], operations: int) -> str:
+    """Why the box of `producer`'s footprint at loops `prefix` was not computed."""
+    loops = ", ".join(a.name for a in prefix)
+    return (
+        f"the box of what '{producer.name}' reads at loops {loops} takes isl more than "
+        f"{operations:,} operations (minutes): an index through several splits and fuses "
+        "of fused loops nests its divisions; split or fuse the consumer's loops fewer times, "
+        "or compute the stage at another loop"
+    )
 
 
 def _placement_error(producer: Stage, what: str) -> PlacementError:
@@ -354,10 +374,16 @@ class Placement:
         if whole:
             check_stored_at(self.schedule, producer.name, needed, prefix_axes)
         nd = len(producer.op.axis)
-        bmin = [needed.dim_min(d) for d in range(nd)]
-        bmax = [needed.dim_max(d) for d in range(nd)]
         domains = None if whole else [st.domain for st in self.by_stage[producer.name]]
-        needed = simplest(needed, bmin, bmax, domains)
+        operations = BOX_OPERATIONS if division_depth(needed) < 2 else NESTED_BOX_OPERATIONS
+        try:
+            with budget(needed.get_ctx(), operations):
+                bmin = [needed.dim_min(d) for d in range(nd)]
+                bmax = [needed.dim_max(d) for d in range(nd)]
+                needed = simplest(needed, bmin, bmax, domains)
+        except OutOfOperations:
+            refusal = _deep_divisions(producer, prefix_axes, operations)
+            raise _placement_error(producer, refusal) from None
         self._refuse_if_large(producer, needed, f"what '{producer.name}' computes at this loop")
         bmin_pma = _corner(needed, bmin)
         tensor = self.params.tensor(producer.op)

@@ -82,3 +82,28 @@ def test_a_placement_isl_would_state_in_too_many_pieces_is_refused_at_once(monke
     s[b].compute_at(s[c], c.op.axis[0])
     with pytest.raises(sl.ScheduleError, match=r"compute_at\(s\[C\], i\).* 12 pieces .*minutes"):
         sl.lower(s, [a, b, c])
+
+
+def test_a_footprint_box_past_isl_s_budget_is_refused_in_seconds():
+    """Persistent blocks over groups of tiles: the tile index through a fuse of fused loops and
+    a split of that nests floors three deep, and isl's bounds of B's footprint at the
+    warpgroup's loop did not end in 300 s. The box is refused when isl runs out of its budget
+    of operations (`placement.BOX_OPERATIONS`), naming the compute_at."""
+    n = 8192
+    a = sl.placeholder((n, n), name="A")
+    b = sl.compute((n, n), lambda i, j: a[i, j] * 2.0, name="B")
+    c = sl.compute((n, n), lambda i, j: b[i, j] + 1.0, name="C")
+    s = sl.create_schedule(c.op)
+    bi, ii = s[c].split(c.op.axis[0], factor=128)
+    bj, jj = s[c].split(c.op.axis[1], factor=256)
+    gi, ii = s[c].split(ii, factor=64)
+    gj, bj = s[c].split(bj, factor=8)
+    s[c].reorder(gj, bi, bj, gi, ii, jj)
+    turn, block = s[c].split(s[c].fuse(gj, s[c].fuse(bi, bj)), factor=132)
+    s[c].reorder(block, turn, gi, ii, jj)
+    s[b].compute_at(s[c], gi)
+    start = time.perf_counter()
+    with pytest.raises(sl.ScheduleError, match=r"compute_at\(s\[C\], i\.inner\.outer\).*box of "
+                       r"what 'B' reads .* more than 100,000 operations"):  # fmt: skip
+        sl.lower(s, [a, c])
+    assert time.perf_counter() - start < BUILD_SECONDS
