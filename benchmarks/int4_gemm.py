@@ -3,8 +3,8 @@ Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 
 decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
 Decoding (m <= 16) uses `decode_schedule`, with the slice of k from `DECODE_SLICES` that is
-fastest at the shape (each is built and timed: the column says which); prefill `schedule` with
-`PREFILL`'s tiles.
+fastest at the shape (each is built and timed: the column says which); prefill the faster of
+`schedule` with `PREFILL`'s tiles (CUDA cores) and `tensor_core_schedule` (wgmma).
 
 Peers: ``torch._weight_int4pack_mm`` (torch's tinygemm kernel, its own packing of the same
 shapes; "-" where this torch has none for the GPU) and the bfloat16 cuBLAS GEMM of the
@@ -61,14 +61,15 @@ def row(m: int, k: int, n: int, repeat: int) -> str:
     want = (a.float() @ dense.float()).to(torch.bfloat16)
     options = [dict(decode=True, slice_k=k_, **DECODE[m]) for k_ in DECODE_SLICES.get(m, ())]
     timed = []
-    for option in options or [PREFILL]:
+    for option in options or [PREFILL, dict(tensor_cores=True)]:
         kernel = gpu_gemm_int4.build(m, n, k, GROUP, "bfloat16", **dict(option))
         c = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
         kernel(a, wq, sc, ze, c)
         error = (c.float() - want.float()).abs().max().item() / want.float().abs().max().item()
         assert error < 2e-2, f"m={m} k={k} n={n} {option}: relative error {error}"
         seconds = event_time(lambda: kernel(a, wq, sc, ze, c), repeat)  # noqa: B023
-        timed.append((seconds, option.get("slice_k", "-")))
+        how = option.get("slice_k", "wgmma" if option.get("tensor_cores") else "CUDA cores")
+        timed.append((seconds, how))
     ours, slice_k = min(timed)
     cublas = event_time(lambda: torch.mm(a, dense), repeat)
     tiny = tinygemm(a, k, n)
@@ -89,7 +90,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print("| m | k | n | slice of k | schedlang us | schedlang GB/s | cuBLAS bf16 us | "
+    print("| m | k | n | slice of k / schedule | schedlang us | schedlang GB/s | cuBLAS bf16 us | "
           "tinygemm us | cuBLAS / schedlang | tinygemm / schedlang |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for m in (int(x) for x in args.ms.split(",")):

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 import schedlang as sl
+from examples import gpu_gemm_wgmma
 from schedlang.ir import dtype as dt
 
 __all__ = [
@@ -50,7 +51,11 @@ __all__ = [
     "int4_gemm",
     "pack_int4",
     "schedule",
+    "tensor_core_schedule",
 ]
+
+
+TENSOR_CORE_STEP = 64  # k per step of `tensor_core_schedule`: a 128-byte row of A's halves
 
 
 def int4_gemm(m, n, k: int, group: int = 128, dtype: str = "float16") -> tuple[sl.Tensor, ...]:
@@ -201,6 +206,48 @@ def apply_schedule(
         s[staged].bind(fx, sl.thread_axis("threadIdx.x"))
 
 
+def tensor_core_schedule(
+    a, wq, scale, zero, c, block_rows: int = 128, block_cols: int = 128, stages: int = 3
+) -> sl.Schedule:
+    """Prefill on Hopper's warpgroup tensor cores (sm_90a): `gpu_gemm_wgmma`'s blocks of
+    `block_rows` x `block_cols` outputs, a warpgroup per 64 rows, k by 64. Each step, A's tile
+    and the **packed** tile of Wq (32 rows of `block_cols` bytes) come by asynchronous copies
+    `stages` - 1 steps ahead; the block's threads then dequantise W's tile from the packed one
+    straight into the swizzled shared tile that wgmma reads as its B operand (W's stage, in
+    shared memory, 16 bytes a thread). The unpacked weight is never in global memory, and the
+    bytes a step brings are A's and a quarter of W's."""
+    acc, w = _stages(c)
+    s = sl.create_schedule(c.op)
+    s[acc].set_scope("wgmma.accumulator")
+    groups = block_rows // gpu_gemm_wgmma.GROUP_ROWS
+    i, j = c.op.axis
+    bi, i = s[c].split(i, factor=block_rows)
+    bj, j = s[c].split(j, factor=block_cols)
+    gi, i = s[c].split(i, factor=gpu_gemm_wgmma.GROUP_ROWS)
+    s[c].reorder(bi, bj, gi, i, j)
+    s[c].bind(bi, sl.thread_axis("blockIdx.y"))
+    s[c].bind(bj, sl.thread_axis("blockIdx.x"))
+    s[c].bind(gi, sl.thread_axis("threadIdx.z"))
+    s[c].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=gpu_gemm_wgmma.GROUP_ROWS))
+    s[acc].compute_at(s[c], gi)
+    ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
+    kio, ki = s[acc].split(ki, factor=16)
+    s[acc].reorder(ko, kio, *s[acc].op.axis, ki)
+    s[acc].tensorize(s[acc].op.axis[0], sl.intrin.wgmma(n=block_cols, k=16))
+    gpu_gemm_wgmma.stage_tile(s, s.cache_read(a, "shared", [acc]), s[acc], ko, groups, stages)
+    s[w].set_scope("shared")
+    gpu_gemm_wgmma.stage_tile(s, w, s[acc], ko, groups, 1)  # computed there, not copied
+    packed = s.cache_read(wq, "shared", [w])
+    s[packed].compute_at(s[acc], ko)
+    rest, lanes = s[packed].split(s[packed].fuse(*s[packed].op.axis), factor=16)
+    for tag, threads in (("threadIdx.x", 32), ("threadIdx.y", 4), ("threadIdx.z", groups)):
+        rest, t = s[packed].split(rest, factor=threads)
+        s[packed].bind(t, sl.thread_axis(tag))
+    s[packed].vectorize(lanes)
+    s[packed].pipeline(stages)
+    return s
+
+
 def decode_schedule(
     a,
     wq,
@@ -263,11 +310,14 @@ def decode_schedule(
 
 def build(m, n, k, group: int = 128, dtype: str = "float16", target: str = "cuda", **options):
     """The GEMM built for `target` with `schedule`'s `options` (`cpu_schedule` for "cpu",
-    `decode_schedule` when `options` has ``decode=True``)."""
+    `decode_schedule` when `options` has ``decode=True``, `tensor_core_schedule` with
+    ``tensor_cores=True``)."""
     tensors = int4_gemm(m, n, k, group, dtype)
     make = schedule
     if target == "cpu":
         make = cpu_schedule
     elif options.pop("decode", False):
         make = decode_schedule
+    elif options.pop("tensor_cores", False):
+        make = tensor_core_schedule
     return sl.build(make(*tensors, **options), list(tensors), target=target)

@@ -202,6 +202,35 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
     assert "cvt.rn.f32.u32" not in first and "cvt.f32.bf16" not in first
 
 
+TENSOR_CORE_CASES = [
+    # (m, n, k), group, dtype: rows and columns cut by the edge, k of 6 and 4 steps
+    ((130, 144, 384), 128, "bfloat16"),
+    ((70, 272, 256), 32, "float16"),
+]
+
+
+@pytest.mark.parametrize(("shape", "group", "dtype"), TENSOR_CORE_CASES)
+def test_tensor_core_schedule_simulated_matches_the_reference(shape, group, dtype):
+    """W dequantised from the packed shared tile into wgmma's swizzled B tile, simulated with
+    the warpgroup's layouts."""
+    _simulated(example.tensor_core_schedule, shape, group, dtype, {})
+
+
+def test_tensor_core_schedule_copies_the_packed_tile_and_computes_w_in_shared_memory():
+    tensors = example.int4_gemm(256, 256, 512, 128, "bfloat16")
+    kernel = sl.build(example.tensor_core_schedule(*tensors), list(tensors), target="cuda")
+    scopes = {
+        s.buffer.name: (s.buffer.scope, s.buffer.dtype)
+        for s in walk_stmt(kernel.lowered.body)
+        if isinstance(s, Allocate)
+    }
+    assert scopes["Wq.shared"] == ("shared", "uint8")  # a quarter of W's bytes a step
+    assert scopes["W"] == ("shared", "bfloat16")  # computed there, read by wgmma
+    first = kernel.ptx.split(".entry")[1]
+    assert "wgmma.mma_async" in first and "cp.async" in first
+    assert assemble(kernel.ptx).spill_bytes == 0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("make", [example.schedule, example.decode_schedule])
 @pytest.mark.parametrize(
@@ -212,6 +241,21 @@ def test_schedules_on_the_gpu(make, shape, group, dtype):
     m, n, k = shape
     tensors = example.int4_gemm(m, n, k, group, dtype)
     kernel = sl.build(make(*tensors), list(tensors), target="cuda")
+    arrays = _inputs(m, n, k, group, dtype)
+    out = _poisoned(m, n, dtype)
+    kernel(*arrays, out)
+    _assert_close(out, _reference(tensors, arrays))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("shape", "group", "dtype"), [((300, 1040, 1024), 128, "bfloat16"), ((64, 4096, 4096), 32,
+                                                                          "float16")]
+)  # fmt: skip
+def test_tensor_core_schedule_on_the_gpu(shape, group, dtype):
+    m, n, k = shape
+    tensors = example.int4_gemm(m, n, k, group, dtype)
+    kernel = sl.build(example.tensor_core_schedule(*tensors), list(tensors), target="cuda")
     arrays = _inputs(m, n, k, group, dtype)
     out = _poisoned(m, n, dtype)
     kernel(*arrays, out)
