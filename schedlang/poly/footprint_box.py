@@ -83,17 +83,24 @@ def division_depth(relation: isl.Map) -> int:
     nest grow fast with each level (a tile index through a fuse of fused loops and a split)."""
     deepest = 0
     for piece in relation.wrap().get_basic_sets():
-        divs = [piece.get_div(k) for k in range(piece.dim(isl.dim_type.div))]
-        uses = [
-            [j for j in range(len(divs)) if j != k and
-             not div.get_coefficient_val(isl.dim_type.div, j).is_zero()]
-            for k, div in enumerate(divs)
-        ]  # fmt: skip
-        levels = [1] * len(divs)
-        for _ in divs:  # a division is defined by others, never by itself: n passes settle
+        n = piece.dim(isl.dim_type.div)
+        uses = [_used_divisions(piece, k, n) for k in range(n)]
+        levels = [1] * n
+        for _ in range(n):  # a division is defined by others, never by itself: n passes settle
             levels = [1 + max((levels[j] for j in used), default=0) for used in uses]
         deepest = max([deepest, *levels])
     return deepest
+
+
+def _used_divisions(piece: isl.BasicSet, k: int, n: int) -> list[int]:
+    """The other divisions division `k` of `piece` is defined by; none where isl knows only
+    that the division exists (an existential variable with no expression)."""
+    try:
+        div = piece.get_div(k)
+    except isl.Error:
+        return []
+    coefficient = lambda j: div.get_coefficient_val(isl.dim_type.div, j)  # noqa: E731
+    return [j for j in range(n) if j != k and not coefficient(j).is_zero()]
 
 
 def too_large(relation: isl.Map, producer: str, what: str) -> str | None:

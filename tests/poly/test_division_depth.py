@@ -24,6 +24,10 @@ from schedlang.poly.footprint_box import division_depth
             "7*floor((i + 5*floor((o + 3*floor(i/3))/5))/7) <= i - 2 }",
             3,
         ),
+        (  # an existential variable isl has no expression for counts as one level
+            "{ [i] -> A[o] : exists (e : 4e <= i + 2o <= 4e + 5 and 3e <= 2i - o <= 3e + 4) }",
+            1,
+        ),
     ],
 )
 def test_nesting_is_counted_through_each_floor(relation, depth):
