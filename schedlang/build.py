@@ -224,17 +224,11 @@ def _refuse_tensor_cores(s: Schedule) -> None:
 
             call = f"pipeline(stages={r.stages}, tma=True)"
             raise LoweringError(message(r.stage, call, r.loc, BULK_COPIES_NEED_CUDA))
-    for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
-        if r is not None and r.intrin.kind != "user":
-            raise LoweringError(
-                message(
-                    r.stage,
-                    f"tensorize({r.axis.name}, {r.intrin!r})",
-                    r.loc,
-                    "tensor-core instructions run on a CUDA GPU, the cpu target has none: build "
-                    "with target='cuda' (kernel.simulate runs it on the CPU)",
-                )
-            )
+    _refuse_tensor_instructions(
+        s,
+        "tensor-core instructions run on a CUDA GPU, the cpu target has none: build with "
+        "target='cuda' (kernel.simulate runs it on the CPU)",
+    )
 
 
 def _refuse_cuda_only(s: Schedule) -> None:
@@ -244,17 +238,11 @@ def _refuse_cuda_only(s: Schedule) -> None:
     from .schedule import records as rec
     from .schedule.errors import message
 
-    for r in (stage.tensorized for stage in s.stages):  # the latest tensorize of each stage
-        if r is not None and r.intrin.kind != "user":
-            raise LoweringError(
-                message(
-                    r.stage,
-                    f"tensorize({r.axis.name}, {r.intrin!r})",
-                    r.loc,
-                    "tensor-core instructions are CUDA's, the opencl target has none: build "
-                    "with target='cuda' (kernel.simulate runs it on the CPU)",
-                )
-            )
+    _refuse_tensor_instructions(
+        s,
+        "tensor-core instructions are CUDA's, the opencl target has none: build with "
+        "target='cuda' (kernel.simulate runs it on the CPU)",
+    )
     for r in s.records:
         if isinstance(r, rec.Pipeline):
             call = f"pipeline(stages={r.stages}{', tma=True' if r.tma else ''})"
@@ -268,6 +256,17 @@ def _refuse_cuda_only(s: Schedule) -> None:
                     "pipeline (double_buffer() and plain shared stages work on opencl)",
                 )
             )
+
+
+def _refuse_tensor_instructions(s: Schedule, why: str) -> None:
+    """A LoweringError saying `why` at the latest tensorize of a stage onto sl.intrin's
+    instructions (declared intrinsics, which call C functions, are not these)."""
+    from .schedule.errors import message
+
+    for r in (stage.tensorized for stage in s.stages):
+        if r is not None and r.intrin.kind != "user":
+            call = f"tensorize({r.axis.name}, {r.intrin!r})"
+            raise LoweringError(message(r.stage, call, r.loc, why))
 
 
 def _refuse_c_functions(s: Schedule, target: str) -> None:

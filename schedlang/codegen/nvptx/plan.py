@@ -113,6 +113,15 @@ class KernelPlan:
     def block_size(self, tag: str) -> int:
         return self.block[THREAD_TAGS.index(tag)]
 
+    def covers(self, loop: For) -> bool:
+        """Whether a launch runs exactly `loop`'s iterations (its bound index needs no guard):
+        a grid loop, or a thread loop as long as the block."""
+        if id(loop) in self.grid_loops:
+            return True
+        if not (loop.thread or "").startswith("threadIdx") or not isinstance(loop.extent, Const):
+            return False
+        return int(loop.extent.value) == self.block_size(loop.thread)
+
 
 @dataclass(frozen=True, eq=False)
 class HostLoop:

@@ -23,7 +23,6 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...ir.expr import Const
 from ...loopir.core.nodes import (
     FRAGMENT_SCOPES,
     Allocate,
@@ -148,7 +147,7 @@ class NvptxTarget(Target):
             raise LoweringError(f"loop {loop.var.name} is bound to the unknown index {tag!r}")
         index = em.index_op("+", em.index(loop.min), self._hardware_index(em, tag))
         em.bind_loop(loop, index)
-        if self._covers(loop):
+        if self.kernel.covers(loop):
             em.stmt(loop.body)
         else:
             limit = em.index_op("+", em.index(loop.min), em.index(loop.extent))
@@ -170,14 +169,6 @@ class NvptxTarget(Target):
                     value = warp_uniform(entry, value)
                 self._indices[tag] = entry.zext(value, I64)
         return self._indices[tag]
-
-    def _covers(self, loop: For) -> bool:
-        """Whether the launch runs exactly the loop's iterations (no guard needed)."""
-        if id(loop) in self.kernel.grid_loops:
-            return True
-        if not (loop.thread or "").startswith("threadIdx") or not isinstance(loop.extent, Const):
-            return False
-        return int(loop.extent.value) == self.kernel.block_size(loop.thread)
 
     def barrier(self, em: StmtEmitter, stmt: Barrier) -> None:
         if self._products or stmt.warpgroup:  # the tensor cores or the copy engine read what

@@ -135,19 +135,11 @@ class KernelWriter:
         ctype = compute_type(s.var.dtype)
         with self.declaring(name):
             self.line(f"{ctype} {name} = ({ctype}){HARDWARE[s.thread]};")
-            if self._covers(s):
+            if self.kernel.covers(s):
                 self.stmt(s.body)
                 return
             with self.block(f"if ({name} < {self.p.expr(s.extent)})"):
                 self.stmt(s.body)
-
-    def _covers(self, loop: For) -> bool:
-        """Whether the launch runs exactly the loop's iterations (no guard needed)."""
-        if id(loop) in self.kernel.grid_loops:
-            return True
-        if not (loop.thread or "").startswith("threadIdx") or not isinstance(loop.extent, Const):
-            return False
-        return int(loop.extent.value) == self.kernel.block_size(loop.thread)
 
     def _branch(self, s: If) -> None:
         """``if``, then ``else if`` for each ``If`` that is a whole ``else``, then ``else``."""

@@ -23,29 +23,26 @@ from __future__ import annotations
 from ...ir.expr import Cast, Expr
 from ...ir.printer import expr_str
 from ..core.nodes import Buffer, For, If, Load, MatrixOp, Seq, Stmt, Store, Tile, seq
-from ..core.visit import stmt_children, walk_expr, walk_stmt, with_children
+from ..core.visit import stmt_children, transform_stmt, walk_expr, walk_stmt, with_children
 from .accumulate_in_place import ACCUMULATOR, buffers_of, uses_of
 
 
 def epilogue_in_place(body: Stmt) -> Stmt:
     """`body` with each epilogue fragment that can be computed in its accumulator so computed
     (see the module)."""
-    return _rewrite(body, uses_of(body))
+    uses = uses_of(body)
+    return transform_stmt(body, lambda s: _in_place(s, uses) if isinstance(s, Seq) else None)
 
 
-def _rewrite(s: Stmt, uses: dict[int, int]) -> Stmt:
-    kids = tuple(_rewrite(k, uses) for k in stmt_children(s))
-    if kids and any(a is not b for a, b in zip(kids, stmt_children(s))):
-        s = with_children(s, kids)
-    if not isinstance(s, Seq):
-        return s
+def _in_place(s: Seq, uses: dict[int, int]) -> Stmt | None:
+    """`s` with its runs rewritten, or None where it has none."""
     items = list(s.stmts)
     for k in range(len(items)):
         found = _epilogue(items, k, uses)
         if found is not None:
             copy, acc = found
             items = [*items[:k], *(_retarget(t, copy, acc) for t in items[k:])]
-    return seq(*items) if items != list(s.stmts) else s
+    return seq(*items) if items != list(s.stmts) else None
 
 
 def _epilogue(items: list[Stmt], k: int, uses: dict[int, int]) -> tuple[Buffer, Buffer] | None:
