@@ -89,7 +89,9 @@ def test_a_loop_keeps_its_variable():
     b = sl.compute((10,), lambda i: a[i] * 2, name="B")
     s = sl.create_schedule(b)
     outer, inner = s[b].split(b.op.axis[0], factor=4)
-    assert outer.var is outer.var and outer.var is not inner.var
+    first = outer.var
+    assert s[b].leaf_iter_vars[0].var is first and outer.var is first
+    assert first is not inner.var
     assert outer.var.name == "i.outer" and outer.var.dtype == "int32"
     copied_outer, _ = s.copy()[b].leaf_iter_vars
     assert copied_outer.var is outer.var
