@@ -220,31 +220,14 @@ def tensor_core_schedule(
     s = sl.create_schedule(c.op)
     s[acc].set_scope("wgmma.accumulator")
     groups = block_rows // gpu_gemm_wgmma.GROUP_ROWS
-    i, j = c.op.axis
-    bi, i = s[c].split(i, factor=block_rows)
-    bj, j = s[c].split(j, factor=block_cols)
-    gi, i = s[c].split(i, factor=gpu_gemm_wgmma.GROUP_ROWS)
-    s[c].reorder(bi, bj, gi, i, j)
-    s[c].bind(bi, sl.thread_axis("blockIdx.y"))
-    s[c].bind(bj, sl.thread_axis("blockIdx.x"))
-    s[c].bind(gi, sl.thread_axis("threadIdx.z"))
-    s[c].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=gpu_gemm_wgmma.GROUP_ROWS))
-    s[acc].compute_at(s[c], gi)
-    ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
-    kio, ki = s[acc].split(ki, factor=16)
-    s[acc].reorder(ko, kio, *s[acc].op.axis, ki)
-    s[acc].tensorize(s[acc].op.axis[0], sl.intrin.wgmma(n=block_cols, k=16))
+    ko = gpu_gemm_wgmma.warpgroup_tiles(
+        s, c, acc, a.dtype, block_rows, block_cols, TENSOR_CORE_STEP
+    )
     gpu_gemm_wgmma.stage_tile(s, s.cache_read(a, "shared", [acc]), s[acc], ko, groups, stages)
     s[w].set_scope("shared")
     gpu_gemm_wgmma.stage_tile(s, w, s[acc], ko, groups, 1)  # computed there, not copied
     packed = s.cache_read(wq, "shared", [w])
-    s[packed].compute_at(s[acc], ko)
-    rest, lanes = s[packed].split(s[packed].fuse(*s[packed].op.axis), factor=16)
-    for tag, threads in (("threadIdx.x", 32), ("threadIdx.y", 4), ("threadIdx.z", groups)):
-        rest, t = s[packed].split(rest, factor=threads)
-        s[packed].bind(t, sl.thread_axis(tag))
-    s[packed].vectorize(lanes)
-    s[packed].pipeline(stages)
+    gpu_gemm_wgmma.stage_tile(s, packed, s[acc], ko, groups, stages, swizzle=False)
     return s
 
 

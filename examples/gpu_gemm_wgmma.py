@@ -85,6 +85,32 @@ def schedule(
             epilogue = s.cache_write(c, "wgmma.accumulator")
     groups = block_rows // GROUP_ROWS
 
+    ko = warpgroup_tiles(
+        s, c, acc, a.dtype, block_rows, block_cols, step, group, persistent, tma_store, epilogue
+    )
+    for staged in (a_shared, b_shared):
+        stage_tile(s, staged, s[acc], ko, groups, stages, tma)
+    return s
+
+
+def warpgroup_tiles(
+    s: sl.Schedule,
+    c: sl.Tensor,
+    acc: sl.Tensor,
+    dtype: str,
+    block_rows: int,
+    block_cols: int,
+    step: int,
+    group: int = 0,
+    persistent: int = 0,
+    tma_store: bool = False,
+    epilogue: sl.Tensor | None = None,
+) -> sl.IterVar:
+    """C in blocks of `block_rows` x `block_cols` (launched as `schedule` says of `group` and
+    `persistent`), a warpgroup per 64 rows storing its tile by ``store_matrix``; the
+    accumulator `acc` (and the `epilogue` scaling it) computed at the warpgroup's tile, k in
+    steps of `step`, each multiplied by wgmma over 32 bytes of K of `dtype` at a time. The
+    loop over the steps, where the operands' tiles are staged."""
     i, j = c.op.axis
     bi, i = s[c].split(i, factor=block_rows)
     bj, j = s[c].split(j, factor=block_cols)
@@ -110,14 +136,11 @@ def schedule(
     s[acc].compute_at(s[c], gi)
     fi, fj = s[acc].op.axis
     ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=step)
-    k_tile = K_BYTES // itemsize(a.dtype)
+    k_tile = K_BYTES // itemsize(dtype)
     kio, ki = s[acc].split(ki, factor=k_tile)
     s[acc].reorder(ko, kio, fi, fj, ki)
     s[acc].tensorize(fi, sl.intrin.wgmma(n=block_cols, k=k_tile))
-
-    for staged in (a_shared, b_shared):
-        stage_tile(s, staged, s[acc], ko, groups, stages, tma)
-    return s
+    return ko
 
 
 def _product(a: sl.Tensor, c: sl.Tensor) -> sl.Tensor:
@@ -144,14 +167,17 @@ def stage_tile(
     groups: int,
     stages: int,
     tma: bool = False,
+    swizzle: bool = True,
 ) -> None:
     """Stage a tile of `staged` in shared memory at loop `at` of `consumer`, in the layout
-    wgmma reads (swizzled by 128 bytes), copied 16 bytes a thread by all the block's threads
-    (lanes in x, a warpgroup's warps in y, `groups` warpgroups in z), `stages` - 1 steps
-    ahead where `stages` >= 2. The tile is the last two dimensions of the staged box."""
+    wgmma reads (swizzled by 128 bytes; without `swizzle`, row by row, for the threads
+    to read), copied 16 bytes a thread by all the block's threads (lanes in x, a warpgroup's
+    warps in y, `groups` warpgroups in z), `stages` - 1 steps ahead where `stages` >= 2. The
+    tile is the last two dimensions of the staged box."""
     vector = 16 // itemsize(staged.dtype)  # elements a thread copies at once
     s[staged].compute_at(consumer, at)
-    s[staged].swizzle(128)
+    if swizzle:
+        s[staged].swizzle(128)
     fused = s[staged].fuse(*s[staged].op.axis[-2:])
     rest, lanes = s[staged].split(fused, factor=vector)
     rest, tx = s[staged].split(rest, factor=32)
