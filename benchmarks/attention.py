@@ -108,8 +108,13 @@ def main() -> None:
     parser.add_argument(
         "--stages", type=int, default=None, help="copies of K and V in flight (wgmma: 3 at d = 64)"
     )
+    parser.add_argument("--keys", type=int, default=None, help="keys per block (wgmma: 128)")
     parser.add_argument(
-        "--keys", type=int, default=None, help="keys per block (wgmma: 128)"
+        "--copies",
+        default="auto",
+        choices=["auto", "tma", "async"],
+        help="wgmma: K and V by the copy engine from the block's first thread (tma) or by "
+        "every thread's cp.async (async); auto: tma at d = 128 or L >= 2048",
     )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
@@ -162,7 +167,7 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
     if args.schedule == "wgmma":
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
-        s = _wgmma(tensors, d, args.rows, args.keys, args.stages, causal and n <= 1024)
+        s = _wgmma(tensors, d, n, causal, args.rows, args.keys, args.stages, args.copies)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
@@ -175,14 +180,22 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     return _timed(s, tensors, q, k, v, causal, args.repeat)
 
 
-def _wgmma(tensors, d: int, rows=None, keys=None, stages=None, short_causal=False):
-    """The tensor-core schedule, by default of the tuner's best shape (NOTES.md): at d = 64
-    3 stages, but 2 for a causal L <= 1024, whose blocks see few steps."""
+def _wgmma(tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto"):
+    """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
+    keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
+    d = 128 from L = 2048, else 2), by cp.async at d = 64 below (3 stages, 2 for a causal
+    L <= 1024, whose blocks see few steps)."""
+    tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
+    if tma:
+        default = 3 if d > 64 and n >= 2048 else 2
+    else:
+        default = 3 if d <= 64 and not (causal and n <= 1024) else 2
     return gpu_attention.wgmma_schedule(
         *tensors,
         rows=rows or 128,
         keys=keys or 128,  # the tuner's best at d = 64; at d = 128 too (NOTES.md)
-        stages=stages or (3 if d <= 64 and not short_causal else 2),
+        stages=stages or default,
+        tma=tma,
     )
 
 
@@ -201,10 +214,11 @@ def _build_once(d: int, causal: bool) -> dict:
     tensors = gpu_attention.tensor_core_attention(b * h, n, d, "float16", causal)
     args = [*tensors[:3], tensors[-1]]
     start = time.perf_counter()
-    ptx = sl.build(_wgmma(tensors, d), args, target=f"{_target(d)} -arch=sm_90").ptx
+    ptx = sl.build(_wgmma(tensors, d, n, causal), args, target=f"{_target(d)} -arch=sm_90").ptx
     fresh = time.perf_counter() - start
     clear_memory_cache()
-    steps, again = gpu_build_phases(_wgmma(tensors, d), args, "sm_90", 2 if d <= 64 else 0)
+    schedule = _wgmma(tensors, d, n, causal)
+    steps, again = gpu_build_phases(schedule, args, "sm_90", 2 if d <= 64 else 0)
     if again != ptx:
         raise SystemExit("the step-by-step build made other PTX than sl.build")
     return {"fresh": fresh, **steps, "ptxas": ptxas_seconds(ptx)}

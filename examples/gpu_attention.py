@@ -151,7 +151,7 @@ def tensor_core_attention(bh: int, n, d: int, dtype: str = "float16", causal: bo
 
 
 def wgmma_schedule(
-    q, k, v, chain, p16, out, rows: int = 128, keys: int = 64, stages: int = 2
+    q, k, v, chain, p16, out, rows: int = 128, keys: int = 64, stages: int = 2, tma: bool = False
 ) -> sl.Schedule:
     """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
     them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
@@ -159,7 +159,10 @@ def wgmma_schedule(
     and sum across the accumulator's lanes (each thread its columns, then its quad), the
     probabilities rounded in registers and used there as the A operand of ``P V`` (V per
     block), the running output rescaled in registers; at the end ``O / Z`` stored by
-    ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``).
+    ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``);
+    with `tma` by the copy engine, issued by the block's first thread between its own work
+    (``warp_specialize=False``: no producer warp to give registers, no block barrier holding
+    the two warpgroups in step, one warpgroup's softmax beside the other's products).
     Under a causal mask a block of rows steps up to its diagonal only, and the steps below the
     diagonal blocks run without the mask's compares (docs/primitives/online.md). The keys'
     length must be a multiple of `keys` (whole tiles along the second product's reduction)."""
@@ -195,9 +198,10 @@ def wgmma_schedule(
         s[product].tensorize(product.op.axis[-2], sl.intrin.wgmma(n=n))
     groups = rows // 64
     stage_tile(s, s.cache_read(q, "shared", [scores]), s[out], group, groups, 1)
-    stage_tile(s, s.cache_read(k, "shared", [scores]), s[update], step, groups, stages)
+    alone = {"tma": True, "warp_specialize": False} if tma else {}
+    stage_tile(s, s.cache_read(k, "shared", [scores]), s[update], step, groups, stages, **alone)
     v_tile = s.cache_read(v, "shared", [weighted])
-    stage_tile(s, v_tile, s[update], step, groups, stages)  # beside K: one pipeline
+    stage_tile(s, v_tile, s[update], step, groups, stages, **alone)  # beside K: one pipeline
     return s
 
 

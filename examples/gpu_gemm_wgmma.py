@@ -168,6 +168,7 @@ def stage_tile(
     stages: int,
     tma: bool = False,
     swizzle: bool = True,
+    warp_specialize: bool = True,
 ) -> None:
     """Stage a tile of `staged` in shared memory at loop `at` of `consumer`, in the layout
     wgmma reads (swizzled by 128 bytes; without `swizzle`, row by row, for the threads
@@ -188,7 +189,7 @@ def stage_tile(
     s[staged].bind(tz, sl.thread_axis("threadIdx.z"))
     s[staged].vectorize(lanes)
     if stages >= 2:
-        s[staged].pipeline(stages, tma=tma)
+        s[staged].pipeline(stages, tma=tma, warp_specialize=warp_specialize)
 
 
 def build(

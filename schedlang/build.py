@@ -222,8 +222,7 @@ def _refuse_tensor_cores(s: Schedule) -> None:
         if isinstance(r, rec.Pipeline) and r.tma:
             from .codegen.cpu.target import BULK_COPIES_NEED_CUDA  # the code generator's
 
-            call = f"pipeline(stages={r.stages}, tma=True)"
-            raise LoweringError(message(r.stage, call, r.loc, BULK_COPIES_NEED_CUDA))
+            raise LoweringError(message(r.stage, r.call, r.loc, BULK_COPIES_NEED_CUDA))
     _refuse_tensor_instructions(
         s,
         "tensor-core instructions run on a CUDA GPU, the cpu target has none: build with "
@@ -245,11 +244,10 @@ def _refuse_cuda_only(s: Schedule) -> None:
     )
     for r in s.records:
         if isinstance(r, rec.Pipeline):
-            call = f"pipeline(stages={r.stages}{', tma=True' if r.tma else ''})"
             raise LoweringError(
                 message(
                     r.stage,
-                    call,
+                    r.call,
                     r.loc,
                     "asynchronous copies into shared memory (cp.async, the copy engine) are "
                     "CUDA's, the opencl target has none: build with target='cuda', or drop the "

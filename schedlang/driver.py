@@ -135,8 +135,8 @@ def _lower(
         body = insert_allocations(body, local, stepped)
         body = double_buffer(body, _doubled(s, buffers))
         piped = _pipelined(s, buffers)
-        body = pipeline(body, {b: n for b, (n, tma) in piped.items() if not tma})
-        body = bulk_pipeline(body, {b: n for b, (n, tma) in piped.items() if tma})
+        body = pipeline(body, {b: n for b, (n, tma, _) in piped.items() if not tma})
+        body = bulk_pipeline(body, {b: (n, ws) for b, (n, tma, ws) in piped.items() if tma})
         body = insert_barriers(body)
         body = split_full_steps(body)
         body = gist_guards(body)
@@ -318,9 +318,9 @@ def _doubled(s: Schedule, buffers: dict) -> list[Buffer]:
     return found
 
 
-def _pipelined(s: Schedule, buffers: dict) -> dict[Buffer, tuple[int, bool]]:
-    """The buffers of the stages that asked for pipeline(), with their numbers of stages and
-    whether the copy engine fills them."""
+def _pipelined(s: Schedule, buffers: dict) -> dict[Buffer, tuple[int, bool, bool]]:
+    """The buffers of the stages that asked for pipeline(), with their numbers of stages,
+    whether the copy engine fills them and whether a producer warp issues its copies."""
     found = {}
     for stage in s.stages:
         if stage.pipeline_stages is not None:
@@ -338,7 +338,11 @@ def _pipelined(s: Schedule, buffers: dict) -> dict[Buffer, tuple[int, bool]]:
                         "the block loops",
                     )
                 )
-            found[buffers[stage.op]] = (stage.pipeline_stages, stage.pipeline_tma)
+            found[buffers[stage.op]] = (
+                stage.pipeline_stages,
+                stage.pipeline_tma,
+                stage.pipeline_warp_specialize,
+            )
     return found
 
 

@@ -357,15 +357,59 @@ def test_attention_on_the_tensor_cores_accumulates_the_output_in_place():
     assert report.spill_bytes == 0 and report.stack_bytes <= 16, report.log
 
 
+@pytest.mark.parametrize(
+    ("n", "d", "keys", "stages", "causal"),
+    [(256, 64, 64, 2, False), (320, 64, 64, 3, True), (384, 128, 128, 2, True)],
+)
+def test_attention_with_k_and_v_by_the_copy_engine_simulated(n, d, keys, stages, causal):
+    """K's and V's blocks by the copy engine, issued by the block's first thread between its
+    own work (``pipeline(tma=True, warp_specialize=False)``): no producer warp, no block
+    barrier in the steps; a warp releases a stage once, at the end of the step that read it,
+    in both loops of a causal block's steps."""
+    bh = 2
+    tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
+    s = gpu_attention.wgmma_schedule(*tensors, keys=keys, stages=stages, tma=True)
+    kernel = sl.build(s, _io(tensors), "cuda")
+    text = str(kernel.lowered)
+    releases = re.findall(r"mbarrier_arrive\(K\.shared\.empty.*", text)
+    assert releases and all("once a warp)" in line for line in releases)
+    assert "producer" not in text and "barrier()" not in text[text.index("for j.step") :]
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
+    out = np.full((bh, n, d), np.nan, np.float16)
+    kernel.simulate(q, k, v, out)
+    np.testing.assert_allclose(
+        out.astype(np.float64), _attention_reference(q, k, v, causal), atol=4e-3
+    )
+
+
+def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
+    """The threads waiting for a stage leave their polling loop together (a vote): ptxas
+    serialised every product of the kernel when the loop's exit could diverge (C7520)."""
+    tensors = gpu_attention.tensor_core_attention(2, 512, 128, causal=True)
+    s = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True)
+    report = assemble(sl.build(s, _io(tensors), "cuda").ptx)
+    assert "serialized" not in report.log and report.spill_bytes == 0, report.log
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    ("d", "causal", "keys", "n"),
-    [(64, False, 64, 320), (128, False, 64, 320), (64, True, 64, 320), (128, True, 128, 384)],
+    ("d", "causal", "keys", "n", "tma"),
+    [
+        (64, False, 64, 320, False),
+        (128, False, 64, 320, False),
+        (64, True, 64, 320, False),
+        (128, True, 128, 384, False),
+        (64, True, 128, 640, True),
+        (128, False, 128, 384, True),
+        (128, True, 128, 512, True),
+    ],
 )
-def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n):
+def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
     bh = 3
     tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
-    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, keys=keys), _io(tensors), "cuda")
+    s = gpu_attention.wgmma_schedule(*tensors, keys=keys, stages=3 if tma else 2, tma=tma)
+    kernel = sl.build(s, _io(tensors), "cuda")
     rng = np.random.default_rng(10)
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)

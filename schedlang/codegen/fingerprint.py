@@ -95,6 +95,7 @@ def _stmt_token(s: Stmt, buffer, ident) -> str:
         token += f":{buffer(s.dst)}<-{buffer(s.src)}:{s.shape}:{buffer(s.barrier)}"
     if isinstance(s, MBarrier):
         token += f":{s.op}:{buffer(s.barrier)}:{s.count}:{s.pending}:{s.when is not None}"
+        token += f":{s.per_warp}"
     if isinstance(s, AsyncWait):
         token += f":{s.pending}"
     return token

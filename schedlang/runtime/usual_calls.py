@@ -15,6 +15,10 @@ attributes of each array, fills the kernel's parameter block and launches. Anyth
 set the context up) returns False and the call takes the general path, which says what is
 wrong: no check is lost.
 
+The copy engine's tensor maps (`tensor_maps`) describe the arrays of a call: they are encoded
+at the first call on a set of addresses and sizes and kept (the last `_MAP_SETS` sets), so that
+a loop over the same buffers encodes none, and copied into the parameter block by value.
+
 A call costs what Python does per call, so the checks are Python source written for each
 kernel and kind of array (`_source`), with the parameters unrolled and every constant in place:
 a loop over parameters, dimensions and sizes costs several microseconds more per call than the
@@ -31,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..codegen.nvptx.plan import DevicePlan
+from ..errors import LaunchError
 from .cuda import driver
 from .cuda.arguments import ALIGN
 from .cuda.launch import check_grid, grid_of, temp_count
@@ -38,14 +43,16 @@ from .device_array import DeviceArray
 from .fast_path import GuardSpec
 from .size_limits import SizeLimits
 from .streams import torch_stream
+from .tensor_maps import MapBytes, encode
 
 _TORCH, _CUPY, _SL = "torch", "cupy", "sl"
 _TEMP_SETS = 16
+_MAP_SETS = 64  # sets of addresses and sizes whose tensor maps are kept
 
 
 class UsualCall:
     """The usual call of one kernel (see the module); `make` gives None where a kernel's calls
-    cannot take it (tensor maps made per call, host loops)."""
+    cannot take it (host loops set their variables per launch)."""
 
     def __init__(
         self,
@@ -67,7 +74,14 @@ class UsualCall:
         count = len(spec.params) + len(plan.temps) + len(spec.size_limits)
         self.storage = (ctypes.c_uint64 * max(1, count))()  # the parameters' values
         start = ctypes.addressof(self.storage)
-        self.addresses = (ctypes.c_void_p * max(1, count))(*(start + 8 * k for k in range(count)))
+        words = [start + 8 * k for k in range(count)]
+        maps = len(plan.tensor_maps)  # after the sizes, by value (`codegen.nvptx.module`)
+        self.maps = (MapBytes * max(1, maps))()
+        self.map_bytes = ctypes.sizeof(MapBytes) * maps
+        first = ctypes.addressof(self.maps)
+        words += [first + ctypes.sizeof(MapBytes) * k for k in range(maps)]
+        self.addresses = (ctypes.c_void_p * max(1, len(words)))(*words)
+        self.encoded: dict[tuple, Any] = {}
         self.block = ctypes.addressof(self.addresses)  # the kernel parameters (void**)
         self.steps: dict[tuple[int, ...], list[tuple]] = {}
         self.cuda = driver.driver()
@@ -76,8 +90,7 @@ class UsualCall:
 
     @classmethod
     def make(cls, name, plan, functions, spec, limits, device) -> UsualCall | None:
-        if spec is None or plan.tensor_maps or plan.loop_vars:
-            # maps are made per call's arrays; host loops set their variables per launch
+        if spec is None or plan.loop_vars:  # host loops set their variables per launch
             return None
         return cls(name, plan, functions, spec, limits, device)
 
@@ -121,9 +134,13 @@ class UsualCall:
             "SYNC": self._synchronize,
             "TEMPS": self.temps,
             "MAKE_TEMPS": self._temps,
+            "MAPS": self._maps,
+            "PLACE": functools.partial(ctypes.memmove, ctypes.addressof(self.maps)),
+            "MAP_BYTES": self.map_bytes,
         }
         names.update((f"D{k}", d) for k, d in enumerate(dtypes))
-        source = _source(library, self.spec, len(self.plan.temps))
+        maps = bool(self.plan.tensor_maps)
+        source = _source(library, self.spec, len(self.plan.temps), maps)
         code = compile(source, f"<usual call of {self.name}>", "exec")
         exec(code, names)
         return names["call"]
@@ -170,6 +187,24 @@ class UsualCall:
         self.temps[values, stream] = (arrays, tuple(a.ptr for a in arrays))
         return self.temps[values, stream][1]
 
+    def _maps(self, pointers: tuple[int, ...], sizes: tuple[int, ...]) -> int | None:
+        """The address of the tensor maps for a call on `pointers` (the parameters' then the
+        temporaries') and `sizes`, encoded at the first such call; None where the driver
+        refuses one (the general path then says why)."""
+        key = (pointers, sizes)
+        made = self.encoded.get(key)
+        if made is None:
+            try:
+                made = (MapBytes * len(self.plan.tensor_maps))(
+                    *encode(self.plan, pointers, sizes)
+                )
+            except LaunchError:
+                return None
+            if len(self.encoded) >= _MAP_SETS:
+                del self.encoded[next(iter(self.encoded))]  # the oldest
+            self.encoded[key] = made
+        return ctypes.addressof(made)
+
     def _steps(self, values: list[int]) -> list[tuple]:
         from ..codegen.cpu.launcher import table
 
@@ -215,9 +250,9 @@ def _launch_address(cuda: Any) -> int | None:
     return int(result[1])
 
 
-def _source(library: str, spec: GuardSpec, temps: int = 0) -> str:
+def _source(library: str, spec: GuardSpec, temps: int = 0, maps: bool = False) -> str:
     """Python source of ``call(arrays, stream)`` for `spec` and arrays of `library` (module),
-    for a kernel with `temps` temporaries."""
+    for a kernel with `temps` temporaries and, where `maps`, tensor maps."""
     count = len(spec.params)
     a = [f"a{k}" for k in range(count)]
     lines = [
@@ -305,9 +340,14 @@ def _source(library: str, spec: GuardSpec, temps: int = 0) -> str:
             "        if t is None:",
             "            return False",
         ]
+    if maps:
+        everything = ", ".join(pointers + held)
+        lines.append(f"    m = MAPS(({everything},), {values})")
+        require("m is not None")
     lines += [
         "    with LOCK:",
         f"        STORAGE[:] = ({', '.join(pointers + held + sizes)},)",
+        *(["        PLACE(m, MAP_BYTES)"] if maps else []),
         "        RUN(steps, stream)",
     ]
     if wait:

@@ -184,13 +184,22 @@ class DoubleBuffer:
 
 @dataclass(frozen=True, slots=True)
 class Pipeline:
-    """``s[T].pipeline(stages, tma)``: T filled by asynchronous copies, `stages` - 1 steps
-    ahead (with `tma`, bulk copies of the copy engine issued by a producer thread)."""
+    """``s[T].pipeline(stages, tma, warp_specialize)``: T filled by asynchronous copies,
+    `stages` - 1 steps ahead (with `tma`, bulk copies of the copy engine issued by a producer
+    warp of their own, or without `warp_specialize` by the block's first thread)."""
 
     stage: str
     stages: int
     loc: str = ""
     tma: bool = False
+    warp_specialize: bool = True
+
+    @property
+    def call(self) -> str:
+        """The call as the user wrote it, for messages."""
+        tma = ", tma=True" if self.tma else ""
+        alone = "" if self.warp_specialize else ", warp_specialize=False"
+        return f"pipeline(stages={self.stages!r}{tma}{alone})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -394,7 +394,7 @@ def _apply(s: Schedule, r: object) -> None:
     elif isinstance(r, rec.DoubleBuffer):
         stage.double_buffer()
     elif isinstance(r, rec.Pipeline):
-        stage.pipeline(r.stages, tma=r.tma)
+        stage.pipeline(r.stages, tma=r.tma, warp_specialize=r.warp_specialize)
     elif isinstance(r, rec.Swizzle):
         stage.swizzle(r.bytes)
     elif isinstance(r, rec.SetScope):

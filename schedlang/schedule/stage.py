@@ -69,6 +69,7 @@ class Stage(StageViews):
         self.double_buffered = False
         self.pipeline_stages: int | None = None
         self.pipeline_tma = False
+        self.pipeline_warp_specialize = True
         self.swizzle_bytes = 0
         self.tensorized: rec.Tensorize | None = None
         self.attach: rec.ComputeAt | rec.ComputeInline | rec.ComputeRoot | None = None
@@ -723,7 +724,7 @@ class Stage(StageViews):
         self._record(rec.DoubleBuffer(self.name, loc))
 
     @entry_point
-    def pipeline(self, stages: int = 3, tma: bool = False) -> None:
+    def pipeline(self, stages: int = 3, tma: bool = False, warp_specialize: bool = True) -> None:
         """Fill this stage's buffer (a shared tile refilled in a loop of its consumer) with
         asynchronous copies (``cp.async``), `stages` - 1 iterations of that loop ahead of
         their use, in `stages` copies of the buffer: the copies of the next tiles are in
@@ -768,11 +769,28 @@ class Stage(StageViews):
               ... A.shared[k.outer % 3, ...] ...
               mbarrier_arrive(A.shared.empty[k.outer % 3])
 
+        With ``tma=True, warp_specialize=False`` the block keeps its threads: its first thread
+        issues the copies at the start of each step, between its own work, and every thread
+        releases a stage at the end of the step that read it, once its products are done. The
+        issuing thread then waits only for the block's other threads to finish the step
+        before, so its warps run at most a step ahead of them: warpgroups drift apart, one's
+        softmax or epilogue beside another's products, with no block barrier in the loop and
+        no registers given to a producer warp (CUTLASS's non-specialised TMA kernels)::
+
+            for k.outer in range(0, 8):
+              if k.outer + 2 < 8:   # the block's first thread
+                mbarrier_wait(A.shared.empty[(k.outer + 2) % 3], ...)   # from k.outer >= 1
+                mbarrier_arrive(A.shared.full[(k.outer + 2) % 3], expect_bytes=...)
+                A.shared[(k.outer + 2) % 3, 0, 0] = bulk_copy(A[..., 32 * (k.outer + 2)], box ...)
+              mbarrier_wait(A.shared.full[k.outer % 3], parity=k.outer // 3 % 2)  # every thread
+              ... A.shared[k.outer % 3, ...] ...
+              mbarrier_arrive(A.shared.empty[k.outer % 3])
+
         The fill must copy a box of a tensor as it is (no padding condition, no arithmetic),
         compact or swizzled: anything else is a `LoweringError` that says what to change.
         """
         loc = user_location()
-        call = f"pipeline(stages={stages!r}{', tma=True' if tma else ''})"
+        call = rec.Pipeline(self.name, stages, loc, tma is True, warp_specialize is True).call
         self._require_compute(call, loc)
         self._keep_in_scan(call, loc)
         count = as_int(stages)
@@ -790,9 +808,25 @@ class Stage(StageViews):
             )
         if not isinstance(tma, bool):
             self._fail(FactorError, call, loc, f"tma must be True or False, got {tma!r}")
+        if not isinstance(warp_specialize, bool):
+            self._fail(
+                FactorError,
+                call,
+                loc,
+                f"warp_specialize must be True or False, got {warp_specialize!r}",
+            )
+        if not warp_specialize and not tma:
+            self._fail(
+                FactorError,
+                call,
+                loc,
+                "warp_specialize=False chooses who issues the copy engine's copies (tma=True); "
+                "asynchronous copies without it are issued by every thread already",
+            )
         self.pipeline_stages = count
         self.pipeline_tma = tma
-        self._record(rec.Pipeline(self.name, count, loc, tma))
+        self.pipeline_warp_specialize = warp_specialize
+        self._record(rec.Pipeline(self.name, count, loc, tma, warp_specialize))
 
     @entry_point
     def storage_align(self, axis: object, factor: int, offset: int) -> None:

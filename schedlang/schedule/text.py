@@ -95,8 +95,7 @@ def _line(r, st: str, ref) -> str:
     if isinstance(r, rec.DoubleBuffer):
         return f"{st}.double_buffer()"
     if isinstance(r, rec.Pipeline):
-        tma = ", tma=True" if r.tma else ""
-        return f"{st}.pipeline(stages={r.stages}{tma})"
+        return f"{st}.{r.call}"
     if isinstance(r, rec.Swizzle):
         return f"{st}.swizzle({r.bytes})"
     if isinstance(r, rec.SetScope):

@@ -73,12 +73,12 @@ def test_the_loop_nest():
     # the producer is a third warpgroup (threadIdx.z 2 of 0-2), its thread 0 alone
     assert "for threadIdx.z.producer in range(0, 3):" in text
     assert "if threadIdx.z.producer == 2:" in text
-    assert "mbarrier_init(A.shared.empty[0], arrivals=256)" in text
+    assert "mbarrier_init(A.shared.empty[0], arrivals=8)" in text  # the consumers' 8 warps
     assert "= bulk_copy(A[128 * i.outer, 64 * (k.outer + 3)], box 128 x 64)" in text
     assert "= bulk_copy(B[64 * (k.outer + 3), 256 * j.outer], box 64 x 256)" in text
     assert "expect_bytes=49152" in text  # 128 x 64 + 64 x 256 halves
     assert "mbarrier_wait(A.shared.full[k.outer % 4], parity=k.outer // 4 % 2)" in text
-    assert "products_pending=1) if k.outer > 0" in text
+    assert "products_pending=1, once a warp) if k.outer > 0" in text
     assert "barrier()" in text and text.count("barrier()") == 1  # after the inits only
     assert "async_copy" not in text
 
@@ -359,3 +359,50 @@ def test_rows_the_copy_engine_cannot_read_are_a_launch_error():
     x, y, z = _inputs(128, 100, 128, "float16", "float32")
     with pytest.raises(sl.LaunchError, match="rows of 200 bytes; pad its last dimension"):
         kernel(x, y, z)
+
+
+def test_the_first_thread_issues_the_copies_without_a_producer_warp():
+    """``warp_specialize=False``: the block keeps its two warpgroups, its first thread refills
+    each step's stage before its own products, each warp releases the stage at the step's end;
+    simulated against the reference."""
+    a, b, c = example.gemm(256, 256, 320)
+    s = example.schedule(a, b, c, block_cols=128, stages=3)
+    named = {stage.name: stage for stage in s.stages}
+    for name in ("A.shared", "B.shared"):
+        named[name].pipeline(3, tma=True, warp_specialize=False)
+    kernel = sl.build(s, [a, b, c], target="cuda")
+    text = str(kernel.lowered)
+    assert "producer" not in text and ".maxntid 32, 4, 2" in kernel.ptx
+    assert "mbarrier_arrive(A.shared.empty[k.outer % 3], once a warp)" in text
+    x, y, z = _inputs(256, 256, 320, "float16", "float32", seed=3)
+    kernel.simulate(x, y, z)
+    _close(z, sl.reference(c, {a: x, b: y}), "float32")
+    report = assemble(kernel.ptx)
+    assert "serialized" not in report.log, report.log
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("gpu")
+def test_tensors_take_the_usual_call_with_their_maps_kept(monkeypatch):
+    """A kernel of bulk copies takes the usual call with torch tensors: its tensor maps are
+    encoded once per set of addresses and sizes, and a call on other tensors gets theirs."""
+    import torch
+
+    from schedlang.runtime import usual_calls
+
+    encoded = []
+    real = usual_calls.encode
+    monkeypatch.setattr(usual_calls, "encode", lambda *a: encoded.append(a) or real(*a))
+    kernel, (a, b, c) = _built((256, 256, 128), "float16", "float32", dict(stages=2))
+    sets = []
+    for seed in (1, 2):
+        x, y, z = _inputs(256, 256, 128, "float16", "float32", seed=seed)
+        sets.append([torch.from_numpy(t).cuda() for t in (x, y, z)])
+    for _ in range(3):
+        for x, y, z in sets:
+            kernel(x, y, z)
+    torch.cuda.synchronize()
+    assert kernel._usual is not None and len(encoded) == 2
+    for x, y, z in sets:
+        want = sl.reference(c, {a: x.cpu().numpy(), b: y.cpu().numpy()})
+        _close(z.cpu().numpy(), want, "float32")

@@ -63,6 +63,19 @@ def test_the_number_of_stages_is_checked_at_the_call():
         s[aa].pipeline(2)
 
 
+def test_who_issues_the_copy_engines_copies_is_checked_at_the_call():
+    a, b, c = matmul(8, 8, 6)
+    s = sl.create_schedule(c)
+    aa, _, _ = gemm_shared_local(s, a, b, c)
+    with pytest.raises(sl.ScheduleError, match=r"warp_specialize must be True or False, got 0"):
+        s[aa].pipeline(3, tma=True, warp_specialize=0)
+    with pytest.raises(sl.ScheduleError, match=r"asynchronous copies without it are issued"):
+        s[aa].pipeline(3, warp_specialize=False)
+    s[aa].pipeline(3, tma=True, warp_specialize=False)
+    assert "s[A_shared].pipeline(stages=3, tma=True, warp_specialize=False)" in str(s)
+    assert "s[A_shared].pipeline(stages=3, tma=True, warp_specialize=False)" in str(s.copy())
+
+
 def test_a_pipeline_needs_a_refill_loop():
     a, b, c = matmul(8, 8, 8)
     s = sl.create_schedule(c)

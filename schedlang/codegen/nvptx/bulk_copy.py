@@ -192,6 +192,12 @@ def emit_mbarrier(em: StmtEmitter, s: MBarrier) -> None:
             if s.count:
                 text = "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
                 _asm(em, text, "r,r", [at, ir.Constant(I32, s.count)])
+            elif s.per_warp:  # predicated, not a branch: products may be in flight across it
+                text = (
+                    "{ .reg .pred p; .reg .u32 l; bar.warp.sync -1; mov.u32 l, %laneid; "
+                    "setp.eq.u32 p, l, 0; @p mbarrier.arrive.shared::cta.b64 _, [$0]; }"
+                )
+                _asm(em, text, "r", [at])
             else:
                 _asm(em, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", [at])
     elif s.op == "wait":
@@ -210,15 +216,20 @@ def _when(em: StmtEmitter, s: MBarrier) -> Iterator[None]:
 
 
 def _wait(em: StmtEmitter, at: ir.Value, parity: ir.Value) -> None:
-    """Poll ``try_wait.parity`` until the phase of `parity` has completed."""
+    """Poll ``try_wait.parity`` until the phase of `parity` has completed. The threads that
+    wait together leave the loop together (a vote of the warp's active threads): ptxas takes
+    a loop whose exit may differ between a warp's threads for divergent control flow, and
+    serialises every warpgroup product of the kernel whose registers it must fence after it
+    (C7520)."""
     b = em.b
     poll = b.append_basic_block("mbarrier.wait")
     done = b.append_basic_block("mbarrier.done")
     b.branch(poll)
     b.position_at_end(poll)
     text = (
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
-        "selp.u32 $0, 1, 0, p; }"
+        "{ .reg .pred p, q; .reg .b32 m; "
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
+        "activemask.b32 m; vote.sync.all.pred q, p, m; selp.u32 $0, 1, 0, q; }"
     )
     ty = ir.FunctionType(I32, [I32, I32])
     ready = b.asm(ty, text, "=r,r,r,~{memory}", [at, parity], side_effect=True)

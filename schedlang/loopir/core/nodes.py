@@ -292,7 +292,10 @@ class MBarrier(Stmt):
       asynchronous warpgroup products have completed before it arrives, all but the `pending`
       newest groups of them (a group: the products issued since the last non-product
       statement), which may still be reading what the arrival does not release. Where `when`
-      is given and false the thread does not arrive (it still waits for its products);
+      is given and false the thread does not arrive (it still waits for its products). With
+      `per_warp` the warp's threads meet first (``__syncwarp``) and its first thread arrives
+      for them all, once: the phase counts warps, and a warp's arrival releases what any of
+      its threads read (one shared-memory atomic a warp instead of 32);
     - ``"wait"``: the thread waits until the phase of parity `parity` (0 or 1) has completed:
       every arrival in, every expected byte landed. What the arrivers did before arriving (and
       the copies counted in the phase) is then seen by the waiter.
@@ -305,6 +308,7 @@ class MBarrier(Stmt):
     parity: Expr | None = None
     pending: int = 0
     when: Expr | None = None
+    per_warp: bool = False
 
 
 @dataclass(frozen=True, slots=True)

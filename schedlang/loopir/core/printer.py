@@ -120,8 +120,9 @@ def stmt_head(stmt: Stmt) -> str:
         if stmt.op == "arrive":
             expect = f", expect_bytes={stmt.count}" if stmt.count else ""
             pending = f", products_pending={stmt.pending}" if stmt.pending else ""
+            warp = ", once a warp" if stmt.per_warp else ""
             when = "" if stmt.when is None else f" if {expr_str(stmt.when)}"
-            return f"mbarrier_arrive({at}{expect}{pending}){when}"
+            return f"mbarrier_arrive({at}{expect}{pending}{warp}){when}"
         return f"mbarrier_wait({at}, parity={expr_str(stmt.parity)})"
     if isinstance(stmt, AsyncCommit):
         return "async_commit()"

@@ -307,7 +307,7 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         when = None if s.when is None else ex(s.when)
         if index is s.index and parity is s.parity and when is s.when:
             return s
-        return MBarrier(s.op, s.barrier, index, s.count, parity, s.pending, when)
+        return replace(s, index=index, parity=parity, when=when)
     if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait, BulkWait)):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")

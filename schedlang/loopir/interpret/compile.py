@@ -341,7 +341,8 @@ class _Compiler(ExprCompiler):
         elif s.op == "arrive":
             run = self.constant(mbarrier.arrive, "mbarrier_arrive")
             when = "True" if s.when is None else self.expr(s.when, mask)
-            self.emit(f"{ind}{run}(_rt, {mask}, {bar}, {at}, {s.count}, {when}, {head!r})")
+            args = f"{bar}, {at}, {s.count}, {when}, {head!r}, {s.per_warp}"
+            self.emit(f"{ind}{run}(_rt, {mask}, {args})")
         elif s.op == "wait":
             run = self.constant(mbarrier.wait, "mbarrier_wait")
             parity = self.expr(s.parity, mask)

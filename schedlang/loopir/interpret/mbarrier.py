@@ -138,9 +138,12 @@ def init(rt: Runtime, mask, mem: Mem, index, count: int, head: str) -> None:
     bar.count[k], bar.arrivals[k], bar.expected[k], bar.issued[k] = count, 0, 0, 0
 
 
-def arrive(rt: Runtime, mask, mem: Mem, index, expect: int, when, head: str) -> None:
+def arrive(
+    rt: Runtime, mask, mem: Mem, index, expect: int, when, head: str, per_warp: bool = False
+) -> None:
     """Run an ``arrive``: one arrival per thread where `when` holds (and `expect` bytes
-    each, when > 0)."""
+    each, when > 0); with `per_warp`, one per warp, for its threads, every one of which must
+    run it (they meet at a ``__syncwarp`` first)."""
     if isinstance(when, np.ndarray):
         mask = rt.narrow(rt.full if mask is None else mask, when)
         if mask is None:
@@ -157,8 +160,18 @@ def arrive(rt: Runtime, mask, mem: Mem, index, expect: int, when, head: str) -> 
         clocks, phases = state.arrivals.setdefault((lane, bar.key, k), ([], []))
         clocks.append(now)
         phases.append(phase)
-    bar.arrivals[k] += len(lanes)
-    bar.expected[k] += expect * len(lanes)
+    arrivals = len(lanes)
+    if per_warp:
+        warps = np.unique(lanes // WARP)
+        whole = np.arange(rt.size, dtype=np.int64)[np.isin(np.arange(rt.size) // WARP, warps)]
+        if len(whole) != len(lanes):
+            raise InternalError(
+                f"{head}: {len(lanes)} threads of {len(warps)} warps arrive once a warp; each "
+                "warp's threads must all arrive (they meet at a __syncwarp first)"
+            )
+        arrivals = len(warps)
+    bar.arrivals[k] += arrivals
+    bar.expected[k] += expect * arrivals
     if bar.arrivals[k] > bar.count[k]:
         raise InternalError(
             f"{head}: {int(bar.arrivals[k])} arrivals on {_at(bar, k)} in one phase, which "

@@ -22,12 +22,28 @@ No block barrier stands in the loop: on a GPU the producer runs ahead, up to `st
 steps, and each consumer waits only for the stage it reads (warp specialisation). A step's
 copy is released a step late, so that its warpgroup products (`wgmma`) may still be running
 while the next step's wait and products are issued: the release waits for all groups of
-products but the newest (``pending``). The loop lists the roles in the order the interpreter
-runs them, an order that never waits on hardware either. The fill of
-the buffer must copy one box of a global tensor into the whole buffer, element for element:
-isl proves that its stores cover the buffer's box exactly and that each reads the tensor at
-the same offset from where it writes (`poly.box_copy`); the box's first element is then the
-copy's origin.
+products but the newest (``pending``).
+
+Without warp specialisation (``warp_specialize=False``) the block's first thread issues the
+copies, at the start of each step and before its own reads, and every thread releases a step's
+copy at the end of that step, its products done::
+
+    for ko:
+        first thread: if ko + stages - 1 < end:
+            wait(empty[(ko - 1) % stages], parity)  (not in the first round)
+            arrive(full[...], expect the stage's bytes); bulk_copy(..., ko + stages - 1)
+        every thread: wait(full[ko % stages], parity); ... reads ...; arrive(empty[ko % stages])
+
+The first thread then waits only for the others to finish the step before its own, and its
+warps run at most a step ahead of theirs: no producer warp takes registers, no block barrier
+holds the warpgroups in step. Where the consumers are whole warps, a warp arrives once
+(``per_warp``) rather than each of its threads.
+
+The loop lists the roles in the order the interpreter runs them, an order that never waits on
+hardware either. The fill of the buffer must copy one box of a global tensor into the whole
+buffer, element for element: isl proves that its stores cover the buffer's box exactly and that
+each reads the tensor at the same offset from where it writes (`poly.box_copy`); the box's
+first element is then the copy's origin.
 """
 
 from __future__ import annotations
@@ -69,8 +85,10 @@ from .refill import copies_of, refill_groups, replace_loop, retarget, split_body
 
 TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_BOX = 256  # elements per dimension of one bulk copy
+WARP = 32
 # the kinds of the variables of the thread loops that pick each role's threads (`split_roles`)
 PRODUCER, CONSUMER = "producer", "consumer"
+ISSUER = "issuer"  # the block's first thread issuing the copies between its own work
 
 
 @dataclass(frozen=True)
@@ -83,22 +101,26 @@ class _Box:
     shape: tuple[int, ...]
 
 
-def bulk_pipeline(stmt: Stmt, buffers: dict[Buffer, int]) -> Stmt:
-    """`stmt` with each buffer of `buffers` (its number of stages, >= 2) filled by a pipeline
-    of bulk copies (module doc); buffers refilled by one loop share one pipeline."""
+def bulk_pipeline(stmt: Stmt, buffers: dict[Buffer, tuple[int, bool]]) -> Stmt:
+    """`stmt` with each buffer of `buffers` (its number of stages, >= 2, and whether a
+    producer warp issues its copies) filled by a pipeline of bulk copies (module doc); buffers
+    refilled by one loop share one pipeline, with the most stages asked of them and a producer
+    warp unless one of them asked for none."""
     remaining = list(buffers)
     while remaining:
         groups = refill_groups(stmt, remaining)
         if not groups:
             break  # filled once: a plain fill, nothing to overlap
         loop, group = groups[0]
-        stmt = _apply(stmt, loop, group, max(buffers[b] for b in group))
+        stages = max(buffers[b][0] for b in group)
+        specialized = all(buffers[b][1] for b in group)
+        stmt = _apply(stmt, loop, group, stages, specialized)
         remaining = [b for b in remaining if b not in group]
     return stmt
 
 
-def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
-    call = f"pipeline(stages={stages}, tma=True)"
+def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized: bool) -> Stmt:
+    call = f"pipeline(stages={stages}, tma=True{'' if specialized else ', warp_specialize=False'})"
     parts = split_body(loop, group, call)
     path = _path(stmt, loop)
     around = [s for s in path if isinstance(s, For)]  # `loop` last
@@ -111,6 +133,8 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     extents = _thread_extents(kernel)
     # warpgroups (products of 4 warps along y) keep their shape: the producer goes along z
     outer = 2 if any(is_wgmma(s) for s in walk_stmt(kernel)) else _outer_tag(extents)
+    issuer = _Issuer(extents, outer, specialized)
+    ahead_by = stages - 1  # steps a copy is issued ahead
     copies = {id(b): copies_of(b, stages) for b in group}
     v, lo, dtype = loop.var, loop.min, loop.var.dtype
     tile, lets = _tile_loop(stmt, loop)
@@ -119,6 +143,7 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     full = Buffer(f"{name}.full", (const(stages),), "int64", "shared")
     empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
     consumers = extents[0] * extents[1] * extents[2]
+    per_warp = consumers % WARP == 0  # the consumers are whole warps: one arrival each
     nbytes = sum(_nbytes(box) for box in boxes)
 
     def num(n: int) -> Expr:
@@ -143,14 +168,15 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
         return seq(*issued)
 
     inits = [MBarrier("init", full, num(k), 1) for k in range(stages)]
-    inits += [MBarrier("init", empty, num(k), consumers) for k in range(stages)]
-    prologue = [_producer(extents, outer, seq(*inits)), Barrier()]
-    for p in range(stages - 1):
+    releases = consumers // WARP if per_warp else consumers
+    inits += [MBarrier("init", empty, num(k), releases) for k in range(stages)]
+    prologue = [issuer.runs(seq(*inits)), Barrier()]
+    for p in range(ahead_by):
         first_steps = If(Compare("<", num(p), steps.count), fill(num(p), num(p)))
-        prologue.append(_producer(extents, outer, first_steps))
+        prologue.append(issuer.runs(first_steps))
 
     g = steps.here
-    ahead = simplify_expr(Binary("+", g, num(stages - 1), dtype))
+    ahead = simplify_expr(Binary("+", g, num(ahead_by), dtype))
     released = MBarrier(
         "wait", empty, slot(ahead), parity=_parity(Binary("-", rounds(ahead), num(1), dtype))
     )
@@ -159,24 +185,26 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int) -> Stmt:
     rest = seq(*(_widened(s, around, {id(box.buffer): box for box in boxes}) for s in parts.rest))
     for b in group:
         rest = retarget(rest, b, copies[id(b)], slot(g))
-    # the previous step's copy is released once its products are done; this step's may
-    # still run (one group of products in flight across the loop's turn)
-    products = 1 if any(is_wgmma(s) for s in walk_stmt(rest)) else 0
-    previous = simplify_expr(Binary("-", g, num(1), dtype))
-    release = MBarrier(
-        "arrive", empty, slot(previous), pending=products, when=Compare(">", g, num(0))
+    if specialized:
+        # the previous step's copy is released once its products are done; this step's may
+        # still run (one group of products in flight across the loop's turn)
+        products = 1 if any(is_wgmma(s) for s in walk_stmt(rest)) else 0
+        previous = simplify_expr(Binary("-", g, num(1), dtype))
+        first = Compare(">", g, num(0))
+        release = MBarrier(
+            "arrive", empty, slot(previous), pending=products, when=first, per_warp=per_warp
+        )
+    else:
+        # this step's copy, once its products are done: the issuing thread, a consumer too,
+        # then waits at the start of a step only for the others to finish the step before
+        release = MBarrier("arrive", empty, slot(g), per_warp=per_warp)
+    consumed = _consumers(
+        extents, outer, MBarrier("wait", full, slot(g), parity=_parity(rounds(g))), rest, release
     )
-    body = seq(
-        *parts.pre,
-        _consumers(
-            extents,
-            outer,
-            MBarrier("wait", full, slot(g), parity=_parity(rounds(g))),
-            rest,
-            release,
-        ),
-        _producer(extents, outer, If(Compare("<", ahead, steps.count), refill)),
-    )
+    issued = issuer.runs(If(Compare("<", ahead, steps.count), refill))
+    # a producer warp refills after the step's reads (the interpreter's order); the block's
+    # first thread before them, for the copy's sake: it has a step less to land
+    body = seq(*parts.pre, *((consumed, issued) if specialized else (issued, consumed)))
     for wrapper in reversed(parts.wrappers):
         body = Allocate(wrapper.buffer, body)
     new_loop = For(v, lo, loop.extent, loop.kind, body, loop.thread)
@@ -377,18 +405,29 @@ def _outer_tag(extents: tuple[int, int, int]) -> int:
     return max((k for k in range(3) if extents[k] > 1), default=0)
 
 
-def _producer(extents: tuple[int, int, int], outer: int, body: Stmt) -> Stmt:
-    """`body` run by the producer thread: index ``extents[outer]`` of tag `outer` (one past
-    the consumers), index 0 of the others."""
-    for k in range(3):
-        if k != outer and extents[k] == 1:
-            continue
-        var = Var(f"{TAGS[k]}.producer", "int32", PRODUCER)
-        first = extents[k] if k == outer else 0
-        guarded = If(Compare("==", var, const(first, "int32")), body)
-        extent = extents[k] + 1 if k == outer else extents[k]
-        body = For(var, const(0, "int32"), const(extent, "int32"), "bound", guarded, TAGS[k])
-    return body
+@dataclass(frozen=True)
+class _Issuer:
+    """The thread that issues the copies: a producer of its own, index ``extents[outer]`` of
+    tag `outer` (one past the consumers) and 0 of the others, where `specialized`; else the
+    block's first thread, a consumer too (its loops of another kind than the roles', so that
+    `split_roles` leaves the step whole)."""
+
+    extents: tuple[int, int, int]
+    outer: int
+    specialized: bool
+
+    def runs(self, body: Stmt) -> Stmt:
+        """`body` run by the issuing thread alone."""
+        kind = PRODUCER if self.specialized else ISSUER
+        for k in range(3):
+            if k != self.outer and self.extents[k] == 1:
+                continue
+            var = Var(f"{TAGS[k]}.{kind}", "int32", kind)
+            own = self.specialized and k == self.outer
+            guarded = If(Compare("==", var, const(self.extents[k] if own else 0, "int32")), body)
+            extent = self.extents[k] + 1 if own else self.extents[k]
+            body = For(var, const(0, "int32"), const(extent, "int32"), "bound", guarded, TAGS[k])
+        return body
 
 
 def _consumers(
