@@ -1,6 +1,7 @@
 """float32 rounded to bfloat16 by the GPU's ``cvt.rn.bf16.f32`` from sm_80 on (one instruction
-for the six of the integer rounding), to the reference's bits: ties to even, overflow to
-infinity, NaN kept NaN."""
+for the six of the integer rounding; two lanes an instruction, ``cvt.rn.bf16x2.f32``, in a
+vectorized store), to the reference's bits: ties to even, overflow to infinity, NaN kept
+NaN."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ import pytest
 import schedlang as sl
 
 
-def _kernel(arch):
+def _kernel(arch, lanes=1):
     a = sl.placeholder((1000,), "float32", name="A")
     b = sl.compute((1000,), lambda i: (a[i] * 3.0).astype("bfloat16"), name="B")
     s = sl.create_schedule(b.op)
-    outer, inner = s[b].split(b.op.axis[0], factor=128)
+    rest, lane = s[b].split(b.op.axis[0], factor=lanes)
+    outer, inner = s[b].split(rest, factor=128)
     s[b].bind(outer, sl.thread_axis("blockIdx.x"))
     s[b].bind(inner, sl.thread_axis("threadIdx.x"))
+    if lanes > 1:
+        s[b].vectorize(lane)
     return a, b, sl.build(s, [a, b], target=f"cuda -arch={arch}")
 
 
@@ -35,9 +39,16 @@ def test_one_instruction_from_sm_80_and_the_integer_rounding_before():
     assert "cvt.rn.bf16.f32" not in _kernel("sm_75")[2].ptx
 
 
+def test_a_vectorized_store_rounds_two_lanes_an_instruction():
+    ptx = _kernel("sm_90", lanes=8)[2].ptx
+    assert ptx.count("cvt.rn.bf16x2.f32") == 4 and "setp.nan" not in ptx
+    assert "cvt.rn.bf16x2.f32" not in _kernel("sm_75", lanes=8)[2].ptx
+
+
 @pytest.mark.gpu
-def test_the_same_bits_as_the_reference():
-    a, b, kernel = _kernel("sm_90")
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_the_same_bits_as_the_reference(lanes):
+    a, b, kernel = _kernel("sm_90", lanes)
     x = _data()
     out = np.zeros(1000, ml_dtypes.bfloat16)
     kernel(x, out)

@@ -38,7 +38,6 @@ from .types import (
     from_storage,
     round_half,
     storage_type,
-    to_storage,
 )
 
 if TYPE_CHECKING:
@@ -176,7 +175,7 @@ def _store(em: StmtEmitter, s: Store) -> None:
                 value = _reduce(em, s, *found)
             em.scalar_store(buffer, s.indices, value)
         return
-    value = to_storage(b, buffer.dtype, em.splat(em.value(s.value), em.lanes))
+    value = em.target.to_storage(b, buffer.dtype, em.splat(em.value(s.value), em.lanes))
     align = dt.itemsize(buffer.dtype)
     registers = em.registers.values.get(buffer)
     if registers is not None:  # contiguous, under no If (`register_values.promoted`)
