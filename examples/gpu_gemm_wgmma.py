@@ -53,11 +53,13 @@ def schedule(
     group: int = 0,
     persistent: int = 0,
     tma_store: bool = False,
+    warp_specialize: bool = True,
 ) -> sl.Schedule:
     """The schedule above: `block_rows` a multiple of 64, `block_cols` a multiple of 8 up to
     256 (a multiple of 64 above 64: B's panels), `step` a multiple of 64 (of 128 for 8-bit
     floats, whose instructions take 32 of K, `gpu_gemm_fp8`). With `tma`, the
-    tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``).
+    tiles are copied by the copy engine from a producer warp (``pipeline(stages, tma=True)``),
+    or without `warp_specialize` from the block's first thread between its own products.
     With `group`, blocks are launched down that many block columns at a time (at most; a
     divisor of their number), so that the blocks running at once share B's columns in L2.
     With `persistent`, that many blocks (one per multiprocessor) take the tiles in turn, block
@@ -89,7 +91,7 @@ def schedule(
         s, c, acc, a.dtype, block_rows, block_cols, step, group, persistent, tma_store, epilogue
     )
     for staged in (a_shared, b_shared):
-        stage_tile(s, staged, s[acc], ko, groups, stages, tma)
+        stage_tile(s, staged, s[acc], ko, groups, stages, tma, warp_specialize=warp_specialize)
     return s
 
 

@@ -366,10 +366,7 @@ def test_the_first_thread_issues_the_copies_without_a_producer_warp():
     each step's stage before its own products, each warp releases the stage at the step's end;
     simulated against the reference."""
     a, b, c = example.gemm(256, 256, 320)
-    s = example.schedule(a, b, c, block_cols=128, stages=3)
-    named = {stage.name: stage for stage in s.stages}
-    for name in ("A.shared", "B.shared"):
-        named[name].pipeline(3, tma=True, warp_specialize=False)
+    s = example.schedule(a, b, c, block_cols=128, stages=3, tma=True, warp_specialize=False)
     kernel = sl.build(s, [a, b, c], target="cuda")
     text = str(kernel.lowered)
     assert "producer" not in text and ".maxntid 32, 4, 2" in kernel.ptx

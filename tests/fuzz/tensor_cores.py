@@ -129,10 +129,10 @@ def draw_case(data) -> TensorCoreCase:
 def _wgmma_case(data) -> TensorCoreCase:
     """`examples/gpu_gemm_wgmma.py`'s GEMM: float16 or bfloat16, one or two warpgroups of 64
     rows, 8 to 128 columns (the instruction's n), 1 to 4 stages, tiles copied by ``cp.async``
-    or, in half the pipelined cases, by the copy engine from a producer warpgroup
-    (``tma``), results stored by the copy engine in half the cases whose tiles are whole
-    pieces of 128-byte rows (``tma_store``), sizes cut by the tiles along m, n and k now and
-    then. Sizes its layout cannot
+    or, in half the pipelined cases, by the copy engine (``tma``) from a producer warpgroup or
+    from the block's first thread (``warp_specialize``), results stored by the copy engine in
+    half the cases whose tiles are whole pieces of 128-byte rows (``tma_store``), sizes cut by
+    the tiles along m, n and k now and then. Sizes its layout cannot
     take (k steps of rows shorter than 128 bytes: k under 64) must be refused clearly."""
     draw = data.draw
     dtype = draw(st.sampled_from(["float16", "bfloat16"]), label="operands")
@@ -147,6 +147,8 @@ def _wgmma_case(data) -> TensorCoreCase:
     )
     if options["stages"] >= 2:
         options["tma"] = draw(st.booleans(), label="copy engine")
+        if options["tma"]:
+            options["warp_specialize"] = draw(st.booleans(), label="producer warpgroup")
     if options["block_cols"] % (128 // dt.itemsize(out_dtype)) == 0:  # whole pieces
         options["tma_store"] = draw(st.booleans(), label="stores by the copy engine")
     symbolic = draw(st.sampled_from([(), (), ("m",)]), label="symbolic sizes")
