@@ -41,6 +41,9 @@ CASES = [
     ((200, 136, 208), "bfloat16", "float32", dict(persistent=3, block_cols=64, stages=4)),
     # the last block row has 32 rows: its second warpgroup none (its products versioned out)
     ((160, 256, 208), "float16", "float16", dict(persistent=2, stages=3)),
+    # the copies issued by the block's first thread, no producer warpgroup
+    ((200, 136, 320), "float16", "float32", dict(block_cols=64, stages=3, warp_specialize=False)),
+    ((256, 384, 128), "bfloat16", "float32", dict(persistent=4, stages=2, warp_specialize=False)),
 ]
 
 
