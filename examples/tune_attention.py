@@ -1,6 +1,7 @@
 """Attention on Hopper's tensor cores (`examples.gpu_attention.wgmma_schedule`) as a template:
-query rows a block (one to three warpgroups), keys a step and copies of K and V in flight are
-knobs (18 points). The template declares invalid the points whose tiles would not fit in a
+query rows a block (one to three warpgroups), keys a step, copies of K and V in flight, and
+whether the copy engine brings them (issued by the block's first thread) are knobs (36
+points). The template declares invalid the points whose tiles would not fit in a
 multiprocessor's 227 KB of shared memory, or whose block of keys does not divide the length;
 points whose accumulators would not fit in a thread's registers are refused when built
 (schedlang's estimate), and so left out by the tuner. The hand schedule's options (128 rows,
@@ -26,13 +27,16 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False):
     rows = cfg.choice("rows", [64, 128, 192])
     keys = cfg.choice("keys", [64, 128])
     stages = cfg.choice("stages", [1, 2, 3])
+    tma = cfg.choice("tma", [False, True])
     cfg.add_flop(4.0 * bh * n * n * d / (2 if causal else 1))
     if n % keys:
         raise sl.tune.Invalid(f"{keys} keys a step do not divide the length {n}")
     staged = (rows + 2 * keys * stages) * d * 2
     if staged > SHARED_BYTES:
         raise sl.tune.Invalid(f"Q's and {stages} stages of K's and V's tiles exceed 227 KB")
-    s = gpu_attention.wgmma_schedule(*tensors, rows=rows, keys=keys, stages=stages)
+    if tma and stages < 2:
+        raise sl.tune.Invalid("the copy engine fills a pipeline: 2 stages or more")
+    s = gpu_attention.wgmma_schedule(*tensors, rows=rows, keys=keys, stages=stages, tma=tma)
     return s, [*tensors[:3], tensors[-1]]
 
 

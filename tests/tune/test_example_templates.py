@@ -101,14 +101,20 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     from examples import gpu_attention, tune_attention
 
     task = tune_attention.attention(2, 256, 128, causal=True)
-    assert len(task.space) == 18
-    s, args = task.instantiate({"rows": 128, "keys": 64, "stages": 2})
+    assert len(task.space) == 36
+    s, args = task.instantiate({"rows": 128, "keys": 64, "stages": 2, "tma": False})
     tensors = gpu_attention.tensor_core_attention(2, 256, 128, causal=True)
     assert str(s) == str(gpu_attention.wgmma_schedule(*tensors))
+    s, _ = task.instantiate({"rows": 128, "keys": 128, "stages": 3, "tma": True})
+    assert str(s) == str(gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True))
     with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
-        task.instantiate({"rows": 192, "keys": 128, "stages": 3})
+        task.instantiate({"rows": 192, "keys": 128, "stages": 3, "tma": False})
+    with pytest.raises(sl.tune.Invalid, match="2 stages or more"):
+        task.instantiate({"rows": 128, "keys": 64, "stages": 1, "tma": True})
     with pytest.raises(sl.tune.Invalid, match="do not divide the length 192"):
-        tune_attention.attention(2, 192, 64).instantiate({"rows": 64, "keys": 128, "stages": 2})
+        tune_attention.attention(2, 192, 64).instantiate(
+            {"rows": 64, "keys": 128, "stages": 2, "tma": False}
+        )
 
 
 def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
@@ -116,7 +122,7 @@ def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
 
     bh, n, d = 2, 128, 64
     task = tune_attention.attention(bh, n, d, causal=True)
-    s, args = task.instantiate({"rows": 64, "keys": 128, "stages": 1})
+    s, args = task.instantiate({"rows": 64, "keys": 128, "stages": 1, "tma": False})
     kernel = sl.build(s, args, target="cuda -arch=sm_90a")
     rng = np.random.default_rng(3)
     q, k, v = (random_array((bh, n, d), "float16", rng) for _ in range(3))
