@@ -56,3 +56,31 @@ def test_the_same_bits_as_the_reference(lanes):
     finite = ~np.isnan(want.astype(np.float32))
     np.testing.assert_array_equal(out.view(np.uint16)[finite], want.view(np.uint16)[finite])
     assert np.isnan(out.astype(np.float32)[~finite]).all()
+
+
+def _widening(target):
+    """B = A * 3 in float32 from bfloat16 A, eight lanes a vector: A's pairs widened from
+    their 32-bit words."""
+    a = sl.placeholder((1000,), "bfloat16", name="A")
+    b = sl.compute((1000,), lambda i: a[i].astype("float32") * 3.0, name="B")
+    s = sl.create_schedule(b.op)
+    rest, lane = s[b].split(b.op.axis[0], factor=8)
+    if target == "cuda":
+        outer, inner = s[b].split(rest, factor=128)
+        s[b].bind(outer, sl.thread_axis("blockIdx.x"))
+        s[b].bind(inner, sl.thread_axis("threadIdx.x"))
+    s[b].vectorize(lane)
+    return a, b, sl.build(s, [a, b], target=target)
+
+
+def test_a_vector_is_widened_from_its_words():
+    """The low lane of each word shifted up, the high one masked in place: one instruction a
+    lane, the same values (on the CPU, which takes the same conversion)."""
+    ptx = _widening("cuda")[2].ptx
+    assert "and.b32" in ptx and "-65536" in ptx and "cvt.u32.u16" not in ptx
+    a, b, kernel = _widening("cpu")
+    x = _data().astype(ml_dtypes.bfloat16)
+    out = np.full(1000, np.nan, np.float32)
+    kernel(x, out)
+    want = sl.reference(b, {a: x})
+    np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))

@@ -123,6 +123,9 @@ def bfloat_bits(value: ir.Value) -> ir.Value | None:
     integer rounding of a widened value)."""
     if not (isinstance(value, ir.CastInstr) and value.opname == "bitcast"):
         return None
+    paired = _paired_bits(value.operands[0])
+    if paired is not None:
+        return paired
     shifted = value.operands[0]
     if not (isinstance(shifted, ir.Instruction) and shifted.opname == "shl"):
         return None
@@ -141,6 +144,8 @@ def from_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     if dtype == "float16":
         return b.fpext(value, vector_of(F32, lanes))
     if dtype == "bfloat16":
+        if lanes is not None and lanes % 2 == 0:
+            return b.bitcast(_widened_pairs(b, value, lanes), vector_of(F32, lanes))
         wide = b.shl(b.zext(value, vector_of(I32, lanes)), splat(I32, 16, lanes))
         return b.bitcast(wide, vector_of(F32, lanes))
     if dt.is_float8(dtype):
@@ -148,6 +153,33 @@ def from_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
 
         return float8.decode(b, dtype, value)
     return value
+
+
+def _widened_pairs(b: ir.IRBuilder, bits: ir.Value, lanes: int) -> ir.Value:
+    """bfloat16 `bits` (an even number of lanes) as float32 bits, from the 32-bit words that
+    hold them two by two: the low lane shifted up, the high one masked in place. One
+    instruction a lane; widened lane by lane, ptxas extracts each upper half and shifts it
+    back, two."""
+    words = b.bitcast(bits, ir.VectorType(I32, lanes // 2))
+    low = b.shl(words, splat(I32, 16, lanes // 2))
+    high = b.and_(words, splat(I32, -0x10000, lanes // 2))
+    order = [k // 2 + (lanes // 2) * (k % 2) for k in range(lanes)]  # low 0, high 0, low 1...
+    return b.shuffle_vector(low, high, ir.Constant(ir.VectorType(I32, lanes), order))
+
+
+def _paired_bits(wide: ir.Value) -> ir.Value | None:
+    """The bits `_widened_pairs` widened, if `wide` is its result."""
+    if not (isinstance(wide, ir.ShuffleVector) and isinstance(wide.operands[0], ir.Instruction)):
+        return None
+    low, high = wide.operands[0], wide.operands[1]
+    if not (low.opname == "shl" and isinstance(high, ir.Instruction) and high.opname == "and"):
+        return None
+    words = low.operands[0]
+    if words is not high.operands[0] or not isinstance(words, ir.CastInstr):
+        return None
+    bits = words.operands[0]
+    lanes = wide.type.count
+    return bits if bits.type == vector_of(I16, lanes) else None
 
 
 def _float_to_bfloat(b: ir.IRBuilder, value: ir.Value, lanes: int | None) -> ir.Value:
