@@ -132,6 +132,16 @@ def test_a_parallel_loop_is_refused_with_what_to_bind_instead():
         sl.build(s, [a, b], target="opencl")
 
 
+def test_a_block_of_too_many_threads_is_refused_in_opencl_terms_too():
+    a = sl.placeholder((4096,), name="A")
+    b = sl.compute((4096,), lambda i: a[i] * 2.0, name="B")
+    s = sl.create_schedule(b)
+    bx, tx = s[b].split(b.op.axis[0], factor=2048)
+    bind(s, b, (bx, "blockIdx.x"), (tx, "threadIdx.x"))
+    with pytest.raises(sl.LoweringError, match=r"at most 1024 .* an OpenCL GPU's work-group"):
+        sl.build(s, [a, b], target="opencl")
+
+
 def test_names_that_opencl_c_keeps_for_itself_get_a_suffix():
     a = sl.placeholder((8,), name="float4")
     b = sl.compute((8,), lambda i: a[i] + 1.0, name="exp")

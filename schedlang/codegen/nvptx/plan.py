@@ -63,7 +63,7 @@ from .bulk_copy import TensorMap, tensor_maps
 from .shared_layout import BUFFER_ALIGN, SWIZZLE_ALIGN, SharedLayout, lay_out_shared
 from .uniform import guard_uniform_stores
 
-MAX_THREADS = 1024  # per block, on every CUDA GPU since compute capability 2.0
+MAX_THREADS = 1024  # per block: every CUDA GPU since compute capability 2.0, OpenCL GPUs
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _KNOWN = (
@@ -297,11 +297,11 @@ def _block(func: LoweredFunc, body: Stmt) -> tuple[int, int, int]:
         sizes[s.thread] = max(sizes[s.thread], int(s.extent.value))
     block = (sizes["threadIdx.x"], sizes["threadIdx.y"], sizes["threadIdx.z"])
     threads = block[0] * block[1] * block[2]
-    if threads > MAX_THREADS:  # every CUDA GPU; the launch checks the device's own limits
+    if threads > MAX_THREADS:  # the launch checks the device's own limits
         raise LoweringError(
-            f"kernel '{func.name}': a block of {block} is {threads} threads, but no CUDA GPU "
-            f"runs more than {MAX_THREADS} in a block; split the loops bound to threadIdx by "
-            "smaller factors"
+            f"kernel '{func.name}': a block of {block} is {threads} threads, but a block runs "
+            f"at most {MAX_THREADS} (on every CUDA GPU, and in an OpenCL GPU's work-group); "
+            "split the loops bound to threadIdx by smaller factors"
         )
     return block
 
