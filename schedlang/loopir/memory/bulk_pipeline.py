@@ -134,7 +134,6 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     # warpgroups (products of 4 warps along y) keep their shape: the producer goes along z
     outer = 2 if any(is_wgmma(s) for s in walk_stmt(kernel)) else _outer_tag(extents)
     issuer = _Issuer(extents, outer, specialized)
-    ahead_by = stages - 1  # steps a copy is issued ahead
     copies = {id(b): copies_of(b, stages) for b in group}
     v, lo, dtype = loop.var, loop.min, loop.var.dtype
     tile, lets = _tile_loop(stmt, loop)
@@ -171,12 +170,12 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     releases = consumers // WARP if per_warp else consumers
     inits += [MBarrier("init", empty, num(k), releases) for k in range(stages)]
     prologue = [issuer.runs(seq(*inits)), Barrier()]
-    for p in range(ahead_by):
+    for p in range(stages - 1):
         first_steps = If(Compare("<", num(p), steps.count), fill(num(p), num(p)))
         prologue.append(issuer.runs(first_steps))
 
     g = steps.here
-    ahead = simplify_expr(Binary("+", g, num(ahead_by), dtype))
+    ahead = simplify_expr(Binary("+", g, num(stages - 1), dtype))
     released = MBarrier(
         "wait", empty, slot(ahead), parity=_parity(Binary("-", rounds(ahead), num(1), dtype))
     )
