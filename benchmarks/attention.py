@@ -116,6 +116,12 @@ def main() -> None:
         help="wgmma: K and V by the copy engine from the block's first thread (tma) or by "
         "every thread's cp.async (async); auto: tma at d = 128 or L >= 2048",
     )
+    parser.add_argument(
+        "--persistent",
+        type=int,
+        default=0,
+        help="wgmma: that many blocks take the (head, rows) tiles in turn (0: a block a tile)",
+    )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
     parser.add_argument("--build-one", help=argparse.SUPPRESS)  # "d causal", in a subprocess
@@ -167,7 +173,8 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
     if args.schedule == "wgmma":
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
-        s = _wgmma(tensors, d, n, causal, args.rows, args.keys, args.stages, args.copies)
+        shape = (args.rows, args.keys, args.stages, args.copies, args.persistent)
+        s = _wgmma(tensors, d, n, causal, *shape)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
@@ -180,11 +187,15 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     return _timed(s, tensors, q, k, v, causal, args.repeat)
 
 
-def _wgmma(tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto"):
+def _wgmma(
+    tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
+    persistent=0,
+):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
     d = 128 from L = 2048, else 2), by cp.async at d = 64 below (3 stages, 2 for a causal
-    L <= 1024, whose blocks see few steps)."""
+    L <= 1024, whose blocks see few steps); `persistent` blocks taking the tiles in turn if
+    given."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
         default = 3 if d > 64 and n >= 2048 else 2
@@ -196,6 +207,7 @@ def _wgmma(tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=N
         keys=keys or 128,  # the tuner's best at d = 64; at d = 128 too (NOTES.md)
         stages=stages or default,
         tma=tma,
+        persistent=persistent,
     )
 
 

@@ -151,7 +151,17 @@ def tensor_core_attention(bh: int, n, d: int, dtype: str = "float16", causal: bo
 
 
 def wgmma_schedule(
-    q, k, v, chain, p16, out, rows: int = 128, keys: int = 64, stages: int = 2, tma: bool = False
+    q,
+    k,
+    v,
+    chain,
+    p16,
+    out,
+    rows: int = 128,
+    keys: int = 64,
+    stages: int = 2,
+    tma: bool = False,
+    persistent: int = 0,
 ) -> sl.Schedule:
     """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
     them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
@@ -164,8 +174,13 @@ def wgmma_schedule(
     (``warp_specialize=False``: no producer warp to give registers, no block barrier holding
     the two warpgroups in step, one warpgroup's softmax beside the other's products).
     Under a causal mask a block of rows steps up to its diagonal only, and the steps below the
-    diagonal blocks run without the mask's compares (docs/primitives/online.md). The keys'
-    length must be a multiple of `keys` (whole tiles along the second product's reduction)."""
+    diagonal blocks run without the mask's compares (docs/primitives/online.md). With
+    `persistent`, that many blocks take the (head, rows) tiles in turn, block b tiles b,
+    b + persistent, ...; with `tma` the copy engine then fills the next tile's first stages
+    while this tile's last steps run, which needs the same steps in each of a block's tiles
+    (under a causal mask, `persistent` a multiple of the blocks of rows a head has; otherwise
+    refused). The keys' length must be a multiple of `keys` (whole tiles along the second
+    product's reduction)."""
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
     m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])
@@ -176,8 +191,13 @@ def wgmma_schedule(
     io, ii = s[out].split(i, factor=rows)
     group, ii = s[out].split(ii, factor=64)
     s[out].reorder(b, io, group, ii, c)
-    s[out].bind(b, sl.thread_axis("blockIdx.y"))
-    s[out].bind(io, sl.thread_axis("blockIdx.x"))
+    if persistent:  # block b takes tiles b, b + persistent, ...
+        turn, blocks = s[out].split(s[out].fuse(b, io), factor=persistent)
+        s[out].reorder(blocks, turn, group, ii, c)
+        s[out].bind(blocks, sl.thread_axis("blockIdx.x"))
+    else:
+        s[out].bind(b, sl.thread_axis("blockIdx.y"))
+        s[out].bind(io, sl.thread_axis("blockIdx.x"))
     s[out].bind(group, sl.thread_axis("threadIdx.z"))
     s[out].tensorize(ii, sl.intrin.store_matrix(n=d, m=64))
     s[held].compute_at(s[out], group)

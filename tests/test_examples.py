@@ -383,6 +383,41 @@ def test_attention_with_k_and_v_by_the_copy_engine_simulated(n, d, keys, stages,
     )
 
 
+@pytest.mark.parametrize(
+    ("causal", "tma", "blocks"), [(False, True, 4), (True, True, 4), (True, False, 3)]
+)
+def test_persistent_attention_blocks_take_the_tiles_in_turn_simulated(causal, tma, blocks):
+    """`blocks` blocks for the 6 tiles of (head, 128 rows): each takes its tiles in turn, the
+    copy engine's pipeline counted across them (its barriers set up once a block). Under a
+    causal mask with 4 blocks a block's tiles are all the same rows of their heads, so they
+    step to one diagonal; with 3 they do not, and cp.async's pipeline starts again per tile."""
+    bh, n, d = 3, 256, 64
+    tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
+    s = gpu_attention.wgmma_schedule(*tensors, persistent=blocks, tma=tma)
+    kernel = sl.build(s, _io(tensors), "cuda")
+    text = str(kernel.lowered)
+    tiles = text.index("for b.i.outer.fused.outer in range(")
+    if tma:
+        assert text.index("mbarrier_init(") < tiles < text.index("for j.step in")
+    rng = np.random.default_rng(12)
+    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
+    out = np.full((bh, n, d), np.nan, np.float16)
+    kernel.simulate(q, k, v, out)
+    np.testing.assert_allclose(
+        out.astype(np.float64), _attention_reference(q, k, v, causal), atol=4e-3
+    )
+
+
+def test_a_copy_engine_pipeline_restarted_per_tile_is_refused():
+    """Under a causal mask, 3 persistent blocks' tiles step to different diagonals: the copy
+    engine's pipeline would start again per tile, its barriers set up anew while threads may
+    still wait on them. Refused, naming the loops (cp.async pipelines restart safely)."""
+    tensors = gpu_attention.tensor_core_attention(3, 256, 64, causal=True)
+    s = gpu_attention.wgmma_schedule(*tensors, persistent=3, tma=True)
+    with pytest.raises(sl.LoweringError, match=r"inside the serial loop b\.i\.outer\.fused\.outer"):
+        sl.build(s, _io(tensors), "cuda")
+
+
 def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
     """The threads waiting for a stage leave their polling loop together (a vote): ptxas
     serialised every product of the kernel when the loop's exit could diverge (C7520)."""
@@ -403,12 +438,17 @@ def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
         (64, True, 128, 640, True),
         (128, False, 128, 384, True),
         (128, True, 128, 512, True),
+        (128, False, 128, 640, "persistent"),
     ],
 )
 def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
     bh = 3
     tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
-    s = gpu_attention.wgmma_schedule(*tensors, keys=keys, stages=3 if tma else 2, tma=tma)
+    persistent = 7 if tma == "persistent" else 0  # 15 tiles: 3, 2, 2, ... a block
+    stages = 3 if tma else 2
+    s = gpu_attention.wgmma_schedule(
+        *tensors, keys=keys, stages=stages, tma=bool(tma), persistent=persistent
+    )
     kernel = sl.build(s, _io(tensors), "cuda")
     rng = np.random.default_rng(10)
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))

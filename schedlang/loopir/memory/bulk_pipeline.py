@@ -208,6 +208,7 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
         body = Allocate(wrapper.buffer, body)
     new_loop = For(v, lo, loop.extent, loop.kind, body, loop.thread)
     if tile is None:
+        _check_not_restarted(stmt, loop, kernel, call, name)
         piped = Allocate(full, Allocate(empty, seq(*prologue, new_loop)))
         return replace_loop(stmt, loop, piped, copies)
     # one pipeline across the tiles: the producer fills the next tile's first stages while
@@ -215,6 +216,25 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     inner = replace_loop(tile, loop, new_loop, {})
     piped = Allocate(full, Allocate(empty, seq(*prologue, inner)))
     return replace_loop(stmt, tile, piped, copies)
+
+
+def _check_not_restarted(stmt: Stmt, loop: For, kernel: Stmt, call: str, name: str) -> None:
+    """A `LoweringError` where a serial loop of the kernel holds `loop` but does not count
+    its steps (`_tile_loop`: `loop`'s extent depends on it): the pipeline would start again
+    in every iteration, its barriers set up anew while threads of the last one may still
+    wait on them, and its first copies would land where the last iteration's reads were
+    released to no one."""
+    inside = _path(stmt, loop)
+    for s in inside[inside.index(kernel) + 1 : -1] if kernel in inside else inside[:-1]:
+        if isinstance(s, For) and s.kind == "serial":
+            raise LoweringError(
+                f"{call} of '{name}': its loop {loop.var.name} runs inside the serial loop "
+                f"{s.var.name}, and its number of steps changes with {s.var.name} (a causal "
+                "mask's triangle, a tile cut by an edge), so the copy engine's pipeline would "
+                "start again in every iteration, its barriers set up while threads may still "
+                f"wait on them; give {loop.var.name} the same steps in every iteration, or "
+                "pipeline without tma"
+            )
 
 
 @dataclass(frozen=True)
