@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 import schedlang as sl
-from examples.gpu_gemm_wgmma import stage_tile
+from examples.gpu_gemm_wgmma import stage_tile, take_tiles_in_turn
 from schedlang.ir.tensor import ComputeOp
 
 
@@ -191,10 +191,8 @@ def wgmma_schedule(
     io, ii = s[out].split(i, factor=rows)
     group, ii = s[out].split(ii, factor=64)
     s[out].reorder(b, io, group, ii, c)
-    if persistent:  # block b takes tiles b, b + persistent, ...
-        turn, blocks = s[out].split(s[out].fuse(b, io), factor=persistent)
-        s[out].reorder(blocks, turn, group, ii, c)
-        s[out].bind(blocks, sl.thread_axis("blockIdx.x"))
+    if persistent:
+        take_tiles_in_turn(s, out, [b, io], [group, ii, c], persistent)
     else:
         s[out].bind(b, sl.thread_axis("blockIdx.y"))
         s[out].bind(io, sl.thread_axis("blockIdx.x"))

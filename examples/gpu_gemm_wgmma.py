@@ -123,10 +123,8 @@ def warpgroup_tiles(
         s[c].reorder(gj, bi, bj, gi, i, j)
         bj = s[c].fuse(bi, bj)
         bi = gj
-    if persistent:  # block b takes tiles b, b + persistent, ...: those running at once adjoin
-        turn, blocks = s[c].split(s[c].fuse(bi, bj), factor=persistent)
-        s[c].reorder(blocks, turn, gi, i, j)
-        s[c].bind(blocks, sl.thread_axis("blockIdx.x"))
+    if persistent:
+        take_tiles_in_turn(s, c, [bi, bj], [gi, i, j], persistent)
     else:
         s[c].bind(bi, sl.thread_axis("blockIdx.y"))
         s[c].bind(bj, sl.thread_axis("blockIdx.x"))
@@ -159,6 +157,15 @@ def _converts(c: sl.Tensor, product: sl.Tensor) -> bool:
     while isinstance(body, Cast):
         body = body.value
     return isinstance(body, Read) and body.tensor.op is product.op
+
+
+def take_tiles_in_turn(s: sl.Schedule, stage, tiles: list, rest: list, blocks: int) -> None:
+    """`stage`'s tile loops `tiles` fused and shared by `blocks` blocks (``blockIdx.x``), the
+    loops `rest` inside: block b takes tiles b, b + blocks, ..., so that the tiles running at
+    once adjoin (they share rows and columns in L2)."""
+    turn, block = s[stage].split(s[stage].fuse(*tiles), factor=blocks)
+    s[stage].reorder(block, turn, *rest)
+    s[stage].bind(block, sl.thread_axis("blockIdx.x"))
 
 
 def stage_tile(

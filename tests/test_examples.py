@@ -374,13 +374,7 @@ def test_attention_with_k_and_v_by_the_copy_engine_simulated(n, d, keys, stages,
     releases = re.findall(r"mbarrier_arrive\(K\.shared\.empty.*", text)
     assert releases and all("once a warp)" in line for line in releases)
     assert "producer" not in text and "barrier()" not in text[text.index("for j.step") :]
-    rng = np.random.default_rng(11)
-    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
-    out = np.full((bh, n, d), np.nan, np.float16)
-    kernel.simulate(q, k, v, out)
-    np.testing.assert_allclose(
-        out.astype(np.float64), _attention_reference(q, k, v, causal), atol=4e-3
-    )
+    _simulated_right(kernel, (bh, n, d), causal, seed=11)
 
 
 @pytest.mark.parametrize(
@@ -399,13 +393,7 @@ def test_persistent_attention_blocks_take_the_tiles_in_turn_simulated(causal, tm
     tiles = text.index("for b.i.outer.fused.outer in range(")
     if tma:
         assert text.index("mbarrier_init(") < tiles < text.index("for j.step in")
-    rng = np.random.default_rng(12)
-    q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
-    out = np.full((bh, n, d), np.nan, np.float16)
-    kernel.simulate(q, k, v, out)
-    np.testing.assert_allclose(
-        out.astype(np.float64), _attention_reference(q, k, v, causal), atol=4e-3
-    )
+    _simulated_right(kernel, (bh, n, d), causal, seed=12)
 
 
 def test_a_copy_engine_pipeline_restarted_per_tile_is_refused():
@@ -460,3 +448,14 @@ def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
 
 def _io(tensors):
     return [*tensors[:3], tensors[-1]]
+
+
+def _simulated_right(kernel, shape, causal: bool, seed: int) -> None:
+    """`kernel` (attention of `shape`) computes the float64 reference in the simulator."""
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal(shape).astype(np.float16) for _ in range(3))
+    out = np.full(shape, np.nan, np.float16)
+    kernel.simulate(q, k, v, out)
+    np.testing.assert_allclose(
+        out.astype(np.float64), _attention_reference(q, k, v, causal), atol=4e-3
+    )
