@@ -225,7 +225,7 @@ def _check_not_restarted(stmt: Stmt, loop: For, kernel: Stmt, call: str, name: s
     wait on them, and its first copies would land where the last iteration's reads were
     released to no one."""
     inside = _path(stmt, loop)
-    for s in inside[inside.index(kernel) + 1 : -1] if kernel in inside else inside[:-1]:
+    for s in inside[inside.index(kernel) + 1 : -1]:
         if isinstance(s, For) and s.kind == "serial":
             raise LoweringError(
                 f"{call} of '{name}': its loop {loop.var.name} runs inside the serial loop "
