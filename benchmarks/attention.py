@@ -119,8 +119,9 @@ def main() -> None:
     parser.add_argument(
         "--persistent",
         type=int,
-        default=0,
-        help="wgmma: that many blocks take the (head, rows) tiles in turn (0: a block a tile)",
+        default=None,
+        help="wgmma: that many blocks take the (head, rows) tiles in turn (0: a block a tile; "
+        "default: a block a multiprocessor unmasked at d = 128 and L <= 1024, else 0)",
     )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
@@ -173,7 +174,11 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     b, h, n, d = q.shape
     if args.schedule == "wgmma":
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
-        shape = (args.rows, args.keys, args.stages, args.copies, args.persistent)
+        persistent = args.persistent
+        if persistent is None:
+            short = d > 64 and n <= 1024 and not causal
+            persistent = torch.cuda.get_device_properties(0).multi_processor_count if short else 0
+        shape = (args.rows, args.keys, args.stages, args.copies, persistent)
         s = _wgmma(tensors, d, n, causal, *shape)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
@@ -195,7 +200,10 @@ def _wgmma(
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
     d = 128 from L = 2048, else 2), by cp.async at d = 64 below (3 stages, 2 for a causal
     L <= 1024, whose blocks see few steps); `persistent` blocks taking the tiles in turn if
-    given."""
+    given (`_ours` gives a block a multiprocessor unmasked at d = 128 and L <= 1024, where one
+    block a multiprocessor exposes each tile's prologue and epilogue; under a causal mask the
+    tiles' work differs by up to L / 128 times, and blocks taking them in a fixed turn end
+    unevenly: slower there, NOTES.md)."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
         default = 3 if d > 64 and n >= 2048 else 2

@@ -177,10 +177,9 @@ def wgmma_schedule(
     diagonal blocks run without the mask's compares (docs/primitives/online.md). With
     `persistent`, that many blocks take the (head, rows) tiles in turn, block b tiles b,
     b + persistent, ...; with `tma` the copy engine then fills the next tile's first stages
-    while this tile's last steps run, which needs the same steps in each of a block's tiles
-    (under a causal mask, `persistent` a multiple of the blocks of rows a head has; otherwise
-    refused). The keys' length must be a multiple of `keys` (whole tiles along the second
-    product's reduction)."""
+    while this tile's last steps run (under a causal mask, the steps counted per tile in a
+    register, as the tiles step to different diagonals). The keys' length must be a multiple
+    of `keys` (whole tiles along the second product's reduction)."""
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
     m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])

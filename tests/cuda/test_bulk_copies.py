@@ -98,6 +98,21 @@ def test_persistent_blocks_fill_the_next_tile_during_this_one():
     assert "(i.outer.j.outer.fused.outer + 1)" in text  # the tile two steps ahead is the next
 
 
+def test_a_pipeline_inside_a_serial_loop_it_cannot_count_across_is_refused():
+    """A persistent block's turn split in two: the pipeline counts its steps across the inner
+    loop only and would start again in every iteration of the outer one, its barriers set up
+    anew while threads may still wait on them."""
+    a, b, c = example.gemm(256, 384, 128)
+    s = example.schedule(a, b, c, tma=True, persistent=2)
+    block, turn = s[c].leaf_iter_vars[:2]
+    assert block.var.name.endswith("fused.inner") and turn.var.name.endswith("fused.outer")
+    s[c].split(turn, factor=2)
+    with pytest.raises(
+        sl.LoweringError, match=r"inside the serial loop i\.outer\.j\.outer\.fused\.outer\.outer"
+    ):
+        sl.build(s, [a, b, c], target="cuda")
+
+
 def test_persistent_convolution_blocks_fill_the_next_tile_during_this_one():
     """The tiles' four loops fused and shared among blocks: each tile index a division of the
     block's tile, the fills one box each, one pipeline across a block's tiles."""

@@ -48,6 +48,7 @@ first element is then the copy's origin.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...errors import LoweringError
@@ -71,7 +72,7 @@ from ..core.nodes import (
     Store,
     seq,
 )
-from ..core.simplify import simplify_expr
+from ..core.simplify import simplify, simplify_expr
 from ..core.visit import (
     stmt_children,
     substitute_expr,
@@ -89,6 +90,8 @@ WARP = 32
 # the kinds of the variables of the thread loops that pick each role's threads (`split_roles`)
 PRODUCER, CONSUMER = "producer", "consumer"
 ISSUER = "issuer"  # the block's first thread issuing the copies between its own work
+
+Fill = Callable[[Expr, dict[Var, Expr]], Stmt]  # the copies of a step, the loop variables there
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,8 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     copies = {id(b): copies_of(b, stages) for b in group}
     v, lo, dtype = loop.var, loop.min, loop.var.dtype
     tile, lets = _tile_loop(stmt, loop)
-    steps = _Steps(loop, tile)
     name = group[0].name
+    steps = _steps(loop, tile, lets, name)
     full = Buffer(f"{name}.full", (const(stages),), "int64", "shared")
     empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
     consumers = extents[0] * extents[1] * extents[2]
@@ -154,9 +157,15 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     def rounds(step: Expr) -> Expr:  # how many times the step's copy has been filled before
         return simplify_expr(Binary("//", step, num(stages), dtype))
 
-    def fill(step: Expr, which: Expr) -> Stmt:
-        issued = [MBarrier("arrive", full, which, nbytes)]
-        at = steps.point(step)
+    def fill(step: Expr, at: dict[Var, Expr]) -> Stmt:
+        """The copies of global step `step`, the loop variables at `at`, once its stage is
+        released (from the second round on)."""
+        which = slot(step)
+        released = MBarrier(
+            "wait", empty, which, parity=_parity(Binary("-", rounds(step), num(1), dtype))
+        )
+        issued = [If(Compare(">=", step, num(stages)), released)]
+        issued.append(MBarrier("arrive", full, which, nbytes))
         for box in boxes:
             origin = tuple(
                 simplify_expr(substitute_expr(substitute_expr(o, lets), at)) for o in box.origin
@@ -164,24 +173,16 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
             dst = copies[id(box.buffer)]
             start = (which, *(num(0) for _ in box.shape))
             issued.append(BulkCopy(dst, start, box.src, origin, box.shape, full, which))
-        return seq(*issued)
+        return simplify(seq(*issued))
 
     inits = [MBarrier("init", full, num(k), 1) for k in range(stages)]
     releases = consumers // WARP if per_warp else consumers
     inits += [MBarrier("init", empty, num(k), releases) for k in range(stages)]
-    prologue = [issuer.runs(seq(*inits)), Barrier()]
-    for p in range(stages - 1):
-        first_steps = If(Compare("<", num(p), steps.count), fill(num(p), num(p)))
-        prologue.append(issuer.runs(first_steps))
-
+    prologue = [issuer.runs(seq(*inits)), Barrier(), *steps.reset]
     g = steps.here
-    ahead = simplify_expr(Binary("+", g, num(stages - 1), dtype))
-    released = MBarrier(
-        "wait", empty, slot(ahead), parity=_parity(Binary("-", rounds(ahead), num(1), dtype))
+    rest = seq(
+        *(_widened(s, [(v, lo, loop.extent)], {id(b.buffer): b for b in boxes}) for s in parts.rest)
     )
-    refill = seq(If(Compare(">=", ahead, num(stages)), released), fill(ahead, slot(ahead)))
-    around = [(v, lo, loop.extent)]
-    rest = seq(*(_widened(s, around, {id(box.buffer): box for box in boxes}) for s in parts.rest))
     for b in group:
         rest = retarget(rest, b, copies[id(b)], slot(g))
     if specialized:
@@ -200,50 +201,67 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     consumed = _consumers(
         extents, outer, MBarrier("wait", full, slot(g), parity=_parity(rounds(g))), rest, release
     )
-    issued = issuer.runs(If(Compare("<", ahead, steps.count), refill))
+    issued = issuer.runs(steps.ahead(stages - 1, fill))
     # a producer warp refills after the step's reads (the interpreter's order); the block's
     # first thread before them, for the copy's sake: it has a step less to land
     body = seq(*parts.pre, *((consumed, issued) if specialized else (issued, consumed)))
     for wrapper in reversed(parts.wrappers):
         body = Allocate(wrapper.buffer, body)
     new_loop = For(v, lo, loop.extent, loop.kind, body, loop.thread)
+    first_steps = issuer.runs(steps.first(stages - 1, fill))
+    _check_not_restarted(stmt, tile or loop, loop, kernel, call)
     if tile is None:
-        _check_not_restarted(stmt, loop, kernel, call, name)
-        piped = Allocate(full, Allocate(empty, seq(*prologue, new_loop)))
-        return replace_loop(stmt, loop, piped, copies)
-    # one pipeline across the tiles: the producer fills the next tile's first stages while
-    # the consumers finish this one's
-    inner = replace_loop(tile, loop, new_loop, {})
-    piped = Allocate(full, Allocate(empty, seq(*prologue, inner)))
-    return replace_loop(stmt, tile, piped, copies)
+        piped = seq(*prologue, first_steps, new_loop)
+        where = loop
+    else:
+        # one pipeline across the tiles: the producer fills the next tile's first stages while
+        # the consumers finish this one's
+        inner = replace_loop(tile, loop, new_loop, {})
+        piped = seq(*prologue, steps.per_tile(inner, first_steps))
+        where = tile
+    for buffer in (*steps.buffers, empty, full):
+        piped = Allocate(buffer, piped)
+    return replace_loop(stmt, where, piped, copies)
 
 
-def _check_not_restarted(stmt: Stmt, loop: For, kernel: Stmt, call: str, name: str) -> None:
-    """A `LoweringError` where a serial loop of the kernel holds `loop` but does not count
-    its steps (`_tile_loop`: `loop`'s extent depends on it): the pipeline would start again
-    in every iteration, its barriers set up anew while threads of the last one may still
-    wait on them, and its first copies would land where the last iteration's reads were
-    released to no one."""
-    inside = _path(stmt, loop)
+def _check_not_restarted(stmt: Stmt, where: Stmt, loop: For, kernel: Stmt, call: str) -> None:
+    """A `LoweringError` where a serial loop of the kernel holds the pipeline (set up at
+    `where`, `loop` its steps): the pipeline would start again in every iteration, its
+    barriers set up anew while threads of the last one may still wait on them, and its first
+    copies would land where the last iteration's reads were released to no one."""
+    inside = _path(stmt, where)
     for s in inside[inside.index(kernel) + 1 : -1]:
         if isinstance(s, For) and s.kind == "serial":
             raise LoweringError(
-                f"{call} of '{name}': its loop {loop.var.name} runs inside the serial loop "
-                f"{s.var.name}, and its number of steps changes with {s.var.name} (a causal "
-                "mask's triangle, a tile cut by an edge), so the copy engine's pipeline would "
-                "start again in every iteration, its barriers set up while threads may still "
-                f"wait on them; give {loop.var.name} the same steps in every iteration, or "
-                "pipeline without tma"
+                f"{call}: its loop {loop.var.name} runs inside the serial loop {s.var.name}, "
+                "and the copy engine's pipeline counts its steps across the serial loop right "
+                "around it only (through nothing but allocations and lets), so it would start "
+                "again in every "
+                f"iteration of {s.var.name}, its barriers set up while threads may still wait "
+                f"on them; fuse the loops around {loop.var.name} into one, or pipeline "
+                "without tma"
             )
+
+
+def _steps(loop: For, tile: For | None, lets: dict[Var, Expr], name: str) -> _Steps | _Running:
+    """How the pipeline numbers the steps of `loop`, held by `tile` (or by none)."""
+    if tile is not None and any(n is tile.var or n in lets for n in walk_expr(loop.extent)):
+        base = Var(f"{name}.base", loop.var.dtype, "let")
+        counter = Buffer(f"{name}.steps", (const(1),), loop.var.dtype, "local")
+        return _Running(loop, tile, lets, base, counter)
+    return _Steps(loop, tile)
 
 
 @dataclass(frozen=True)
 class _Steps:
     """The pipeline's steps: the iterations of the refill loop, numbered from 0, and where a
-    serial loop over tiles holds it (a persistent block's), those of every tile in turn."""
+    serial loop over tiles holds it (a persistent block's) and the loop takes the same steps
+    in every tile, those of every tile in turn."""
 
     loop: For
     tile: For | None
+    reset: tuple[Stmt, ...] = ()
+    buffers: tuple[Buffer, ...] = ()
 
     @property
     def count(self) -> Expr:
@@ -274,11 +292,130 @@ class _Steps:
             u.var: simplify_expr(Binary("+", u.min, Binary("//", step, extent, v.dtype), v.dtype)),
         }
 
+    def ahead(self, n: int, fill: Fill) -> Stmt:
+        """In the loop: the fill of the step `n` ahead of this one, if there is one."""
+        step = simplify_expr(Binary("+", self.here, const(n, self.here.dtype), self.here.dtype))
+        return If(Compare("<", step, self.count), fill(step, self.point(step)))
+
+    def first(self, n: int, fill: Fill) -> Stmt:
+        """Before the loop: the fills of the first `n` steps."""
+        dtype = self.loop.var.dtype
+        return seq(
+            *(
+                If(
+                    Compare("<", const(p, dtype), self.count),
+                    fill(const(p, dtype), self.point(const(p, dtype))),
+                )
+                for p in range(n)
+            )
+        )
+
+    def per_tile(self, tiles: Stmt, first: Stmt) -> Stmt:
+        """`tiles` (the loop over tiles), the first fills before it: the pipeline's steps
+        run across the tiles as one sequence."""
+        return seq(first, tiles)
+
+
+@dataclass(frozen=True)
+class _Running:
+    """The steps of a refill loop whose number changes with the serial loop over tiles around
+    it (a persistent block's tiles under a causal mask): numbered across the tiles by a count
+    of the steps taken, kept in a register (`counter`) and read at the start of each tile
+    (`base`). A tile's steps fill the next tile's first ones; the tile fills itself those its
+    predecessor could not reach (all of them after a tile of no steps)."""
+
+    loop: For
+    tile: For
+    lets: dict[Var, Expr]
+    base: Var
+    counter: Buffer
+
+    @property
+    def reset(self) -> tuple[Stmt, ...]:
+        return (Store(self.counter, (const(0),), const(0, self.base.dtype)),)
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        return (self.counter,)
+
+    def _at(self, e: Expr, u: Expr) -> Expr:
+        return simplify_expr(substitute_expr(substitute_expr(e, self.lets), {self.tile.var: u}))
+
+    def _extent(self, u: Expr) -> Expr:
+        """The steps of tile `u`."""
+        zero = const(0, self.base.dtype)
+        return simplify_expr(Binary("max", self._at(self.loop.extent, u), zero, zero.dtype))
+
+    def _next(self, k: int) -> Expr:
+        u = self.tile.var
+        return simplify_expr(Binary("+", u, const(k, u.dtype), u.dtype))
+
+    def _point(self, u: Expr, local: Expr) -> dict[Var, Expr]:
+        lo = self._at(self.loop.min, u)
+        return {self.loop.var: simplify_expr(Binary("+", lo, local, lo.dtype)), self.tile.var: u}
+
+    def _step(self, local: Expr) -> Expr:
+        return simplify_expr(Binary("+", self.base, local, self.base.dtype))
+
+    @property
+    def here(self) -> Expr:
+        v, lo = self.loop.var, self.loop.min
+        return self._step(Binary("-", v, lo, v.dtype))
+
+    def ahead(self, n: int, fill: Fill) -> Stmt:
+        """In the loop: the fill of the local step `n` ahead, in this tile or the next."""
+        v, lo, dtype = self.loop.var, self.loop.min, self.base.dtype
+        local = simplify_expr(Binary("+", Binary("-", v, lo, dtype), const(n, dtype), dtype))
+        here = self._extent(self.tile.var)
+        later = simplify_expr(Binary("-", local, here, dtype))
+        u = self.tile
+        nxt = self._next(1)
+        exists = Compare("<", nxt, Binary("+", u.min, u.extent, dtype))
+        fits = Compare("<", later, self._extent(nxt))
+        next_tile = If(
+            Binary("and", exists, fits, "bool"), fill(self._step(local), self._point(nxt, later))
+        )
+        return If(
+            Compare("<", local, here),
+            fill(self._step(local), self._point(u.var, local)),
+            next_tile,
+        )
+
+    def first(self, n: int, fill: Fill) -> Stmt:
+        """At the start of a tile: the fills of its first `n` steps that the tile before did
+        not issue (those below `n` minus its steps)."""
+        u, dtype = self.tile, self.base.dtype
+        earlier = self._extent(self._next(-1))
+        issued = []
+        for p in range(n):
+            at = const(p, dtype)
+            missed = Binary(
+                "or",
+                Compare("==", u.var, u.min),
+                Compare("<", Binary("+", at, earlier, dtype), const(n, dtype)),
+                "bool",
+            )
+            cond = Binary("and", Compare("<", at, self._extent(u.var)), missed, "bool")
+            issued.append(If(cond, fill(self._step(at), self._point(u.var, at))))
+        return seq(*issued)
+
+    def per_tile(self, tiles: Stmt, first: Stmt) -> Stmt:
+        """The loop over tiles, each tile reading the steps taken before it, filling its first
+        steps, and counting its own at its end."""
+        assert isinstance(tiles, For)
+        taken = Binary("+", self.base, self._extent(self.tile.var), self.base.dtype)
+        counted = Store(self.counter, (const(0),), simplify_expr(taken))
+        body = Let(
+            self.base,
+            Load(self.counter, (const(0),), self.base.dtype),
+            seq(first, tiles.body, counted),
+        )
+        return replace(tiles, body=body)
+
 
 def _tile_loop(stmt: Stmt, loop: For) -> tuple[For | None, dict[Var, Expr]]:
-    """The serial loop right around `loop` (through allocations and lets only) whose
-    iterations `loop`'s extent does not depend on, with the lets in between; (None, {})
-    where there is none."""
+    """The serial loop right around `loop` (through allocations and lets only), with the lets
+    in between; (None, {}) where there is none."""
     path = _path(stmt, loop)
     between: list[Let] = []
     for s in reversed(path[:-1]):
@@ -286,9 +423,6 @@ def _tile_loop(stmt: Stmt, loop: For) -> tuple[For | None, dict[Var, Expr]]:
             lets: dict[Var, Expr] = {}
             for let in reversed(between):  # outermost first
                 lets[let.var] = substitute_expr(let.value, lets)
-            used = {s.var, *lets}
-            if any(isinstance(n, Var) and n in used for n in walk_expr(loop.extent)):
-                return None, {}
             return s, lets
         if isinstance(s, Let):
             between.append(s)
