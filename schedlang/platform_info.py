@@ -194,7 +194,9 @@ OPENCL_INSTALL = (
 @functools.lru_cache(maxsize=1)
 def opencl_choice() -> tuple[object | None, str]:
     """The pyopencl device OpenCL kernels run on, the first GPU pyopencl finds, else its first
-    device of any kind, with its name; or None and why there is none."""
+    device of any kind, with its name; or None and why there is none. A device whose compiler
+    cannot build a one-line kernel is passed over: pocl's CPU device on a processor its LLVM
+    does not know (``unknown target CPU 'generic'``) lists itself but builds nothing."""
     try:
         import pyopencl as cl
     except Exception as exc:
@@ -206,8 +208,28 @@ def opencl_choice() -> tuple[object | None, str]:
     if not devices:
         return None, f"no OpenCL device; {OPENCL_INSTALL}"
     gpus = [d for d in devices if d.type & cl.device_type.GPU]
-    device = (gpus or devices)[0]
-    return device, f"{device.name.strip()} ({device.platform.name.strip()})"
+    refusals = []
+    for device in gpus + [d for d in devices if d not in gpus]:
+        name = f"{device.name.strip()} ({device.platform.name.strip()})"
+        refused = _builds_nothing(cl, device)
+        if refused is None:
+            return device, name
+        refusals.append(f"{name} cannot build a program: {refused}")
+    return None, "; ".join(refusals)
+
+
+_PROBE_KERNEL = "__kernel void probe(__global int *x) { x[0] = 1; }"
+
+
+def _builds_nothing(cl, device) -> str | None:
+    """Why `device`'s compiler refuses a one-line kernel, or None where it builds it."""
+    try:
+        cl.Program(cl.Context([device]), _PROBE_KERNEL).build()
+    except cl.Error as exc:
+        lines = [line.strip() for line in str(exc).splitlines()]
+        errors = [line for line in lines if line.startswith("error:")]
+        return errors[0] if errors else _reason(exc)
+    return None
 
 
 def probe_opencl() -> Probe:

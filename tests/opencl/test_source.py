@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -85,6 +86,60 @@ def test_a_call_without_an_opencl_device_says_what_to_install(monkeypatch):
     x = np.ones(8, "float32")
     with pytest.raises(sl.LaunchError, match=r"cannot run .* pip install 'schedlang\[opencl\]'"):
         kernel(x, x, np.empty(8, "float32"))
+
+
+class _FakeOpenCL:
+    """pyopencl with two CPU devices: `refusing`'s compiler builds nothing, as pocl's on a
+    processor its LLVM does not know."""
+
+    class Error(Exception):
+        pass
+
+    device_type = SimpleNamespace(GPU=4)
+
+    def __init__(self, refusing: bool) -> None:
+        platform = SimpleNamespace(name="pocl ")
+        self.devices = [
+            SimpleNamespace(name=f"cpu{k} ", type=2, platform=platform) for k in range(2)
+        ]
+        self.refusing = self.devices[0] if refusing else None
+
+    def get_platforms(self):
+        return [SimpleNamespace(get_devices=lambda: self.devices)]
+
+    def Context(self, devices):  # noqa: N802 - pyopencl's name
+        return devices[0]
+
+    def Program(self, context, source):  # noqa: N802 - pyopencl's name
+        fake = self
+
+        class Program:
+            def build(self):
+                if context is fake.refusing:
+                    raise fake.Error("build failed\n\nerror: unknown target CPU 'generic'\n")
+
+        return Program()
+
+
+@pytest.mark.parametrize("refusing", [False, True])
+def test_a_device_whose_compiler_builds_nothing_is_passed_over(monkeypatch, refusing):
+    from schedlang import platform_info
+
+    monkeypatch.setitem(sys.modules, "pyopencl", _FakeOpenCL(refusing))
+    chosen, name = platform_info.opencl_choice.__wrapped__()
+    assert name == ("cpu1 (pocl)" if refusing else "cpu0 (pocl)")
+    assert chosen.name.strip() == name.split()[0]
+
+
+def test_no_device_that_builds_is_no_device_with_the_compilers_reasons(monkeypatch):
+    from schedlang import platform_info
+
+    fake = _FakeOpenCL(refusing=True)
+    fake.devices = fake.devices[:1]
+    monkeypatch.setitem(sys.modules, "pyopencl", fake)
+    chosen, why = platform_info.opencl_choice.__wrapped__()
+    assert chosen is None
+    assert why == "cpu0 (pocl) cannot build a program: error: unknown target CPU 'generic'"
 
 
 def test_tensor_cores_are_refused_at_their_tensorize():
