@@ -1,11 +1,12 @@
 """Attention on Hopper's tensor cores (`examples.gpu_attention.wgmma_schedule`) as a template:
-query rows a block (one to three warpgroups), keys a step, copies of K and V in flight, and
-whether the copy engine brings them (issued by the block's first thread) are knobs (36
-points). The template declares invalid the points whose tiles would not fit in a
-multiprocessor's 227 KB of shared memory, or whose block of keys does not divide the length;
-points whose accumulators would not fit in a thread's registers are refused when built
-(schedlang's estimate), and so left out by the tuner. The hand schedule's options (128 rows,
-64 keys, 2 stages) are one of the points.
+query rows a block (one to three warpgroups), keys a step, copies of K and V in flight,
+whether the copy engine brings them (issued by the block's first thread), and whether a block
+per multiprocessor takes the tiles in turn (persistent blocks) are knobs (72 points). The
+template declares invalid the points whose tiles would not fit in a multiprocessor's 227 KB of
+shared memory, or whose block of keys does not divide the length; points whose accumulators
+would not fit in a thread's registers are refused when built (schedlang's estimate), and so
+left out by the tuner. The hand schedule's options (128 rows, 64 keys, 2 stages, a block a
+tile) are one of the points.
 
     python -m examples.tune_attention 4096 128 [causal]     # length, head dim; on a Hopper GPU
 """
@@ -22,12 +23,15 @@ TOKENS, HIDDEN = 16384, 2048  # FlashAttention 3's shapes: batch x length, heads
 
 
 @sl.tune.template
-def attention(cfg, bh, n, d, dtype="float16", causal=False):
+def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132):
+    """`multiprocessors`: the persistent blocks' number (an H100's or H200's 132 by
+    default; `main` reads the GPU's)."""
     tensors = gpu_attention.tensor_core_attention(bh, n, d, dtype, causal)
     rows = cfg.choice("rows", [64, 128, 192])
     keys = cfg.choice("keys", [64, 128])
     stages = cfg.choice("stages", [1, 2, 3])
     tma = cfg.choice("tma", [False, True])
+    persistent = cfg.choice("persistent", [False, True])
     cfg.add_flop(4.0 * bh * n * n * d / (2 if causal else 1))
     if n % keys:
         raise sl.tune.Invalid(f"{keys} keys a step do not divide the length {n}")
@@ -36,14 +40,20 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False):
         raise sl.tune.Invalid(f"Q's and {stages} stages of K's and V's tiles exceed 227 KB")
     if tma and stages < 2:
         raise sl.tune.Invalid("the copy engine fills a pipeline: 2 stages or more")
-    s = gpu_attention.wgmma_schedule(*tensors, rows=rows, keys=keys, stages=stages, tma=tma)
+    blocks = multiprocessors if persistent else 0
+    s = gpu_attention.wgmma_schedule(
+        *tensors, rows=rows, keys=keys, stages=stages, tma=tma, persistent=blocks
+    )
     return s, [*tensors[:3], tensors[-1]]
 
 
 def main(n: int = 4096, d: int = 128, causal: str = "") -> None:
     bh = max(1, TOKENS // n) * (HIDDEN // d)  # batch x heads of FlashAttention 3's shapes
+    from schedlang.runtime.cuda.peaks import device_peaks
+
     masked = causal == "causal"
-    log = sl.tune.run(attention(bh, n, d, "float16", masked), target="cuda", search="grid")
+    task = attention(bh, n, d, "float16", masked, device_peaks().multiprocessors)
+    log = sl.tune.run(task, target="cuda", search="grid")
     best = log.best()
     print(log)
     flop = 4.0 * bh * n * n * d / (2 if masked else 1)

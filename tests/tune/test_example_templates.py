@@ -100,21 +100,23 @@ def test_an_fp16_gemm_template_point_runs_on_the_simulated_tensor_cores():
 def test_the_attention_template_has_the_hand_schedule_among_its_points():
     from examples import gpu_attention, tune_attention
 
-    task = tune_attention.attention(2, 256, 128, causal=True)
-    assert len(task.space) == 36
-    s, args = task.instantiate({"rows": 128, "keys": 64, "stages": 2, "tma": False})
+    task = tune_attention.attention(2, 256, 128, causal=True, multiprocessors=5)
+    assert len(task.space) == 72
+    hand = {"rows": 128, "keys": 64, "stages": 2, "tma": False, "persistent": False}
+    s, args = task.instantiate(hand)
     tensors = gpu_attention.tensor_core_attention(2, 256, 128, causal=True)
     assert str(s) == str(gpu_attention.wgmma_schedule(*tensors))
-    s, _ = task.instantiate({"rows": 128, "keys": 128, "stages": 3, "tma": True})
+    s, _ = task.instantiate(dict(hand, keys=128, stages=3, tma=True))
     assert str(s) == str(gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True))
+    s, _ = task.instantiate(dict(hand, keys=128, tma=True, persistent=True))
+    want = gpu_attention.wgmma_schedule(*tensors, keys=128, tma=True, persistent=5)
+    assert str(s) == str(want)
     with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
-        task.instantiate({"rows": 192, "keys": 128, "stages": 3, "tma": False})
+        task.instantiate(dict(hand, rows=192, keys=128, stages=3))
     with pytest.raises(sl.tune.Invalid, match="2 stages or more"):
-        task.instantiate({"rows": 128, "keys": 64, "stages": 1, "tma": True})
+        task.instantiate(dict(hand, stages=1, tma=True))
     with pytest.raises(sl.tune.Invalid, match="do not divide the length 192"):
-        tune_attention.attention(2, 192, 64).instantiate(
-            {"rows": 64, "keys": 128, "stages": 2, "tma": False}
-        )
+        tune_attention.attention(2, 192, 64).instantiate(dict(hand, rows=64, keys=128))
 
 
 def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
@@ -122,7 +124,8 @@ def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
 
     bh, n, d = 2, 128, 64
     task = tune_attention.attention(bh, n, d, causal=True)
-    s, args = task.instantiate({"rows": 64, "keys": 128, "stages": 1, "tma": False})
+    point = {"rows": 64, "keys": 128, "stages": 1, "tma": False, "persistent": True}
+    s, args = task.instantiate(point)  # 132 blocks for 2 tiles: the others take none
     kernel = sl.build(s, args, target="cuda -arch=sm_90a")
     rng = np.random.default_rng(3)
     q, k, v = (random_array((bh, n, d), "float16", rng) for _ in range(3))

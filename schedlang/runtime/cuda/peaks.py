@@ -29,12 +29,14 @@ LANES = {
 @dataclass(frozen=True)
 class GpuPeaks:
     """Peak rates of one GPU: operations per second by dtype (None where its architecture is
-    not in `LANES`) and bytes per second of device memory."""
+    not in `LANES`) and bytes per second of device memory; with its multiprocessors, the
+    number of blocks a persistent schedule gives it (one each)."""
 
     name: str
     arch: str
     flops: dict[str, float | None]
     bandwidth: float
+    multiprocessors: int
 
 
 def peaks_from_attributes(
@@ -53,7 +55,7 @@ def peaks_from_attributes(
             flops[dtype] = multiprocessors * per_sm * 2 * clock_khz * 1e3
     bandwidth = 2 * memory_clock_khz * 1e3 * bus_bits / 8
     arch = f"sm_{capability[0]}{capability[1]}"
-    return GpuPeaks(name, arch, flops, bandwidth)
+    return GpuPeaks(name, arch, flops, bandwidth, multiprocessors)
 
 
 def device_peaks() -> GpuPeaks:
