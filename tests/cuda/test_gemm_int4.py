@@ -185,9 +185,10 @@ def test_decode_schedule_simulated_takes_any_number_of_rows():
 def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_apart():
     """Two kernels: the partial sums per slice of k (a temporary in global memory), then
     their sum; no shared memory; the packed bytes loaded four at a time; no spills. The
-    conversion unit, a quarter of the integer units' rate, is what the kernel waits on: a
-    rounding to bfloat16 is one conversion (two per weight: the subtraction and the product),
-    widening back is a shift, and a nibble becomes a float by its bits, with no conversion."""
+    conversion unit, a quarter of the integer units' rate, is what the kernel waited on: the
+    subtraction and the product of a weight are bfloat16 instructions on sm_90 (no rounding
+    conversion), widening back is a shift, and a nibble becomes a float by its bits, with no
+    conversion."""
     kernel = example.build(1, 4096, 4096, 128, "bfloat16", target="cuda -arch=sm_90", decode=True)
     plan = kernel._compiled.plan
     assert len(plan.kernels) == 2 and [b.name for b in plan.temps] == ["acc.rf"]
@@ -198,7 +199,9 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
     assert "ld.global.nc.b32" in kernel.ptx and "ld.local" not in kernel.ptx
     assert "0x7FFF" not in kernel.ptx.upper() and "32767" not in kernel.ptx
     first = kernel.ptx.split(".entry")[1]
-    assert first.count("cvt.rn.bf16.f32") == 2 * first.count("fma.rn.f32")
+    weights = first.count("fma.rn.f32")
+    assert first.count("sub.rn.bf16") == first.count("mul.rn.bf16") == weights
+    assert "cvt.rn.bf16.f32" not in first
     assert "cvt.rn.f32.u32" not in first and "cvt.f32.bf16" not in first
 
 

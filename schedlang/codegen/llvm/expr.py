@@ -187,6 +187,9 @@ class ExprEmitter:
             return self.reuse.value(("value " + op, id(x), id(y), dtype), make, x, y)
         if op in ("min", "max"):
             return arith.min_max(b, op, x, y, dtype)
+        native = self.target.half_arithmetic(b, op, dtype, x, y)
+        if native is not None:
+            return native
         if op in _FLOAT_ARITH:
             result = getattr(b, _FLOAT_ARITH[op])(x, y)
         elif op == "//":

@@ -177,6 +177,15 @@ class Target(ABC):
         dequantising kernel is bound by them."""
         return round_half(b, dtype, value, self.to_storage)
 
+    def half_arithmetic(
+        self, b: ir.IRBuilder, op: str, dtype: str, x: ir.Value, y: ir.Value
+    ) -> ir.Value | None:
+        """``x op y`` of a 16-bit `dtype` by the target's own instruction for it, kept in float
+        as `round_half` keeps its results; None where the target has none (then the float
+        operation is rounded by `round_half`)."""
+        del b, op, dtype, x, y
+        return None
+
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         """``2 ** x`` by the target's approximate instruction (`sl.fast_exp2`), or None where it
         has none (then it is `exp2`)."""

@@ -17,6 +17,7 @@ libdevice, or schedlang's own `softmath` where libdevice is missing.
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -46,7 +47,7 @@ from ..llvm.intrinsics import function
 from ..llvm.register_values import promoted
 from ..llvm.storage import constant_count
 from ..llvm.target import Target
-from ..llvm.types import F32, I32, I64, bfloat_bits, storage_type
+from ..llvm.types import F32, I32, I64, bfloat_bits, from_storage, storage_type
 from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
@@ -268,6 +269,23 @@ class NvptxTarget(Target):
             words = b.insert_element(words, word, ir.Constant(I32, k))
         return b.bitcast(words, ir.VectorType(ir.IntType(16), lanes))
 
+    def half_arithmetic(
+        self, b: ir.IRBuilder, op: str, dtype: str, x: ir.Value, y: ir.Value
+    ) -> ir.Value | None:
+        """bfloat16 ``+``, ``-`` and ``*`` by ``add/sub/mul.rn.bf16`` (sm_90 on) on the
+        operands' bits: the float32 operation rounded to bfloat16 gives the same value (float32
+        holds more than twice bfloat16's digits and two more, so its rounding never decides
+        the second one's), and on the FMA units, where ``cvt.rn.bf16.f32`` waits in the queue
+        that conversions share: a dequantising kernel rounds twice a weight."""
+        if dtype != "bfloat16" or op not in _BF16_OPS or int(self.arch[3:].rstrip("af")) < 90:
+            return None
+        if not isinstance(x.type, ir.FloatType):
+            return None  # vectors: their lanes would be picked apart and put back
+        bits = ir.FunctionType(ir.IntType(16), [ir.IntType(16), ir.IntType(16)])
+        text = f"{_BF16_OPS[op]}.rn.bf16 $0, $1, $2;"
+        result = b.asm(bits, text, "=h,h,h", [_bfloat16_bits(b, x), _bfloat16_bits(b, y)], False)
+        return from_storage(b, dtype, result)
+
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         if dtype != "float32" or not isinstance(x.type, ir.FloatType):
             return None
@@ -303,3 +321,19 @@ class NvptxTarget(Target):
                 "compute it in float32"
             )
         return symbol
+
+
+_BF16_OPS = {"+": "add", "-": "sub", "*": "mul"}
+
+
+def _bfloat16_bits(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """The bits of a float32 that holds a bfloat16 value (a loaded or rounded one, or an exact
+    conversion): those it was widened from, else its upper half (the lower is zero)."""
+    bits = bfloat_bits(value)
+    if bits is not None:
+        return bits
+    word = value.constant if isinstance(value, ir.Constant) else None
+    if word is not None:
+        return ir.Constant(ir.IntType(16), struct.unpack("<I", struct.pack("<f", word))[0] >> 16)
+    upper = b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16))
+    return b.trunc(upper, ir.IntType(16))
