@@ -5,6 +5,8 @@ kernel waits on (two a weight)."""
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -14,9 +16,10 @@ import schedlang as sl
 N = 4096
 
 
-def _kernel(arch):
+def _kernel(arch, lanes=1):
     """Three bfloat16 outputs of bfloat16 A and B: A - B, A * B + A (a product rounded, then
-    a sum), and (A - B) * 0.1 (a constant operand, rounded to bfloat16 as the reference does)."""
+    a sum), and (A - B) * 0.1 (a constant operand, rounded to bfloat16 as the reference does);
+    `lanes` a vector."""
     a = sl.placeholder((N,), "bfloat16", name="A")
     b = sl.placeholder((N,), "bfloat16", name="B")
     outs = [
@@ -26,9 +29,12 @@ def _kernel(arch):
     ]
     s = sl.create_schedule([t.op for t in outs])
     for t in outs:
-        outer, inner = s[t].split(t.op.axis[0], factor=128)
+        rest, lane = s[t].split(t.op.axis[0], factor=lanes)
+        outer, inner = s[t].split(rest, factor=128)
         s[t].bind(outer, sl.thread_axis("blockIdx.x"))
         s[t].bind(inner, sl.thread_axis("threadIdx.x"))
+        if lanes > 1:
+            s[t].vectorize(lane)
     return a, b, outs, sl.build(s, [a, b, *outs], target=f"cuda -arch={arch}")
 
 
@@ -38,6 +44,12 @@ def test_sm_90_computes_bfloat16_in_bfloat16_and_earlier_gpus_round_float32():
     assert ptx.count("add.rn.bf16") == 1 and "cvt.rn.bf16.f32" not in ptx
     older = _kernel("sm_80")[3].ptx
     assert ".rn.bf16 " not in older and older.count("cvt.rn.bf16.f32") == 5
+
+
+def test_a_vector_computes_two_lanes_an_instruction():
+    ptx = _kernel("sm_90a", lanes=4)[3].ptx
+    assert ptx.count("sub.rn.bf16x2") == 4 and ptx.count("mul.rn.bf16x2") == 4
+    assert ptx.count("add.rn.bf16x2") == 2 and "cvt.rn.bf16" not in ptx
 
 
 def _data(seed):
@@ -50,8 +62,9 @@ def _data(seed):
 
 
 @pytest.mark.gpu
-def test_the_same_bits_as_the_reference():
-    a, b, outs, kernel = _kernel("sm_90a")
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_the_same_bits_as_the_reference(lanes):
+    a, b, outs, kernel = _kernel("sm_90a", lanes)
     x, y = _data(1), _data(2)
     got = [np.zeros(N, ml_dtypes.bfloat16) for _ in outs]
     kernel(x, y, *got)
@@ -60,3 +73,23 @@ def test_the_same_bits_as_the_reference():
         finite = ~np.isnan(want.astype(np.float32))
         np.testing.assert_array_equal(out.view(np.uint16)[finite], want.view(np.uint16)[finite])
         assert np.isnan(out.astype(np.float32)[~finite]).all()
+
+
+def test_a_vector_of_nibbles_becomes_bfloat16_by_its_bits():
+    """``(int32(x) >> 4 & 15) - z`` four lanes at a time, as a packed weight is unpacked: each
+    lane masked below 16 is a float by its bits (``2^23 + v`` less 2^23), exact in bfloat16,
+    so nothing rounds and nothing converts."""
+    x = sl.placeholder((N,), "uint8", name="X")
+    z = sl.placeholder((N,), "bfloat16", name="Z")
+    q = sl.compute((N,), lambda i: (x[i].astype("int32") >> 4) & 15, name="Q")
+    nibble = sl.compute((N,), lambda i: q[i].astype("bfloat16") - z[i], name="W")
+    s = sl.create_schedule(nibble.op)
+    s[q].compute_inline()
+    rest, lane = s[nibble].split(nibble.op.axis[0], factor=4)
+    outer, inner = s[nibble].split(rest, factor=128)
+    s[nibble].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[nibble].bind(inner, sl.thread_axis("threadIdx.x"))
+    s[nibble].vectorize(lane)
+    ptx = sl.build(s, [x, z, nibble], target="cuda -arch=sm_90a").ptx
+    assert not re.search(r"cvt\.(rn|rz|rni|f32)", ptx) and ptx.count("sub.rn.bf16x2") == 2
+    assert "1258291200" in ptx or "0x4B000000" in ptx.upper()  # the bits of 2^23

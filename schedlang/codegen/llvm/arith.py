@@ -184,10 +184,18 @@ def _small_unsigned(value: ir.Value, source: str) -> bool:
 
 
 def _masked_below(value: ir.Value, bound: int) -> bool:
+    """Whether `value` is an ``and`` with a constant in [0, `bound`) (every lane's, for a
+    vector)."""
     if not (isinstance(value, ir.Instruction) and value.opname == "and"):
         return False
     masks = [o for o in value.operands if isinstance(o, ir.Constant)]
-    return any(isinstance(m.constant, int) and 0 <= m.constant < bound for m in masks)
+    return any(_below(m.constant, bound) for m in masks)
+
+
+def _below(constant: object, bound: int) -> bool:
+    if isinstance(constant, list):  # a vector's lanes
+        return bool(constant) and all(_below(lane.constant, bound) for lane in constant)
+    return isinstance(constant, int) and 0 <= constant < bound
 
 
 def _small_to_float(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:

@@ -47,7 +47,7 @@ from ..llvm.intrinsics import function
 from ..llvm.register_values import promoted
 from ..llvm.storage import constant_count
 from ..llvm.target import Target
-from ..llvm.types import F32, I32, I64, bfloat_bits, from_storage, storage_type
+from ..llvm.types import F32, I32, I64, bfloat_bits, from_storage, splat, storage_type
 from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
@@ -273,18 +273,30 @@ class NvptxTarget(Target):
         self, b: ir.IRBuilder, op: str, dtype: str, x: ir.Value, y: ir.Value
     ) -> ir.Value | None:
         """bfloat16 ``+``, ``-`` and ``*`` by ``add/sub/mul.rn.bf16`` (sm_90 on) on the
-        operands' bits: the float32 operation rounded to bfloat16 gives the same value (float32
-        holds more than twice bfloat16's digits and two more, so its rounding never decides
-        the second one's), and on the FMA units, where ``cvt.rn.bf16.f32`` waits in the queue
+        operands' bits, two lanes an instruction in a vector (``.bf16x2``): the float32
+        operation rounded to bfloat16 gives the same value (float32 holds more than twice
+        bfloat16's digits and two more, so its rounding never decides the second one's), and
+        on the FMA units, where ``cvt.rn.bf16.f32`` waits in the queue
         that conversions share: a dequantising kernel rounds twice a weight."""
         if dtype != "bfloat16" or op not in _BF16_OPS or int(self.arch[3:].rstrip("af")) < 90:
             return None
-        if not isinstance(x.type, ir.FloatType):
-            return None  # vectors: their lanes would be picked apart and put back
-        bits = ir.FunctionType(ir.IntType(16), [ir.IntType(16), ir.IntType(16)])
-        text = f"{_BF16_OPS[op]}.rn.bf16 $0, $1, $2;"
-        result = b.asm(bits, text, "=h,h,h", [_bfloat16_bits(b, x), _bfloat16_bits(b, y)], False)
-        return from_storage(b, dtype, result)
+        if isinstance(x.type, ir.FloatType):
+            bits = ir.FunctionType(ir.IntType(16), [ir.IntType(16), ir.IntType(16)])
+            text = f"{_BF16_OPS[op]}.rn.bf16 $0, $1, $2;"
+            operands = [_bfloat16_bits(b, x), _bfloat16_bits(b, y)]
+            return from_storage(b, dtype, b.asm(bits, text, "=h,h,h", operands, False))
+        lanes = x.type.count
+        if lanes % 2:
+            return None  # an odd vector: its last lane would need a word of its own
+        words = ir.FunctionType(I32, [I32, I32])
+        text = f"{_BF16_OPS[op]}.rn.bf16x2 $0, $1, $2;"
+        pairs = [b.bitcast(_bfloat16_bits(b, v), ir.VectorType(I32, lanes // 2)) for v in (x, y)]
+        result = ir.Constant(ir.VectorType(I32, lanes // 2), None)
+        for k in range(lanes // 2):  # lane 2k in the low half of word k, as memory holds them
+            at = ir.Constant(I32, k)
+            both = [b.extract_element(p, at) for p in pairs]
+            result = b.insert_element(result, b.asm(words, text, "=r,r,r", both, False), at)
+        return from_storage(b, dtype, b.bitcast(result, ir.VectorType(ir.IntType(16), lanes)))
 
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         if dtype != "float32" or not isinstance(x.type, ir.FloatType):
@@ -332,8 +344,12 @@ def _bfloat16_bits(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
     bits = bfloat_bits(value)
     if bits is not None:
         return bits
-    word = value.constant if isinstance(value, ir.Constant) else None
-    if word is not None:
-        return ir.Constant(ir.IntType(16), struct.unpack("<I", struct.pack("<f", word))[0] >> 16)
-    upper = b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16))
-    return b.trunc(upper, ir.IntType(16))
+    if isinstance(value, ir.Constant) and isinstance(value.type, ir.FloatType):
+        word = struct.unpack("<I", struct.pack("<f", value.constant))[0]
+        return ir.Constant(ir.IntType(16), word >> 16)
+    if isinstance(value.type, ir.FloatType):
+        upper = b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16))
+        return b.trunc(upper, ir.IntType(16))
+    lanes = value.type.count
+    upper = b.lshr(b.bitcast(value, ir.VectorType(I32, lanes)), splat(I32, 16, lanes))
+    return b.trunc(upper, ir.VectorType(ir.IntType(16), lanes))
