@@ -11,6 +11,17 @@ from schedlang.demo_cuda import te_gpu_gemm
 from tests.schedule.test_gpu_schedules import bind, gemm_shared_local, matmul
 
 
+def spread(s, t, lanes: int = 1, threads: int = 128) -> None:
+    """`t`'s one axis over blocks of `threads` threads, `lanes` adjacent elements a thread as
+    a vector when more than one."""
+    rest, lane = s[t].split(t.op.axis[0], factor=lanes)
+    outer, inner = s[t].split(rest, factor=threads)
+    s[t].bind(outer, sl.thread_axis("blockIdx.x"))
+    s[t].bind(inner, sl.thread_axis("threadIdx.x"))
+    if lanes > 1:
+        s[t].vectorize(lane)
+
+
 def vector_add(n=None, factor: int = 64):
     n = sl.var("n") if n is None else n
     a = sl.placeholder((n,), name="A")

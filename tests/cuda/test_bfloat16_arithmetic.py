@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from tests.cuda.kernels import spread
 
 N = 4096
 
@@ -29,12 +30,7 @@ def _kernel(arch, lanes=1):
     ]
     s = sl.create_schedule([t.op for t in outs])
     for t in outs:
-        rest, lane = s[t].split(t.op.axis[0], factor=lanes)
-        outer, inner = s[t].split(rest, factor=128)
-        s[t].bind(outer, sl.thread_axis("blockIdx.x"))
-        s[t].bind(inner, sl.thread_axis("threadIdx.x"))
-        if lanes > 1:
-            s[t].vectorize(lane)
+        spread(s, t, lanes)
     return a, b, outs, sl.build(s, [a, b, *outs], target=f"cuda -arch={arch}")
 
 
@@ -85,11 +81,7 @@ def test_a_vector_of_nibbles_becomes_bfloat16_by_its_bits():
     nibble = sl.compute((N,), lambda i: q[i].astype("bfloat16") - z[i], name="W")
     s = sl.create_schedule(nibble.op)
     s[q].compute_inline()
-    rest, lane = s[nibble].split(nibble.op.axis[0], factor=4)
-    outer, inner = s[nibble].split(rest, factor=128)
-    s[nibble].bind(outer, sl.thread_axis("blockIdx.x"))
-    s[nibble].bind(inner, sl.thread_axis("threadIdx.x"))
-    s[nibble].vectorize(lane)
+    spread(s, nibble, lanes=4)
     ptx = sl.build(s, [x, z, nibble], target="cuda -arch=sm_90a").ptx
     assert not re.search(r"cvt\.(rn|rz|rni|f32)", ptx) and ptx.count("sub.rn.bf16x2") == 2
     assert "1258291200" in ptx or "0x4B000000" in ptx.upper()  # the bits of 2^23

@@ -10,18 +10,14 @@ import numpy as np
 import pytest
 
 import schedlang as sl
+from tests.cuda.kernels import spread
 
 
 def _kernel(arch, lanes=1):
     a = sl.placeholder((1000,), "float32", name="A")
     b = sl.compute((1000,), lambda i: (a[i] * 3.0).astype("bfloat16"), name="B")
     s = sl.create_schedule(b.op)
-    rest, lane = s[b].split(b.op.axis[0], factor=lanes)
-    outer, inner = s[b].split(rest, factor=128)
-    s[b].bind(outer, sl.thread_axis("blockIdx.x"))
-    s[b].bind(inner, sl.thread_axis("threadIdx.x"))
-    if lanes > 1:
-        s[b].vectorize(lane)
+    spread(s, b, lanes)
     return a, b, sl.build(s, [a, b], target=f"cuda -arch={arch}")
 
 
