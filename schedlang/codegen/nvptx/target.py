@@ -276,8 +276,8 @@ class NvptxTarget(Target):
         operands' bits, two lanes an instruction in a vector (``.bf16x2``): the float32
         operation rounded to bfloat16 gives the same value (float32 holds more than twice
         bfloat16's digits and two more, so its rounding never decides the second one's), and
-        on the FMA units, where ``cvt.rn.bf16.f32`` waits in the queue
-        that conversions share: a dequantising kernel rounds twice a weight."""
+        on the FMA units, where ``cvt.rn.bf16.f32`` waits in the queue that conversions share:
+        a dequantising kernel rounds twice a weight."""
         if dtype != "bfloat16" or op not in _BF16_OPS or int(self.arch[3:].rstrip("af")) < 90:
             return None
         if isinstance(x.type, ir.FloatType):

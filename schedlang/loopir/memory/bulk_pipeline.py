@@ -216,7 +216,7 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     else:
         # one pipeline across the tiles: the producer fills the next tile's first stages while
         # the consumers finish this one's
-        inner = replace_loop(tile, loop, new_loop, {})
+        inner = replace(tile, body=replace_loop(tile.body, loop, new_loop, {}))
         piped = seq(*prologue, steps.per_tile(inner, first_steps))
         where = tile
     for buffer in (*steps.buffers, empty, full):
@@ -236,10 +236,9 @@ def _check_not_restarted(stmt: Stmt, where: Stmt, loop: For, kernel: Stmt, call:
                 f"{call}: its loop {loop.var.name} runs inside the serial loop {s.var.name}, "
                 "and the copy engine's pipeline counts its steps across the serial loop right "
                 "around it only (through nothing but allocations and lets), so it would start "
-                "again in every "
-                f"iteration of {s.var.name}, its barriers set up while threads may still wait "
-                f"on them; fuse the loops around {loop.var.name} into one, or pipeline "
-                "without tma"
+                f"again in every iteration of {s.var.name}, its barriers set up while threads "
+                f"may still wait on them; fuse the loops around {loop.var.name} into one, or "
+                "pipeline without tma"
             )
 
 
@@ -310,7 +309,7 @@ class _Steps:
             )
         )
 
-    def per_tile(self, tiles: Stmt, first: Stmt) -> Stmt:
+    def per_tile(self, tiles: For, first: Stmt) -> Stmt:
         """`tiles` (the loop over tiles), the first fills before it: the pipeline's steps
         run across the tiles as one sequence."""
         return seq(first, tiles)
@@ -399,10 +398,9 @@ class _Running:
             issued.append(If(cond, fill(self._step(at), self._point(u.var, at))))
         return seq(*issued)
 
-    def per_tile(self, tiles: Stmt, first: Stmt) -> Stmt:
+    def per_tile(self, tiles: For, first: Stmt) -> Stmt:
         """The loop over tiles, each tile reading the steps taken before it, filling its first
         steps, and counting its own at its end."""
-        assert isinstance(tiles, For)
         taken = Binary("+", self.base, self._extent(self.tile.var), self.base.dtype)
         counted = Store(self.counter, (const(0),), simplify_expr(taken))
         body = Let(
