@@ -19,7 +19,7 @@ from examples import (
     gpu_winograd,
 )
 from schedlang.loopir.interpret import run
-from tests.cuda.ptxas import assemble
+from tests.cuda.ptxas import assemble, releases_in_flight
 
 
 @pytest.mark.parametrize(("n", "group"), [(45, 0), (64, 2), (96, 4)])
@@ -413,8 +413,11 @@ def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
     serialised every product of the kernel when the loop's exit could diverge (C7520)."""
     tensors = gpu_attention.tensor_core_attention(2, 512, 128, causal=True)
     s = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True)
-    report = assemble(sl.build(s, _io(tensors), "cuda").ptx)
+    ptx = sl.build(s, _io(tensors), "cuda").ptx
+    report = assemble(ptx)
     assert "serialized" not in report.log and report.spill_bytes == 0, report.log
+    # each warp releases K's and V's stage once the step's products are done
+    assert not releases_in_flight(ptx)
 
 
 @pytest.mark.gpu

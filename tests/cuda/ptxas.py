@@ -56,3 +56,19 @@ def assemble(ptx: str, arch: str | None = None) -> PtxasReport:
 
 def _total(pattern: str, log: str) -> int:
     return sum(int(n) for n in re.findall(pattern, log))
+
+
+def releases_in_flight(ptx: str) -> list[int]:
+    """The lines of `ptx` (in text order, which is the order of a loop body without branches
+    between its products and its barriers) where a thread arrives on a memory barrier without
+    expecting bytes (a consumer's release of a stage) while warpgroup products it issued have
+    not been waited for: the products may still read the stage the arrival frees."""
+    in_flight, found = False, []
+    for number, line in enumerate(ptx.splitlines(), 1):
+        if "wgmma.mma_async" in line:
+            in_flight = True
+        elif "wgmma.wait_group.sync.aligned 0;" in line:
+            in_flight = False
+        elif "mbarrier.arrive" in line and "expect_tx" not in line and in_flight:
+            found.append(number)
+    return found

@@ -19,7 +19,7 @@ from examples import gpu_conv2d_wgmma as conv_example
 from examples import gpu_gemm_wgmma as example
 from schedlang.schedule.errors import FactorError
 
-from .ptxas import assemble
+from .ptxas import assemble, releases_in_flight
 from .test_tensor_cores import _close, _inputs, _runs_right
 from .test_wgmma import _built as wgmma_built
 from .test_wgmma import _conv as wgmma_conv
@@ -394,6 +394,8 @@ def test_the_first_thread_issues_the_copies_without_a_producer_warp():
     _close(z, sl.reference(c, {a: x, b: y}), "float32")
     report = assemble(kernel.ptx)
     assert "serialized" not in report.log, report.log
+    # a warp releases the stage after its products are done: the next copy may land on it
+    assert not releases_in_flight(kernel.ptx)
 
 
 @pytest.mark.gpu

@@ -205,8 +205,10 @@ class WgmmaOrder:
                 _asm(em, "wgmma.fence.sync.aligned;")
             return
         self.last_was_product = False
-        if isinstance(s, MBarrier) and s.op == "arrive" and s.pending and self.uncommitted:
-            self.wait(em, s.pending)  # the newest group may run on (`MBarrier`)
+        if isinstance(s, MBarrier) and s.op == "arrive":
+            # an arrival releases what the thread's products read: they are done before it,
+            # all but the `pending` newest groups (`MBarrier`)
+            self.wait(em, s.pending)
         elif not isinstance(s, (MBarrier, BulkCopy)):  # these touch neither tiles nor registers
             self.wait(em)
 
