@@ -98,6 +98,21 @@ def test_persistent_blocks_fill_the_next_tile_during_this_one():
     assert "(i.outer.j.outer.fused.outer + 1)" in text  # the tile two steps ahead is the next
 
 
+def test_persistent_blocks_at_a_symbolic_size_count_their_steps_in_a_register():
+    """m symbolic: a block's tile loop runs to the most tiles a block may have, the tiles past
+    the end guarded off, so a tile has its k steps or none. The steps taken are counted in a
+    register (`K.shared.steps`); with 5 rows most tiles have none."""
+    m = sl.var("m")
+    a, b, c = example.gemm(m, 72, 208, "float16", "float16")
+    s = example.schedule(a, b, c, block_cols=64, stages=3, tma=True, persistent=3)
+    kernel = sl.build(s, [a, b, c], target="cuda")
+    assert "let A.shared.base = A.shared.steps[0]" in str(kernel.lowered)
+    for rows in (5, 70, 300):
+        x, y, z = _inputs(rows, 72, 208, "float16", "float16", seed=rows)
+        kernel.simulate(x, y, z)
+        _close(z, sl.reference(c, {a: x, b: y}), "float16")
+
+
 def test_a_pipeline_inside_a_serial_loop_it_cannot_count_across_is_refused():
     """A persistent block's turn split in two: the pipeline counts its steps across the inner
     loop only and would start again in every iteration of the outer one, its barriers set up

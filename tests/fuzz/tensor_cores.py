@@ -131,8 +131,9 @@ def _wgmma_case(data) -> TensorCoreCase:
     rows, 8 to 128 columns (the instruction's n), 1 to 4 stages, tiles copied by ``cp.async``
     or, in half the pipelined cases, by the copy engine (``tma``) from a producer warpgroup or
     from the block's first thread (``warp_specialize``), results stored by the copy engine in
-    half the cases whose tiles are whole pieces of 128-byte rows (``tma_store``), sizes cut by
-    the tiles along m, n and k now and then. Sizes its layout cannot
+    half the cases whose tiles are whole pieces of 128-byte rows (``tma_store``), in half the
+    cases 2 or 3 persistent blocks taking the tiles in turn (a pipeline across a block's
+    tiles), sizes cut by the tiles along m, n and k now and then. Sizes its layout cannot
     take (k steps of rows shorter than 128 bytes: k under 64) must be refused clearly."""
     draw = data.draw
     dtype = draw(st.sampled_from(["float16", "bfloat16"]), label="operands")
@@ -151,6 +152,9 @@ def _wgmma_case(data) -> TensorCoreCase:
             options["warp_specialize"] = draw(st.booleans(), label="producer warpgroup")
     if options["block_cols"] % (128 // dt.itemsize(out_dtype)) == 0:  # whole pieces
         options["tma_store"] = draw(st.booleans(), label="stores by the copy engine")
+    blocks = draw(st.sampled_from([0, 0, 2, 3]), label="persistent blocks")
+    if blocks:
+        options["persistent"] = blocks
     symbolic = draw(st.sampled_from([(), (), ("m",)]), label="symbolic sizes")
     return TensorCoreCase((m, n, k), dtype, out_dtype, options, symbolic=symbolic, wgmma=True)
 

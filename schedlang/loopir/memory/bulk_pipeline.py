@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...ir.expr import Binary, Compare, Const, Expr, Select, Var, const
+from ...ir.expr import Binary, Compare, Const, Expr, Select, Unary, Var, const
 from ...poly.affine import NonAffine
 from ...poly.box_copy import box_copy_mismatch, reads_beyond
 from ..core.nodes import (
@@ -139,9 +139,10 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     issuer = _Issuer(extents, outer, specialized)
     copies = {id(b): copies_of(b, stages) for b in group}
     v, lo, dtype = loop.var, loop.min, loop.var.dtype
-    tile, lets = _tile_loop(stmt, loop)
+    tile, around = _tile_loop(stmt, loop)
+    lets = around.lets
     name = group[0].name
-    steps = _steps(loop, tile, lets, name)
+    steps = _steps(loop, tile, around, name)
     full = Buffer(f"{name}.full", (const(stages),), "int64", "shared")
     empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
     consumers = extents[0] * extents[1] * extents[2]
@@ -235,19 +236,22 @@ def _check_not_restarted(stmt: Stmt, where: Stmt, loop: For, kernel: Stmt, call:
             raise LoweringError(
                 f"{call}: its loop {loop.var.name} runs inside the serial loop {s.var.name}, "
                 "and the copy engine's pipeline counts its steps across the serial loop right "
-                "around it only (through nothing but allocations and lets), so it would start "
-                f"again in every iteration of {s.var.name}, its barriers set up while threads "
-                f"may still wait on them; fuse the loops around {loop.var.name} into one, or "
-                "pipeline without tma"
+                "around it only (through nothing but allocations, lets and guards), so it "
+                f"would start again in every iteration of {s.var.name}, its barriers set up "
+                "while threads may still wait on them; fuse the loops around "
+                f"{loop.var.name} into one, or pipeline without tma"
             )
 
 
-def _steps(loop: For, tile: For | None, lets: dict[Var, Expr], name: str) -> _Steps | _Running:
+def _steps(loop: For, tile: For | None, around: _Around, name: str) -> _Steps | _Running:
     """How the pipeline numbers the steps of `loop`, held by `tile` (or by none)."""
-    if tile is not None and any(n is tile.var or n in lets for n in walk_expr(loop.extent)):
+    if tile is None:
+        return _Steps(loop, None)
+    varies = any(n is tile.var or n in around.lets for n in walk_expr(loop.extent))
+    if varies or around.guards:
         base = Var(f"{name}.base", loop.var.dtype, "let")
         counter = Buffer(f"{name}.steps", (const(1),), loop.var.dtype, "local")
-        return _Running(loop, tile, lets, base, counter)
+        return _Running(loop, tile, around, base, counter)
     return _Steps(loop, tile)
 
 
@@ -318,14 +322,15 @@ class _Steps:
 @dataclass(frozen=True)
 class _Running:
     """The steps of a refill loop whose number changes with the serial loop over tiles around
-    it (a persistent block's tiles under a causal mask): numbered across the tiles by a count
+    it (a persistent block's tiles under a causal mask, or guarded: a tile past a symbolic
+    size's end has none): numbered across the tiles by a count
     of the steps taken, kept in a register (`counter`) and read at the start of each tile
     (`base`). A tile's steps fill the next tile's first ones; the tile fills itself those its
     predecessor could not reach (all of them after a tile of no steps)."""
 
     loop: For
     tile: For
-    lets: dict[Var, Expr]
+    around: _Around
     base: Var
     counter: Buffer
 
@@ -338,12 +343,16 @@ class _Running:
         return (self.counter,)
 
     def _at(self, e: Expr, u: Expr) -> Expr:
-        return simplify_expr(substitute_expr(substitute_expr(e, self.lets), {self.tile.var: u}))
+        lets = self.around.lets
+        return simplify_expr(substitute_expr(substitute_expr(e, lets), {self.tile.var: u}))
 
     def _extent(self, u: Expr) -> Expr:
-        """The steps of tile `u`."""
+        """The steps of tile `u`: none where a guard around the loop is false."""
         zero = const(0, self.base.dtype)
-        return simplify_expr(Binary("max", self._at(self.loop.extent, u), zero, zero.dtype))
+        steps: Expr = Binary("max", self._at(self.loop.extent, u), zero, zero.dtype)
+        for guard in self.around.guards:
+            steps = Select(self._at(guard, u), steps, zero, zero.dtype)
+        return simplify_expr(steps)
 
     def _next(self, k: int) -> Expr:
         u = self.tile.var
@@ -411,22 +420,37 @@ class _Running:
         return replace(tiles, body=body)
 
 
-def _tile_loop(stmt: Stmt, loop: For) -> tuple[For | None, dict[Var, Expr]]:
-    """The serial loop right around `loop` (through allocations and lets only), with the lets
-    in between; (None, {}) where there is none."""
+@dataclass(frozen=True)
+class _Around:
+    """What stands between the serial loop over tiles and the refill loop: the lets (their
+    values in terms of the tile loop's variable) and the guards (true where the tile runs
+    the loop at all)."""
+
+    lets: dict[Var, Expr]
+    guards: tuple[Expr, ...] = ()
+
+
+def _tile_loop(stmt: Stmt, loop: For) -> tuple[For | None, _Around]:
+    """The serial loop right around `loop` (through allocations, lets and guards only), with
+    what stands between; None where there is none."""
     path = _path(stmt, loop)
-    between: list[Let] = []
-    for s in reversed(path[:-1]):
+    between: list[Stmt] = []
+    for s, inner in zip(reversed(path[:-1]), reversed(path[1:])):
         if isinstance(s, For) and s.kind == "serial":
             lets: dict[Var, Expr] = {}
-            for let in reversed(between):  # outermost first
-                lets[let.var] = substitute_expr(let.value, lets)
-            return s, lets
-        if isinstance(s, Let):
-            between.append(s)
+            guards = []
+            for node, kid in reversed(between):  # outermost first
+                if isinstance(node, Let):
+                    lets[node.var] = substitute_expr(node.value, lets)
+                else:
+                    cond = substitute_expr(node.cond, lets)
+                    guards.append(cond if kid is node.then else Unary("not", cond, "bool"))
+            return s, _Around(lets, tuple(guards))
+        if isinstance(s, (Let, If)):
+            between.append((s, inner))
         elif not isinstance(s, (Seq, Allocate)):
-            return None, {}
-    return None, {}
+            return None, _Around({})
+    return None, _Around({})
 
 
 def _parity(rounds: Expr) -> Expr:
