@@ -113,6 +113,18 @@ def test_persistent_blocks_at_a_symbolic_size_count_their_steps_in_a_register():
         _close(z, sl.reference(c, {a: x, b: y}), "float16")
 
 
+@pytest.mark.gpu
+def test_persistent_blocks_at_a_symbolic_size_on_the_gpu():
+    m = sl.var("m")
+    a, b, c = example.gemm(m, 72, 208, "float16", "float16")
+    s = example.schedule(a, b, c, block_cols=64, stages=3, tma=True, persistent=3)
+    kernel = sl.build(s, [a, b, c], target="cuda")
+    for rows in (5, 300):
+        x, y, z = _inputs(rows, 72, 208, "float16", "float16", seed=rows)
+        kernel(x, y, z)
+        _close(z, sl.reference(c, {a: x, b: y}), "float16")
+
+
 def test_a_pipeline_inside_a_serial_loop_it_cannot_count_across_is_refused():
     """A persistent block's turn split in two: the pipeline counts its steps across the inner
     loop only and would start again in every iteration of the outer one, its barriers set up
