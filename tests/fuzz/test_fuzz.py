@@ -17,6 +17,7 @@ import schedlang as sl
 from schedlang.ir import dtype as dt
 from tests.schedule.util import random_inputs
 
+from .attention import FAMILY, attention_interpreter_property
 from .cases import Case
 from .guards import PAD, Guarded
 from .properties import check_cpu, cpu_property, gpu_device_property, gpu_interpreter_property
@@ -130,6 +131,25 @@ def test_the_scan_sample_drew_refusals_and_kernels():
     assert counts["ran and matched"] > 0, counts
     assert counts["refused at the call"] > 0, counts
     assert counts["scan steps at the same time: refused"] > 0, counts
+
+
+WGMMA_ATTENTION = Tally()
+
+
+@sample(12)
+@given(data=st.data())
+def test_attention_on_the_tensor_cores_in_the_simt_interpreter(data):
+    attention_interpreter_property(data, WGMMA_ATTENTION)
+
+
+def test_the_tensor_core_attention_sample_ran():
+    """The sample above ran kernels, some of them on persistent blocks under a mask (the copy
+    engine's steps counted in a register)."""
+    if not WGMMA_ATTENTION.counts:  # another worker ran it
+        test_attention_on_the_tensor_cores_in_the_simt_interpreter()
+    counts = WGMMA_ATTENTION.by_family[FAMILY]
+    assert counts["ran and matched"] > 0, counts
+    assert counts["ran, the pipeline's steps counted in a register"] > 0, counts
 
 
 TENSOR_CORES = Tally()

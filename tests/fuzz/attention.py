@@ -1,0 +1,72 @@
+"""The fuzzer's attention family: `examples/gpu_attention.py`'s definition on Hopper's tensor
+cores (`wgmma_schedule`) with drawn options: masked or not, keys a step, stages of K and V,
+the copy engine or ``cp.async``, persistent blocks taking the tiles in turn.
+
+Each option changes the kernel's structure: the online scan's steps (below the diagonal and on
+it under a causal mask), the pipeline's stages and barriers, and with persistent blocks a
+pipeline counted across a block's tiles, in a register where the tiles take different numbers
+of steps. Each case is a clean refusal or a kernel whose output, poisoned with NaN, the SIMT
+interpreter computes within half-precision rounding of the float64 definition.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import note
+from hypothesis import strategies as st
+
+import schedlang as sl
+from examples import gpu_attention
+
+from .verdict import FuzzFailure, Tally, lowering_verdict, watchdog
+
+TIMEOUT_S = 120
+FAMILY = "attention on the tensor cores"
+
+
+def attention_interpreter_property(data, tally: Tally) -> None:
+    """An attention schedule built for the cuda target, run by the SIMT interpreter."""
+    draw = data.draw
+    with watchdog(TIMEOUT_S):
+        causal = draw(st.booleans(), label="causal")
+        keys = draw(st.sampled_from([64, 128]), label="keys a step")
+        n = draw(st.sampled_from([128, 256, 384]), label="length")
+        heads = draw(st.sampled_from([1, 3]), label="batch x heads")
+        stages = draw(st.sampled_from([1, 2, 3, 4]), label="stages")
+        tma = stages >= 2 and draw(st.booleans(), label="copy engine")
+        persistent = draw(st.sampled_from([0, 0, 2, 3, 5]), label="persistent blocks")
+        seed = draw(st.integers(0, 2**16), label="input seed")
+        options = dict(keys=keys, stages=stages, tma=tma, persistent=persistent)
+        note(f"attention({heads}, {n}, 64, causal={causal}) with {options}")
+        tally.family = FAMILY
+        tally.count(f"family: {FAMILY}")
+        tensors = gpu_attention.tensor_core_attention(heads, n, 64, causal=causal)
+        io = [*tensors[:3], tensors[-1]]
+        try:
+            kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, **options), io, "cuda")
+        except sl.SchedlangError as err:
+            tally.count(lowering_verdict(err))
+            return
+        rng = np.random.default_rng(seed)
+        q, k, v = (rng.standard_normal((heads, n, 64)).astype(np.float16) for _ in range(3))
+        out = np.full((heads, n, 64), np.nan, np.float16)
+        kernel.simulate(q, k, v, out)
+        worst = float(np.abs(out.astype(np.float64) - _definition(q, k, v, causal)).max())
+        if not worst <= 4e-3:  # NaN fails too
+            raise FuzzFailure(f"attention {options} (causal={causal}) is {worst} off")
+        tally.count("ran and matched")
+        if ".shared.base = " in str(kernel.lowered):
+            tally.count("ran, the pipeline's steps counted in a register")
+
+
+def _definition(q, k, v, causal: bool) -> np.ndarray:
+    """Attention in float64, a key after its query masked out under `causal`."""
+    wide = [x.astype(np.float64) for x in (q, k, v)]
+    scores = np.einsum("bid,bjd->bij", wide[0], wide[1]) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[1]
+        scores[:, np.triu(np.ones((n, n), bool), 1)] = -np.inf
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return np.einsum("bij,bjd->bid", p, wide[2]) / p.sum(axis=-1, keepdims=True)
