@@ -149,6 +149,18 @@ def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
     return ()
 
 
+def path_to(root: Stmt, target: Stmt) -> list[Stmt]:
+    """The statements from `root` down to `target`, both included (by identity); [] where
+    `target` is not in `root`."""
+    if root is target:
+        return [root]
+    for kid in stmt_children(root):
+        below = path_to(kid, target)
+        if below:
+            return [root, *below]
+    return []
+
+
 def with_children(s: Stmt, kids: tuple[Stmt, ...]) -> Stmt:
     """`s` with its sub-statements (in `stmt_children` order) replaced by `kids`."""
     if isinstance(s, Seq):

@@ -47,6 +47,7 @@ from ..core.nodes import (
 )
 from ..core.simplify import simplify, simplify_expr
 from ..core.visit import (
+    path_to,
     stmt_children,
     substitute_expr,
     substitute_stmt,
@@ -147,7 +148,7 @@ def _piece(loop: For, piece: Stmt, store: Store, update: CrossThread | None, k: 
     thread = _Thread(
         *(Var(f"{prefix}.{n}", d, "loop") for n in ("lane", "warp", "t", "v", "h", "e"))
     )
-    path = _path(piece, store)
+    path = path_to(piece, store)[:-1]
     hardware = [s for s in path if isinstance(s, For) and s.kind == "bound"]
     inner = [s for s in path if isinstance(s, For) and s.kind != "bound"]
     if len(inner) > 1:
@@ -408,17 +409,6 @@ def _slot_loops(thread: _Thread, rows: int, cols: int, body: Stmt) -> Stmt:
 
 def _unrolled(var: Var, extent: int, body: Stmt) -> Stmt:
     return For(var, const(0, var.dtype), const(extent, var.dtype), "unrolled", body)
-
-
-def _path(root: Stmt, target: Stmt) -> list[Stmt]:
-    """The statements from `root` (included) down to `target` (excluded)."""
-    for kid in stmt_children(root):
-        if kid is target:
-            return [root]
-        below = _path(kid, target)
-        if below:
-            return [root, *below]
-    return []
 
 
 def _is_zero(e: Expr) -> bool:

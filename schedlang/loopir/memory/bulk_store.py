@@ -44,7 +44,7 @@ from ..core.nodes import (
     seq,
 )
 from ..core.simplify import simplify_expr
-from ..core.visit import rebuild_stmt, stmt_children, transform_stmt, walk_stmt
+from ..core.visit import path_to, rebuild_stmt, transform_stmt, walk_stmt
 
 PIECE_BYTES = 128  # a staging row: the 128-byte swizzle's width, and the copy engine's
 ROWS = 64  # a warpgroup's accumulator tile
@@ -67,7 +67,7 @@ def bulk_stores(kernel: Stmt, used: int) -> Stmt:
     width = PIECE_BYTES // dt.itemsize(dtype)
     for s in stores:
         _check(s, width)
-    paths = [_path(kernel, s) for s in stores]
+    paths = [path_to(kernel, s) for s in stores]
     groups = max(_groups(path) for path in paths)
     slots = _slots(used, groups)
     staging = Buffer(
@@ -87,7 +87,7 @@ def bulk_stores(kernel: Stmt, used: int) -> Stmt:
 
     waited = transform_stmt(kernel, wait_after)
     made = _rewrite(waited, None, staging, slots)
-    return _allocated(made, staging, _path(made, next(_bulk_barriers(made))))
+    return _allocated(made, staging, path_to(made, next(_bulk_barriers(made))))
 
 
 def _bulk_barriers(kernel: Stmt):
@@ -108,17 +108,6 @@ def _check(s: MatrixOp, width: int) -> None:
             f"store_matrix(tma=True) of '{name}': the copy engine stores tensors of 1-5 "
             f"dimensions, and it has {len(s.dst.buffer.shape)}"
         )
-
-
-def _path(root: Stmt, target: Stmt) -> list[Stmt]:
-    """The statements from `root` down to `target`, both included."""
-    if root is target:
-        return [root]
-    for child in stmt_children(root):
-        below = _path(child, target)
-        if below:
-            return [root, *below]
-    return []
 
 
 def _warpgroup_loop(path: list[Stmt]) -> For | None:
