@@ -123,6 +123,12 @@ def main() -> None:
         help="wgmma: that many blocks take the (head, rows) tiles in turn (0: a block a tile; "
         "default: a block a multiprocessor unmasked at d = 128 and L <= 1024, else 0)",
     )
+    parser.add_argument(
+        "--overlap",
+        action="store_true",
+        help="wgmma with the copy engine: a step's second products issued in the next step, "
+        "beside its softmax (FlashAttention 3's intra-warpgroup overlap)",
+    )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
     parser.add_argument("--build-one", help=argparse.SUPPRESS)  # "d causal", in a subprocess
@@ -178,7 +184,7 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
         if persistent is None:
             short = d > 64 and n <= 1024 and not causal
             persistent = torch.cuda.get_device_properties(0).multi_processor_count if short else 0
-        shape = (args.rows, args.keys, args.stages, args.copies, persistent)
+        shape = (args.rows, args.keys, args.stages, args.copies, persistent, args.overlap)
         s = _wgmma(tensors, d, n, causal, *shape)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
@@ -194,7 +200,7 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
 
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
-    persistent=0,
+    persistent=0, overlap=False,
 ):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
@@ -216,6 +222,7 @@ def _wgmma(
         stages=stages or default,
         tma=tma,
         persistent=persistent,
+        overlap=overlap and tma,
     )
 
 

@@ -162,6 +162,7 @@ def wgmma_schedule(
     stages: int = 2,
     tma: bool = False,
     persistent: int = 0,
+    overlap: bool = False,
 ) -> sl.Schedule:
     """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
     them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
@@ -178,8 +179,11 @@ def wgmma_schedule(
     `persistent`, that many blocks take the (head, rows) tiles in turn, block b tiles b,
     b + persistent, ...; with `tma` the copy engine then fills the next tile's first stages
     while this tile's last steps run (under a causal mask, the steps counted per tile in a
-    register, as the tiles step to different diagonals). The keys' length must be a multiple
-    of `keys` (whole tiles along the second product's reduction)."""
+    register, as the tiles step to different diagonals). With `overlap` (and `tma`) a step's
+    second product moves into the next step, issued after that step's scores, and runs while
+    the warpgroup computes that step's softmax (``pragma(step, "overlap_products")``,
+    FlashAttention 3's intra-warpgroup overlap). The keys' length must be a multiple of `keys`
+    (whole tiles along the second product's reduction)."""
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
     m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])
@@ -219,6 +223,8 @@ def wgmma_schedule(
     stage_tile(s, s.cache_read(k, "shared", [scores]), s[update], step, groups, stages, **alone)
     v_tile = s.cache_read(v, "shared", [weighted])
     stage_tile(s, v_tile, s[update], step, groups, stages, **alone)  # beside K: one pipeline
+    if overlap:
+        s[update].pragma(step, "overlap_products")
     return s
 
 

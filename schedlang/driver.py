@@ -18,6 +18,7 @@ from .loopir.from_isl import generate, param_expr
 from .loopir.gpu.accumulate_in_place import accumulate_in_place
 from .loopir.gpu.epilogue_in_place import epilogue_in_place
 from .loopir.gpu.fragment_lanes import lower_fragment_elements
+from .loopir.gpu.overlap_products import overlap_products
 from .loopir.gpu.thread_reduce import lower_thread_reductions
 from .loopir.index.divmod import simplify_divisions
 from .loopir.index.index_type import index_dtype
@@ -47,6 +48,7 @@ from .poly.tensorize import plan_tensorize, restrict_to_tiles
 from .runtime.interrupt import interruptible
 from .schedule import records as rec
 from .schedule.errors import ScopeError, message
+from .schedule.pragma import OVERLAP_PRODUCTS
 from .schedule.schedule import Schedule
 
 
@@ -140,6 +142,8 @@ def _lower(
         body = insert_barriers(body)
         body = split_full_steps(body)
         body = gist_guards(body)
+        if not draft:
+            body = overlap_products(body, _overlapped(s))
         body = sink_vector_loops(body)
         folded: dict = {}  # expressions simplified, for the next simplification to reuse
         check_unroll_size(s, body)  # before any pass makes the copies
@@ -154,6 +158,17 @@ def _lower(
         body = loop_nest(index)
     imports = tuple(code for stage in s.stages for code in stage.imports)
     return LoweredFunc(name, tuple(params_bufs), sizes, body, index, imports, scan_rows)
+
+
+def _overlapped(s: Schedule) -> dict[str, str]:
+    """The loops ``pragma(axis, "overlap_products")`` asks to rotate: the axis's name, and
+    the stage's, for the refusal."""
+    return {
+        axis.var.name: stage.name
+        for stage in s.stages
+        for axis, pragmas in stage.pragmas.items()
+        if any(name == OVERLAP_PRODUCTS for name, _ in pragmas)
+    }
 
 
 def _scan_rows(scan: Scan) -> ScanRows:

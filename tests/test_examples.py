@@ -408,6 +408,50 @@ def test_persistent_attention_blocks_take_the_tiles_in_turn_simulated(causal, tm
     _simulated_right(kernel, (bh, n, d), causal, seed=12)
 
 
+@pytest.mark.parametrize(
+    ("d", "causal", "stages", "blocks"), [(64, False, 2, 0), (128, True, 3, 0), (64, True, 2, 3)]
+)
+def test_the_second_products_overlap_the_next_steps_softmax_simulated(d, causal, stages, blocks):
+    """``overlap=True``: a step's products of P and V are issued in the next step, after its
+    scores' products (reading the stage of the step before, ``j.step - 2``), before
+    its softmax; the first step's softmax and the last step's products stand outside the
+    loop. Simulated against float64, also under a mask and on persistent blocks."""
+    bh, n = 3, 256
+    tensors = gpu_attention.tensor_core_attention(bh, n, d, causal=causal)
+    s = gpu_attention.wgmma_schedule(
+        *tensors, stages=stages, tma=True, overlap=True, persistent=blocks
+    )
+    assert ".op.axis[0], 'overlap_products', None)" in str(s)  # the step axis
+    kernel = sl.build(s, _io(tensors), "cuda")
+    step = str(kernel.lowered).split("for j.step in range(")[1]
+    scores = step.index("S[0, 0:+64, 0:+64] += wgmma(")
+    second = step.index("+= wgmma(M.online.P16_block")
+    assert "(j.step - 2)" in step[second:].splitlines()[0]  # the stage of the step before
+    assert scores < second < step.index("M.online.block_max")
+    _simulated_right(kernel, (bh, n, d), causal, seed=13)
+
+
+def test_the_second_products_run_while_the_softmax_runs():
+    """In the PTX, the softmax's exponentials stand between a wait that leaves the newest
+    group of products running (the second products) and the wait for all of them; ptxas
+    keeps the products in flight and spills nothing."""
+    tensors = gpu_attention.tensor_core_attention(2, 4096, 128)
+    s = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True, overlap=True)
+    ptx = sl.build(s, _io(tensors), "cuda").ptx
+    loop = ptx[ptx.index("wgmma.wait_group.sync.aligned 1;") :]
+    assert "ex2.approx" in loop[: loop.index("wgmma.wait_group.sync.aligned 0;")]
+    report = assemble(ptx)
+    assert "serialized" not in report.log and report.spill_bytes == 0, report.log
+    assert not releases_in_flight(ptx)
+
+
+def test_overlap_needs_the_copy_engine_issued_by_the_first_thread():
+    tensors = gpu_attention.tensor_core_attention(2, 256, 64)
+    s = gpu_attention.wgmma_schedule(*tensors, overlap=True)  # cp.async
+    with pytest.raises(sl.LoweringError, match=r"pragma\(j.step, \"overlap_products\"\)"):
+        sl.build(s, _io(tensors), "cuda")
+
+
 def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
     """The threads waiting for a stage leave their polling loop together (a vote): ptxas
     serialised every product of the kernel when the loop's exit could diverge (C7520)."""
@@ -433,6 +477,8 @@ def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
         (128, True, 128, 512, True),
         (128, False, 128, 640, "persistent"),
         (128, True, 128, 640, "persistent"),
+        (128, False, 128, 640, "overlap"),
+        (128, True, 128, 384, "overlap"),
     ],
 )
 def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
@@ -441,7 +487,12 @@ def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
     persistent = 7 if tma == "persistent" else 0  # 15 tiles: 3, 2, 2, ... a block
     stages = 3 if tma else 2
     s = gpu_attention.wgmma_schedule(
-        *tensors, keys=keys, stages=stages, tma=bool(tma), persistent=persistent
+        *tensors,
+        keys=keys,
+        stages=stages,
+        tma=bool(tma),
+        persistent=persistent,
+        overlap=tma == "overlap",
     )
     kernel = sl.build(s, _io(tensors), "cuda")
     rng = np.random.default_rng(10)

@@ -33,6 +33,10 @@ def apply_pragma(stage: Stage, axis: object, name: str, value: object, loc: str)
         if not isinstance(value, (bool, int)):
             stage._fail(AnnotationError, call, loc, f"the value is a bool, not {value!r}")
         return
+    if name == OVERLAP_PRODUCTS:  # acted on by `loopir.gpu.overlap_products`
+        stage.pragmas.setdefault(resolved, []).append((name, value))
+        stage._record(rec.Pragma(stage.name, resolved, name, value, loc))
+        return
     if name == "import_llvm":  # parsed and linked by the CPU build
         if not isinstance(value, str):
             what = f"import_llvm takes LLVM IR as text, not {type(value).__name__}"
@@ -60,7 +64,8 @@ def apply_pragma(stage: Stage, axis: object, name: str, value: object, loc: str)
     stage._record(rec.Pragma(stage.name, resolved, name, value, loc))
 
 
-_KNOWN = "unroll, vectorize, auto_unroll_max_step, unroll_explicit, import_llvm"
+OVERLAP_PRODUCTS = "overlap_products"  # an online scan's second products into the next step
+_KNOWN = "unroll, vectorize, auto_unroll_max_step, unroll_explicit, import_llvm, overlap_products"
 
 
 _IMPORTED_CODE = (

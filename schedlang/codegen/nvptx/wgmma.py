@@ -42,8 +42,23 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...ir import dtype as dt
-from ...loopir.core.nodes import Allocate, BulkCopy, For, If, Let, MBarrier, Seq, Stmt, Tile
-from ...loopir.core.visit import walk_stmt
+from ...loopir.core.nodes import (
+    Allocate,
+    Buffer,
+    BulkCopy,
+    For,
+    If,
+    Let,
+    Load,
+    MatrixOp,
+    MBarrier,
+    Seq,
+    Stmt,
+    Store,
+    ThreadAllReduce,
+    Tile,
+)
+from ...loopir.core.visit import stmt_exprs, walk_expr, walk_stmt
 from ...loopir.memory.fragments import is_wgmma
 from ..llvm.alignment import factor
 from ..llvm.expr import panels
@@ -191,12 +206,22 @@ def _descriptor(em: StmtEmitter, t: Tile, k_axis: int) -> tuple[ir.Value, int]:
 
 
 class WgmmaOrder:
-    """Where the fences, commits and waits of asynchronous products go (see the module)."""
+    """Where the fences, commits and waits of asynchronous products go (see the module).
+
+    A statement that touches only registers, none of them a register of a group of products
+    in flight (their accumulators, and the fragments they read), lets those groups run on: a
+    step's softmax runs beside the products of the step before (`overlap_products`). Every
+    other statement waits for the groups it may depend on, or for all of them."""
 
     def __init__(self) -> None:
-        self.pending = False  # products issued and not waited for
-        self.uncommitted = False  # products issued since the last commit
+        self.groups: list[set[int]] = []  # committed, in flight: their registers' buffers
+        self.current: set[int] = set()  # products issued since the last commit
+        self.accumulators: dict[int, Buffer] = {}
         self.last_was_product = False
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.groups or self.current)
 
     def before(self, em: StmtEmitter, s: Stmt) -> None:
         """Called before each leaf statement `s`."""
@@ -210,32 +235,38 @@ class WgmmaOrder:
             # all but the `pending` newest groups (`MBarrier`)
             self.wait(em, s.pending)
         elif not isinstance(s, (MBarrier, BulkCopy)):  # these touch neither tiles nor registers
-            self.wait(em)
+            self.wait_for(em, _registers_touched(s))
 
     def after(self, em: StmtEmitter, s: Stmt) -> None:
         """Called after each leaf statement `s`."""
         if is_wgmma(s):
-            self.pending = self.uncommitted = self.last_was_product = True
+            assert isinstance(s, MatrixOp)
+            self.accumulators[id(s.dst.buffer)] = s.dst.buffer
+            self.current |= {id(t.buffer) for t in (s.dst, *s.srcs) if _in_registers(t.buffer)}
+            self.last_was_product = True
 
     def before_loop(self, em: StmtEmitter, loop: For) -> None:
         """A loop of nothing but products (over k within a step) is fenced once, before it; one
-        that does other work waits for the products in flight before it, not in its body
+        that does other work waits for the products it depends on before it, not in its body
         (where LLVM's unrolling would copy the wait into every iteration)."""
         if only_products(loop.body):
             if not self.last_was_product:
                 _asm(em, "wgmma.fence.sync.aligned;")
                 self.last_was_product = True
         elif self.pending and not only_products(loop.body, (MBarrier, BulkCopy)):
-            self.wait(em)
+            self.wait_for(em, _registers_touched(loop.body))
             self.last_was_product = False
 
     def end_of_body(self, em: StmtEmitter, body: Stmt) -> None:
         """Called at the end of a loop's body, before it repeats: a body that does anything
         but products (and memory-barrier operations and bulk copies, which touch neither
         their tiles nor their registers) must not start its next iteration with products in
-        flight."""
+        flight, unless it touches none of their registers."""
         if self.pending and not only_products(body, (MBarrier, BulkCopy)):
-            self.wait(em)
+            self.commit(em)
+            touched = _registers_touched(body)
+            if touched is None or any(g & touched for g in self.groups):
+                self.wait(em)
             self.last_was_product = False
 
     def drain(self, em: StmtEmitter) -> None:
@@ -248,27 +279,77 @@ class WgmmaOrder:
             self.wait(em)
             self.last_was_product = False
 
+    def wait_for(self, em: StmtEmitter, touched: set[int] | None) -> None:
+        """Wait for the groups whose registers `touched` holds (None: any memory, so all)."""
+        self.commit(em)
+        if touched is None:
+            self.wait(em)
+            return
+        newest = max((k for k, g in enumerate(self.groups) if g & touched), default=None)
+        if newest is not None:
+            self.wait(em, len(self.groups) - 1 - newest)
+
+    def commit(self, em: StmtEmitter) -> None:
+        if self.current:
+            _asm(em, "wgmma.commit_group.sync.aligned;")
+            self.groups.append(self.current)
+            self.current = set()
+
     def wait(self, em: StmtEmitter, keep: int = 0) -> None:
         """Commit the products issued since the last commit (a run of them, one group) and
-        wait for every group but the `keep` newest."""
-        if self.uncommitted:
-            _asm(em, "wgmma.commit_group.sync.aligned;")
-            self.uncommitted = False
-        if self.pending:
-            text = f"wgmma.wait_group.sync.aligned {keep};"
-            if keep:
-                _asm(em, text)
-            else:
-                _wait_for_accumulators(em, text)
-            self.pending = keep > 0
+        wait for every group but the `keep` newest. Groups in flight across a loop's turn
+        (a loop of nothing but products and barriers) are not counted here, so a wait that
+        keeps some is always emitted."""
+        self.commit(em)
+        if not self.groups:
+            return
+        if keep == 0:
+            _wait_for_accumulators(em, "wgmma.wait_group.sync.aligned 0;", None)
+            self.groups = []
+            return
+        done = self.groups[: max(0, len(self.groups) - keep)]
+        self.groups = self.groups[len(done) :]
+        ids = set().union(*done) if done else set()
+        held = [b for k, b in self.accumulators.items() if k in ids]
+        _wait_for_accumulators(em, f"wgmma.wait_group.sync.aligned {keep};", held)
 
 
-def _wait_for_accumulators(em: StmtEmitter, text: str) -> None:
-    """`text` (the wait for every product) with the accumulators' registers passed through it:
-    their readers then come after the wait in the code LLVM emits too. Without the link LLVM
-    hoists their conversions above the wait, and ptxas, to keep them correct, waits for each
-    product before issuing the next ("wgmma serialized")."""
+def _in_registers(buffer: Buffer) -> bool:
+    return buffer.scope not in ("global", "shared")
+
+
+def _registers_touched(s: Stmt) -> set[int] | None:
+    """The buffers `s` reads or writes (by identity), or None where it touches memory (a
+    global or shared buffer, a copy, a barrier) or does what is not a store."""
+    touched: set[int] = set()
+    for n in walk_stmt(s):
+        if isinstance(n, (Seq, For, If, Let, Allocate)):
+            buffers = []
+        elif isinstance(n, Store):
+            buffers = [n.buffer]
+        elif isinstance(n, ThreadAllReduce):
+            buffers = [*n.sources, *n.results]
+        else:
+            return None
+        for e in stmt_exprs(n):
+            buffers += [x.buffer for x in walk_expr(e) if isinstance(x, Load)]
+        if not all(_in_registers(b) for b in buffers):
+            return None
+        touched |= {id(b) for b in buffers}
+    return touched
+
+
+def _wait_for_accumulators(em: StmtEmitter, text: str, held: list[Buffer] | None) -> None:
+    """`text` (a wait for groups of products) with the registers of the accumulators `held`
+    (those the groups waited for wrote) passed through it: their readers then come after the
+    wait in the code LLVM emits too. Without the link LLVM hoists their conversions above the
+    wait, and ptxas, to keep them correct, waits for each product before issuing the next
+    ("wgmma serialized"). The accumulators of groups still running are left out: passed
+    through, they would be read while the products write them. None: every accumulator."""
+    ids = None if held is None else {id(b) for b in held}
     for buffer, values in em.registers.values.items():
+        if ids is not None and id(buffer) not in ids:
+            continue
         if buffer.scope != "wgmma.accumulator" or buffer.dtype != "float32":
             continue  # a 16-bit fragment is computed by the threads, never by a product
         count = len(values)
