@@ -25,13 +25,16 @@ rather than run on a misread tile.
 
 The instruction runs in the background: `WgmmaOrder` issues ``wgmma.fence`` before the first
 product of a run (other instructions wrote its registers; before a loop of nothing but
-products, once), commits each run of products as one group, and waits for all of them before
-any other statement and at the end of every loop body that does anything else, so that neither
-the accumulator registers nor the shared tiles are touched while a product reads or writes
-them (letting a group run on across the next step's copies, into another stage, was measured
-no faster). Shared memory written by ordinary stores or ``cp.async`` is seen by the tensor
-cores only after ``fence.proxy.async`` in the writing threads: every barrier of a kernel with
-products is preceded by one.
+products, once), commits each run of products as one group, and waits before any other
+statement and at the end of every loop body that does anything else, so that neither the
+accumulator registers nor the shared tiles are touched while a product reads or writes them
+(letting a group run on across the next step's copies, into another stage, was measured no
+faster). A statement that touches registers only, none a register of a group in flight, waits
+for nothing, and one that touches those of older groups only waits for those
+(`overlap_products`: a step's softmax beside the products of the step before). Shared memory
+written by ordinary stores or ``cp.async`` is seen by the tensor cores only after
+``fence.proxy.async`` in the writing threads: every barrier of a kernel with products is
+preceded by one.
 """
 
 from __future__ import annotations
