@@ -445,6 +445,18 @@ def test_the_second_products_run_while_the_softmax_runs():
     assert not releases_in_flight(ptx)
 
 
+def test_a_scan_of_one_step_has_nothing_to_overlap():
+    """128 keys in one step: no loop is left to rotate, and the kernel is the one built
+    without the pragma (found by the fuzzer, which drew it and got a refusal)."""
+    tensors = gpu_attention.tensor_core_attention(1, 128, 64)
+    options = dict(keys=128, stages=2, tma=True)
+    plain = sl.build(gpu_attention.wgmma_schedule(*tensors, **options), _io(tensors), "cuda")
+    s = gpu_attention.wgmma_schedule(*tensors, overlap=True, **options)
+    kernel = sl.build(s, _io(tensors), "cuda")
+    assert str(kernel.lowered) == str(plain.lowered)
+    _simulated_right(kernel, (1, 128, 64), False, seed=3)
+
+
 def test_overlap_needs_the_copy_engine_issued_by_the_first_thread():
     tensors = gpu_attention.tensor_core_attention(2, 256, 64)
     s = gpu_attention.wgmma_schedule(*tensors, overlap=True)  # cp.async

@@ -1,6 +1,7 @@
 """The fuzzer's attention family: `examples/gpu_attention.py`'s definition on Hopper's tensor
 cores (`wgmma_schedule`) with drawn options: masked or not, keys a step, stages of K and V,
-the copy engine or ``cp.async``, persistent blocks taking the tiles in turn.
+the copy engine or ``cp.async``, the second products overlapped with the next step's
+softmax, persistent blocks taking the tiles in turn.
 
 Each option changes the kernel's structure: the online scan's steps (below the diagonal and on
 it under a causal mask), the pipeline's stages and barriers, and with persistent blocks a
@@ -36,9 +37,10 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         heads = draw(st.sampled_from([1, 3]), label="batch x heads")
         stages = draw(st.sampled_from([1, 2, 3, 4]), label="stages")
         tma = stages >= 2 and draw(st.booleans(), label="copy engine")
+        overlap = tma and draw(st.booleans(), label="second products overlapped")
         persistent = draw(st.sampled_from([0, 0, 2, 3, 5]), label="persistent blocks")
         seed = draw(st.integers(0, 2**16), label="input seed")
-        options = dict(keys=keys, stages=stages, tma=tma, persistent=persistent)
+        options = dict(keys=keys, stages=stages, tma=tma, persistent=persistent, overlap=overlap)
         note(f"attention({heads}, {n}, 64, causal={causal}) with {options}")
         tally.family = FAMILY
         tally.count(f"family: {FAMILY}")
@@ -59,6 +61,8 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         tally.count("ran and matched")
         if ".shared.base = " in str(kernel.lowered):
             tally.count("ran, the pipeline's steps counted in a register")
+        if overlap:
+            tally.count("ran, the second products overlapped")
 
 
 def _definition(q, k, v, causal: bool) -> np.ndarray:

@@ -136,20 +136,20 @@ def test_the_scan_sample_drew_refusals_and_kernels():
 WGMMA_ATTENTION = Tally()
 
 
-@sample(12)
+@sample(16)
 @given(data=st.data())
 def test_attention_on_the_tensor_cores_in_the_simt_interpreter(data):
     attention_interpreter_property(data, WGMMA_ATTENTION)
 
 
 def test_the_tensor_core_attention_sample_ran():
-    """The sample above ran kernels, some of them on persistent blocks under a mask (the copy
-    engine's steps counted in a register)."""
+    """The sample above ran kernels, some with the second products overlapped (the shapes
+    it cannot reach in 16 cases have tests of their own in test_examples)."""
     if not WGMMA_ATTENTION.counts:  # another worker ran it
         test_attention_on_the_tensor_cores_in_the_simt_interpreter()
     counts = WGMMA_ATTENTION.by_family[FAMILY]
     assert counts["ran and matched"] > 0, counts
-    assert counts["ran, the pipeline's steps counted in a register"] > 0, counts
+    assert counts["ran, the second products overlapped"] > 0, counts
 
 
 TENSOR_CORES = Tally()
