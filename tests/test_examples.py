@@ -200,7 +200,8 @@ def _attention_schedule(how: str, tensors) -> sl.Schedule:
     return gpu_attention.schedule(*tensors, factor=8, threads=32)
 
 
-def _attention_reference(q, k, v, causal: bool) -> np.ndarray:
+def attention_reference(q, k, v, causal: bool) -> np.ndarray:
+    """Attention in float64, a key after its query masked out under `causal`."""
     wide = [x.astype(np.float64) for x in (q, k, v)]
     scores = np.einsum("bid,bjd->bij", wide[0], wide[1]) * q.shape[-1] ** -0.5
     if causal:
@@ -230,7 +231,7 @@ def test_attention_in_one_online_pass_simulated(how, dtype, causal):
     out = np.full((bh, n, d), np.nan, np_dtype)
     kernel.simulate(q, k, v, out)
     rounding = 1e-3 if dtype == "float16" else 8e-3  # the output's own rounding
-    want = _attention_reference(q, k, v, causal)
+    want = attention_reference(q, k, v, causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=rounding * 4)
 
 
@@ -244,7 +245,7 @@ def test_attention_in_one_online_pass_on_the_gpu(how):
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)
     kernel(q, k, v, out)
-    want = _attention_reference(q, k, v, causal=True)
+    want = attention_reference(q, k, v, causal=True)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
@@ -271,7 +272,7 @@ def test_fused_attention_unrolled_simulated(causal):
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)
     kernel.simulate(q, k, v, out)
-    want = _attention_reference(q, k, v, causal)
+    want = attention_reference(q, k, v, causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
@@ -293,7 +294,7 @@ def test_attention_on_the_tensor_cores_simulated(n, d, rows, causal):
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)
     kernel.simulate(q, k, v, out)
-    want = _attention_reference(q, k, v, causal=causal)
+    want = attention_reference(q, k, v, causal=causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
@@ -511,7 +512,7 @@ def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
     q, k, v = (rng.standard_normal((bh, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((bh, n, d), np.nan, np.float16)
     kernel(q, k, v, out)
-    want = _attention_reference(q, k, v, causal=causal)
+    want = attention_reference(q, k, v, causal=causal)
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
@@ -526,5 +527,5 @@ def _simulated_right(kernel, shape, causal: bool, seed: int) -> None:
     out = np.full(shape, np.nan, np.float16)
     kernel.simulate(q, k, v, out)
     np.testing.assert_allclose(
-        out.astype(np.float64), _attention_reference(q, k, v, causal), atol=4e-3
+        out.astype(np.float64), attention_reference(q, k, v, causal), atol=4e-3
     )

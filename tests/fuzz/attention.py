@@ -12,14 +12,13 @@ interpreter computes within half-precision rounding of the float64 definition.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from hypothesis import note
 from hypothesis import strategies as st
 
 import schedlang as sl
 from examples import gpu_attention
+from tests.test_examples import attention_reference
 
 from .verdict import FuzzFailure, Tally, lowering_verdict, watchdog
 
@@ -55,7 +54,7 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         q, k, v = (rng.standard_normal((heads, n, 64)).astype(np.float16) for _ in range(3))
         out = np.full((heads, n, 64), np.nan, np.float16)
         kernel.simulate(q, k, v, out)
-        worst = float(np.abs(out.astype(np.float64) - _definition(q, k, v, causal)).max())
+        worst = float(np.abs(out.astype(np.float64) - attention_reference(q, k, v, causal)).max())
         if not worst <= 4e-3:  # NaN fails too
             raise FuzzFailure(f"attention {options} (causal={causal}) is {worst} off")
         tally.count("ran and matched")
@@ -63,14 +62,3 @@ def attention_interpreter_property(data, tally: Tally) -> None:
             tally.count("ran, the pipeline's steps counted in a register")
         if overlap:
             tally.count("ran, the second products overlapped")
-
-
-def _definition(q, k, v, causal: bool) -> np.ndarray:
-    """Attention in float64, a key after its query masked out under `causal`."""
-    wide = [x.astype(np.float64) for x in (q, k, v)]
-    scores = np.einsum("bid,bjd->bij", wide[0], wide[1]) / math.sqrt(q.shape[-1])
-    if causal:
-        n = q.shape[1]
-        scores[:, np.triu(np.ones((n, n), bool), 1)] = -np.inf
-    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return np.einsum("bij,bjd->bid", p, wide[2]) / p.sum(axis=-1, keepdims=True)
