@@ -429,6 +429,8 @@ def test_the_second_products_overlap_the_next_steps_softmax_simulated(d, causal,
     second = step.index("+= wgmma(M.online.P16_block")
     assert "(j.step - 2)" in step[second:].splitlines()[0]  # the stage of the step before
     assert scores < second < step.index("M.online.block_max")
+    # the copy waiting for the step before's release is issued before this step's products
+    assert step.index("mbarrier_wait(K.shared.empty[") < scores
     _simulated_right(kernel, (bh, n, d), causal, seed=13)
 
 
@@ -441,6 +443,11 @@ def test_the_second_products_run_while_the_softmax_runs():
     ptx = sl.build(s, _io(tensors), "cuda").ptx
     loop = ptx[ptx.index("wgmma.wait_group.sync.aligned 1;") :]
     assert "ex2.approx" in loop[: loop.index("wgmma.wait_group.sync.aligned 0;")]
+    # each probability's exponential is computed once a step, for the row sums and for P
+    # (the running maximum read again after the wait): 64 a thread, and the rescales of the
+    # sums' and the output's two rows
+    body = loop[: loop.index("wgmma.fence.sync.aligned;")]
+    assert body.count("ex2.approx") == 64 + 4
     report = assemble(ptx)
     assert "serialized" not in report.log and report.spill_bytes == 0, report.log
     assert not releases_in_flight(ptx)

@@ -44,8 +44,20 @@ def machine(arch: str) -> llvm.TargetMachine:
     probe = probe_nvptx()  # registers LLVM's targets on llvmlite versions that need it
     if not probe.ok:
         raise LoweringError(f"the cuda target needs LLVM's NVPTX backend, which is {probe.detail}")
+    _scan_further()
     target = llvm.Target.from_triple(NVPTX_TRIPLE)
     return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version(arch)}", opt=3)
+
+
+@functools.cache
+def _scan_further() -> None:
+    """Let LLVM's memory dependence analysis look 1000 instructions back for a load's last
+    store (100 by default). A running statistic of a scan kept in local memory (indexed by
+    the step's parity) is read again after a warpgroup's softmax of 64 exponentials, several
+    hundred instructions later: past the default limit GVN reloads it, and every exponential
+    that the second read feeds is computed twice (attention's second products overlapped with
+    the next step's softmax: 132 ``ex2`` a step instead of 68)."""
+    llvm.set_option("schedlang", "-memdep-block-scan-limit=1000")
 
 
 def compile_cuda(
