@@ -125,9 +125,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--overlap",
-        action="store_true",
+        default="auto",
+        choices=["auto", "yes", "no"],
         help="wgmma with the copy engine: a step's second products issued in the next step, "
-        "beside its softmax (FlashAttention 3's intra-warpgroup overlap)",
+        "beside its softmax (FlashAttention 3's intra-warpgroup overlap); auto: with 3 "
+        "stages (d = 128 from L = 2048)",
     )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
@@ -200,7 +202,7 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
 
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
-    persistent=0, overlap=False,
+    persistent=0, overlap="auto",
 ):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
@@ -209,20 +211,24 @@ def _wgmma(
     given (`_ours` gives a block a multiprocessor unmasked at d = 128 and L <= 1024, where one
     block a multiprocessor exposes each tile's prologue and epilogue; under a causal mask the
     tiles' work differs by up to L / 128 times, and blocks taking them in a fixed turn end
-    unevenly: slower there, NOTES.md)."""
+    unevenly: slower there, NOTES.md); with 3 stages of the copy engine's, a step's second
+    products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048)."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
         default = 3 if d > 64 and n >= 2048 else 2
     else:
         default = 3 if d <= 64 and not (causal and n <= 1024) else 2
+    stages = stages or default
+    if overlap == "auto":  # the copy it issues a step late lands in time with 3 stages
+        overlap = "yes" if stages >= 3 and persistent == 0 else "no"
     return gpu_attention.wgmma_schedule(
         *tensors,
         rows=rows or 128,
         keys=keys or 128,  # the tuner's best at d = 64; at d = 128 too (NOTES.md)
-        stages=stages or default,
+        stages=stages,
         tma=tma,
         persistent=persistent,
-        overlap=overlap and tma,
+        overlap=overlap == "yes" and tma,
     )
 
 

@@ -339,7 +339,8 @@ class _Softmax(Rewrite):
                 self.fail(
                     stage,
                     f"in '{stage.name}', the exponent of '{expr_str(factor)}' is "
-                    f"not x - {self.top.name}[...] times a positive constant; rescaling "
+                    f"not x - {self.top.name}[...] times a positive constant (or x * c - "
+                    f"{self.top.name}[...] * c); rescaling "
                     "repairs only that form",
                 )
             own = self._top_value(at, j)
@@ -607,7 +608,13 @@ def _unrounded(e: Expr) -> Expr:
 
 
 def _scaled(e: Expr) -> tuple[Expr, Expr | None]:
-    """`e` as ``difference * scale`` with a positive constant scale (None where it is not)."""
+    """`e` as ``difference * scale`` with a positive constant scale (None where it is not);
+    ``x * c - y * c`` too, the scale distributed (FlashAttention's form: one fused
+    multiply-add an exponent, ``x * c - (y * c)`` with ``y * c`` once a row)."""
+    if isinstance(e, Binary) and e.op == "-":
+        (a, left), (b, right) = _scaled(e.a), _scaled(e.b)
+        if isinstance(left, Const) and isinstance(right, Const) and left.value == right.value:
+            return Binary("-", a, b, e.dtype), left
     if isinstance(e, Binary) and e.op in ("*", "/"):
         for inner, c in ((e.a, e.b), (e.b, e.a)) if e.op == "*" else ((e.a, e.b),):
             value = c.value if isinstance(c, Const) else None

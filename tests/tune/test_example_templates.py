@@ -101,8 +101,15 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     from examples import gpu_attention, tune_attention
 
     task = tune_attention.attention(2, 256, 128, causal=True, multiprocessors=5)
-    assert len(task.space) == 72
-    hand = {"rows": 128, "keys": 64, "stages": 2, "tma": False, "persistent": False}
+    assert len(task.space) == 144
+    hand = {
+        "rows": 128,
+        "keys": 64,
+        "stages": 2,
+        "tma": False,
+        "persistent": False,
+        "overlap": False,
+    }
     s, args = task.instantiate(hand)
     tensors = gpu_attention.tensor_core_attention(2, 256, 128, causal=True)
     assert str(s) == str(gpu_attention.wgmma_schedule(*tensors))
@@ -111,6 +118,11 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     s, _ = task.instantiate(dict(hand, keys=128, tma=True, persistent=True))
     want = gpu_attention.wgmma_schedule(*tensors, keys=128, tma=True, persistent=5)
     assert str(s) == str(want)
+    s, _ = task.instantiate(dict(hand, keys=128, stages=3, tma=True, overlap=True))
+    want = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True, overlap=True)
+    assert str(s) == str(want)
+    with pytest.raises(sl.tune.Invalid, match="with the copy engine"):
+        task.instantiate(dict(hand, overlap=True))
     with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
         task.instantiate(dict(hand, rows=192, keys=128, stages=3))
     with pytest.raises(sl.tune.Invalid, match="2 stages or more"):
@@ -124,7 +136,14 @@ def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
 
     bh, n, d = 2, 128, 64
     task = tune_attention.attention(bh, n, d, causal=True)
-    point = {"rows": 64, "keys": 128, "stages": 1, "tma": False, "persistent": True}
+    point = {
+        "rows": 64,
+        "keys": 128,
+        "stages": 1,
+        "tma": False,
+        "persistent": True,
+        "overlap": False,
+    }
     s, args = task.instantiate(point)  # 132 blocks for 2 tiles: the others take none
     kernel = sl.build(s, args, target="cuda -arch=sm_90a")
     rng = np.random.default_rng(3)
