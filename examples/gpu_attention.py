@@ -110,9 +110,9 @@ def fused_schedule(
 
 def tensor_core_attention(bh: int, n, d: int, dtype: str = "float16", causal: bool = False):
     """``(Q, K, V, (M, Z, O), P16, Out)``: the definition as the tensor cores compute it. The
-    scores are the plain products (their scale applied in the exponent, ``exp(S * scale - M *
-    scale)``, the same softmax: one fused multiply-add an exponent, ``M * scale`` once a row),
-    and the probabilities are rounded to `dtype` as the second product's
+    scores are the plain products (their scale applied in the exponent, ``exp(S * scale + M *
+    -scale)``, the same softmax: one fused multiply-add an exponent, ``M * -scale`` once a
+    row), and the probabilities are rounded to `dtype` as the second product's
     operand, as FlashAttention rounds them; the sum ``Z`` takes them unrounded. The
     exponentials are ``fast_exp2`` with ``log2(e)`` folded into the scale, FlashAttention's (one
     approximate instruction each instead of an exp correct to the last bit: their error, below
@@ -132,7 +132,7 @@ def tensor_core_attention(bh: int, n, d: int, dtype: str = "float16", causal: bo
     j = sl.reduce_axis((0, n), name="j")
     m = sl.compute((bh, n), lambda b, i: sl.max(s_[b, i, j], axis=j, where=kept(i, j)), name="M")
     p = sl.compute(
-        (bh, n, n), lambda b, i, j: sl.fast_exp2(s_[b, i, j] * scale - m[b, i] * scale), name="P"
+        (bh, n, n), lambda b, i, j: sl.fast_exp2(s_[b, i, j] * scale + m[b, i] * -scale), name="P"
     )
     p16 = sl.compute((bh, n, n), lambda b, i, j: p[b, i, j].astype(dtype), name="P16")
     jz = sl.reduce_axis((0, n), name="jz")

@@ -437,10 +437,13 @@ def test_the_second_products_overlap_the_next_steps_softmax_simulated(d, causal,
 def test_the_second_products_run_while_the_softmax_runs():
     """In the PTX, the softmax's exponentials stand between a wait that leaves the newest
     group of products running (the second products) and the wait for all of them; ptxas
-    keeps the products in flight and spills nothing."""
+    keeps the products in flight and spills nothing. K's stage is released once the scores'
+    products are done, the second products (which read V's) still running; every other
+    release waits for all products."""
     tensors = gpu_attention.tensor_core_attention(2, 4096, 128)
     s = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True, overlap=True)
-    ptx = sl.build(s, _io(tensors), "cuda").ptx
+    kernel = sl.build(s, _io(tensors), "cuda")
+    ptx = kernel.ptx
     loop = ptx[ptx.index("wgmma.wait_group.sync.aligned 1;") :]
     assert "ex2.approx" in loop[: loop.index("wgmma.wait_group.sync.aligned 0;")]
     # each probability's exponential is computed once a step, for the row sums and for P
@@ -450,7 +453,15 @@ def test_the_second_products_run_while_the_softmax_runs():
     assert body.count("ex2.approx") == 64 + 4
     report = assemble(ptx)
     assert "serialized" not in report.log and report.spill_bytes == 0, report.log
-    assert not releases_in_flight(ptx)
+    assert not releases_in_flight(ptx, pending=1)
+    (config,) = kernel.launch_config  # K's and V's barriers beside 224 KB of tiles
+    assert 224 * 1024 < config.shared_bytes <= 227 * 1024
+    assert len(releases_in_flight(ptx)) == 1  # the loop's release of K
+    step = str(kernel.lowered).split("for j.step in range(")[1].splitlines()
+    early = [k for k, line in enumerate(step) if "products_pending=1" in line]
+    assert len(early) == 1 and "mbarrier_arrive(K.shared.empty[" in step[early[0]]
+    running = [line for line in step[: early[0]] if "+= wgmma(" in line][-1]
+    assert running.lstrip().startswith("O.run") and "@ V.shared[" in running
 
 
 def test_a_scan_of_one_step_has_nothing_to_overlap():

@@ -339,8 +339,8 @@ class _Softmax(Rewrite):
                 self.fail(
                     stage,
                     f"in '{stage.name}', the exponent of '{expr_str(factor)}' is "
-                    f"not x - {self.top.name}[...] times a positive constant (or x * c - "
-                    f"{self.top.name}[...] * c); rescaling "
+                    f"not x - {self.top.name}[...] times a positive constant (or x * c + "
+                    f"{self.top.name}[...] * -c); rescaling "
                     "repairs only that form",
                 )
             own = self._top_value(at, j)
@@ -609,10 +609,12 @@ def _unrounded(e: Expr) -> Expr:
 
 def _scaled(e: Expr) -> tuple[Expr, Expr | None]:
     """`e` as ``difference * scale`` with a positive constant scale (None where it is not);
-    ``x * c - y * c`` too, the scale distributed (FlashAttention's form: one fused
-    multiply-add an exponent, ``x * c - (y * c)`` with ``y * c`` once a row)."""
-    if isinstance(e, Binary) and e.op == "-":
+    ``x * c - y * c`` and ``x * c + y * -c`` too, the scale distributed (FlashAttention's
+    exponent: ``x * c + (y * -c)`` is one fused multiply-add, ``y * -c`` once a row)."""
+    if isinstance(e, Binary) and e.op in ("-", "+"):
         (a, left), (b, right) = _scaled(e.a), _scaled(e.b)
+        if e.op == "+" and isinstance(e.b, Binary) and e.b.op == "*":
+            b, right = _negated_scale(e.b)
         if isinstance(left, Const) and isinstance(right, Const) and left.value == right.value:
             return Binary("-", a, b, e.dtype), left
     if isinstance(e, Binary) and e.op in ("*", "/"):
@@ -623,6 +625,14 @@ def _scaled(e: Expr) -> tuple[Expr, Expr | None]:
                 return inner, scale
         return e, None
     return e, const(1.0, e.dtype)
+
+
+def _negated_scale(e: Binary) -> tuple[Expr, Expr | None]:
+    """``y * -c`` (a product by a negative constant) as ``(y, c)``; None where it is not."""
+    for inner, c in ((e.a, e.b), (e.b, e.a)):
+        if isinstance(c, Const) and c.value < 0:
+            return inner, const(-c.value, c.dtype)
+    return e, None
 
 
 def _same(a: Range, b: Range) -> bool:

@@ -58,17 +58,22 @@ def _total(pattern: str, log: str) -> int:
     return sum(int(n) for n in re.findall(pattern, log))
 
 
-def releases_in_flight(ptx: str) -> list[int]:
+def releases_in_flight(ptx: str, pending: int = 0) -> list[int]:
     """The lines of `ptx` (in text order, which is the order of a loop body without branches
     between its products and its barriers) where a thread arrives on a memory barrier without
-    expecting bytes (a consumer's release of a stage) while warpgroup products it issued have
-    not been waited for: the products may still read the stage the arrival frees."""
-    in_flight, found = False, []
+    expecting bytes (a consumer's release of a stage) while more than `pending` groups of the
+    warpgroup products it issued have not been waited for: the products may still read the
+    stage the arrival frees. (Which stage a group reads is not in the text: where a release
+    may leave the newest group running, the caller checks that it reads another stage.)"""
+    groups, issued, found = 0, False, []
     for number, line in enumerate(ptx.splitlines(), 1):
         if "wgmma.mma_async" in line:
-            in_flight = True
-        elif "wgmma.wait_group.sync.aligned 0;" in line:
-            in_flight = False
-        elif "mbarrier.arrive" in line and "expect_tx" not in line and in_flight:
+            issued = True
+        elif "wgmma.commit_group" in line:
+            groups, issued = groups + 1, False
+        elif "wgmma.wait_group.sync.aligned" in line:
+            groups = min(groups, int(line.split("aligned")[1].strip(" ;")))
+            issued = False  # a wait commits nothing: products before it were committed
+        elif "mbarrier.arrive" in line and "expect_tx" not in line and (issued or groups > pending):
             found.append(number)
     return found

@@ -358,3 +358,21 @@ def test_more_threads_than_any_gpu_runs_is_refused_when_building():
     s, inputs, outputs = vector_add(None, 2048)
     with pytest.raises(sl.LoweringError, match=r"a block of \(2048, 1, 1\) is 2048 threads"):
         sl.build(s, inputs + outputs, target="cuda")
+
+
+def test_small_regions_of_a_swizzled_dynamic_layout_go_last_16_bytes_apart():
+    """A swizzle's tiles start at multiples of 1024 bytes; memory barriers beside them need 8.
+    Padded to 1024 each, four arrays of barriers took 4 KB (attention's 224 KB of tiles then
+    asked more than a block may have)."""
+    tiles = [object() for _ in range(3)]
+    barriers = [object() for _ in range(4)]
+    owners = [(tiles[0], (32768,)), (barriers[0], (24,)), (barriers[1], (24,))]
+    owners += [(tiles[1], (98304,)), (barriers[2], (24,)), (barriers[3], (24,))]
+    owners += [(tiles[2], (98304,))]
+    loose = frozenset(id(b) for b in barriers)
+    layout = lay_out_shared("k", owners, 1024, loose)
+    assert [layout.region(t)[0] for t in tiles] == [0, 32768, 131072]
+    assert [layout.region(b)[0] for b in barriers] == [229376 + 32 * k for k in range(4)]
+    assert layout.nbytes == 229376 + 4 * 32 <= 227 * 1024 and layout.dynamic
+    static = lay_out_shared("k", owners[:2], 1024, loose)  # ptxas lays static arrays out
+    assert static.region(barriers[0]) == (32768, 1024) and not static.dynamic

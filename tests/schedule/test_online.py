@@ -262,28 +262,43 @@ def test_what_rescaling_does_not_repair_is_refused_by_name(z_source, match):
         s.online([m, z], factor=4)
 
 
-def test_a_scale_distributed_over_the_difference_is_rescaled_in_the_users_form():
-    """``exp2(x * c - m * c)`` (FlashAttention's exponent: a fused multiply-add each) is
-    ``exp2((x - m) * c)``: the rewrite accepts it, keeps it as written in the blocks' sums,
-    and rescales by ``exp2((m - m') * c)``. The two scales must be the same constant."""
+@pytest.mark.parametrize(
+    "exponent, written",
+    [
+        (lambda x, m: x * 0.5 + m * -0.5, "* 0.5 + M.run["),
+        (lambda x, m: x * 0.5 - m * 0.5, "* 0.5 - M.run["),
+    ],
+    ids=["plus minus c", "minus c"],
+)
+def test_a_scale_distributed_over_the_difference_is_rescaled_in_the_users_form(exponent, written):
+    """``exp2(x * c + m * -c)`` (FlashAttention's exponent: a fused multiply-add each) and
+    ``exp2(x * c - m * c)`` are ``exp2((x - m) * c)``: the rewrite accepts them, keeps them as
+    written in the blocks' sums, and rescales by ``exp2((m - m') * c)``. The scales must be
+    the same constant."""
     x = sl.placeholder((N, N), name="X")
     j = sl.reduce_axis((0, N), name="j")
     m = sl.compute((N,), lambda i: sl.max(x[i, j], axis=j), name="M")
     k = sl.reduce_axis((0, N), name="k")
-    z = sl.compute(
-        (N,), lambda i: sl.sum(sl.fast_exp2(x[i, k] * 0.5 - m[i] * 0.5), axis=k), name="Z"
-    )
+    z = sl.compute((N,), lambda i: sl.sum(sl.fast_exp2(exponent(x[i, k], m[i])), axis=k), name="Z")
     y = sl.compute((N,), lambda i: z[i] + m[i], name="Y")
     s = sl.create_schedule(y)
     s.online([m, z], factor=5)
-    assert "* 0.5 - M.run[" in str(sl.lower(s, [x, y]))
+    assert written in str(sl.lower(s, [x, y]))
     data = np.random.default_rng(2).standard_normal((N, N)).astype(np.float32) * 30
     out = np.full(N, np.nan, np.float32)
     sl.build(s, [x, y])(data, out)
     peak = data.max(axis=1)
     want = np.exp2(data * 0.5 - peak[:, None] * 0.5).sum(axis=1) + peak
     np.testing.assert_allclose(out, want, rtol=1e-5)
-    s, m, z = _softmax(lambda x, m, i, k: sl.exp(x[i, k] * 0.5 - m[i] * 0.25))
+
+
+@pytest.mark.parametrize(
+    "exponent",
+    [lambda x, m: x * 0.5 - m * 0.25, lambda x, m: x * 0.5 + m * 0.5],
+    ids=["other scale", "plus"],
+)
+def test_a_distributed_scale_must_be_the_same_constant(exponent):
+    s, m, z = _softmax(lambda x, m, i, k: sl.exp(exponent(x[i, k], m[i])))
     with pytest.raises(OnlineError, match="times a positive constant"):
         s.online([m, z], factor=4)
 

@@ -155,22 +155,15 @@ class ExprEmitter:
         raise InternalError(f"code generation cannot translate {type(e).__name__} '{e}'")
 
     def _multiply_add(self, e: Binary) -> ir.Value | None:
-        """``a * b + c`` (and ``a * b - c``, ``c - a * b``, a negated operand) as
-        ``llvm.fmuladd``, which the target may fuse into one instruction with a single rounding:
-        C's ``FP_CONTRACT ON`` (clang's default), not fast-math. It halves the floating-point
-        work of a dot product's inner loop, and makes softmax's ``x * c - m * c`` one
-        instruction. Not for 16-bit floats, computed in float32 with a rounding after each
-        operation that fusing would skip."""
-        for k, (product, other) in enumerate(((e.a, e.b), (e.b, e.a))):
+        """``a * b + c`` as ``llvm.fmuladd``, which the target may fuse into one instruction
+        with a single rounding: C's ``FP_CONTRACT ON`` (clang's default), not fast-math. It
+        halves the floating-point work of a dot product's inner loop. Not for 16-bit floats,
+        computed in float32 with a rounding after each operation that fusing would skip."""
+        for product, other in ((e.a, e.b), (e.b, e.a)):
             if isinstance(product, Binary) and product.op == "*" and product.dtype == e.dtype:
                 x, y, z = self.unify(
                     self.value(product.a), self.value(product.b), self.value(other)
                 )
-                if e.op == "-":  # negating is exact: the fused result rounds as before
-                    if k == 0:
-                        z = self.b.fneg(z)
-                    else:
-                        x = self.b.fneg(x)
                 return call_overloaded(self.b, "llvm.fmuladd", [x, y, z])
         return None
 
@@ -184,7 +177,7 @@ class ExprEmitter:
 
     def _binary(self, e: Binary) -> ir.Value:
         b, dtype, op = self.b, e.dtype, e.op
-        if op in ("+", "-") and dtype in ("float32", "float64") and self.target.contract:
+        if op == "+" and dtype in ("float32", "float64") and self.target.contract:
             fused = self._multiply_add(e)
             if fused is not None:
                 return fused

@@ -456,10 +456,12 @@ def _shared_layout(
 ) -> SharedLayout:
     """The regions of the shared buffers and of the scratch of the block collectives."""
     owners: list[tuple[object, tuple[int, ...]]] = []
+    loose: set[int] = set()  # regions that need no swizzle's alignment
     swizzled = False
     for s in walk_stmt(body):
         if isinstance(s, ThreadAllReduce):
             owners.append((s, scratch_sizes(s, block)))
+            loose.add(id(s))
         if not isinstance(s, Allocate):
             continue
         if s.buffer.scope == "global":
@@ -477,6 +479,10 @@ def _shared_layout(
                 "so compute it at a loop inside a tile of constant size (split by a factor)"
             )
         if s.buffer.scope == "shared":
-            owners.append((s, (count * dt.itemsize(s.buffer.dtype),)))
+            nbytes = count * dt.itemsize(s.buffer.dtype)
+            owners.append((s, (nbytes,)))
             swizzled |= bool(s.buffer.swizzle)
-    return lay_out_shared(name, owners, SWIZZLE_ALIGN if swizzled else BUFFER_ALIGN)
+            if not s.buffer.swizzle and nbytes < SWIZZLE_ALIGN:
+                loose.add(id(s))
+    align = SWIZZLE_ALIGN if swizzled else BUFFER_ALIGN
+    return lay_out_shared(name, owners, align, frozenset(loose))

@@ -33,21 +33,40 @@ class SharedLayout:
 
 
 def lay_out_shared(
-    kernel: str, owners: list[tuple[object, tuple[int, ...]]], align: int = BUFFER_ALIGN
+    kernel: str,
+    owners: list[tuple[object, tuple[int, ...]]],
+    align: int = BUFFER_ALIGN,
+    loose: frozenset[int] = frozenset(),
 ) -> SharedLayout:
     """Regions for `owners` (each a statement and the bytes of its regions), one after the other
     at multiples of `align` (`BUFFER_ALIGN`, or the 1024 bytes of a swizzle's pattern, which
     the tensor cores apply to absolute addresses), each padded to one: ptxas packs static
     arrays the same way, so its count and this one agree. A statement met twice keeps its first
-    regions."""
+    regions. Where the regions are one dynamic array, those of the owners in `loose` (by
+    identity: no swizzle, smaller than `align`, such as memory barriers) go after the others,
+    `BUFFER_ALIGN` apart: padded to 1024 bytes each, four arrays of barriers cost 4 KB, which
+    pushed attention's 224 KB of tiles past the 227 a block may have."""
+    layout = _placed(kernel, owners, align, frozenset())
+    if align == BUFFER_ALIGN or not layout.dynamic or not loose:
+        return layout
+    return _placed(kernel, owners, align, loose)
+
+
+def _placed(
+    kernel: str, owners: list[tuple[object, tuple[int, ...]]], align: int, loose: frozenset[int]
+) -> SharedLayout:
     regions: dict[int, tuple[tuple[int, int], ...]] = {}
     offset = 0
-    for owner, sizes in owners:
+    ordered = [o for o in owners if id(o[0]) not in loose] + [
+        o for o in owners if id(o[0]) in loose
+    ]
+    for owner, sizes in ordered:
         if id(owner) in regions:
             continue
+        step = BUFFER_ALIGN if id(owner) in loose else align
         placed = []
         for size in sizes:
-            padded = -(-max(size, 1) // align) * align
+            padded = -(-max(size, 1) // step) * step
             placed.append((offset, padded))
             offset += padded
         regions[id(owner)] = tuple(placed)
