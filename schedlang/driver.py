@@ -26,6 +26,7 @@ from .loopir.index.layouts import apply_layouts
 from .loopir.index.overflow import may_overflow
 from .loopir.loops.full_steps import split_full_steps
 from .loopir.loops.gist_guards import gist_guards
+from .loopir.loops.single_steps import peel_single_steps
 from .loopir.loops.unroll import unroll_loops
 from .loopir.loops.unroll_limit import check_unroll_size
 from .loopir.loops.vector_inner import sink_vector_loops
@@ -141,6 +142,7 @@ def _lower(
         body = bulk_pipeline(body, {b: (n, ws) for b, (n, tma, ws) in piped.items() if tma})
         body = insert_barriers(body)
         body = split_full_steps(body)
+        body = peel_single_steps(body)
         body = gist_guards(body)
         if not draft:
             body = overlap_products(body, _overlapped(s))

@@ -464,6 +464,29 @@ def test_the_second_products_run_while_the_softmax_runs():
     assert running.lstrip().startswith("O.run") and "@ V.shared[" in running
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+def test_persistent_causal_attention_keeps_its_registers(overlap):
+    """On persistent blocks the causal diagonal step is straight code (its loop's bounds come
+    in two forms, one step apart: `loops.single_steps`), and nothing is hoisted out of the
+    tile loop (a mask's offsets kept live across every step): ptxas had 255 registers and
+    spilled, and serialised the overlapped kernel's products."""
+    tensors = gpu_attention.tensor_core_attention(64, 4096, 128, causal=True)
+    s = gpu_attention.wgmma_schedule(
+        *tensors, keys=128, stages=3, tma=True, persistent=132, overlap=overlap
+    )
+    kernel = sl.build(s, _io(tensors), "cuda")
+    assert str(kernel.lowered).count("for j.step in range(") == 1
+    back_edges = [
+        line
+        for line in kernel.llvm_ir.splitlines()
+        if 'br label %"b.i.outer.fused.outer.head"' in line and "!llvm.loop" in line
+    ]
+    assert len(back_edges) == 1 and "llvm.licm.disable" in kernel.llvm_ir
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.registers <= 232, report.log
+    assert "serialized" not in report.log
+
+
 def test_a_scan_of_one_step_has_nothing_to_overlap():
     """128 keys in one step: no loop is left to rotate, and the kernel is the one built
     without the pragma (found by the fuzzer, which drew it and got a refusal)."""

@@ -224,3 +224,13 @@ def test_group_and_persistent_together_are_refused_before_placement():
     a, b, c = example.gemm(256, 512, 128)
     with pytest.raises(ValueError, match="group and persistent"):
         example.schedule(a, b, c, tma=True, group=2, persistent=4)
+
+
+def test_a_persistent_gemm_keeps_what_its_tiles_share_hoisted():
+    """The hint that keeps LLVM from hoisting out of a loop of tiles is for a loop around
+    steps that do more than products (attention's softmax): a GEMM's steps are products,
+    waits and copies, and its tile loop is left to LLVM as before."""
+    kernel = example.build(1000, 1024, 1024, tma=True, persistent=7)
+    tiles = str(kernel.lowered).index("for i.outer.j.outer.fused.outer in range(")
+    assert tiles < str(kernel.lowered).index("for k.outer in range(")  # the steps in the tiles
+    assert "llvm.licm.disable" not in kernel.llvm_ir

@@ -13,14 +13,21 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 UNROLL_FULL = "llvm.loop.unroll.full"  # the loop hint `for_range(unroll=True)` attaches
+LICM_OFF = "llvm.licm.disable"  # the loop hint `for_range(hoist=False)` attaches
 
 
 @contextmanager
 def for_range(
-    b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i", unroll: bool = False
+    b: ir.IRBuilder,
+    lo: ir.Value,
+    hi: ir.Value,
+    name: str = "i",
+    unroll: bool = False,
+    hoist: bool = True,
 ) -> Iterator[ir.Value]:
     """A loop over ``[lo, hi)`` (signed, step 1); yields the induction variable. With
-    `unroll`, LLVM is told to unroll it completely (its trip count must be a constant)."""
+    `unroll`, LLVM is told to unroll it completely (its trip count must be a constant); without
+    `hoist`, to move nothing out of it (``llvm.licm.disable``)."""
     pre = b.block
     head = b.append_basic_block(f"{name}.head")
     body = b.append_basic_block(f"{name}.body")
@@ -35,19 +42,21 @@ def for_range(
     step = b.add(index, ir.Constant(lo.type, 1), name=f"{name}.next", flags=("nsw",))
     index.add_incoming(step, b.block)
     back = b.branch(head)
-    if unroll:
-        _unroll_fully(b.module, back)
+    hints = ([UNROLL_FULL] if unroll else []) + ([] if hoist else [LICM_OFF])
+    if hints:
+        _hint(b.module, back, hints)
     b.position_at_end(done)
 
 
-def _unroll_fully(module: ir.Module, back_edge: ir.Instruction) -> None:
-    """Mark the loop whose back edge is `back_edge` ``llvm.loop.unroll.full``. LLVM knows a
-    loop's metadata by a node whose first operand is the node itself, which llvmlite cannot
-    make: the node is made unique by a placeholder operand, then given its real operands."""
-    hint = module.add_metadata([ir.MetaDataString(module, UNROLL_FULL)])
+def _hint(module: ir.Module, back_edge: ir.Instruction, hints: list[str]) -> None:
+    """Mark the loop whose back edge is `back_edge` with `hints` (``llvm.loop`` properties).
+    LLVM knows a loop's metadata by a node whose first operand is the node itself, which
+    llvmlite cannot make: the node is made unique by a placeholder operand, then given its
+    real operands."""
+    nodes = [module.add_metadata([ir.MetaDataString(module, h)]) for h in hints]
     placeholder = ir.MetaDataString(module, f"loop {len(module.metadata)}")
     loop_id = module.add_metadata([placeholder])
-    loop_id.operands = (loop_id, hint)
+    loop_id.operands = (loop_id, *nodes)
     back_edge.set_metadata("llvm.loop", loop_id)
 
 

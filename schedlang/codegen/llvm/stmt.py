@@ -125,7 +125,8 @@ class StmtEmitter(ExprEmitter):
         written = self.registers.written_in(s.body)
         self.target.before_loop(self, s)
         pre = self.b.block
-        with for_range(self.b, lo, hi, s.var.name, unroll=s.kind == "unrolled") as i:
+        unroll, hoist = s.kind == "unrolled", self.target.hoists_out_of(s)
+        with for_range(self.b, lo, hi, s.var.name, unroll=unroll, hoist=hoist) as i:
             carried = self.registers.enter_loop(i, pre, written)
             self.bind_loop(s, i)
             if table_loop(s):

@@ -135,6 +135,10 @@ class Target(ABC):
     def before_loop(self, em: StmtEmitter, loop: For) -> None:  # noqa: B027 (no-op by default)
         """Called before a serial loop starts."""
 
+    def hoists_out_of(self, loop: For) -> bool:
+        """Whether LLVM may move what does not change in the serial `loop` out of it."""
+        return True
+
     def end_of_loop_body(self, em: StmtEmitter, body: Stmt) -> None:  # noqa: B027 (no-op by default)
         """Called at the end of a serial loop's body, before its next iteration."""
 

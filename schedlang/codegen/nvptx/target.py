@@ -66,7 +66,7 @@ from .mma import emit_matrix_op
 from .nvvm import GLOBAL, LOCAL, SHARED, barrier, is_index_tag, shared_array, special_register
 from .plan import KernelPlan
 from .shared_layout import BUFFER_ALIGN
-from .wgmma import WgmmaOrder, proxy_fence, warp_uniform
+from .wgmma import WgmmaOrder, only_products, proxy_fence, warp_uniform
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
@@ -186,6 +186,14 @@ class NvptxTarget(Target):
     def after_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:
         if self._products:
             self._order.after(em, stmt)
+
+    def hoists_out_of(self, loop: For) -> bool:
+        """Not out of a loop around a loop of warpgroup products (a persistent block's tiles
+        around their steps): what does not change over the tiles is cheap lane arithmetic
+        (a causal mask's per-element offsets), and hoisted it stays live across every step,
+        beside the accumulators (attention, d = 128, causal: 255 registers and spills,
+        228 and none kept inside)."""
+        return not (self._products and _steps_inside(loop.body))
 
     def before_loop(self, em: StmtEmitter, loop: For) -> None:
         if self._products:
@@ -353,3 +361,15 @@ def _bfloat16_bits(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
     lanes = value.type.count
     upper = b.lshr(b.bitcast(value, ir.VectorType(I32, lanes)), splat(I32, 16, lanes))
     return b.trunc(upper, ir.VectorType(ir.IntType(16), lanes))
+
+
+def _steps_inside(body: Stmt) -> bool:
+    """Whether `body` holds a loop of steps: a serial loop of warpgroup products and other
+    work (a loop of nothing but products, over K within a step, is not one)."""
+    return any(
+        isinstance(s, For)
+        and s.kind == "serial"
+        and any(map(is_wgmma, walk_stmt(s.body)))
+        and not only_products(s.body, (MBarrier, BulkCopy))
+        for s in walk_stmt(body)
+    )
