@@ -612,9 +612,8 @@ def _scaled(e: Expr) -> tuple[Expr, Expr | None]:
     ``x * c - y * c`` and ``x * c + y * -c`` too, the scale distributed (FlashAttention's
     exponent: ``x * c + (y * -c)`` is one fused multiply-add, ``y * -c`` once a row)."""
     if isinstance(e, Binary) and e.op in ("-", "+"):
-        (a, left), (b, right) = _scaled(e.a), _scaled(e.b)
-        if e.op == "+" and isinstance(e.b, Binary) and e.b.op == "*":
-            b, right = _negated_scale(e.b)
+        a, left = _scaled(e.a)
+        b, right = _scaled(e.b) if e.op == "-" else _negated_scale(e.b)
         if isinstance(left, Const) and isinstance(right, Const) and left.value == right.value:
             return Binary("-", a, b, e.dtype), left
     if isinstance(e, Binary) and e.op in ("*", "/"):
@@ -627,11 +626,12 @@ def _scaled(e: Expr) -> tuple[Expr, Expr | None]:
     return e, const(1.0, e.dtype)
 
 
-def _negated_scale(e: Binary) -> tuple[Expr, Expr | None]:
+def _negated_scale(e: Expr) -> tuple[Expr, Expr | None]:
     """``y * -c`` (a product by a negative constant) as ``(y, c)``; None where it is not."""
-    for inner, c in ((e.a, e.b), (e.b, e.a)):
-        if isinstance(c, Const) and c.value < 0:
-            return inner, const(-c.value, c.dtype)
+    if isinstance(e, Binary) and e.op == "*":
+        for inner, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, Const) and c.value < 0:
+                return inner, const(-c.value, c.dtype)
     return e, None
 
 

@@ -190,12 +190,6 @@ def _step(loop: For) -> _Step | None:
     if not (_role_loop(issue, ISSUER) and _role_loop(consumer, CONSUMER)):
         return None
     parts = _flattened(consumer.body, allocations)
-    waits = [k for k, p in enumerate(parts) if _only(p, "wait")]
-    if waits and waits[0] > 0 and all(_written(p) != {0} for p in parts[: waits[0]]):
-        # a register fill before the first wait (the scores' accumulator zeroed, where the
-        # wait stands before the first reader of its stage): the wait goes first
-        k = waits[0]
-        parts = [parts[k], *parts[:k], *parts[k + 1 :]]
     if len(parts) < 4 or not (_only(parts[0], "wait") and _only(parts[-1], "arrive")):
         return None
     products = [p for p in parts if _products(p)]

@@ -124,14 +124,10 @@ class _Barriers:
         empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
         return _Barriers(tuple(buffers), mine, full, empty, sum(_nbytes(b) for b in mine))
 
-    def first_reader(self, statements: tuple[Stmt, ...]) -> int:
-        return min(k for k, s in enumerate(statements) if self._reads(s))
-
-    def last_reader(self, statements: tuple[Stmt, ...]) -> int:
-        return max(k for k, s in enumerate(statements) if self._reads(s))
-
-    def _reads(self, s: Stmt) -> bool:
-        return any(reads(s, b) for b in self.buffers)
+    def readers(self, statements: tuple[Stmt, ...]) -> tuple[int, int]:
+        """The first and the last of `statements` (by index) that read the buffers."""
+        found = [k for k, s in enumerate(statements) if any(reads(s, b) for b in self.buffers)]
+        return found[0], found[-1]
 
 
 def bulk_pipeline(stmt: Stmt, buffers: dict[Buffer, tuple[int, bool]]) -> Stmt:
@@ -173,9 +169,8 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     lets = around.lets
     name = group[0].name
     steps = steps_of(loop, tile, around, name)
-    read_at = [[k for k, s in enumerate(parts.rest) if reads(s, b)] for b in group]
-    first_reads = [at[0] if at else -1 for at in read_at]
-    if not specialized and len(set(first_reads)) > 1 and -1 not in first_reads:
+    first_reads = [next((k for k, s in enumerate(parts.rest) if reads(s, b)), None) for b in group]
+    if not specialized and None not in first_reads and len(set(first_reads)) > 1:
         # buffers first read by different statements (K by the scores' products, V by the
         # second ones): each its own barriers, waited before its first reader and released
         # after its last, so that one's copy need not wait for the other's readers
@@ -246,15 +241,19 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
         # then waits at the start of a step only for the others to finish the step before
         release = MBarrier("arrive", empty, slot(g), per_warp=per_warp)
     if len(pairs) > 1:
+        spans = [pair.readers(parts.rest) for pair in pairs]
+        earliest = min(first for first, _ in spans)
         steps_read: list[tuple[bool, Stmt]] = []
         for k, s in enumerate(statements):
-            for pair in pairs:
-                if k == pair.first_reader(parts.rest):
+            for pair, (first, _) in zip(pairs, spans):
+                # the first stage read is waited for at the step's start, as a stage shared
+                # by all the buffers is; the others just before their first reader
+                if k == (0 if first == earliest else first):
                     wait = MBarrier("wait", pair.full, slot(g), parity=_parity(rounds(g)))
                     steps_read.append((False, wait))
             steps_read.append((True, s))
-            for pair in pairs:
-                if k == pair.last_reader(parts.rest):
+            for pair, (_, last) in zip(pairs, spans):
+                if k == last:
                     arrive = MBarrier("arrive", pair.empty, slot(g), per_warp=per_warp)
                     steps_read.append((False, arrive))
     else:
