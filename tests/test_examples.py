@@ -437,9 +437,9 @@ def test_the_second_products_overlap_the_next_steps_softmax_simulated(d, causal,
 def test_the_second_products_run_while_the_softmax_runs():
     """In the PTX, the softmax's exponentials stand between a wait that leaves the newest
     group of products running (the second products) and the wait for all of them; ptxas
-    keeps the products in flight and spills nothing. K's stage is released once the scores'
-    products are done, the second products (which read V's) still running; every other
-    release waits for all products."""
+    keeps the products in flight and spills nothing. K's and V's stages share one pair of
+    barriers, released once the step's products are done (each its own barriers, K's released
+    after the scores, was 15% slower on the H200: NOTES)."""
     tensors = gpu_attention.tensor_core_attention(2, 4096, 128)
     s = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True, overlap=True)
     kernel = sl.build(s, _io(tensors), "cuda")
@@ -453,15 +453,11 @@ def test_the_second_products_run_while_the_softmax_runs():
     assert body.count("ex2.approx") == 64 + 4
     report = assemble(ptx)
     assert "serialized" not in report.log and report.spill_bytes == 0, report.log
-    assert not releases_in_flight(ptx, pending=1)
-    (config,) = kernel.launch_config  # K's and V's barriers beside 224 KB of tiles
+    assert not releases_in_flight(ptx)
+    (config,) = kernel.launch_config  # the barriers beside 224 KB of tiles
     assert 224 * 1024 < config.shared_bytes <= 227 * 1024
-    assert len(releases_in_flight(ptx)) == 1  # the loop's release of K
-    step = str(kernel.lowered).split("for j.step in range(")[1].splitlines()
-    early = [k for k, line in enumerate(step) if "products_pending=1" in line]
-    assert len(early) == 1 and "mbarrier_arrive(K.shared.empty[" in step[early[0]]
-    running = [line for line in step[: early[0]] if "+= wgmma(" in line][-1]
-    assert running.lstrip().startswith("O.run") and "@ V.shared[" in running
+    text = str(kernel.lowered)
+    assert "products_pending=1" not in text and "V.shared.full" not in text
 
 
 @pytest.mark.parametrize("overlap", [False, True])
@@ -469,7 +465,9 @@ def test_persistent_causal_attention_keeps_its_registers(overlap):
     """On persistent blocks the causal diagonal step is straight code (its loop's bounds come
     in two forms, one step apart: `loops.single_steps`), and nothing is hoisted out of the
     tile loop (a mask's offsets kept live across every step): ptxas had 255 registers and
-    spilled, and serialised the overlapped kernel's products."""
+    spilled, and serialised the overlapped kernel's products. Overlapped, it now takes all 255
+    registers without spilling (228 where K's and V's stages had barriers of their own, a
+    design slower on the H200 unmasked: NOTES)."""
     tensors = gpu_attention.tensor_core_attention(64, 4096, 128, causal=True)
     s = gpu_attention.wgmma_schedule(
         *tensors, keys=128, stages=3, tma=True, persistent=132, overlap=overlap
@@ -483,8 +481,8 @@ def test_persistent_causal_attention_keeps_its_registers(overlap):
     ]
     assert len(back_edges) == 1 and "llvm.licm.disable" in kernel.llvm_ir
     report = assemble(kernel.ptx)
-    assert report.spill_bytes == 0 and report.registers <= 232, report.log
-    assert "serialized" not in report.log
+    assert report.spill_bytes == 0 and "serialized" not in report.log, report.log
+    assert overlap or report.registers <= 232, report.log
 
 
 def test_a_scan_of_one_step_has_nothing_to_overlap():

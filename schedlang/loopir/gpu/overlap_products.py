@@ -29,11 +29,7 @@ issued a step late, at the start of the next step, where the release is given: i
 step j itself, the block's first thread would wait there for the other warpgroup's softmax of
 step j, holding the two warpgroups in step (their products then meet on the tensor cores at
 the same time; H200, d = 128, L = 4096 and 8192: 318-325 TFLOP/s there, 402-415 issued at the
-start). Where K's and V's stages have barriers of their own (`bulk_pipeline`), only V's copy
-moves with the second products: K's keeps its step, and K's stage is released as soon as the
-scores' products are done (the second products, which read V's, still running), two steps
-ahead of the scores that read it again. The loop is left as it is where its step does not have
-this shape.
+start). The loop is left as it is where its step does not have this shape.
 
 The schedule asks for it: ``s[update].pragma(step, "overlap_products")`` on the scan's step
 axis (`examples/gpu_attention.wgmma_schedule(..., overlap=True)`).
@@ -48,7 +44,6 @@ from ...ir.expr import Binary, Compare, Expr, const
 from ..core.nodes import (
     Allocate,
     Buffer,
-    BulkCopy,
     For,
     If,
     Load,
@@ -59,7 +54,7 @@ from ..core.nodes import (
     Store,
     seq,
 )
-from ..core.simplify import simplify, simplify_expr
+from ..core.simplify import simplify_expr
 from ..core.visit import stmt_exprs, substitute_stmt, transform_stmt, walk_expr, walk_stmt
 from ..memory.bulk_pipeline import CONSUMER, ISSUER
 from ..memory.fragments import is_wgmma
@@ -109,10 +104,6 @@ class _Step:
     rescale: list[Stmt]  # C1
     products: list[Stmt]  # C2
     release: Stmt
-    # with the second products' stage under barriers of its own (`bulk_pipeline`): the
-    # release of the scores' stage after them, the wait for the second ones' before C2
-    scores_release: Stmt | None = None
-    second_wait: Stmt | None = None
 
 
 def _rotated(s: For) -> Stmt | None:
@@ -132,35 +123,16 @@ def _rotated(s: For) -> Stmt | None:
 
     previous = Binary("-", v, const(1, d), d)
     last = Binary("-", Binary("+", lo, n, d), const(1, d), d)
-    released = [] if step.scores_release is None else [step.scores_release]
-    waited = [] if step.second_wait is None else [step.second_wait]
-    head = [step.wait, *step.scores, *released, *step.stats, *step.probabilities]
-    tail = [*step.rescale, *waited, *step.products, step.release]
-    # the second products' copies follow them into the next step; the scores' keep their
-    # step where they have barriers of their own
-    if step.second_wait is None:
-        scores_issue, second_issue = None, step.issue
-    else:
-        second = _barriers(step.second_wait) | _barriers(step.release)
-        scores_issue = _issued(step.issue, lambda b: id(b) not in second)
-        second_issue = _issued(step.issue, lambda b: id(b) in second)
-    early = [] if scores_issue is None else [scores_issue]
-    # the scores' stage is released once their products are done, the second products
-    # issued after them still running
-    late_release = [
-        transform_stmt(r, lambda x: replace(x, pending=1) if isinstance(x, MBarrier) else None)
-        for r in released
-    ]
-    first = seq(*at(early, lo), consume(at(head, lo)))
+    head = [step.wait, *step.scores, *step.stats, *step.probabilities]
+    tail = [*step.rescale, *step.products, step.release]
+    first = consume(at(head, lo))
     body = seq(
-        *early,
-        *at([second_issue], previous),
+        *at([step.issue], previous),
         consume(
             [
                 step.wait,
                 *step.scores,
-                *at([*step.rescale, *waited, *step.products], previous),
-                *late_release,
+                *at([*step.rescale, *step.products], previous),
                 *step.stats,
                 *at([step.release], previous),
                 *step.probabilities,
@@ -169,7 +141,7 @@ def _rotated(s: For) -> Stmt | None:
     )
     start = simplify_expr(Binary("+", lo, const(1, d), d))
     rest = For(v, start, simplify_expr(Binary("-", n, const(1, d), d)), s.kind, body, s.thread)
-    done = seq(*at([second_issue], last), consume(at(tail, last)))
+    done = seq(*at([step.issue], last), consume(at(tail, last)))
     rotated: Stmt = If(Compare(">", n, const(0, d)), seq(first, rest, done))
     for buffer in reversed(step.allocations):
         rotated = Allocate(buffer, rotated)
@@ -201,19 +173,10 @@ def _step(loop: For) -> _Step | None:
     if scores_acc is None or out_acc is None or probs is None or scores_acc is out_acc:
         return None
     scores, stats, probabilities, rescale, second = [], [], [], [], []
-    scores_release = second_wait = None
     for p in parts[1:-1]:
         acc = _products(p)
         written = _written(p)
-        if _only(p, "arrive") and scores and not (stats or probabilities or rescale or second):
-            if scores_release is not None:
-                return None
-            scores_release = p
-        elif _only(p, "wait") and not second:
-            if second_wait is not None:
-                return None
-            second_wait = p
-        elif acc is scores_acc or (id(scores_acc) in written and not stats):
+        if acc is scores_acc or (id(scores_acc) in written and not stats):
             scores.append(p)
         elif acc is out_acc:
             second.append(p)
@@ -229,8 +192,6 @@ def _step(loop: For) -> _Step | None:
             stats.append(p)
     if not (scores and second and probabilities and rescale):
         return None
-    if (scores_release is None) != (second_wait is None):
-        return None
     return _Step(
         allocations,
         issue,
@@ -242,28 +203,7 @@ def _step(loop: For) -> _Step | None:
         rescale,
         second,
         parts[-1],
-        scores_release,
-        second_wait,
     )
-
-
-def _barriers(part: Stmt) -> set[int]:
-    """The memory barriers (by identity) the operations of `part` are on."""
-    return {id(n.barrier) for n in _leaves(part) if isinstance(n, MBarrier)}
-
-
-def _issued(issue: Stmt, mine) -> Stmt:
-    """`issue` (the first thread's copies and the waits and arrivals around them) with only
-    the memory-barrier operations and copies on barriers that `mine` accepts."""
-
-    def keep(s: Stmt) -> Stmt | None:
-        if isinstance(s, MBarrier) and not mine(s.barrier):
-            return seq()
-        if isinstance(s, BulkCopy) and not mine(s.barrier):
-            return seq()
-        return None
-
-    return simplify(transform_stmt(issue, keep))
 
 
 def _role_loop(s: Stmt, kind: str) -> bool:

@@ -37,11 +37,7 @@ copy at the end of that step, its products done::
 The first thread then waits only for the others to finish the step before its own, and its
 warps run at most a step ahead of theirs: no producer warp takes registers, no block barrier
 holds the warpgroups in step. Where the consumers are whole warps, a warp arrives once
-(``per_warp``) rather than each of its threads. Where the step's statements read the buffers
-first at different points (attention: K by the scores' products, V by the second ones), each
-buffer has barriers of its own, waited before its first reader and released after its last:
-K's stage is free once the scores are done, and its copy no longer waits for V's readers
-(nor, with `overlap_products`, for the next step's).
+(``per_warp``) rather than each of its threads.
 
 The loop lists the roles in the order the interpreter runs them, an order that never waits on
 hardware either. The fill of the buffer must copy one box of a global tensor into the whole
@@ -86,7 +82,7 @@ from ..core.visit import (
 )
 from .fragments import is_wgmma
 from .pipeline_steps import steps_of, tile_loop
-from .refill import copies_of, reads, refill_groups, replace_loop, retarget, split_body
+from .refill import copies_of, refill_groups, replace_loop, retarget, split_body
 
 TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_BOX = 256  # elements per dimension of one bulk copy
@@ -104,30 +100,6 @@ class _Box:
     src: Buffer
     origin: tuple[Expr, ...]
     shape: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class _Barriers:
-    """The memory barriers of some of a pipeline's buffers: `full` (the copies of a stage
-    landed) and `empty` (the consumers released it), a slot per stage each."""
-
-    buffers: tuple[Buffer, ...]
-    boxes: tuple[_Box, ...]
-    full: Buffer
-    empty: Buffer
-    nbytes: int  # what the copies of one stage bring
-
-    @staticmethod
-    def of(name: str, buffers: list[Buffer], boxes: list[_Box], stages: int) -> _Barriers:
-        mine = tuple(box for box in boxes if any(box.buffer is b for b in buffers))
-        full = Buffer(f"{name}.full", (const(stages),), "int64", "shared")
-        empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
-        return _Barriers(tuple(buffers), mine, full, empty, sum(_nbytes(b) for b in mine))
-
-    def readers(self, statements: tuple[Stmt, ...]) -> tuple[int, int]:
-        """The first and the last of `statements` (by index) that read the buffers."""
-        found = [k for k, s in enumerate(statements) if any(reads(s, b) for b in self.buffers)]
-        return found[0], found[-1]
 
 
 def bulk_pipeline(stmt: Stmt, buffers: dict[Buffer, tuple[int, bool]]) -> Stmt:
@@ -169,19 +141,11 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
     lets = around.lets
     name = group[0].name
     steps = steps_of(loop, tile, around, name)
-    first_reads = [next((k for k, s in enumerate(parts.rest) if reads(s, b)), None) for b in group]
-    if not specialized and None not in first_reads and len(set(first_reads)) > 1:
-        # buffers first read by different statements (K by the scores' products, V by the
-        # second ones): each its own barriers, waited before its first reader and released
-        # after its last, so that one's copy need not wait for the other's readers
-        members = [[b] for b in group]
-    else:
-        members = [group]
-    pairs = [
-        _Barriers.of(m[0].name if len(members) > 1 else name, m, boxes, stages) for m in members
-    ]
+    full = Buffer(f"{name}.full", (const(stages),), "int64", "shared")
+    empty = Buffer(f"{name}.empty", (const(stages),), "int64", "shared")
     consumers = extents[0] * extents[1] * extents[2]
     per_warp = consumers % WARP == 0  # the consumers are whole warps: one arrival each
+    nbytes = sum(_nbytes(box) for box in boxes)
 
     def num(n: int) -> Expr:
         return const(n, dtype)
@@ -193,40 +157,33 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
         return simplify_expr(Binary("//", step, num(stages), dtype))
 
     def fill(step: Expr, at: dict[Var, Expr]) -> Stmt:
-        """The copies of global step `step`, the loop variables at `at`, each once its stage is
+        """The copies of global step `step`, the loop variables at `at`, once its stage is
         released (from the second round on)."""
         which = slot(step)
-        issued = []
-        for pair in pairs:
-            released = MBarrier(
-                "wait", pair.empty, which, parity=_parity(Binary("-", rounds(step), num(1), dtype))
+        released = MBarrier(
+            "wait", empty, which, parity=_parity(Binary("-", rounds(step), num(1), dtype))
+        )
+        issued = [If(Compare(">=", step, num(stages)), released)]
+        issued.append(MBarrier("arrive", full, which, nbytes))
+        for box in boxes:
+            origin = tuple(
+                simplify_expr(substitute_expr(substitute_expr(o, lets), at)) for o in box.origin
             )
-            issued.append(If(Compare(">=", step, num(stages)), released))
-            issued.append(MBarrier("arrive", pair.full, which, pair.nbytes))
-            for box in pair.boxes:
-                origin = tuple(
-                    simplify_expr(substitute_expr(substitute_expr(o, lets), at)) for o in box.origin
-                )
-                dst = copies[id(box.buffer)]
-                start = (which, *(num(0) for _ in box.shape))
-                issued.append(BulkCopy(dst, start, box.src, origin, box.shape, pair.full, which))
+            dst = copies[id(box.buffer)]
+            start = (which, *(num(0) for _ in box.shape))
+            issued.append(BulkCopy(dst, start, box.src, origin, box.shape, full, which))
         return simplify(seq(*issued))
 
+    inits = [MBarrier("init", full, num(k), 1) for k in range(stages)]
     releases = consumers // WARP if per_warp else consumers
-    inits = []
-    for pair in pairs:
-        inits += [MBarrier("init", pair.full, num(k), 1) for k in range(stages)]
-        inits += [MBarrier("init", pair.empty, num(k), releases) for k in range(stages)]
+    inits += [MBarrier("init", empty, num(k), releases) for k in range(stages)]
     prologue = [issuer.runs(seq(*inits)), Barrier(), *steps.reset]
     g = steps.here
-    statements = []
-    for s in parts.rest:
-        s = _widened(s, [(v, lo, loop.extent)], {id(b.buffer): b for b in boxes})
-        for b in group:
-            s = retarget(s, b, copies[id(b)], slot(g))
-        statements.append(s)
-    rest = seq(*statements)
-    full, empty = pairs[0].full, pairs[0].empty
+    rest = seq(
+        *(_widened(s, [(v, lo, loop.extent)], {id(b.buffer): b for b in boxes}) for s in parts.rest)
+    )
+    for b in group:
+        rest = retarget(rest, b, copies[id(b)], slot(g))
     if specialized:
         # the previous step's copy is released once its products are done; this step's may
         # still run (one group of products in flight across the loop's turn)
@@ -240,26 +197,9 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
         # this step's copy, once its products are done: the issuing thread, a consumer too,
         # then waits at the start of a step only for the others to finish the step before
         release = MBarrier("arrive", empty, slot(g), per_warp=per_warp)
-    if len(pairs) > 1:
-        spans = [pair.readers(parts.rest) for pair in pairs]
-        earliest = min(first for first, _ in spans)
-        steps_read: list[tuple[bool, Stmt]] = []
-        for k, s in enumerate(statements):
-            for pair, (first, _) in zip(pairs, spans):
-                # the first stage read is waited for at the step's start, as a stage shared
-                # by all the buffers is; the others just before their first reader
-                if k == (0 if first == earliest else first):
-                    wait = MBarrier("wait", pair.full, slot(g), parity=_parity(rounds(g)))
-                    steps_read.append((False, wait))
-            steps_read.append((True, s))
-            for pair, (_, last) in zip(pairs, spans):
-                if k == last:
-                    arrive = MBarrier("arrive", pair.empty, slot(g), per_warp=per_warp)
-                    steps_read.append((False, arrive))
-    else:
-        wait = MBarrier("wait", full, slot(g), parity=_parity(rounds(g)))
-        steps_read = [(False, wait), (True, rest), (False, release)]
-    consumed = _consumers(extents, outer, steps_read)
+    consumed = _consumers(
+        extents, outer, MBarrier("wait", full, slot(g), parity=_parity(rounds(g))), rest, release
+    )
     issued = issuer.runs(steps.ahead(stages - 1, fill))
     # a producer warp refills after the step's reads (the interpreter's order); the block's
     # first thread before them, for the copy's sake: it has a step less to land
@@ -278,8 +218,7 @@ def _apply(stmt: Stmt, loop: For, group: list[Buffer], stages: int, specialized:
         inner = replace(tile, body=replace_loop(tile.body, loop, new_loop, {}))
         piped = seq(*prologue, steps.per_tile(inner, first_steps))
         where = tile
-    barriers = [b for pair in reversed(pairs) for b in (pair.empty, pair.full)]
-    for buffer in (*steps.buffers, *barriers):
+    for buffer in (*steps.buffers, empty, full):
         piped = Allocate(buffer, piped)
     return replace_loop(stmt, where, piped, copies)
 
@@ -439,13 +378,14 @@ class _Issuer:
         return body
 
 
-def _consumers(extents: tuple[int, int, int], outer: int, steps: list[tuple[bool, Stmt]]) -> Stmt:
+def _consumers(
+    extents: tuple[int, int, int], outer: int, wait: Stmt, reads: Stmt, release: Stmt
+) -> Stmt:
     """The consumers' step: every consumer thread (each index below its extent before the
-    producer) runs `steps` in order, the memory-barrier operations (False) each thread (or
-    warp) once, the reads (True) as they are. One loop over tag `outer` holds them, and the
-    loops of the reads over that tag (the same extent) are fused into it: each would be a
-    guard of its own on a GPU (the block is one larger along it), and the tensor cores run a
-    warpgroup's products in sequence only where no branch stands between them."""
+    producer) waits, reads, releases. One loop over tag `outer` holds the three, and the loops
+    of `reads` over that tag (the same extent) are fused into it: each would be a guard of its
+    own on a GPU (the block is one larger along it), and the tensor cores run a warpgroup's
+    products in sequence only where no branch stands between them."""
     var = Var(f"{TAGS[outer]}.consumer", "int32", CONSUMER)
 
     def per_thread(s: Stmt) -> Stmt:
@@ -468,7 +408,7 @@ def _consumers(extents: tuple[int, int, int], outer: int, steps: list[tuple[bool
             return substitute_stmt(s.body, {s.var: var})
         return None
 
-    body = seq(*(transform_stmt(s, fused) if read else per_thread(s) for read, s in steps))
+    body = seq(per_thread(wait), transform_stmt(reads, fused), per_thread(release))
     return For(var, const(0, "int32"), const(extents[outer], "int32"), "bound", body, TAGS[outer])
 
 
