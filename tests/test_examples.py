@@ -482,7 +482,7 @@ def test_persistent_causal_attention_keeps_its_registers(overlap):
     assert len(back_edges) == 1 and "llvm.licm.disable" in kernel.llvm_ir
     report = assemble(kernel.ptx)
     assert report.spill_bytes == 0 and "serialized" not in report.log, report.log
-    assert overlap or report.registers <= 232, report.log
+    assert overlap or report.registers <= 240, report.log
 
 
 def test_a_scan_of_one_step_has_nothing_to_overlap():

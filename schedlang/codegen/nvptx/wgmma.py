@@ -202,10 +202,16 @@ def _descriptor(em: StmtEmitter, t: Tile, k_axis: int) -> tuple[ir.Value, int]:
     base = em.pointer(buffer)
     if base.type != SHARED_PTR:
         base = b.addrspacecast(base, SHARED_PTR)
-    address = b.add(b.ptrtoint(base, I64), b.mul(offset, ir.Constant(I64, size)))
-    start = b.lshr(b.and_(address, ir.Constant(I64, 0x3FFFF)), ir.Constant(I64, 4))
+    # the buffer's descriptor plus the tile's offset in 16-byte units, as CUTLASS steps its
+    # descriptors: the buffer's part is the same for every product of a loop (LLVM computes
+    # it once), the offset is a multiple of 16 bytes (the checks above), and the sum stays
+    # within the 14 bits of the start address (a shared address is below 256 KB)
+    start = b.lshr(b.and_(b.ptrtoint(base, I64), ir.Constant(I64, 0x3FFFF)), ir.Constant(I64, 4))
     fields = ((leading >> 4) << 16) | ((stride >> 4) << 32) | (1 << 62)  # 1: 128-byte swizzle
-    return b.or_(start, ir.Constant(I64, fields)), 0 if k_major else 1
+    whole = b.or_(start, ir.Constant(I64, fields))
+    nbytes = b.mul(offset, ir.Constant(I64, size), flags=["nuw", "nsw"])
+    chunks = b.udiv(nbytes, ir.Constant(I64, 16), flags=["exact"])
+    return b.add(whole, chunks, flags=["nuw"]), 0 if k_major else 1
 
 
 class WgmmaOrder:
