@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -121,7 +122,9 @@ def main() -> None:
         type=int,
         default=None,
         help="wgmma: that many blocks take the (head, rows) tiles in turn (0: a block a tile; "
-        "default: a block a multiprocessor unmasked at d = 128 and L <= 1024, else 0)",
+        "default at d = 128 and L <= 1024: a block a multiprocessor unmasked, under a causal "
+        "mask the most blocks whose count shares no factor with the row tiles of a head; "
+        "else 0)",
     )
     parser.add_argument(
         "--overlap",
@@ -184,8 +187,9 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
         tensors = gpu_attention.tensor_core_attention(b * h, n, d, dtype, causal)
         persistent = args.persistent
         if persistent is None:
-            short = d > 64 and n <= 1024 and not causal
-            persistent = torch.cuda.get_device_properties(0).multi_processor_count if short else 0
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            short = d > 64 and n <= 1024
+            persistent = _blocks(sms, n // (args.rows or 128), causal) if short else 0
         shape = (args.rows, args.keys, args.stages, args.copies, persistent, args.overlap)
         s = _wgmma(tensors, d, n, causal, *shape)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
@@ -200,6 +204,17 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
     return _timed(s, tensors, q, k, v, causal, args.repeat)
 
 
+def _blocks(sms: int, row_tiles: int, causal: bool) -> int:
+    """Persistent blocks for short sequences: one a multiprocessor; under a causal mask the
+    most whose count shares no factor with a head's `row_tiles`. Block b takes tiles b, b +
+    P, ..., the row tile of each ``(b + k P) % row_tiles``: with P a multiple of `row_tiles`
+    every block would take the same rows of every head, the blocks of the last rows all the
+    long tiles (L = 512 on 132 blocks: 0.80x flash against 0.95x with 131, NOTES.md)."""
+    if not causal:
+        return sms
+    return next(p for p in range(sms, 0, -1) if math.gcd(p, row_tiles) == 1)
+
+
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
     persistent=0, overlap="auto",
@@ -208,10 +223,10 @@ def _wgmma(
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
     d = 128 from L = 2048, else 2), by cp.async at d = 64 below (3 stages, 2 for a causal
     L <= 1024, whose blocks see few steps); `persistent` blocks taking the tiles in turn if
-    given (`_ours` gives a block a multiprocessor unmasked at d = 128 and L <= 1024, where one
-    block a multiprocessor exposes each tile's prologue and epilogue; under a causal mask the
-    tiles' work differs by up to L / 128 times, and blocks taking them in a fixed turn end
-    unevenly: slower there, NOTES.md); with 3 stages of the copy engine's, a step's second
+    given (`_ours` gives them at d = 128 and L <= 1024, where a block a tile exposes each
+    tile's prologue and epilogue, `_blocks` of them; from L = 2048 a causal tile's work
+    differs by up to L / 128 times, and blocks taking them in a fixed turn end unevenly:
+    slower there, NOTES.md); with 3 stages of the copy engine's, a step's second
     products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048)."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
