@@ -283,11 +283,19 @@ def decode_schedule(
     for staged in (*scales, packed, row):
         s[staged].vectorize(s[staged].op.axis[1])
 
-    s[acc].set_scope("local")
-    out, lane = s[c].split(s[c].fuse(*c.op.axis), factor=128)
+    # the slices' partial sums added by blocks of 32 columns, each column's slices shared by
+    # 8 warps and their sums combined across them: 80 blocks of 128 threads, each adding
+    # all the slices of its column, left most multiprocessors idle (5.5 us at 8192 x 10240)
+    i, j = c.op.axis
+    columns, lane = s[c].split(j, factor=32)
+    out = s[c].fuse(i, columns)
     s[c].bind(out, sl.thread_axis("blockIdx.x"))
     s[c].bind(lane, sl.thread_axis("threadIdx.x"))
-    s[acc].compute_at(s[c], lane)
+    s[acc].compute_at(s[c], out)
+    s[acc].set_scope("shared")
+    s[acc].bind(s[acc].op.axis[1], sl.thread_axis("threadIdx.x"))
+    slices, _ = s[acc].split(s[acc].op.reduce_axis[0], nparts=8)
+    s[acc].bind(slices, sl.thread_axis("threadIdx.y"))
     return s
 
 

@@ -184,7 +184,8 @@ def test_decode_schedule_simulated_takes_any_number_of_rows():
 
 def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_apart():
     """Two kernels: the partial sums per slice of k (a temporary in global memory), then
-    their sum; no shared memory; the packed bytes loaded four at a time; no spills. The
+    their sum, a column's slices shared by 8 warps (their sums combined in shared memory, the
+    only shared buffer); the packed bytes loaded four at a time; no spills. The
     conversion unit, a quarter of the integer units' rate, is what the kernel waited on: the
     subtraction and the product of a weight are bfloat16 instructions on sm_90 (no rounding
     conversion), widening back is a shift, and a nibble becomes a float by its bits, with no
@@ -193,7 +194,8 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
     plan = kernel._compiled.plan
     assert len(plan.kernels) == 2 and [b.name for b in plan.temps] == ["acc.rf"]
     buffers = [s.buffer for s in walk_stmt(kernel.lowered.body) if isinstance(s, Allocate)]
-    assert not [b for b in buffers if b.scope == "shared"]
+    assert [b.name for b in buffers if b.scope == "shared"] == ["acc"]
+    assert "bar.sync" not in kernel.ptx.split(".entry")[1]  # the first kernel's threads apart
     report = assemble(kernel.ptx)
     assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
     assert "ld.global.nc.b32" in kernel.ptx and "ld.local" not in kernel.ptx
