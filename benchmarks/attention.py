@@ -127,6 +127,12 @@ def main() -> None:
         "else 0)",
     )
     parser.add_argument(
+        "--warp-specialize",
+        action="store_true",
+        help="wgmma with the copy engine: a producer warpgroup issues the copies and hands "
+        "its registers to the consumers (no overlap)",
+    )
+    parser.add_argument(
         "--overlap",
         default="auto",
         choices=["auto", "yes", "no"],
@@ -190,8 +196,9 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
             sms = torch.cuda.get_device_properties(0).multi_processor_count
             short = d > 64 and n <= 1024
             persistent = _blocks(sms, n // (args.rows or 128), causal) if short else 0
-        shape = (args.rows, args.keys, args.stages, args.copies, persistent, args.overlap)
-        s = _wgmma(tensors, d, n, causal, *shape)
+        overlap = "no" if args.warp_specialize else args.overlap
+        shape = (args.rows, args.keys, args.stages, args.copies, persistent, overlap)
+        s = _wgmma(tensors, d, n, causal, *shape, warp_specialize=args.warp_specialize)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
@@ -217,7 +224,7 @@ def _blocks(sms: int, row_tiles: int, causal: bool) -> int:
 
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
-    persistent=0, overlap="auto",
+    persistent=0, overlap="auto", warp_specialize=False,
 ):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
@@ -244,6 +251,7 @@ def _wgmma(
         tma=tma,
         persistent=persistent,
         overlap=overlap == "yes" and tma,
+        warp_specialize=warp_specialize and tma,
     )
 
 

@@ -164,6 +164,7 @@ def wgmma_schedule(
     tma: bool = False,
     persistent: int = 0,
     overlap: bool = False,
+    warp_specialize: bool = False,
 ) -> sl.Schedule:
     """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
     them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
@@ -172,9 +173,9 @@ def wgmma_schedule(
     probabilities rounded in registers and used there as the A operand of ``P V`` (V per
     block), the running output rescaled in registers; at the end ``O / Z`` stored by
     ``store_matrix``. K's and V's blocks are copied `stages` - 1 steps ahead (``pipeline``);
-    with `tma` by the copy engine, issued by the block's first thread between its own work
-    (``warp_specialize=False``: no producer warp to give registers, no block barrier holding
-    the two warpgroups in step, one warpgroup's softmax beside the other's products).
+    with `tma` by the copy engine, by default issued by the block's first thread between its
+    own work (``warp_specialize=False``: no producer warpgroup, no block barrier holding the
+    two warpgroups in step, one warpgroup's softmax beside the other's products).
     Under a causal mask a block of rows steps up to its diagonal only, and the steps below the
     diagonal blocks run without the mask's compares (docs/primitives/online.md). With
     `persistent`, that many blocks take the (head, rows) tiles in turn, block b tiles b,
@@ -183,8 +184,10 @@ def wgmma_schedule(
     register, as the tiles step to different diagonals). With `overlap` (and `tma`) a step's
     second product moves into the next step, issued after that step's scores, and runs while
     the warpgroup computes that step's softmax (``pragma(step, "overlap_products")``,
-    FlashAttention 3's intra-warpgroup overlap). The keys' length must be a multiple of `keys`
-    (whole tiles along the second product's reduction)."""
+    FlashAttention 3's intra-warpgroup overlap). With `warp_specialize` (and `tma`) a producer
+    warpgroup of its own issues the copies and hands its registers to the two consumer
+    warpgroups (240 a thread: `gpu.register_handover`), FlashAttention 3's roles. The keys'
+    length must be a multiple of `keys` (whole tiles along the second product's reduction)."""
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
     m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])
@@ -220,7 +223,7 @@ def wgmma_schedule(
         s[product].tensorize(product.op.axis[-2], sl.intrin.wgmma(n=n))
     groups = rows // 64
     stage_tile(s, s.cache_read(q, "shared", [scores]), s[out], group, groups, 1)
-    alone = {"tma": True, "warp_specialize": False} if tma else {}
+    alone = {"tma": True, "warp_specialize": warp_specialize} if tma else {}
     stage_tile(s, s.cache_read(k, "shared", [scores]), s[update], step, groups, stages, **alone)
     v_tile = s.cache_read(v, "shared", [weighted])
     stage_tile(s, v_tile, s[update], step, groups, stages, **alone)  # beside K: one pipeline

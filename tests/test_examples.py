@@ -18,6 +18,7 @@ from examples import (
     gpu_transpose,
     gpu_winograd,
 )
+from schedlang.loopir.core.printer import stmt_str
 from schedlang.loopir.interpret import run
 from tests.cuda.ptxas import assemble, releases_in_flight
 
@@ -485,6 +486,37 @@ def test_persistent_causal_attention_keeps_its_registers(overlap):
     assert overlap or report.registers <= 240, report.log
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_producer_warpgroup_hands_its_registers_to_the_consumers(causal):
+    """``warp_specialize=True`` at d = 128: a producer warpgroup beside the two consumer ones
+    (384 threads: 168 registers a thread at entry, too few for the consumers' accumulators).
+    The roles part at the producer's loop for good (a causal mask's diagonal step, straight
+    code, holds both roles' statements: each goes to its branch), the producer keeps 24
+    registers, each consumer thread gets 240, and ptxas honours it: no spills, setmaxnreg
+    not ignored (C7508), products not serialised. Simulated against float64."""
+    tensors = gpu_attention.tensor_core_attention(64, 4096, 128, causal=causal)
+    options = dict(keys=128, stages=3, tma=True, warp_specialize=True)
+    s = gpu_attention.wgmma_schedule(*tensors, **options)
+    kernel = sl.build(s, _io(tensors), "cuda")
+    (plan,) = kernel._compiled.plan.kernels
+    assert plan.registers == 240 and plan.block == (32, 4, 3)
+    parted = stmt_str(plan.body)
+    assert parted.count("set_registers(24, fewer)") == parted.count("set_registers(240, more)") == 1
+    roles = parted.split("set_registers(240, more)")
+    assert "mbarrier_arrive(K.shared.full" not in roles[1]  # the producer's statements apart
+    assert "wgmma(" not in roles[0].split("set_registers(24, fewer)")[1]
+    ptx = kernel.ptx
+    assert ".minnctapersm 1" in ptx and "setmaxnreg.inc.sync.aligned.u32 \t240;" in ptx
+    report = assemble(ptx)
+    assert report.spill_bytes == 0 and "C7508" not in report.log, report.log
+    assert "serialized" not in report.log
+    with pytest.raises(sl.LoweringError, match="-min-blocks-per-sm=2 asks for 2"):
+        sl.build(s, _io(tensors), "cuda -min-blocks-per-sm=2")
+    small = gpu_attention.tensor_core_attention(3, 384, 128, causal=causal)
+    s = gpu_attention.wgmma_schedule(*small, **options)
+    _simulated_right(sl.build(s, _io(small), "cuda"), (3, 384, 128), causal, seed=14)
+
+
 def test_a_scan_of_one_step_has_nothing_to_overlap():
     """128 keys in one step: no loop is left to rotate, and the kernel is the one built
     without the pragma (found by the fuzzer, which drew it and got a refusal)."""
@@ -531,6 +563,9 @@ def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
         (128, True, 128, 640, "persistent"),
         (128, False, 128, 640, "overlap"),
         (128, True, 128, 384, "overlap"),
+        (128, False, 128, 640, "producer"),
+        (128, True, 128, 640, "producer"),
+        (64, True, 64, 320, "producer"),
     ],
 )
 def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
@@ -545,6 +580,7 @@ def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
         tma=bool(tma),
         persistent=persistent,
         overlap=tma == "overlap",
+        warp_specialize=tma == "producer",
     )
     kernel = sl.build(s, _io(tensors), "cuda")
     rng = np.random.default_rng(10)

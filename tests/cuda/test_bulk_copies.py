@@ -206,6 +206,9 @@ def test_edge_blocks_keep_the_products_in_flight():
 
 
 def test_accumulators_that_leave_too_few_registers_are_refused():
+    """Three consumer warpgroups of 64 x 256 accumulators beside a producer's: 512 threads
+    leave 128 registers a thread, and a producer's registers handed over would not help:
+    ptxas compiles each product under the entry's count."""
     a, b, c = example.gemm(192, 256, 128)
     s = example.schedule(a, b, c, tma=True, block_rows=192, block_cols=256, stages=2)
     with pytest.raises(sl.LoweringError, match="holds 128 registers .* 512 threads leaves 128"):

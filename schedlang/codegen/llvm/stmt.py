@@ -31,6 +31,7 @@ from ...loopir.core.nodes import (
     MatrixOp,
     MBarrier,
     Seq,
+    SetRegisters,
     Stmt,
     Store,
     ThreadAllReduce,
@@ -97,6 +98,8 @@ class StmtEmitter(ExprEmitter):
             self.target.async_commit(self)
         elif isinstance(s, AsyncWait):
             self.target.async_wait(self, s.pending)
+        elif isinstance(s, SetRegisters):
+            self.target.set_registers(self, s)
         else:
             raise InternalError(f"code generation cannot translate a {type(s).__name__}")
 

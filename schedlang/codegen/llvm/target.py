@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...errors import LoweringError
+from ...errors import InternalError, LoweringError
 from ...ir import dtype as dt
 from .arith import float_to_int
 from .types import round_half, to_storage
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         MatrixOp,
         MBarrier,
         Seq,
+        SetRegisters,
         Stmt,
         ThreadAllReduce,
     )
@@ -119,6 +120,10 @@ class Target(ABC):
     @abstractmethod
     def bulk_wait(self, em: StmtEmitter, stmt: BulkWait) -> None:
         """Wait for this thread's bulk stores as `stmt` says."""
+
+    def set_registers(self, em: StmtEmitter, stmt: SetRegisters) -> None:
+        """Only a Hopper GPU's kernels hand registers over (`SetRegisters`)."""
+        raise InternalError(f"{type(self).__name__} has no registers to hand over")
 
     def sequence(self, em: StmtEmitter, seq: Seq) -> None:
         """Translate the statements of `seq` in order (a target may move some elsewhere)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...errors import LoweringError
 from ...platform_info import NVPTX_TRIPLE
 from ..llvm.function import FunctionScope
 from ..llvm.stmt import StmtEmitter
@@ -80,6 +81,16 @@ def _kernel(
     for axis, threads in zip("xyz", kernel.block):
         annotation = [entry, f"maxntid{axis}", ir.Constant(I32, threads)]
         module.add_named_metadata("nvvm.annotations", annotation)
-    if min_blocks:  # .minnctapersm: ptxas caps registers so that this many blocks fit
-        annotation = [entry, "minctasm", ir.Constant(I32, min_blocks)]
+    # .minnctapersm: ptxas caps registers so that this many blocks fit; a kernel that hands
+    # registers over needs it known (ptxas ignores setmaxnreg without it, C7508)
+    if kernel.registers and min_blocks > 1:
+        raise LoweringError(
+            f"kernel '{kernel.name}': its producer warpgroup hands its registers to the "
+            f"consumers ({kernel.registers} a thread), which a multiprocessor has for one block "
+            f"only, but -min-blocks-per-sm={min_blocks} asks for {min_blocks}; leave the option "
+            "out, or stage with pipeline(..., warp_specialize=False)"
+        )
+    blocks = min_blocks or (1 if kernel.registers else 0)
+    if blocks:
+        annotation = [entry, "minctasm", ir.Constant(I32, blocks)]
         module.add_named_metadata("nvvm.annotations", annotation)

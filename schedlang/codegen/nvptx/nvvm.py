@@ -46,6 +46,28 @@ def barrier(b: ir.IRBuilder) -> None:
     b.call(function(b.module, "llvm.nvvm.barrier0", ir.VoidType(), []), [])
 
 
+# the named barrier of a block's consumer threads (`first_threads_barrier`): past those of its
+# warpgroups (1 + threadIdx.z, `bulk_copy.warpgroup_barrier`)
+CONSUMERS_BARRIER = 8
+
+
+def first_threads_barrier(b: ir.IRBuilder, threads: int) -> None:
+    """``bar.sync`` of the block's first `threads` threads, the consumers of a producer
+    warpgroup that has gone its own way (LLVM's intrinsic: convergent, never copied into the
+    arms of a branch)."""
+    name = "llvm.nvvm.barrier.cta.sync.aligned.count"
+    fn = function(b.module, name, ir.VoidType(), [I32, I32])
+    b.call(fn, [ir.Constant(I32, CONSUMERS_BARRIER), ir.Constant(I32, threads)])
+
+
+def set_max_registers(b: ir.IRBuilder, count: int, grow: bool) -> None:
+    """``setmaxnreg``: the running warpgroup's threads have `count` registers each from here
+    on. LLVM's intrinsic, convergent: emitted as inline PTX, LLVM copied it into both arms of a
+    branch on the thread index, and a warp's threads then ran two different ones (a hang)."""
+    name = f"llvm.nvvm.setmaxnreg.{'inc' if grow else 'dec'}.sync.aligned.u32"
+    b.call(function(b.module, name, ir.VoidType(), [I32]), [ir.Constant(I32, count)])
+
+
 def shared_array(
     b: ir.IRBuilder, layout: SharedLayout, owner: object, name: str, part: int = 0
 ) -> ir.Value:

@@ -52,6 +52,7 @@ from ...loopir.core.nodes import (
 )
 from ...loopir.core.printer import stmt_head
 from ...loopir.core.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
+from ...loopir.gpu.register_handover import hand_over_registers
 from ...loopir.loops.host_loops import host_loop
 from ...loopir.loops.unswitch import unswitch_products
 from ...loopir.memory.bulk_pipeline import split_roles
@@ -99,6 +100,7 @@ class KernelPlan:
     block: tuple[int, int, int]
     grid_loops: frozenset[int]  # ids of the loops whose extent is the grid's (need no guard)
     shared: SharedLayout
+    registers: int = 0  # a consumer thread's, where a producer hands its own over (else 0)
 
     @property
     def shared_bytes(self) -> int:
@@ -274,13 +276,22 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]
     body = unswitch_products(split_roles(body))
     block = _block(func, body)
     body = bulk_stores(body, shared_bytes(body))
+    # only where the entry's share is too few (the kernels that fit keep their code), and
+    # every product fits it: ptxas compiles each instruction under the entry's count, whatever
+    # setmaxnreg gives the code around it ("Insufficient registers (128)" for a 64 x 256 tile
+    # of a block of four warpgroups)
+    registers, entry = 0, _entry_registers(block)
+    if _largest_product(body) + ADDRESS_REGISTERS <= entry < _peak_accumulators(body) + (
+        ADDRESS_REGISTERS
+    ):
+        body, registers = hand_over_registers(body, block)
     _check_matrix_ops(func, body, block)
-    _check_accumulator_registers(func, body, block)
+    _check_accumulator_registers(func, body, block, registers)
     guarded = guard_uniform_stores(body, block)
     # The grid's loops are those of the final body: the code generator finds them by identity.
     grid, grid_loops = _grid(func, guarded, loop_vars)
     shared = _shared_layout(func, name, guarded, block)
-    return KernelPlan(name, guarded, grid, block, grid_loops, shared)
+    return KernelPlan(name, guarded, grid, block, grid_loops, shared, registers)
 
 
 def _block(func: LoweredFunc, body: Stmt) -> tuple[int, int, int]:
@@ -351,21 +362,48 @@ def _check_matrix_ops(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]
         )
 
 
-def _check_accumulator_registers(func: LoweredFunc, body: Stmt, block: tuple[int, int, int]):
+def _check_accumulator_registers(
+    func: LoweredFunc, body: Stmt, block: tuple[int, int, int], handed: int
+) -> None:
     """A LoweringError when the warpgroup accumulators a thread holds leave too few of the
-    registers its block's size allows for anything else (ptxas would refuse the kernel when
-    it is loaded, with a message that names no schedule)."""
+    registers its block's size allows (or the producer hands over: `handed`) for anything
+    else (ptxas would refuse the kernel when it is loaded, with a message that names no
+    schedule)."""
     held = _peak_accumulators(body)
     threads = block[0] * block[1] * block[2]
-    budget = min(MAX_REGISTERS, REGISTER_FILE // threads // 8 * 8)
+    budget = handed or _entry_registers(block)
+    handing = ", the producer's handed over" if handed else ""
     if held and held + ADDRESS_REGISTERS > budget:
         raise LoweringError(
             f"kernel '{func.name}': each thread holds {held} registers of warpgroup "
             f"accumulators, but a block of {threads} threads leaves {budget} registers a thread "
-            f"({REGISTER_FILE} a multiprocessor), too few for them and the rest of the work; "
+            f"({REGISTER_FILE} a multiprocessor{handing}), too few for them and the rest of the "
+            "work; "
             "use fewer or narrower warpgroup tiles (pipeline(tma=True) adds a warpgroup for its "
             "producer)"
         )
+
+
+def _entry_registers(block: tuple[int, int, int]) -> int:
+    """A thread's registers when every thread of the block has the same share."""
+    return min(MAX_REGISTERS, REGISTER_FILE // (block[0] * block[1] * block[2]) // 8 * 8)
+
+
+def _largest_product(s: Stmt) -> int:
+    """The registers of the largest accumulator one warpgroup product writes."""
+    return max(
+        (
+            _registers(n.dst.buffer)
+            for n in walk_stmt(s)
+            if isinstance(n, MatrixOp) and n.dst.buffer.scope == "wgmma.accumulator"
+        ),
+        default=0,
+    )
+
+
+def _registers(buffer: Buffer) -> int:
+    """A thread's registers of accumulator `buffer`, 16-bit elements two to a register."""
+    return -(-lane_size(buffer) * dt.itemsize(buffer.dtype) // 4)
 
 
 def _peak_accumulators(s: Stmt) -> int:
@@ -375,7 +413,7 @@ def _peak_accumulators(s: Stmt) -> int:
     if isinstance(s, Allocate):
         own = 0
         if s.buffer.scope == "wgmma.accumulator":
-            own = -(-lane_size(s.buffer) * dt.itemsize(s.buffer.dtype) // 4)
+            own = _registers(s.buffer)
         return own + _peak_accumulators(s.body)
     return max((_peak_accumulators(k) for k in stmt_children(s)), default=0)
 

@@ -37,6 +37,7 @@ from ...loopir.core.nodes import (
     If,
     MatrixOp,
     MBarrier,
+    SetRegisters,
     Stmt,
     ThreadAllReduce,
 )
@@ -63,7 +64,17 @@ from .bulk_copy import (
 from .bulk_copy import check_arch as check_bulk_arch
 from .matrix_memory import LaneIndex, lane_index
 from .mma import emit_matrix_op
-from .nvvm import GLOBAL, LOCAL, SHARED, barrier, is_index_tag, shared_array, special_register
+from .nvvm import (
+    GLOBAL,
+    LOCAL,
+    SHARED,
+    barrier,
+    first_threads_barrier,
+    is_index_tag,
+    set_max_registers,
+    shared_array,
+    special_register,
+)
 from .plan import KernelPlan
 from .shared_layout import BUFFER_ALIGN
 from .wgmma import WgmmaOrder, only_products, proxy_fence, warp_uniform
@@ -176,8 +187,13 @@ class NvptxTarget(Target):
             proxy_fence(em)  # this thread wrote before the barrier
         if stmt.warpgroup:
             warpgroup_barrier(em, self._hardware_index(em, "threadIdx.z"))
+        elif stmt.among:
+            first_threads_barrier(em, stmt.among)
         else:
             barrier(em.b)
+
+    def set_registers(self, em: StmtEmitter, stmt: SetRegisters) -> None:
+        set_max_registers(em.b, stmt.count, stmt.grow)
 
     def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:
         if self._products:

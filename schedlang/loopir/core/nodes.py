@@ -131,9 +131,23 @@ class Allocate(Stmt):
 class Barrier(Stmt):
     """All threads of a block wait here; shared-memory writes before it are visible after it.
     With `warpgroup`, only the 128 threads of the running thread's warpgroup (its
-    ``threadIdx.z``) wait for each other (a named barrier of its own)."""
+    ``threadIdx.z``) wait for each other (a named barrier of its own); with `among`, only the
+    block's first `among` threads (the consumers, once a producer warpgroup has gone its own
+    way: `gpu.register_handover`)."""
 
     warpgroup: bool = False
+    among: int = 0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SetRegisters(Stmt):
+    """From here on each thread of the running warpgroup has `count` registers (Hopper's
+    ``setmaxnreg``; more than it had when `grow`): a producer warpgroup that only issues copies
+    gives registers up for its consumers to take (`gpu.register_handover`). A GPU kernel's
+    statement only, made after the interpreter's function is final."""
+
+    count: int
+    grow: bool
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -36,6 +36,7 @@ from .nodes import (
     MatrixOp,
     MBarrier,
     Seq,
+    SetRegisters,
     Stmt,
     Store,
     ThreadAllReduce,
@@ -88,7 +89,10 @@ def stmt_head(stmt: Stmt) -> str:
     if isinstance(stmt, Allocate):
         return _allocate_str(stmt.buffer)
     if isinstance(stmt, Barrier):
-        return "barrier(warpgroup)" if stmt.warpgroup else "barrier()"
+        among = f"first {stmt.among} threads" if stmt.among else ""
+        return f"barrier({'warpgroup' if stmt.warpgroup else among})"
+    if isinstance(stmt, SetRegisters):
+        return f"set_registers({stmt.count}, {'more' if stmt.grow else 'fewer'})"
     if isinstance(stmt, MatrixOp):
         return matrix_op_str(stmt)
     if isinstance(stmt, CallExtern):

@@ -30,6 +30,7 @@ from .nodes import (
     MatrixOp,
     MBarrier,
     Seq,
+    SetRegisters,
     Stmt,
     Store,
     ThreadAllReduce,
@@ -320,7 +321,7 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         if index is s.index and parity is s.parity and when is s.when:
             return s
         return replace(s, index=index, parity=parity, when=when)
-    if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait, BulkWait)):
+    if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait, BulkWait, SetRegisters)):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")
 

@@ -82,7 +82,7 @@ from ..core.visit import (
 )
 from .fragments import is_wgmma
 from .pipeline_steps import steps_of, tile_loop
-from .refill import copies_of, refill_groups, replace_loop, retarget, split_body
+from .refill import copies_of, reads, refill_groups, replace_loop, retarget, split_body
 
 TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_BOX = 256  # elements per dimension of one bulk copy
@@ -557,31 +557,50 @@ def split_roles(stmt: Stmt) -> Stmt:
     (they do not depend on the loop). A thread of the other role passes a loop doing nothing,
     and the consumers' loop then holds no branch: ptxas keeps a warpgroup's products in flight
     only where no branch it cannot prove uniform stands between them. The producer's loop comes
-    first so that no product is in flight across it.
+    first so that no product is in flight across it. The buffers a step allocates (a step's
+    register tiles: attention's scores and probabilities) are the consumers', allocated in
+    each step of their loop; the producer's step never reads them.
     """
 
     def split(s: Stmt) -> Stmt | None:
-        if not (isinstance(s, For) and s.kind == "serial" and isinstance(s.body, Seq)):
+        if not (isinstance(s, For) and s.kind == "serial"):
             return None
-        roles = [_role(x) for x in s.body.stmts]
+        allocations, body = [], s.body
+        while isinstance(body, Allocate):
+            allocations.append(body.buffer)
+            body = body.body
+        if not isinstance(body, Seq):
+            return None
+        roles = [_role(x) for x in body.stmts]
         if roles.count(PRODUCER) != 1 or roles.count(CONSUMER) != 1 or None in roles:
             return None
-        produce, consume = (s.body.stmts[roles.index(r)] for r in (PRODUCER, CONSUMER))
+        produce, consume = (body.stmts[roles.index(r)] for r in (PRODUCER, CONSUMER))
+        if any(reads(produce, b) or _writes(produce, b) for b in allocations):
+            return None
         own = Var(f"{s.var.name}.producer", s.var.dtype, s.var.kind)
-        return seq(_hoisted(s, substitute_stmt(produce, {s.var: own}), own), _hoisted(s, consume))
+        producer = _hoisted(s, substitute_stmt(produce, {s.var: own}), own)
+        return seq(producer, _hoisted(s, consume, allocations=allocations))
 
     return transform_stmt(stmt, split)
 
 
-def _hoisted(loop: For, region: Stmt, var: Var | None = None) -> Stmt:
-    """`loop` over `region` alone, with the thread loops and guards that open `region` (which
-    do not depend on the loop) moved outside it."""
+def _hoisted(
+    loop: For, region: Stmt, var: Var | None = None, allocations: list[Buffer] | None = None
+) -> Stmt:
+    """`loop` over `region` alone (inside `allocations`, made each step), with the thread
+    loops and guards that open `region` (which do not depend on the loop) moved outside it."""
     var = loop.var if var is None else var
     if isinstance(region, For) and region.kind == "bound":
-        return replace(region, body=_hoisted(loop, region.body, var))
+        return replace(region, body=_hoisted(loop, region.body, var, allocations))
     if isinstance(region, If) and region.otherwise is None and not _uses(region.cond, var):
-        return If(region.cond, _hoisted(loop, region.then, var))
+        return If(region.cond, _hoisted(loop, region.then, var, allocations))
+    for buffer in reversed(allocations or []):
+        region = Allocate(buffer, region)
     return For(var, loop.min, loop.extent, loop.kind, region, loop.thread)
+
+
+def _writes(s: Stmt, buffer: Buffer) -> bool:
+    return any(isinstance(n, Store) and n.buffer is buffer for n in walk_stmt(s))
 
 
 def _uses(e: Expr, var: Var) -> bool:
