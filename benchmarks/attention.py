@@ -130,7 +130,7 @@ def main() -> None:
         "--warp-specialize",
         action="store_true",
         help="wgmma with the copy engine: a producer warpgroup issues the copies and hands "
-        "its registers to the consumers (no overlap)",
+        "its registers to the consumers",
     )
     parser.add_argument(
         "--overlap",
@@ -196,8 +196,7 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
             sms = torch.cuda.get_device_properties(0).multi_processor_count
             short = d > 64 and n <= 1024
             persistent = _blocks(sms, n // (args.rows or 128), causal) if short else 0
-        overlap = "no" if args.warp_specialize else args.overlap
-        shape = (args.rows, args.keys, args.stages, args.copies, persistent, overlap)
+        shape = (args.rows, args.keys, args.stages, args.copies, persistent, args.overlap)
         s = _wgmma(tensors, d, n, causal, *shape, warp_specialize=args.warp_specialize)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)

@@ -29,7 +29,12 @@ issued a step late, at the start of the next step, where the release is given: i
 step j itself, the block's first thread would wait there for the other warpgroup's softmax of
 step j, holding the two warpgroups in step (their products then meet on the tensor cores at
 the same time; H200, d = 128, L = 4096 and 8192: 318-325 TFLOP/s there, 402-415 issued at the
-start). The loop is left as it is where its step does not have this shape.
+start). With a producer warpgroup's pipeline (`bulk_pipeline`, ``warp_specialize=True``)
+the producer's copies follow the consumers' step and stay in it, and the consumers release
+step j - 1's stage in step j (a group of products still running): rotated, that release
+comes after X1 of step j, where step j - 1's second products are done, and the last step
+releases nothing (nobody waits for it). The loop is left as it is where its step does not
+have this shape.
 
 The schedule asks for it: ``s[update].pragma(step, "overlap_products")`` on the scan's step
 axis (`examples/gpu_attention.wgmma_schedule(..., overlap=True)`).
@@ -56,7 +61,7 @@ from ..core.nodes import (
 )
 from ..core.simplify import simplify_expr
 from ..core.visit import stmt_exprs, substitute_stmt, transform_stmt, walk_expr, walk_stmt
-from ..memory.bulk_pipeline import CONSUMER, ISSUER
+from ..memory.bulk_pipeline import CONSUMER, ISSUER, PRODUCER
 from ..memory.fragments import is_wgmma
 
 
@@ -86,8 +91,7 @@ def overlap_products(stmt: Stmt, loops: dict[str, str]) -> Stmt:
             "(onto a second accumulator, from a register operand) can move into the next "
             "step: that needs the scores' products, statistics, probabilities, the rescale "
             "and the second products in that order, and K's and V's stages filled by the "
-            "block's first thread; stage them with pipeline(stages, tma=True, "
-            "warp_specialize=False), or leave the pragma out"
+            "copy engine; stage them with pipeline(stages, tma=True), or leave the pragma out"
         )
     return result
 
@@ -95,7 +99,7 @@ def overlap_products(stmt: Stmt, loops: dict[str, str]) -> Stmt:
 @dataclass
 class _Step:
     allocations: list[Buffer]
-    issue: For
+    issue: For  # the first thread's copies, or the producer warpgroup's (`specialized`)
     consumer: For  # the warpgroups' loop (its body replaced by each part's statements)
     wait: Stmt
     scores: list[Stmt]
@@ -104,6 +108,7 @@ class _Step:
     rescale: list[Stmt]  # C1
     products: list[Stmt]  # C2
     release: Stmt
+    specialized: bool = False  # a producer warpgroup's pipeline (the issue after the step)
 
 
 def _rotated(s: For) -> Stmt | None:
@@ -124,24 +129,46 @@ def _rotated(s: For) -> Stmt | None:
     previous = Binary("-", v, const(1, d), d)
     last = Binary("-", Binary("+", lo, n, d), const(1, d), d)
     head = [step.wait, *step.scores, *step.stats, *step.probabilities]
-    tail = [*step.rescale, *step.products, step.release]
-    first = consume(at(head, lo))
-    body = seq(
-        *at([step.issue], previous),
-        consume(
-            [
-                step.wait,
-                *step.scores,
-                *at([*step.rescale, *step.products], previous),
-                *step.stats,
-                *at([step.release], previous),
-                *step.probabilities,
-            ]
-        ),
-    )
+    if step.specialized:
+        # a producer warpgroup's pipeline releases step j - 1's stage in step j, a group of
+        # products still running; rotated, its second products are done by then
+        released = transform_stmt(
+            step.release, lambda x: replace(x, pending=0) if isinstance(x, MBarrier) else None
+        )
+        first = seq(consume(at(head, lo)), *at([step.issue], lo))
+        body = seq(
+            consume(
+                [
+                    step.wait,
+                    *step.scores,
+                    *at([*step.rescale, *step.products], previous),
+                    *step.stats,
+                    released,
+                    *step.probabilities,
+                ]
+            ),
+            step.issue,
+        )
+        done = consume(at([*step.rescale, *step.products], last))
+    else:
+        tail = [*step.rescale, *step.products, step.release]
+        first = consume(at(head, lo))
+        body = seq(
+            *at([step.issue], previous),
+            consume(
+                [
+                    step.wait,
+                    *step.scores,
+                    *at([*step.rescale, *step.products], previous),
+                    *step.stats,
+                    *at([step.release], previous),
+                    *step.probabilities,
+                ]
+            ),
+        )
+        done = seq(*at([step.issue], last), consume(at(tail, last)))
     start = simplify_expr(Binary("+", lo, const(1, d), d))
     rest = For(v, start, simplify_expr(Binary("-", n, const(1, d), d)), s.kind, body, s.thread)
-    done = seq(*at([step.issue], last), consume(at(tail, last)))
     rotated: Stmt = If(Compare(">", n, const(0, d)), seq(first, rest, done))
     for buffer in reversed(step.allocations):
         rotated = Allocate(buffer, rotated)
@@ -159,7 +186,10 @@ def _step(loop: For) -> _Step | None:
     if not (isinstance(body, Seq) and len(body.stmts) == 2):
         return None
     issue, consumer = body.stmts
-    if not (_role_loop(issue, ISSUER) and _role_loop(consumer, CONSUMER)):
+    specialized = _role_loop(issue, CONSUMER) and _role_loop(consumer, PRODUCER)
+    if specialized:
+        consumer, issue = issue, consumer
+    elif not (_role_loop(issue, ISSUER) and _role_loop(consumer, CONSUMER)):
         return None
     parts = _flattened(consumer.body, allocations)
     if len(parts) < 4 or not (_only(parts[0], "wait") and _only(parts[-1], "arrive")):
@@ -203,6 +233,7 @@ def _step(loop: For) -> _Step | None:
         rescale,
         second,
         parts[-1],
+        specialized,
     )
 
 

@@ -10,14 +10,20 @@ multiprocessor's 65,536).
 
 ptxas gives code the registers of the ``setmaxnreg`` that dominates it; code that both roles
 reach after their branches meet again is compiled for the count at the kernel's entry, which a
-warp that gave registers up no longer has. So the roles must part for good: once the
-producer's loop starts, the kernel is ``if threadIdx.z == producer: (give up; the producer's
-statements) else: (take; everything else)``, and nothing after that point is run by both.
-Where the statements after the producer's loop are the consumers' alone (loops bound to
-``threadIdx.z`` over the consumer warpgroups, or barriers, which then become a named barrier
-of the consumers' threads), the kernel is rewritten so; anything else (a block collective, a
-statement every thread runs, the loop inside another loop, as over a persistent block's tiles)
-leaves the kernel as it was, with the entry's registers for all.
+warp that gave registers up no longer has. So the roles part for good after the kernel's last
+block barrier (where the producer has set its memory barriers up): the rest of the kernel
+becomes ``if threadIdx.z == producer: (give up; the rest as the producer runs it) else: (take;
+the rest as the consumers run it)``. Each side is a projection of the same statements: the
+producer's keeps its own statements (loops bound to ``threadIdx.z`` that pick its
+warpgroup) and the control flow around them, the consumers' everything else, their loops over
+the consumer warpgroups becoming the branch's index and their barriers a named barrier of
+their own threads. The roles meet only at memory barriers, so their statements need not keep
+their order across roles, and a loop or a test around both (a causal mask's steps, a scan's
+first step peeled before its loop) is run by each role, which can both evaluate it (it
+depends on indices and sizes only). Consumers' statements before that barrier that only set
+their own registers (an accumulator's zeros) move past it too: live from the entry, they were
+held at its count. A statement every thread runs after the barrier (a block collective), or a
+loop of steps around the barrier, leaves the kernel as it was.
 """
 
 from __future__ import annotations
@@ -43,14 +49,19 @@ from ..core.nodes import (
     Stmt,
     Store,
 )
-from ..core.visit import stmt_exprs, substitute_stmt, transform_stmt, walk_expr, walk_stmt
+from ..core.visit import stmt_exprs, substitute_stmt, walk_expr, walk_stmt
 from ..memory.bulk_pipeline import PRODUCER
 
 WARPGROUP = 128
 REGISTER_FILE = 65536
 PRODUCER_REGISTERS = 24  # the least setmaxnreg gives
-REGISTER_SCOPES = ("local", *FRAGMENT_SCOPES)
 MOST_REGISTERS = 240  # FlashAttention 3's and CUTLASS's consumers (a multiple of 8, < 256)
+REGISTER_SCOPES = ("local", *FRAGMENT_SCOPES)
+
+
+class _Mixed(Exception):
+    """A statement after the parting that both roles run (or that neither's projection can
+    take)."""
 
 
 def consumer_registers(block: tuple[int, int, int]) -> int:
@@ -65,119 +76,205 @@ def consumer_registers(block: tuple[int, int, int]) -> int:
 
 def hand_over_registers(body: Stmt, block: tuple[int, int, int]) -> tuple[Stmt, int]:
     """`body` (a kernel's, its roles split: `bulk_pipeline.split_roles`) with its roles parted
-    at the producer's loop and the registers handed over, and the consumers' count; or
+    after its last block barrier and the registers handed over, and the consumers' count; or
     `body` and 0 where it does not have that shape (module doc)."""
     count = consumer_registers(block)
-    if not count or not any(_producer_loop(s) for s in walk_stmt(body)):
+    if not count or not any(_producers(s) for s in walk_stmt(body)):
         return body, 0
-    body = _sunk(body, block[2] - 1)
-    parted = []
+    role = _Roles(Var("threadIdx.z.role", "int32", "axis"), block[2])
+    try:
+        return _parted(_sunk(body, role.consumers), role, count), count
+    except _Mixed:
+        return body, 0
 
-    def part(s: Stmt) -> Stmt | None:
-        if not isinstance(s, Seq):
-            return None
-        roles = [k for k, x in enumerate(s.stmts) if _producer_loop(x)]
-        if not roles:
-            return None
-        first = roles[0]
-        split = _roles(Seq(s.stmts[first + 1 :]), block[2] - 1)
-        if split is None:
-            return None
-        producer, consumer = split
-        parted.append(s)
-        return Seq(
-            (*s.stmts[:first], _parted([s.stmts[first], *producer], consumer, block[2], count))
-        )
 
-    done = transform_stmt(body, part)
-    return (done, count) if len(parted) == 1 else (body, 0)
+def _holds_barrier(s: Stmt) -> bool:
+    """`s` holds a block barrier on its spine (not inside a loop or a test)."""
+    if isinstance(s, Barrier):
+        return not (s.warpgroup or s.among)
+    if isinstance(s, (Allocate, Let)):
+        return _holds_barrier(s.body)
+    if isinstance(s, Seq):
+        return any(_holds_barrier(x) for x in s.stmts)
+    return isinstance(s, For) and _is_grid(s) and _holds_barrier(s.body)
+
+
+def _is_grid(s: For) -> bool:
+    return s.kind == "bound" and (s.thread or "").startswith("blockIdx")
 
 
 def _sunk(s: Stmt, consumers: int) -> Stmt:
-    """`s` with the statements that follow the producer's loop at every level moved into the
-    sequence that holds it, inside the allocations and lets around it (their buffers then live
-    a little longer), and so the consumers' statements before it that only set their own
-    registers (an accumulator's zeros: kept from the entry, where every thread has 168
-    registers or fewer, they were live there and ptxas refused the kernel): the roles can part
-    there, with all the consumers' work after it."""
-    if isinstance(s, (Allocate, Let)) or (isinstance(s, For) and s.thread.startswith("block")):
+    """`s` with the statements that follow its last barrier's holder at every level moved into
+    the sequence that holds the barrier, inside the allocations and lets around it (their
+    buffers then live a little longer), and the consumers' statements before it that only set
+    their own registers moved after the barrier."""
+    if isinstance(s, (Allocate, Let)) or (isinstance(s, For) and _is_grid(s)):
         return replace(s, body=_sunk(s.body, consumers))
     if not isinstance(s, Seq):
         return s
-    held = [k for k, x in enumerate(s.stmts) if any(_producer_loop(n) for n in walk_stmt(x))]
-    if len(held) != 1 or _producer_loop(s.stmts[held[0]]):
+    held = [k for k, x in enumerate(s.stmts) if _holds_barrier(x)]
+    if not held:
         return s
-    k = held[0]
+    k = held[-1]
+    if isinstance(s.stmts[k], Barrier):
+        return s
     before = s.stmts[:k]
     leaders = tuple(x for x in before if _sets_own_registers(x, consumers, before))
     stay = tuple(x for x in before if not any(x is y for y in leaders))
     return Seq((*stay, _followed(_sunk(s.stmts[k], consumers), leaders, s.stmts[k + 1 :])))
 
 
+def _followed(s: Stmt, leaders: tuple[Stmt, ...], followers: tuple[Stmt, ...]) -> Stmt:
+    """`s` (`_sunk`) with `leaders` right after its last barrier and `followers` after
+    everything, inside `s`'s allocations and lets, in the sequence that holds the barrier."""
+    if not (leaders or followers):
+        return s
+    if isinstance(s, (Allocate, Let)):
+        return replace(s, body=_followed(s.body, leaders, followers))
+    if not isinstance(s, Seq):
+        raise _Mixed
+    k = max(k for k, x in enumerate(s.stmts) if _holds_barrier(x))
+    if isinstance(s.stmts[k], Barrier):
+        return Seq((*s.stmts[: k + 1], *leaders, *s.stmts[k + 1 :], *followers))
+    return Seq((*s.stmts[:k], _followed(s.stmts[k], leaders, followers), *s.stmts[k + 1 :]))
+
+
 def _sets_own_registers(s: Stmt, consumers: int, among: tuple[Stmt, ...]) -> bool:
     """`s` is the consumers' and stores only to registers that no other of `among` uses."""
-    if not _consumers_only(s, consumers) or any(isinstance(n, Barrier) for n in walk_stmt(s)):
+    if not _consumers(s, consumers):
+        return False
+    if any(isinstance(n, (Barrier, MBarrier, BulkCopy, AsyncCopy)) for n in walk_stmt(s)):
         return False
     written = {id(n.buffer): n.buffer for n in walk_stmt(s) if isinstance(n, Store)}
     written |= {id(n.dst.buffer): n.dst.buffer for n in walk_stmt(s) if isinstance(n, MatrixOp)}
     if not written or any(b.scope not in REGISTER_SCOPES for b in written.values()):
         return False
-    if any(isinstance(n, (MBarrier, BulkCopy, AsyncCopy)) for n in walk_stmt(s)):
-        return False
     others = [x for x in among if x is not s]
     return not any(_touches(x, b) for x in others for b in written.values())
 
 
-def _followed(s: Stmt, leaders: tuple[Stmt, ...], followers: tuple[Stmt, ...]) -> Stmt:
-    """`s` (`_sunk`: what holds the producer's loop comes last in it) with `leaders` right
-    after the producer's loop and `followers` after everything, inside `s`'s allocations and
-    lets, in the sequence that holds the loop."""
-    if not (leaders or followers):
+def _parted(s: Stmt, role: _Roles, count: int) -> Stmt:
+    """`s` with what follows its last block barrier (`_sunk`: all in the barrier's sequence)
+    run by each role apart, after handing the registers over."""
+    if isinstance(s, (Allocate, Let)) or (isinstance(s, For) and _is_grid(s)):
+        return replace(s, body=_parted(s.body, role, count))
+    if not isinstance(s, Seq):
+        raise _Mixed
+    k = max((k for k, x in enumerate(s.stmts) if _holds_barrier(x)), default=None)
+    if k is None:
+        raise _Mixed
+    if not isinstance(s.stmts[k], Barrier):
+        return Seq((*s.stmts[:k], _parted(s.stmts[k], role, count), *s.stmts[k + 1 :]))
+    rest = Seq(s.stmts[k + 1 :])
+    if not any(_producers(n) for n in walk_stmt(rest)):
+        raise _Mixed
+    z = role.z
+    produce = role.producer(rest) or Seq(())
+    consume = role.consumer(rest) or Seq(())
+    then = Seq((SetRegisters(PRODUCER_REGISTERS, grow=False), produce))
+    otherwise = Seq((SetRegisters(count, grow=True), consume))
+    mine = const(role.warpgroups - 1, z.dtype)
+    parting = If(Compare("==", z, mine), then, otherwise)
+    warpgroups = const(role.warpgroups, z.dtype)
+    loop = For(z, const(0, z.dtype), warpgroups, "bound", parting, "threadIdx.z")
+    return Seq((*s.stmts[: k + 1], loop))
+
+
+class _Roles:
+    """The two projections of the statements after the parting (module doc)."""
+
+    def __init__(self, z: Var, warpgroups: int) -> None:
+        self.z = z
+        self.warpgroups = warpgroups
+        self.consumers = warpgroups - 1
+
+    def producer(self, s: Stmt) -> Stmt | None:
+        """`s` as the producer's warpgroup runs it (None: nothing)."""
+        if _producers(s):
+            own = s.body
+            if isinstance(own, If) and own.otherwise is None and _picks_last(own.cond, s):
+                own = own.then
+            return substitute_stmt(own, {s.var: self.z})
+        if _consumers(s, self.consumers) or isinstance(s, Barrier):
+            return None
+        return self._around(s, self.producer, for_producer=True)
+
+    def consumer(self, s: Stmt) -> Stmt | None:
+        """`s` as the consumer warpgroups run it (None: nothing)."""
+        if _producers(s):
+            return None
+        if isinstance(s, Barrier):
+            return s if s.warpgroup or s.among else Barrier(among=WARPGROUP * self.consumers)
+        if _consumers(s, self.consumers):
+            return self._inside(substitute_stmt(s.body, {s.var: self.z}))
+        return self._around(s, self.consumer, for_producer=False)
+
+    def _inside(self, s: Stmt) -> Stmt:
+        """A consumers' statement: its barriers theirs alone."""
+        if isinstance(s, Barrier) and not (s.warpgroup or s.among):
+            return Barrier(among=WARPGROUP * self.consumers)
+        if isinstance(s, Seq):
+            return Seq(tuple(self._inside(x) for x in s.stmts))
+        if isinstance(s, (For, Allocate, Let)):
+            return replace(s, body=self._inside(s.body))
+        if isinstance(s, If):
+            otherwise = None if s.otherwise is None else self._inside(s.otherwise)
+            return If(s.cond, self._inside(s.then), otherwise)
         return s
-    if isinstance(s, (Allocate, Let)):
-        return replace(s, body=_followed(s.body, leaders, followers))
-    if isinstance(s, Seq):
-        last = s.stmts[-1]
-        if not _producer_loop(last) and any(_producer_loop(n) for n in walk_stmt(last)):
-            return Seq((*s.stmts[:-1], _followed(last, leaders, followers)))
-        k = next(k for k, x in enumerate(s.stmts) if _producer_loop(x))
-        return Seq((*s.stmts[: k + 1], *leaders, *s.stmts[k + 1 :], *followers))
-    return Seq((s, *leaders, *followers))
+
+    def _around(self, s: Stmt, project, for_producer: bool) -> Stmt | None:
+        """The control flow around both roles' statements, projected."""
+        if isinstance(s, Seq):
+            kept = [x for x in (project(y) for y in s.stmts) if x is not None]
+            return Seq(tuple(kept)) if kept else None
+        if isinstance(s, (Allocate, Let)):
+            body = project(s.body)
+            if body is None:
+                return None
+            if isinstance(s, Allocate) and for_producer and _touches(body, s.buffer):
+                raise _Mixed  # the producer's statements never use the consumers' buffers
+            if isinstance(s, Allocate) and for_producer:
+                return body
+            return replace(s, body=body)
+        if isinstance(s, For) and s.kind != "bound":
+            body = project(s.body)
+            return None if body is None else replace(s, body=body)
+        if isinstance(s, If):
+            then = project(s.then)
+            otherwise = None if s.otherwise is None else project(s.otherwise)
+            if then is None and otherwise is None:
+                return None
+            return If(s.cond, then or Seq(()), otherwise)
+        raise _Mixed
 
 
-def _producer_loop(s: Stmt) -> bool:
-    """`s` is the producer's statement holding its loop of copies."""
+def _producers(s: Stmt) -> bool:
+    """`s` runs on the producer's warpgroup alone (a loop bound to ``threadIdx.z`` that picks
+    it)."""
+    return isinstance(s, For) and s.kind == "bound" and s.var.kind == PRODUCER
+
+
+def _consumers(s: Stmt, consumers: int) -> bool:
+    """`s` runs on the consumer warpgroups alone: a loop bound to ``threadIdx.z`` over them."""
     return (
         isinstance(s, For)
         and s.kind == "bound"
-        and s.var.kind == PRODUCER
-        and any(isinstance(n, For) and n.kind == "serial" for n in walk_stmt(s))
+        and s.thread == "threadIdx.z"
+        and isinstance(s.extent, Const)
+        and s.extent.value == consumers
     )
 
 
-def _roles(s: Stmt, consumers: int) -> tuple[list[For], list[Stmt]] | None:
-    """`s` cut into the producer's statements and the consumers', each in its order (a
-    causal mask's diagonal step, made straight code, holds both: the consumers' inside the
-    step's allocations, which the producer's never use), or None where a statement is
-    neither's alone."""
-    if _producers_only(s):
-        return [s], []
-    if isinstance(s, Seq):
-        producer: list[For] = []
-        consumer: list[Stmt] = []
-        for x in s.stmts:
-            split = _roles(x, consumers)
-            if split is None:
-                return None
-            producer += split[0]
-            consumer += split[1]
-        return producer, consumer
-    if isinstance(s, Allocate) and not _consumers_only(s, consumers):
-        split = _roles(s.body, consumers)
-        if split is None or any(_touches(p, s.buffer) for p in split[0]):
-            return None
-        return split[0], [replace(s, body=Seq(tuple(split[1])))] if split[1] else []
-    return ([], [s]) if _consumers_only(s, consumers) else None
+def _picks_last(cond: Expr, producer: For) -> bool:
+    """`cond` is ``z == the last warpgroup``, the test that opens the producer's statement."""
+    last = int(producer.extent.value) - 1 if isinstance(producer.extent, Const) else None
+    return (
+        isinstance(cond, Compare)
+        and cond.op == "=="
+        and cond.a is producer.var
+        and isinstance(cond.b, Const)
+        and cond.b.value == last
+    )
 
 
 def _touches(s: Stmt, buffer: Buffer) -> bool:
@@ -191,74 +288,3 @@ def _touches(s: Stmt, buffer: Buffer) -> bool:
             if any(isinstance(x, Load) and x.buffer is buffer for x in walk_expr(e)):
                 return True
     return False
-
-
-def _producers_only(s: Stmt) -> bool:
-    """`s` runs on the producer's thread alone (its loop of copies after a causal mask's
-    second loop of steps, say): the roles meet only at memory barriers, so it may run in the
-    producer's branch, apart from the consumers' statements it stood between."""
-    return isinstance(s, For) and s.kind == "bound" and s.var.kind == PRODUCER
-
-
-def _consumers_only(s: Stmt, consumers: int) -> bool:
-    """`s` runs on the consumer warpgroups alone: a loop bound to ``threadIdx.z`` over them,
-    a barrier, or allocations and lets around such statements."""
-    if isinstance(s, Barrier):
-        return not s.warpgroup and not s.among
-    if isinstance(s, (Allocate, Let)):
-        return _consumers_only(s.body, consumers)
-    if isinstance(s, Seq):
-        return all(_consumers_only(x, consumers) for x in s.stmts)
-    return (
-        isinstance(s, For)
-        and s.kind == "bound"
-        and s.thread == "threadIdx.z"
-        and isinstance(s.extent, Const)
-        and s.extent.value == consumers
-    )
-
-
-def _parted(producer: list[For], consumer: list[Stmt], warpgroups: int, count: int) -> Stmt:
-    """``for z (threadIdx.z): if z == the producer's: (give up; producer) else: (take;
-    consumer)``."""
-    z = Var("threadIdx.z.role", producer[0].var.dtype, "axis")
-    threads = WARPGROUP * (warpgroups - 1)
-    mine = const(warpgroups - 1, z.dtype)
-    produce = []
-    for loop in producer:
-        own = loop.body
-        if isinstance(own, If) and own.otherwise is None and _is_producer_test(own.cond, loop):
-            own = own.then
-        produce.append(substitute_stmt(own, {loop.var: z}))
-    consume = [_for_consumer(x, z, threads) for x in consumer]
-    then = Seq((SetRegisters(PRODUCER_REGISTERS, grow=False), *produce))
-    otherwise = Seq((SetRegisters(count, grow=True), *consume))
-    extent = const(warpgroups, z.dtype)
-    roles = If(Compare("==", z, mine), then, otherwise)
-    return For(z, const(0, z.dtype), extent, "bound", roles, "threadIdx.z")
-
-
-def _is_producer_test(cond: Expr, producer: For) -> bool:
-    """`cond` is ``z == the last warpgroup``, the test that opens the producer's statement."""
-    last = int(producer.extent.value) - 1 if isinstance(producer.extent, Const) else None
-    return (
-        isinstance(cond, Compare)
-        and cond.op == "=="
-        and cond.a is producer.var
-        and isinstance(cond.b, Const)
-        and cond.b.value == last
-    )
-
-
-def _for_consumer(s: Stmt, z: Var, threads: int) -> Stmt:
-    """`s` as the consumer threads run it inside their branch: its loops over the consumer
-    warpgroups are the branch's own index, its barriers theirs alone."""
-
-    def visit(x: Stmt) -> Stmt | None:
-        if isinstance(x, Barrier) and not (x.warpgroup or x.among):
-            return Barrier(among=threads)
-        if isinstance(x, For) and x.kind == "bound" and x.thread == "threadIdx.z":
-            return transform_stmt(substitute_stmt(x.body, {x.var: z}), visit)
-        return None
-
-    return transform_stmt(s, visit)
