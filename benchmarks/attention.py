@@ -128,9 +128,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--warp-specialize",
-        action="store_true",
+        default="auto",
+        choices=["auto", "yes", "no"],
         help="wgmma with the copy engine: a producer warpgroup issues the copies and hands "
-        "its registers to the consumers",
+        "its registers to the consumers (else the block's first thread); auto: with 3 stages "
+        "at d = 128 without persistent blocks",
     )
     parser.add_argument(
         "--overlap",
@@ -223,7 +225,7 @@ def _blocks(sms: int, row_tiles: int, causal: bool) -> int:
 
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
-    persistent=0, overlap="auto", warp_specialize=False,
+    persistent=0, overlap="auto", warp_specialize="auto",
 ):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
@@ -233,7 +235,9 @@ def _wgmma(
     tile's prologue and epilogue, `_blocks` of them; from L = 2048 a causal tile's work
     differs by up to L / 128 times, and blocks taking them in a fixed turn end unevenly:
     slower there, NOTES.md); with 3 stages of the copy engine's, a step's second
-    products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048)."""
+    products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048), and
+    at d = 128 a producer warpgroup issuing the copies, its registers handed to the
+    consumers (`warp_specialize`)."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
         default = 3 if d > 64 and n >= 2048 else 2
@@ -242,6 +246,8 @@ def _wgmma(
     stages = stages or default
     if overlap == "auto":  # the copy it issues a step late lands in time with 3 stages
         overlap = "yes" if stages >= 3 and persistent == 0 else "no"
+    if warp_specialize == "auto":  # 1.04-1.19x the first thread's issue there (NOTES.md)
+        warp_specialize = "yes" if stages >= 3 and d > 64 and persistent == 0 else "no"
     return gpu_attention.wgmma_schedule(
         *tensors,
         rows=rows or 128,
@@ -250,7 +256,7 @@ def _wgmma(
         tma=tma,
         persistent=persistent,
         overlap=overlap == "yes" and tma,
-        warp_specialize=warp_specialize and tma,
+        warp_specialize=warp_specialize == "yes" and tma,
     )
 
 

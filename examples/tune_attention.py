@@ -1,11 +1,12 @@
 """Attention on Hopper's tensor cores (`examples.gpu_attention.wgmma_schedule`) as a template:
 query rows a block (one to three warpgroups), keys a step, copies of K and V in flight,
-whether the copy engine brings them (issued by the block's first thread), whether a step's
-second products run beside the next step's softmax (``overlap``, with the copy engine), and
-whether a block per multiprocessor takes the tiles in turn (persistent blocks) are knobs (144
-points). The template declares invalid the points whose tiles would not fit in a
-multiprocessor's 227 KB of shared memory, whose block of keys does not divide the length, or
-that overlap without the copy engine; points whose accumulators
+whether the copy engine brings them, issued by the block's first thread or by a producer
+warpgroup that hands its registers to the consumers (``producer``), whether a step's second
+products run beside the next step's softmax (``overlap``, with the copy engine), and whether a
+block per multiprocessor takes the tiles in turn (persistent blocks) are knobs (288 points).
+The template declares invalid the points whose tiles would not fit in a multiprocessor's 227
+KB of shared memory, whose block of keys does not divide the length, or that overlap or have
+a producer without the copy engine; points whose accumulators
 would not fit in a thread's registers are refused when built (schedlang's estimate), and so
 left out by the tuner. The hand schedule's options (128 rows, 64 keys, 2 stages, a block a
 tile) are one of the points.
@@ -35,6 +36,7 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
     tma = cfg.choice("tma", [False, True])
     persistent = cfg.choice("persistent", [False, True])
     overlap = cfg.choice("overlap", [False, True])
+    producer = cfg.choice("producer", [False, True])
     cfg.add_flop(4.0 * bh * n * n * d / (2 if causal else 1))
     if n % keys:
         raise sl.tune.Invalid(f"{keys} keys a step do not divide the length {n}")
@@ -45,6 +47,8 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
         raise sl.tune.Invalid("the copy engine fills a pipeline: 2 stages or more")
     if overlap and not tma:
         raise sl.tune.Invalid("the second products move into the next step with the copy engine")
+    if producer and not tma:
+        raise sl.tune.Invalid("a producer warpgroup issues the copy engine's copies")
     blocks = multiprocessors if persistent else 0
     s = gpu_attention.wgmma_schedule(
         *tensors,
@@ -54,6 +58,7 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
         tma=tma,
         persistent=blocks,
         overlap=overlap,
+        warp_specialize=producer,
     )
     return s, [*tensors[:3], tensors[-1]]
 

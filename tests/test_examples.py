@@ -541,6 +541,18 @@ def test_the_producer_warpgroups_pipeline_overlaps_the_second_products(causal):
     _simulated_right(sl.build(s, _io(small), "cuda"), (3, 640, 128), causal, seed=21)
 
 
+def test_an_overlapped_diagonal_loop_releases_the_stage_of_the_step_before_it():
+    """Causal, 64 keys a step, 2 stages, a producer warpgroup, overlapped: the steps below the
+    diagonal and the diagonal's two steps are two rotated loops, and a producer's pipeline
+    releases step j - 1's stage in step j; the diagonal loop's first step must release the
+    last stage of the loop before it, or the producer waits for it for ever (found by the
+    fuzzer: the simulator's mbarrier model reported the wait)."""
+    tensors = gpu_attention.tensor_core_attention(1, 256, 64, causal=True)
+    options = dict(keys=64, stages=2, tma=True, overlap=True, warp_specialize=True)
+    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, **options), _io(tensors), "cuda")
+    _simulated_right(kernel, (1, 256, 64), True, seed=3)
+
+
 def test_a_scan_of_one_step_has_nothing_to_overlap():
     """128 keys in one step: no loop is left to rotate, and the kernel is the one built
     without the pragma (found by the fuzzer, which drew it and got a refusal)."""

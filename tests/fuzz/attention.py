@@ -1,7 +1,8 @@
 """The fuzzer's attention family: `examples/gpu_attention.py`'s definition on Hopper's tensor
 cores (`wgmma_schedule`) with drawn options: masked or not, keys a step, stages of K and V,
-the copy engine or ``cp.async``, the second products overlapped with the next step's
-softmax, persistent blocks taking the tiles in turn.
+the copy engine or ``cp.async`` (its copies issued by the block's first thread or a producer
+warpgroup), the second products overlapped with the next step's softmax, persistent blocks
+taking the tiles in turn.
 
 Each option changes the kernel's structure: the online scan's steps (below the diagonal and on
 it under a causal mask), the pipeline's stages and barriers, and with persistent blocks a
@@ -37,9 +38,11 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         stages = draw(st.sampled_from([1, 2, 3, 4]), label="stages")
         tma = stages >= 2 and draw(st.booleans(), label="copy engine")
         overlap = tma and draw(st.booleans(), label="second products overlapped")
+        producer = tma and draw(st.booleans(), label="a producer warpgroup")
         persistent = draw(st.sampled_from([0, 0, 2, 3, 5]), label="persistent blocks")
         seed = draw(st.integers(0, 2**16), label="input seed")
         options = dict(keys=keys, stages=stages, tma=tma, persistent=persistent, overlap=overlap)
+        options["warp_specialize"] = producer
         note(f"attention({heads}, {n}, 64, causal={causal}) with {options}")
         tally.family = FAMILY
         tally.count(f"family: {FAMILY}")
@@ -62,3 +65,5 @@ def attention_interpreter_property(data, tally: Tally) -> None:
             tally.count("ran, the pipeline's steps counted in a register")
         if overlap:
             tally.count("ran, the second products overlapped")
+        if producer:
+            tally.count("ran, a producer warpgroup issuing the copies")

@@ -101,7 +101,7 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     from examples import gpu_attention, tune_attention
 
     task = tune_attention.attention(2, 256, 128, causal=True, multiprocessors=5)
-    assert len(task.space) == 144
+    assert len(task.space) == 288
     hand = {
         "rows": 128,
         "keys": 64,
@@ -109,6 +109,7 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
         "tma": False,
         "persistent": False,
         "overlap": False,
+        "producer": False,
     }
     s, args = task.instantiate(hand)
     tensors = gpu_attention.tensor_core_attention(2, 256, 128, causal=True)
@@ -121,8 +122,13 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     s, _ = task.instantiate(dict(hand, keys=128, stages=3, tma=True, overlap=True))
     want = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True, overlap=True)
     assert str(s) == str(want)
+    options = dict(keys=128, stages=3, tma=True, overlap=True, warp_specialize=True)
+    s, _ = task.instantiate(dict(hand, keys=128, stages=3, tma=True, overlap=True, producer=True))
+    assert str(s) == str(gpu_attention.wgmma_schedule(*tensors, **options))
     with pytest.raises(sl.tune.Invalid, match="with the copy engine"):
         task.instantiate(dict(hand, overlap=True))
+    with pytest.raises(sl.tune.Invalid, match="producer warpgroup issues the copy engine"):
+        task.instantiate(dict(hand, producer=True))
     with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
         task.instantiate(dict(hand, rows=192, keys=128, stages=3))
     with pytest.raises(sl.tune.Invalid, match="2 stages or more"):
@@ -143,6 +149,7 @@ def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
         "tma": False,
         "persistent": True,
         "overlap": False,
+        "producer": False,
     }
     s, args = task.instantiate(point)  # 132 blocks for 2 tiles: the others take none
     kernel = sl.build(s, args, target="cuda -arch=sm_90a")

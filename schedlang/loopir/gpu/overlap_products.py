@@ -135,6 +135,9 @@ def _rotated(s: For) -> Stmt | None:
         released = transform_stmt(
             step.release, lambda x: replace(x, pending=0) if isinstance(x, MBarrier) else None
         )
+        # the first step releases the stage of the step before it too, where one ran (the
+        # last below a causal mask's diagonal, before the diagonal's own loop)
+        head = [step.wait, *step.scores, *step.stats, released, *step.probabilities]
         first = seq(consume(at(head, lo)), *at([step.issue], lo))
         body = seq(
             consume(
