@@ -11,15 +11,15 @@ multiprocessor's 65,536).
 ptxas gives code the registers of the ``setmaxnreg`` that dominates it; code that both roles
 reach after their branches meet again is compiled for the count at the kernel's entry, which a
 warp that gave registers up no longer has. So the roles part for good after the kernel's last
-block barrier (where the producer has set its memory barriers up): the rest of the kernel
-becomes ``if threadIdx.z == producer: (give up; the rest as the producer runs it) else: (take;
-the rest as the consumers run it)``. Each side is a projection of the same statements: the
-producer's keeps its own statements (loops bound to ``threadIdx.z`` that pick its
-warpgroup) and the control flow around them, the consumers' everything else, their loops over
-the consumer warpgroups becoming the branch's index and their barriers a named barrier of
-their own threads. The roles meet only at memory barriers, so their statements need not keep
-their order across roles, and a loop or a test around both (a causal mask's steps, a scan's
-first step peeled before its loop) is run by each role, which can both evaluate it (it
+block barrier before the producer's loop (where the producer has set its memory barriers up):
+the rest of the kernel becomes ``if threadIdx.z == producer: (give up; the rest as the producer
+runs it) else: (take; the rest as the consumers run it)``. Each side is a projection of the
+same statements: the producer's keeps its own statements (loops bound to ``threadIdx.z`` that
+pick its warpgroup) and the control flow around them, the consumers' everything else, their
+loops over the consumer warpgroups becoming the branch's index and their barriers a named
+barrier of their own threads. The roles meet only at memory barriers, so their statements need
+not keep their order across roles, and a loop or a test around both (a causal mask's steps, a
+scan's first step peeled before its loop) is run by each role, which can both evaluate it (it
 depends on indices and sizes only). Consumers' statements before that barrier that only set
 their own registers (an accumulator's zeros) move past it too: live from the entry, they were
 held at its count. A statement every thread runs after the barrier (a block collective), or a
@@ -99,6 +99,21 @@ def _holds_barrier(s: Stmt) -> bool:
     return isinstance(s, For) and _is_grid(s) and _holds_barrier(s.body)
 
 
+def _parting(s: Seq) -> int | None:
+    """The child of `s` that holds the kernel's parting point: the last that holds a block
+    barrier, up to the one that holds the producer's loop of copies (a barrier after that
+    loop, as before an epilogue's shared store, is then the consumers' own)."""
+    loops = [k for k, x in enumerate(s.stmts) if any(_producer_loop(n) for n in walk_stmt(x))]
+    end = loops[0] if loops else len(s.stmts) - 1
+    held = [k for k in range(end + 1) if _holds_barrier(s.stmts[k])]
+    return held[-1] if held else None
+
+
+def _producer_loop(s: Stmt) -> bool:
+    """`s` is the producer's statement holding its loop of copies."""
+    return _producers(s) and any(isinstance(n, For) and n.kind == "serial" for n in walk_stmt(s))
+
+
 def _is_grid(s: For) -> bool:
     return s.kind == "bound" and (s.thread or "").startswith("blockIdx")
 
@@ -112,11 +127,8 @@ def _sunk(s: Stmt, consumers: int) -> Stmt:
         return replace(s, body=_sunk(s.body, consumers))
     if not isinstance(s, Seq):
         return s
-    held = [k for k, x in enumerate(s.stmts) if _holds_barrier(x)]
-    if not held:
-        return s
-    k = held[-1]
-    if isinstance(s.stmts[k], Barrier):
+    k = _parting(s)
+    if k is None or isinstance(s.stmts[k], Barrier):
         return s
     before = s.stmts[:k]
     leaders = tuple(x for x in before if _sets_own_registers(x, consumers, before))
@@ -131,9 +143,9 @@ def _followed(s: Stmt, leaders: tuple[Stmt, ...], followers: tuple[Stmt, ...]) -
         return s
     if isinstance(s, (Allocate, Let)):
         return replace(s, body=_followed(s.body, leaders, followers))
-    if not isinstance(s, Seq):
+    k = _parting(s) if isinstance(s, Seq) else None
+    if k is None:
         raise _Mixed
-    k = max(k for k, x in enumerate(s.stmts) if _holds_barrier(x))
     if isinstance(s.stmts[k], Barrier):
         return Seq((*s.stmts[: k + 1], *leaders, *s.stmts[k + 1 :], *followers))
     return Seq((*s.stmts[:k], _followed(s.stmts[k], leaders, followers), *s.stmts[k + 1 :]))
@@ -158,9 +170,7 @@ def _parted(s: Stmt, role: _Roles, count: int) -> Stmt:
     run by each role apart, after handing the registers over."""
     if isinstance(s, (Allocate, Let)) or (isinstance(s, For) and _is_grid(s)):
         return replace(s, body=_parted(s.body, role, count))
-    if not isinstance(s, Seq):
-        raise _Mixed
-    k = max((k for k, x in enumerate(s.stmts) if _holds_barrier(x)), default=None)
+    k = _parting(s) if isinstance(s, Seq) else None
     if k is None:
         raise _Mixed
     if not isinstance(s.stmts[k], Barrier):
