@@ -6,10 +6,13 @@ Over (batch * heads, seqlen, head dim), fp16 or bf16 inputs, fp32 accumulation::
 
 ``s.online([M, Z, O], factor)`` turns the three reductions over the keys into one scan over
 blocks of ``factor`` keys with a running maximum, sum and output, rescaled as the maximum grows
-(FlashAttention's algorithm). Here every stage is bound to blocks and threads of its own kernel
-(the scan's steps launched by the host), the scores and the running states in global memory: the
-algorithm is FlashAttention's, the kernel not yet (one kernel with the state in registers).
-A causal mask is the triangular domain ``j <= i`` of every reduction.
+(FlashAttention's algorithm). Three schedules of it: `schedule` binds every stage to blocks and
+threads of its own kernel (the scan's steps launched by the host, the states in global memory);
+`fused_schedule` runs it in one kernel, a thread per query row; `wgmma_schedule` is
+FlashAttention's kernel on Hopper's tensor cores (the states in registers, the probabilities a
+register operand, K and V by the copy engine, a producer warpgroup handing its registers to
+two consumer warpgroups, a step's second products beside the next step's softmax). A causal
+mask is the triangular domain ``j <= i`` of every reduction.
 """
 
 from __future__ import annotations
@@ -188,6 +191,11 @@ def wgmma_schedule(
     warpgroup of its own issues the copies and hands its registers to the two consumer
     warpgroups (240 a thread: `gpu.register_handover`), FlashAttention 3's roles. The keys'
     length must be a multiple of `keys` (whole tiles along the second product's reduction)."""
+    if warp_specialize and not tma:
+        raise ValueError(
+            "warp_specialize=True gives the copy engine's copies a producer warpgroup: "
+            "pass tma=True with it"
+        )
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
     m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])

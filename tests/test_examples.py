@@ -565,6 +565,12 @@ def test_a_scan_of_one_step_has_nothing_to_overlap():
     _simulated_right(kernel, (1, 128, 64), False, seed=3)
 
 
+def test_a_producer_warpgroup_needs_the_copy_engine():
+    tensors = gpu_attention.tensor_core_attention(2, 256, 64)
+    with pytest.raises(ValueError, match="pass tma=True"):
+        gpu_attention.wgmma_schedule(*tensors, warp_specialize=True)
+
+
 def test_overlap_needs_the_copy_engine():
     tensors = gpu_attention.tensor_core_attention(2, 256, 64)
     s = gpu_attention.wgmma_schedule(*tensors, overlap=True)  # cp.async
