@@ -32,9 +32,10 @@ the same time; H200, d = 128, L = 4096 and 8192: 318-325 TFLOP/s there, 402-415 
 start). With a producer warpgroup's pipeline (`bulk_pipeline`, ``warp_specialize=True``)
 the producer's copies follow the consumers' step and stay in it, and the consumers release
 step j - 1's stage in step j (a group of products still running): rotated, that release
-comes after X1 of step j, where step j - 1's second products are done, and the last step
-releases nothing (nobody waits for it). The loop is left as it is where its step does not
-have this shape.
+comes after X1 of step j, where step j - 1's second products are done; the first step
+releases the stage of the step before the loop where there is one (a causal diagonal's own
+loop after the steps below it), and the last step releases nothing (nobody waits for it).
+The loop is left as it is where its step does not have this shape.
 
 The schedule asks for it: ``s[update].pragma(step, "overlap_products")`` on the scan's step
 axis (`examples/gpu_attention.wgmma_schedule(..., overlap=True)`).
