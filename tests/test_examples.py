@@ -483,7 +483,8 @@ def test_persistent_causal_attention_keeps_its_registers(overlap):
     assert len(back_edges) == 1 and "llvm.licm.disable" in kernel.llvm_ir
     report = assemble(kernel.ptx)
     assert report.spill_bytes == 0 and "serialized" not in report.log, report.log
-    assert overlap or report.registers <= 240, report.log
+    if not overlap:  # overlapped it takes all 255 (no spills: above)
+        assert report.registers <= 240, report.log
 
 
 @pytest.mark.parametrize("causal", [False, True])

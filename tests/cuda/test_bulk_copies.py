@@ -186,9 +186,9 @@ def test_a_persistent_block_keeps_no_branch_between_its_products():
     ptx = kernel.ptx
     body = ptx[ptx.index("wgmma.fence") :]
     products = [m.start() for m in re.finditer(r"wgmma\.mma_async", body)]
-    # one version of the loop holds the products, the other none; LLVM may unroll the loop's
-    # 256 / 64 steps in full (it does since the descriptors are the buffer's plus an offset)
-    assert len(products) in (4, 4 * 256 // 64)
+    # one version of the loop holds the products, the other none; LLVM unrolls the loop's
+    # 256 / 64 steps in full (since the descriptors are the buffer's plus an offset)
+    assert len(products) == 4 * (256 // 64)
     for step in range(0, len(products), 4):  # a step's 4 products: no branch between them
         assert not re.search(r"\bbra", body[products[step] : products[step + 3]])
     report = assemble(ptx)

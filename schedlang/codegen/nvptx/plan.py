@@ -52,7 +52,7 @@ from ...loopir.core.nodes import (
 )
 from ...loopir.core.printer import stmt_head
 from ...loopir.core.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
-from ...loopir.gpu.register_handover import hand_over_registers
+from ...loopir.gpu.register_handover import REGISTER_FILE, hand_over_registers
 from ...loopir.loops.host_loops import host_loop
 from ...loopir.loops.unswitch import unswitch_products
 from ...loopir.memory.bulk_pipeline import split_roles
@@ -85,7 +85,6 @@ _KNOWN = (
 )
 WARP = 32
 WARPGROUP = 128
-REGISTER_FILE = 65536  # 32-bit registers a multiprocessor, every GPU since compute capability 5
 MAX_REGISTERS = 255  # a thread's most
 ADDRESS_REGISTERS = 24  # what a warpgroup product's kernel needs beside its accumulators
 

@@ -129,7 +129,6 @@ def _rotated(s: For) -> Stmt | None:
 
     previous = Binary("-", v, const(1, d), d)
     last = Binary("-", Binary("+", lo, n, d), const(1, d), d)
-    head = [step.wait, *step.scores, *step.stats, *step.probabilities]
     if step.specialized:
         # a producer warpgroup's pipeline releases step j - 1's stage in step j, a group of
         # products still running; rotated, its second products are done by then
@@ -155,6 +154,7 @@ def _rotated(s: For) -> Stmt | None:
         )
         done = consume(at([*step.rescale, *step.products], last))
     else:
+        head = [step.wait, *step.scores, *step.stats, *step.probabilities]
         tail = [*step.rescale, *step.products, step.release]
         first = consume(at(head, lo))
         body = seq(

@@ -41,7 +41,6 @@ from ..core.nodes import (
     For,
     If,
     Let,
-    Load,
     MatrixOp,
     MBarrier,
     Seq,
@@ -49,11 +48,12 @@ from ..core.nodes import (
     Stmt,
     Store,
 )
-from ..core.visit import stmt_exprs, substitute_stmt, walk_expr, walk_stmt
+from ..core.visit import substitute_stmt, walk_stmt
 from ..memory.bulk_pipeline import PRODUCER
+from ..memory.fragments import WARPGROUP
+from ..memory.refill import reads, writes
 
-WARPGROUP = 128
-REGISTER_FILE = 65536
+REGISTER_FILE = 65536  # 32-bit registers a multiprocessor, every GPU since compute capability 5
 PRODUCER_REGISTERS = 24  # the least setmaxnreg gives
 MOST_REGISTERS = 240  # FlashAttention 3's and CUTLASS's consumers (a multiple of 8, < 256)
 REGISTER_SCOPES = ("local", *FRAGMENT_SCOPES)
@@ -162,7 +162,7 @@ def _sets_own_registers(s: Stmt, consumers: int, among: tuple[Stmt, ...]) -> boo
     if not written or any(b.scope not in REGISTER_SCOPES for b in written.values()):
         return False
     others = [x for x in among if x is not s]
-    return not any(_touches(x, b) for x in others for b in written.values())
+    return not any(_uses(x, b) for x in others for b in written.values())
 
 
 def _parted(s: Stmt, role: _Roles, count: int) -> Stmt:
@@ -241,7 +241,7 @@ class _Roles:
             body = project(s.body)
             if body is None:
                 return None
-            if isinstance(s, Allocate) and for_producer and _touches(body, s.buffer):
+            if isinstance(s, Allocate) and for_producer and _uses(body, s.buffer):
                 raise _Mixed  # the producer's statements never use the consumers' buffers
             if isinstance(s, Allocate) and for_producer:
                 return body
@@ -287,14 +287,5 @@ def _picks_last(cond: Expr, producer: For) -> bool:
     )
 
 
-def _touches(s: Stmt, buffer: Buffer) -> bool:
-    """`s` stores to `buffer`, reads it, or has it as a tile of a product."""
-    for n in walk_stmt(s):
-        if getattr(n, "buffer", None) is buffer:
-            return True
-        if isinstance(n, MatrixOp) and any(t.buffer is buffer for t in (n.dst, *n.srcs)):
-            return True
-        for e in stmt_exprs(n):
-            if any(isinstance(x, Load) and x.buffer is buffer for x in walk_expr(e)):
-                return True
-    return False
+def _uses(s: Stmt, buffer: Buffer) -> bool:
+    return reads(s, buffer) or writes(s, buffer)

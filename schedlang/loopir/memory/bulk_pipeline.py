@@ -82,7 +82,15 @@ from ..core.visit import (
 )
 from .fragments import is_wgmma
 from .pipeline_steps import steps_of, tile_loop
-from .refill import copies_of, reads, refill_groups, replace_loop, retarget, split_body
+from .refill import (
+    copies_of,
+    reads,
+    refill_groups,
+    replace_loop,
+    retarget,
+    split_body,
+    writes,
+)
 
 TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_BOX = 256  # elements per dimension of one bulk copy
@@ -575,7 +583,7 @@ def split_roles(stmt: Stmt) -> Stmt:
         if roles.count(PRODUCER) != 1 or roles.count(CONSUMER) != 1 or None in roles:
             return None
         produce, consume = (body.stmts[roles.index(r)] for r in (PRODUCER, CONSUMER))
-        if any(reads(produce, b) or _writes(produce, b) for b in allocations):
+        if any(reads(produce, b) or writes(produce, b) for b in allocations):
             return None
         own = Var(f"{s.var.name}.producer", s.var.dtype, s.var.kind)
         producer = _hoisted(s, substitute_stmt(produce, {s.var: own}), own)
@@ -597,10 +605,6 @@ def _hoisted(
     for buffer in reversed(allocations or []):
         region = Allocate(buffer, region)
     return For(var, loop.min, loop.extent, loop.kind, region, loop.thread)
-
-
-def _writes(s: Stmt, buffer: Buffer) -> bool:
-    return any(isinstance(n, Store) and n.buffer is buffer for n in walk_stmt(s))
 
 
 def _uses(e: Expr, var: Var) -> bool:
