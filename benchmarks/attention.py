@@ -142,6 +142,13 @@ def main() -> None:
         "beside its softmax (FlashAttention 3's intra-warpgroup overlap); auto: with 3 "
         "stages (d = 128 from L = 2048)",
     )
+    parser.add_argument(
+        "--turns",
+        default="no",
+        choices=["yes", "no"],
+        help="wgmma with a producer warpgroup: the two consumer warpgroups take turns at the "
+        "tensor cores (FlashAttention 3's pingpong)",
+    )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
     parser.add_argument("--build-one", help=argparse.SUPPRESS)  # "d causal", in a subprocess
@@ -199,7 +206,8 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
             short = d > 64 and n <= 1024
             persistent = _blocks(sms, n // (args.rows or 128), causal) if short else 0
         shape = (args.rows, args.keys, args.stages, args.copies, persistent, args.overlap)
-        s = _wgmma(tensors, d, n, causal, *shape, warp_specialize=args.warp_specialize)
+        ws = args.warp_specialize
+        s = _wgmma(tensors, d, n, causal, *shape, warp_specialize=ws, turns=args.turns)
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
@@ -225,7 +233,7 @@ def _blocks(sms: int, row_tiles: int, causal: bool) -> int:
 
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
-    persistent=0, overlap="auto", warp_specialize="auto",
+    persistent=0, overlap="auto", warp_specialize="auto", turns="no",
 ):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
@@ -237,7 +245,8 @@ def _wgmma(
     slower there, NOTES.md); with 3 stages of the copy engine's, a step's second
     products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048), and
     at d = 128 a producer warpgroup issuing the copies, its registers handed to the
-    consumers (`warp_specialize`)."""
+    consumers (`warp_specialize`); its consumers taking turns at the tensor cores if asked
+    (`turns`)."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
         default = 3 if d > 64 and n >= 2048 else 2
@@ -257,6 +266,7 @@ def _wgmma(
         persistent=persistent,
         overlap=overlap == "yes" and tma,
         warp_specialize=warp_specialize == "yes" and tma,
+        turns=turns == "yes" and warp_specialize == "yes" and tma,
     )
 
 

@@ -168,6 +168,7 @@ def wgmma_schedule(
     persistent: int = 0,
     overlap: bool = False,
     warp_specialize: bool = False,
+    turns: bool = False,
 ) -> sl.Schedule:
     """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
     them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
@@ -189,12 +190,20 @@ def wgmma_schedule(
     the warpgroup computes that step's softmax (``pragma(step, "overlap_products")``,
     FlashAttention 3's intra-warpgroup overlap). With `warp_specialize` (and `tma`) a producer
     warpgroup of its own issues the copies and hands its registers to the two consumer
-    warpgroups (240 a thread: `gpu.register_handover`), FlashAttention 3's roles. The keys'
-    length must be a multiple of `keys` (whole tiles along the second product's reduction)."""
+    warpgroups (240 a thread: `gpu.register_handover`), FlashAttention 3's roles; with
+    `turns` (and `warp_specialize`) the two consumers take turns at the tensor cores, one's
+    products beside the other's softmax (``pragma(step, "take_turns")``, FlashAttention 3's
+    pingpong). The keys' length must be a multiple of `keys` (whole tiles along the second
+    product's reduction)."""
     if warp_specialize and not tma:
         raise ValueError(
             "warp_specialize=True gives the copy engine's copies a producer warpgroup: "
             "pass tma=True with it"
+        )
+    if turns and not warp_specialize:
+        raise ValueError(
+            "turns=True has the consumers of a producer warpgroup take turns: pass "
+            "warp_specialize=True (and tma=True) with it"
         )
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
@@ -237,6 +246,8 @@ def wgmma_schedule(
     stage_tile(s, v_tile, s[update], step, groups, stages, **alone)  # beside K: one pipeline
     if overlap:
         s[update].pragma(step, "overlap_products")
+    if turns:
+        s[update].pragma(step, "take_turns")
     return s
 
 

@@ -49,7 +49,7 @@ from .poly.tensorize import plan_tensorize, restrict_to_tiles
 from .runtime.interrupt import interruptible
 from .schedule import records as rec
 from .schedule.errors import ScopeError, message
-from .schedule.pragma import OVERLAP_PRODUCTS
+from .schedule.pragma import OVERLAP_PRODUCTS, TAKE_TURNS
 from .schedule.schedule import Schedule
 
 
@@ -145,7 +145,7 @@ def _lower(
         body = peel_single_steps(body)
         body = gist_guards(body)
         if not draft:
-            body = overlap_products(body, _overlapped(s))
+            body = overlap_products(body, _pragma_loops(s, OVERLAP_PRODUCTS))
         body = sink_vector_loops(body)
         folded: dict = {}  # expressions simplified, for the next simplification to reuse
         check_unroll_size(s, body)  # before any pass makes the copies
@@ -159,17 +159,17 @@ def _lower(
         index = "int64"
         body = loop_nest(index)
     imports = tuple(code for stage in s.stages for code in stage.imports)
-    return LoweredFunc(name, tuple(params_bufs), sizes, body, index, imports, scan_rows)
+    turns = tuple(_pragma_loops(s, TAKE_TURNS).items())
+    return LoweredFunc(name, tuple(params_bufs), sizes, body, index, imports, scan_rows, turns)
 
 
-def _overlapped(s: Schedule) -> dict[str, str]:
-    """The loops ``pragma(axis, "overlap_products")`` asks to rotate: the axis's name, and
-    the stage's, for the refusal."""
+def _pragma_loops(s: Schedule, pragma: str) -> dict[str, str]:
+    """The loops `pragma` is given on: the axis's name, and the stage's, for a refusal."""
     return {
         axis.var.name: stage.name
         for stage in s.stages
         for axis, pragmas in stage.pragmas.items()
-        if any(name == OVERLAP_PRODUCTS for name, _ in pragmas)
+        if any(name == pragma for name, _ in pragmas)
     }
 
 

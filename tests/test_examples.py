@@ -554,6 +554,47 @@ def test_an_overlapped_diagonal_loop_releases_the_stage_of_the_step_before_it():
     _simulated_right(kernel, (1, 256, 64), True, seed=3)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_consumer_warpgroups_take_turns_at_the_tensor_cores(causal):
+    """``turns=True`` (``pragma(step, "take_turns")``): each consumer warpgroup waits for its
+    turn (``bar.sync`` on its own barrier) before a run of products and passes it on
+    (``bar.arrive`` on the other's) once they are issued, not done; every warpgroup takes
+    as many turns as it gives. ptxas spills nothing and serialises no product. Simulated
+    against float64 (the simulator runs the warpgroups at once: turns order issue only)."""
+    tensors = gpu_attention.tensor_core_attention(64, 4096, 128, causal=causal)
+    options = dict(keys=128, stages=3, tma=True, warp_specialize=True, overlap=True, turns=True)
+    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, **options), _io(tensors), "cuda")
+    (plan,) = kernel._compiled.plan.kernels
+    producer, consumers = stmt_str(plan.body).split("set_registers(240, more)")
+    assert "turn(" not in producer
+    assert consumers.count("turn(take") == consumers.count("turn(give") >= 4
+    ptx = kernel.ptx
+    takes, gives = ptx.count("bar.sync z, 256;"), ptx.count("bar.arrive z, 256;")
+    assert takes == gives == consumers.count("turn(take")
+    first, *after_runs = [m.start() for m in re.finditer(r"bar\.arrive z", ptx)]
+    assert "wgmma.mma_async" not in ptx[:first]  # the first turn given before any product
+    for at in after_runs:
+        last = re.findall(r"wgmma\.(commit_group|wait_group|mma_async)", ptx[:at])[-1]
+        assert last == "commit_group"  # a give lets the turn's products run on
+    report = assemble(ptx)
+    assert report.spill_bytes == 0 and "serialized" not in report.log, report.log
+    small = gpu_attention.tensor_core_attention(3, 640, 128, causal=causal)
+    s = gpu_attention.wgmma_schedule(*small, **options)
+    _simulated_right(sl.build(s, _io(small), "cuda"), (3, 640, 128), causal, seed=27)
+
+
+def test_turns_need_a_producer_warpgroup():
+    tensors = gpu_attention.tensor_core_attention(3, 640, 128)
+    with pytest.raises(ValueError, match="pass warp_specialize=True"):
+        gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True, turns=True)
+    s = gpu_attention.wgmma_schedule(*tensors, keys=128, stages=3, tma=True)
+    named = {stage.name: stage for stage in s.stages}
+    update = named["M.online.M_update"]
+    s[update].pragma(update.op.axis[0], "take_turns")
+    with pytest.raises(sl.LoweringError, match="has a producer warpgroup whose consumers"):
+        sl.build(s, _io(tensors), "cuda")
+
+
 def test_a_scan_of_one_step_has_nothing_to_overlap():
     """128 keys in one step: no loop is left to rotate, and the kernel is the one built
     without the pragma (found by the fuzzer, which drew it and got a refusal)."""
@@ -611,6 +652,11 @@ def test_attention_by_the_copy_engine_keeps_its_products_in_flight():
         (64, True, 64, 320, "producer"),
         (128, False, 128, 640, "producer, overlap"),
         (128, True, 128, 640, "producer, overlap"),
+        (128, False, 128, 640, "producer, overlap, turns"),
+        (128, True, 128, 640, "producer, overlap, turns"),
+        (128, True, 128, 384, "producer, turns"),
+        (64, True, 64, 320, "producer, turns"),
+        (64, False, 64, 1024, "producer, overlap, turns"),
     ],
 )
 def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
@@ -626,6 +672,7 @@ def test_attention_on_the_tensor_cores_on_the_gpu(d, causal, keys, n, tma):
         persistent=persistent,
         overlap="overlap" in str(tma),
         warp_specialize="producer" in str(tma),
+        turns="turns" in str(tma),
     )
     kernel = sl.build(s, _io(tensors), "cuda")
     rng = np.random.default_rng(10)

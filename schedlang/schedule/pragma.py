@@ -33,7 +33,7 @@ def apply_pragma(stage: Stage, axis: object, name: str, value: object, loc: str)
         if not isinstance(value, (bool, int)):
             stage._fail(AnnotationError, call, loc, f"the value is a bool, not {value!r}")
         return
-    if name == OVERLAP_PRODUCTS:  # acted on by `loopir.gpu.overlap_products`
+    if name in (OVERLAP_PRODUCTS, TAKE_TURNS):  # `loopir.gpu.overlap_products`, `.take_turns`
         stage.pragmas.setdefault(resolved, []).append((name, value))
         stage._record(rec.Pragma(stage.name, resolved, name, value, loc))
         return
@@ -65,7 +65,11 @@ def apply_pragma(stage: Stage, axis: object, name: str, value: object, loc: str)
 
 
 OVERLAP_PRODUCTS = "overlap_products"  # an online scan's second products into the next step
-_KNOWN = "unroll, vectorize, auto_unroll_max_step, unroll_explicit, import_llvm, overlap_products"
+TAKE_TURNS = "take_turns"  # consumer warpgroups taking turns at the tensor cores
+_KNOWN = (
+    "unroll, vectorize, auto_unroll_max_step, unroll_explicit, import_llvm, overlap_products, "
+    "take_turns"
+)
 
 
 _IMPORTED_CODE = (

@@ -441,7 +441,11 @@ class Stage(StageViews):
         extents multiply to at most `value`, innermost first, up to the first that does not
         fit; ``"unroll_explicit"`` is accepted with it (schedlang unrolls in its loop IR or has
         LLVM do it, the same loops either way); ``"import_llvm"`` (LLVM IR text) links the C
-        functions of a declared intrinsic into the CPU kernel. TVM's thread-pool and C-code
+        functions of a declared intrinsic into the CPU kernel. On an online scan's step axis
+        (GPU, warpgroup products), ``"overlap_products"`` moves a step's second products into
+        the next step, beside its softmax (`loopir.gpu.overlap_products`), and ``"take_turns"``
+        has a producer warpgroup's consumers take turns at the tensor cores
+        (`loopir.gpu.take_turns`). TVM's thread-pool and C-code
         pragmas are refused, saying why; any other name is kept on the loop, as TE keeps a
         pragma no pass of it acts on (``iter_var_attrs[axis].pragma_keys``), with a warning
         that it changes nothing."""

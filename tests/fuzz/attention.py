@@ -1,8 +1,8 @@
 """The fuzzer's attention family: `examples/gpu_attention.py`'s definition on Hopper's tensor
 cores (`wgmma_schedule`) with drawn options: masked or not, keys a step, stages of K and V,
 the copy engine or ``cp.async`` (its copies issued by the block's first thread or a producer
-warpgroup), the second products overlapped with the next step's softmax, persistent blocks
-taking the tiles in turn.
+warpgroup, whose consumers may take turns at the tensor cores), the second products overlapped
+with the next step's softmax, persistent blocks taking the tiles in turn.
 
 Each option changes the kernel's structure: the online scan's steps (below the diagonal and on
 it under a causal mask), the pipeline's stages and barriers, and with persistent blocks a
@@ -39,10 +39,11 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         tma = stages >= 2 and draw(st.booleans(), label="copy engine")
         overlap = tma and draw(st.booleans(), label="second products overlapped")
         producer = tma and draw(st.booleans(), label="a producer warpgroup")
+        turns = producer and draw(st.booleans(), label="consumers taking turns")
         persistent = draw(st.sampled_from([0, 0, 2, 3, 5]), label="persistent blocks")
         seed = draw(st.integers(0, 2**16), label="input seed")
         options = dict(keys=keys, stages=stages, tma=tma, persistent=persistent, overlap=overlap)
-        options["warp_specialize"] = producer
+        options.update(warp_specialize=producer, turns=turns)
         note(f"attention({heads}, {n}, 64, causal={causal}) with {options}")
         tally.family = FAMILY
         tally.count(f"family: {FAMILY}")
@@ -67,3 +68,24 @@ def attention_interpreter_property(data, tally: Tally) -> None:
             tally.count("ran, the second products overlapped")
         if producer:
             tally.count("ran, a producer warpgroup issuing the copies")
+        if turns:
+            _check_turns(kernel, options, causal)
+            tally.count("ran, the consumers taking turns")
+
+
+def _check_turns(kernel, options: dict, causal: bool) -> None:
+    """Each kernel's turns (which the interpreter does not run: they order issue only) come
+    in pairs, and its PTX has one barrier operation for each."""
+    from schedlang.loopir.core.nodes import Turn
+    from schedlang.loopir.core.visit import walk_stmt
+
+    turns = [n for k in kernel._compiled.plan.kernels for n in walk_stmt(k.body)]
+    turns = [n for n in turns if isinstance(n, Turn)]
+    takes, gives = sum(not t.give for t in turns), sum(t.give for t in turns)
+    ptx = kernel.ptx
+    counted = ptx.count("bar.sync z, 256;"), ptx.count("bar.arrive z, 256;")
+    if not (takes == gives > 0 and counted == (takes, gives)):
+        raise FuzzFailure(
+            f"attention {options} (causal={causal}): {takes} takes and {gives} gives of a "
+            f"turn, {counted} barrier operations for them in the PTX"
+        )

@@ -35,6 +35,7 @@ from ...loopir.core.nodes import (
     Stmt,
     Store,
     ThreadAllReduce,
+    Turn,
 )
 from .control import for_range, if_else, if_then
 from .expr import ExprEmitter
@@ -100,6 +101,8 @@ class StmtEmitter(ExprEmitter):
             self.target.async_wait(self, s.pending)
         elif isinstance(s, SetRegisters):
             self.target.set_registers(self, s)
+        elif isinstance(s, Turn):
+            self.target.turn(self, s)
         else:
             raise InternalError(f"code generation cannot translate a {type(s).__name__}")
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         SetRegisters,
         Stmt,
         ThreadAllReduce,
+        Turn,
     )
     from .stmt import StmtEmitter
 
@@ -124,6 +125,10 @@ class Target(ABC):
     def set_registers(self, em: StmtEmitter, stmt: SetRegisters) -> None:
         """Only a Hopper GPU's kernels hand registers over (`SetRegisters`)."""
         raise InternalError(f"{type(self).__name__} has no registers to hand over")
+
+    def turn(self, em: StmtEmitter, stmt: Turn) -> None:
+        """Only a GPU kernel's warpgroups take turns (`Turn`)."""
+        raise InternalError(f"{type(self).__name__} has no warpgroups to take turns")
 
     def sequence(self, em: StmtEmitter, seq: Seq) -> None:
         """Translate the statements of `seq` in order (a target may move some elsewhere)."""

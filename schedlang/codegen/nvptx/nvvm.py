@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...loopir.memory.fragments import WARPGROUP
 from ..llvm.intrinsics import function
 from ..llvm.types import I8, I32, I64
 from .shared_layout import SharedLayout
@@ -58,6 +59,36 @@ def first_threads_barrier(b: ir.IRBuilder, threads: int) -> None:
     name = "llvm.nvvm.barrier.cta.sync.aligned.count"
     fn = function(b.module, name, ir.VoidType(), [I32, I32])
     b.call(fn, [ir.Constant(I32, CONSUMERS_BARRIER), ir.Constant(I32, threads)])
+
+
+# the first of the consumer warpgroups' turn barriers (`turn_barrier`), one a warpgroup
+TURN_BARRIERS = CONSUMERS_BARRIER + 1
+
+
+def turn_barrier(
+    b: ir.IRBuilder, warpgroups: int, give: bool, when: ir.Value | None = None
+) -> None:
+    """The running warpgroup's turn: a take waits on its own barrier of two warpgroups'
+    threads (``bar.sync``), a give arrives at the next one's (``bar.arrive``, which does not
+    wait); with `when` (an i1), only where it holds. One statement that reads ``%tid.z`` and
+    names the barrier itself: a barrier number computed by LLVM was held in a register through
+    every step (attention, d = 128, causal: the consumers' products then serialised for want
+    of registers), and each warpgroup's instruction picked by a predicate made ptxas
+    serialise the products around it ("WG.AR in divergent path", C7520)."""
+    op = "bar.arrive" if give else "bar.sync"
+    text = ["{", ".reg .pred q;", ".reg .u32 z;", "mov.u32 z, %tid.z;"]
+    if give:
+        text += ["add.u32 z, z, 1;", f"rem.u32 z, z, {warpgroups};"]
+    text.append(f"add.u32 z, z, {TURN_BARRIERS};")
+    if when is not None:
+        text += ["setp.ne.u32 q, $0, 0;", f"@q {op} z, {2 * WARPGROUP};"]
+    else:
+        text.append(f"{op} z, {2 * WARPGROUP};")
+    text.append("}")
+    args = [] if when is None else [b.zext(when, I32)]
+    kind = ir.FunctionType(ir.VoidType(), [a.type for a in args])
+    constraints = ("r," if args else "") + "~{memory}"
+    b.asm(kind, "\n".join(text), constraints, args, side_effect=True)
 
 
 def set_max_registers(b: ir.IRBuilder, count: int, grow: bool) -> None:

@@ -49,10 +49,12 @@ from ...loopir.core.nodes import (
     Stmt,
     Store,
     ThreadAllReduce,
+    Turn,
 )
 from ...loopir.core.printer import stmt_head
 from ...loopir.core.visit import stmt_children, substitute_expr, walk_expr, walk_stmt
-from ...loopir.gpu.register_handover import REGISTER_FILE, hand_over_registers
+from ...loopir.gpu.register_handover import REGISTER_FILE, hand_over_registers, is_producer
+from ...loopir.gpu.take_turns import take_turns
 from ...loopir.loops.host_loops import host_loop
 from ...loopir.loops.unswitch import unswitch_products
 from ...loopir.memory.bulk_pipeline import split_roles
@@ -175,6 +177,12 @@ def plan_kernels(func: LoweredFunc) -> DevicePlan:
     kernels = tuple(
         _kernel(func, f"{base}_kernel{k}", body, loop_vars) for k, body in enumerate(bodies)
     )
+    if func.turns and not any(isinstance(s, Turn) for k in kernels for s in walk_stmt(k.body)):
+        raise LoweringError(
+            f"{_turns_pragma(func)}: no kernel of '{func.name}' has a producer warpgroup whose "
+            "consumers could take turns; stage the products' tiles with pipeline(..., "
+            "tma=True) and a producer warpgroup (warp_specialize=True)"
+        )
     maps = tensor_maps((*func.params, *temps), [k.body for k in kernels])
     return DevicePlan(func, tuple(temps), kernels, maps, program, loop_vars)
 
@@ -280,10 +288,12 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]
     # setmaxnreg gives the code around it ("Insufficient registers (128)" for a 64 x 256 tile
     # of a block of four warpgroups)
     registers, entry = 0, _entry_registers(block)
-    if _largest_product(body) + ADDRESS_REGISTERS <= entry < _peak_accumulators(body) + (
-        ADDRESS_REGISTERS
-    ):
+    if func.turns or _largest_product(body) + ADDRESS_REGISTERS <= entry < _peak_accumulators(
+        body
+    ) + ADDRESS_REGISTERS:
         body, registers = hand_over_registers(body, block)
+    if func.turns and any(is_producer(s) for s in walk_stmt(body)):
+        body = take_turns(body, _turns_pragma(func))  # on the parted roles (or refused)
     _check_matrix_ops(func, body, block)
     _check_accumulator_registers(func, body, block, registers)
     guarded = guard_uniform_stores(body, block)
@@ -291,6 +301,11 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]
     grid, grid_loops = _grid(func, guarded, loop_vars)
     shared = _shared_layout(func, name, guarded, block)
     return KernelPlan(name, guarded, grid, block, grid_loops, shared, registers)
+
+
+def _turns_pragma(func: LoweredFunc) -> str:
+    axis, stage = func.turns[0]
+    return f"pragma({axis}, 'take_turns') of stage '{stage}'"
 
 
 def _block(func: LoweredFunc, body: Stmt) -> tuple[int, int, int]:

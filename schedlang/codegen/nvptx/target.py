@@ -40,6 +40,7 @@ from ...loopir.core.nodes import (
     SetRegisters,
     Stmt,
     ThreadAllReduce,
+    Turn,
 )
 from ...loopir.core.visit import walk_stmt
 from ...loopir.memory import fragments
@@ -74,6 +75,7 @@ from .nvvm import (
     set_max_registers,
     shared_array,
     special_register,
+    turn_barrier,
 )
 from .plan import KernelPlan
 from .shared_layout import BUFFER_ALIGN
@@ -194,6 +196,10 @@ class NvptxTarget(Target):
 
     def set_registers(self, em: StmtEmitter, stmt: SetRegisters) -> None:
         set_max_registers(em.b, stmt.count, stmt.grow)
+
+    def turn(self, em: StmtEmitter, stmt: Turn) -> None:
+        when = None if stmt.when is None else em.condition(stmt.when)
+        turn_barrier(em.b, stmt.warpgroups, stmt.give, when)
 
     def before_leaf(self, em: StmtEmitter, stmt: Stmt) -> None:
         if self._products:

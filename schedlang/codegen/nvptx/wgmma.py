@@ -60,6 +60,7 @@ from ...loopir.core.nodes import (
     Store,
     ThreadAllReduce,
     Tile,
+    Turn,
 )
 from ...loopir.core.visit import stmt_exprs, walk_expr, walk_stmt
 from ...loopir.memory.fragments import is_wgmma
@@ -239,7 +240,9 @@ class WgmmaOrder:
                 _asm(em, "wgmma.fence.sync.aligned;")
             return
         self.last_was_product = False
-        if isinstance(s, MBarrier) and s.op == "arrive":
+        if isinstance(s, Turn):  # a turn ends at issue: its products run on
+            self.commit(em)
+        elif isinstance(s, MBarrier) and s.op == "arrive":
             # an arrival releases what the thread's products read: they are done before it,
             # all but the `pending` newest groups (`MBarrier`)
             self.wait(em, s.pending)

@@ -151,6 +151,20 @@ class SetRegisters(Stmt):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class Turn(Stmt):
+    """The consumer warpgroups of a producer take turns at the tensor cores (FlashAttention
+    3's "pingpong", `gpu.take_turns`): a take waits until the warpgroup before the running one
+    (along ``threadIdx.z``, of `warpgroups` in a ring) has given the turn on, a give passes
+    it to the warpgroup after; with `when`, only where that holds (the same for every
+    warpgroup of the block). A GPU kernel's statement only, made after the interpreter's
+    function is final; it orders issue, never values."""
+
+    give: bool
+    warpgroups: int
+    when: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class ThreadAllReduce(Stmt):
     """A collective of the threads of a block, reached by all of them (never under a thread
     loop): each group of threads that agree on the thread indices not in `tags` combines its
@@ -399,7 +413,10 @@ class LoweredFunc:
     symbolic sizes read off them, `body` the loop nest, `index_dtype` the type its loop
     variables and index arithmetic are declared in (`index_type`), whose range a call's sizes
     must fit; `imports` is LLVM IR defining the C functions its calls call (`CallExtern`),
-    linked into the CPU kernel; `scan_rows` are what a call checks of its sizes besides."""
+    linked into the CPU kernel; `scan_rows` are what a call checks of its sizes besides;
+    `turns` the loops (by name, with their stage's) whose kernel's consumer warpgroups take
+    turns at the tensor cores (``pragma(axis, "take_turns")``, `gpu.take_turns`): the GPU
+    code generator's alone, as the interpreter runs every thread at once."""
 
     name: str
     params: tuple[Buffer, ...]
@@ -408,6 +425,7 @@ class LoweredFunc:
     index_dtype: str = "int32"
     imports: tuple[str, ...] = ()
     scan_rows: tuple[ScanRows, ...] = ()
+    turns: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
         from .printer import func_str

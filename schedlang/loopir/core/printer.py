@@ -41,6 +41,7 @@ from .nodes import (
     Store,
     ThreadAllReduce,
     Tile,
+    Turn,
     element_name,
 )
 from .simplify import simplify_expr
@@ -93,6 +94,9 @@ def stmt_head(stmt: Stmt) -> str:
         return f"barrier({'warpgroup' if stmt.warpgroup else among})"
     if isinstance(stmt, SetRegisters):
         return f"set_registers({stmt.count}, {'more' if stmt.grow else 'fewer'})"
+    if isinstance(stmt, Turn):
+        when = "" if stmt.when is None else f" if {expr_str(stmt.when)}"
+        return f"turn({'give' if stmt.give else 'take'}, of {stmt.warpgroups} warpgroups){when}"
     if isinstance(stmt, MatrixOp):
         return matrix_op_str(stmt)
     if isinstance(stmt, CallExtern):

@@ -35,6 +35,7 @@ from .nodes import (
     Store,
     ThreadAllReduce,
     Tile,
+    Turn,
 )
 
 ExprFn = Callable[[Expr], "Expr | None"]
@@ -212,6 +213,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (*s.dst_index, *s.src_index)
     if isinstance(s, MBarrier):
         return tuple(e for e in (s.index, s.parity, s.when) if e is not None)
+    if isinstance(s, Turn):
+        return () if s.when is None else (s.when,)
     return ()
 
 
@@ -321,7 +324,12 @@ def rebuild_stmt(s: Stmt, ex: Callable[[Expr], Expr], go: Callable[[Stmt], Stmt]
         if index is s.index and parity is s.parity and when is s.when:
             return s
         return replace(s, index=index, parity=parity, when=when)
-    if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait, BulkWait, SetRegisters)):
+    if isinstance(s, (Barrier, ThreadAllReduce, AsyncCommit, AsyncWait, BulkWait)):
+        return s
+    if isinstance(s, Turn):
+        when = None if s.when is None else ex(s.when)
+        return s if when is s.when else replace(s, when=when)
+    if isinstance(s, SetRegisters):
         return s
     raise InternalError(f"unknown loop-IR statement {type(s).__name__}")
 

@@ -79,7 +79,7 @@ def hand_over_registers(body: Stmt, block: tuple[int, int, int]) -> tuple[Stmt, 
     after its last block barrier and the registers handed over, and the consumers' count; or
     `body` and 0 where it does not have that shape (module doc)."""
     count = consumer_registers(block)
-    if not count or not any(_producers(s) for s in walk_stmt(body)):
+    if not count or not any(is_producer(s) for s in walk_stmt(body)):
         return body, 0
     role = _Roles(Var("threadIdx.z.role", "int32", "axis"), block[2])
     try:
@@ -111,7 +111,7 @@ def _parting(s: Seq) -> int | None:
 
 def _producer_loop(s: Stmt) -> bool:
     """`s` is the producer's statement holding its loop of copies."""
-    return _producers(s) and any(isinstance(n, For) and n.kind == "serial" for n in walk_stmt(s))
+    return is_producer(s) and any(isinstance(n, For) and n.kind == "serial" for n in walk_stmt(s))
 
 
 def _is_grid(s: For) -> bool:
@@ -176,7 +176,7 @@ def _parted(s: Stmt, role: _Roles, count: int) -> Stmt:
     if not isinstance(s.stmts[k], Barrier):
         return Seq((*s.stmts[:k], _parted(s.stmts[k], role, count), *s.stmts[k + 1 :]))
     rest = Seq(s.stmts[k + 1 :])
-    if not any(_producers(n) for n in walk_stmt(rest)):
+    if not any(is_producer(n) for n in walk_stmt(rest)):
         raise _Mixed
     z = role.z
     produce = role.producer(rest) or Seq(())
@@ -200,7 +200,7 @@ class _Roles:
 
     def producer(self, s: Stmt) -> Stmt | None:
         """`s` as the producer's warpgroup runs it (None: nothing)."""
-        if _producers(s):
+        if is_producer(s):
             own = s.body
             if isinstance(own, If) and own.otherwise is None and _picks_last(own.cond, s):
                 own = own.then
@@ -211,7 +211,7 @@ class _Roles:
 
     def consumer(self, s: Stmt) -> Stmt | None:
         """`s` as the consumer warpgroups run it (None: nothing)."""
-        if _producers(s):
+        if is_producer(s):
             return None
         if isinstance(s, Barrier):
             return s if s.warpgroup or s.among else Barrier(among=WARPGROUP * self.consumers)
@@ -258,7 +258,7 @@ class _Roles:
         raise _Mixed
 
 
-def _producers(s: Stmt) -> bool:
+def is_producer(s: Stmt) -> bool:
     """`s` runs on the producer's warpgroup alone (a loop bound to ``threadIdx.z`` that picks
     it)."""
     return isinstance(s, For) and s.kind == "bound" and s.var.kind == PRODUCER
