@@ -19,6 +19,7 @@ from .loopir.gpu.accumulate_in_place import accumulate_in_place
 from .loopir.gpu.epilogue_in_place import epilogue_in_place
 from .loopir.gpu.fragment_lanes import lower_fragment_elements
 from .loopir.gpu.overlap_products import overlap_products
+from .loopir.gpu.rotate_parity import rotate_parity
 from .loopir.gpu.thread_reduce import lower_thread_reductions
 from .loopir.index.divmod import simplify_divisions
 from .loopir.index.index_type import index_dtype
@@ -146,6 +147,7 @@ def _lower(
         body = gist_guards(body)
         if not draft:
             body = overlap_products(body, _pragma_loops(s, OVERLAP_PRODUCTS))
+            body = rotate_parity(body)
         body = sink_vector_loops(body)
         folded: dict = {}  # expressions simplified, for the next simplification to reuse
         check_unroll_size(s, body)  # before any pass makes the copies
