@@ -4,11 +4,12 @@ Each run is a fresh Python process that imports schedlang, writes ``examples/gpu
 GEMM schedule (4096^3), starts CUDA where there is a GPU (``cuInit`` and the primary context:
 CUDA's own start-up, the same for every CUDA program), and then times ``sl.build`` to a kernel
 whose module is loaded on the GPU (the first call's work, done explicitly). The first run has
-an empty cache folder and builds; the later runs find the build on disk (`build_cache`) and the
-cubin (`cubin_cache`). The same is timed with the disk cache off, the cost a process pays
-without it. Without a GPU the kernel is built for sm_90 and not loaded. With ``--cpu``, the
-kernel is a CPU GEMM (tiled, vectorized, parallel) and the later processes link its object
-code from the build on disk. Target: <= 50 ms for a second process, after CUDA's start-up.
+an empty cache folder and builds; the later runs find the build on disk (`build_cache`), and
+the driver its own compilation of the PTX. The same is timed with the disk cache off, the cost
+a process pays without it. Without a GPU the kernel is built for sm_90 and not loaded. With
+``--cpu``, the kernel is a CPU GEMM (tiled, vectorized, parallel) and the later processes link
+its object code from the build on disk. Target: <= 50 ms for a second process, after CUDA's
+start-up.
 
     python benchmarks/cached_build.py [--runs 5] [--cpu]
 """

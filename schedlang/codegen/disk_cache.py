@@ -13,8 +13,8 @@ entry is sealed (`sealed`: magic, format version, length, SHA-256, and the file 
 written under, which is the hash of its key) and checked before it is used. An entry that cannot
 be read or fails the check is a miss: the code is compiled again and the entry replaced. An
 entry that cannot be written is skipped, with one warning per process that says why and how to
-fix it. The CPU object cache (`cache`) and the GPU cubin cache (``runtime/cuda/cubin_cache``) and
-the cache of whole builds (`build_cache`) go through here.
+fix it. The CPU object cache (`cache`) and the cache of whole builds (`build_cache`) go through
+here; a GPU kernel's PTX is compiled by the driver, which keeps its own cache.
 """
 
 from __future__ import annotations
