@@ -2,11 +2,12 @@
 query rows a block (one to three warpgroups), keys a step, copies of K and V in flight,
 whether the copy engine brings them, issued by the block's first thread or by a producer
 warpgroup that hands its registers to the consumers (``producer``), whether a step's second
-products run beside the next step's softmax (``overlap``, with the copy engine), and whether a
-block per multiprocessor takes the tiles in turn (persistent blocks) are knobs (288 points).
-The template declares invalid the points whose tiles would not fit in a multiprocessor's 227
-KB of shared memory, whose block of keys does not divide the length, or that overlap or have
-a producer without the copy engine; points whose accumulators
+products run beside the next step's softmax (``overlap``, with the copy engine), whether the
+producer's consumers take turns at the tensor cores (``turns``), and whether a block per
+multiprocessor takes the tiles in turn (persistent blocks) are knobs (576 points). The
+template declares invalid the points whose tiles would not fit in a multiprocessor's 227 KB
+of shared memory, whose block of keys does not divide the length, that overlap or have a
+producer without the copy engine, or take turns without a producer; points whose accumulators
 would not fit in a thread's registers are refused when built (schedlang's estimate), and so
 left out by the tuner. The hand schedule's options (128 rows, 64 keys, 2 stages, a block a
 tile) are one of the points.
@@ -37,6 +38,7 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
     persistent = cfg.choice("persistent", [False, True])
     overlap = cfg.choice("overlap", [False, True])
     producer = cfg.choice("producer", [False, True])
+    turns = cfg.choice("turns", [False, True])
     cfg.add_flop(4.0 * bh * n * n * d / (2 if causal else 1))
     if n % keys:
         raise sl.tune.Invalid(f"{keys} keys a step do not divide the length {n}")
@@ -49,6 +51,8 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
         raise sl.tune.Invalid("the second products move into the next step with the copy engine")
     if producer and not tma:
         raise sl.tune.Invalid("a producer warpgroup issues the copy engine's copies")
+    if turns and not producer:
+        raise sl.tune.Invalid("the consumers of a producer warpgroup take turns")
     blocks = multiprocessors if persistent else 0
     s = gpu_attention.wgmma_schedule(
         *tensors,
@@ -59,6 +63,7 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
         persistent=blocks,
         overlap=overlap,
         warp_specialize=producer,
+        turns=turns,
     )
     return s, [*tensors[:3], tensors[-1]]
 

@@ -101,7 +101,7 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     from examples import gpu_attention, tune_attention
 
     task = tune_attention.attention(2, 256, 128, causal=True, multiprocessors=5)
-    assert len(task.space) == 288
+    assert len(task.space) == 576
     hand = {
         "rows": 128,
         "keys": 64,
@@ -110,6 +110,7 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
         "persistent": False,
         "overlap": False,
         "producer": False,
+        "turns": False,
     }
     s, args = task.instantiate(hand)
     tensors = gpu_attention.tensor_core_attention(2, 256, 128, causal=True)
@@ -129,6 +130,11 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
         task.instantiate(dict(hand, overlap=True))
     with pytest.raises(sl.tune.Invalid, match="producer warpgroup issues the copy engine"):
         task.instantiate(dict(hand, producer=True))
+    with pytest.raises(sl.tune.Invalid, match="consumers of a producer warpgroup take turns"):
+        task.instantiate(dict(hand, keys=128, stages=3, tma=True, turns=True))
+    s, _ = task.instantiate(dict(hand, keys=128, stages=3, tma=True, producer=True, turns=True))
+    want = dict(keys=128, stages=3, tma=True, warp_specialize=True, turns=True)
+    assert str(s) == str(gpu_attention.wgmma_schedule(*tensors, **want))
     with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
         task.instantiate(dict(hand, rows=192, keys=128, stages=3))
     with pytest.raises(sl.tune.Invalid, match="2 stages or more"):
@@ -150,6 +156,7 @@ def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
         "persistent": True,
         "overlap": False,
         "producer": False,
+        "turns": False,
     }
     s, args = task.instantiate(point)  # 132 blocks for 2 tiles: the others take none
     kernel = sl.build(s, args, target="cuda -arch=sm_90a")
