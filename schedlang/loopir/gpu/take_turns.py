@@ -10,12 +10,15 @@ ordered.
 
 A run is what lies between the first and the last product of a sequence of statements, up to
 a statement that reads what a product of the run wrote (it would wait for the product inside
-the turn: a step's softmax after its scores); a loop or a test holding products among other
-work holds turns of its own. Every consumer warpgroup runs the same runs in the same order
-(the tests around them depend on the block's indices, never on the warpgroup's), so the turns
-go round the ring: before any, the last warpgroup gives the first turn to the first, and after
-all, the first warpgroup takes the turn the last gave, so that every wait has its arrival and
-no arrival outlives the block.
+the turn: a step's softmax after its scores) or that may wait for the other warpgroup or the
+producer (a barrier, a collective, a memory barrier's wait: held in a turn, such a wait could
+wait for the turn itself); a loop or a test holding products among other work holds turns of
+its own. The warpgroups take the same turns in the same order, so the turns go round the ring:
+before any, the last warpgroup gives the first turn to the first, and after all, the first
+warpgroup takes the turn the last gave, so that every wait has its arrival and no arrival
+outlives the block. Where a test on the warpgroup's index leaves one out (an edge block whose
+rows leave the second warpgroup nothing), the turns under the test are taken only where every
+warpgroup takes the same side of it, so that neither waits for a turn the other never gives.
 
 The roles must have parted (`register_handover`): the consumers' code is then one branch, in
 which these turns are placed; ``pragma(step, "take_turns")`` asks for it on a scan's step
