@@ -33,7 +33,7 @@ from ..loopir.core.visit import expr_children, stmt_children, stmt_exprs, walk_s
 def fingerprint(func: LoweredFunc, target_key: str) -> str:
     """A hex digest that changes whenever the machine code for `func` could."""
     names: dict[int, int] = {}
-    tokens: list[str] = [target_key, str(func)]
+    tokens: list[str] = [target_key, str(func), f"turns:{func.turns}"]
 
     def ident(obj: object) -> int:
         return names.setdefault(id(obj), len(names))
