@@ -6,11 +6,11 @@ products run beside the next step's softmax (``overlap``, with the copy engine),
 producer's consumers take turns at the tensor cores (``turns``), and whether a block per
 multiprocessor takes the tiles in turn (persistent blocks) are knobs (576 points). The
 template declares invalid the points whose tiles would not fit in a multiprocessor's 227 KB
-of shared memory, whose block of keys does not divide the length, that overlap or have a
-producer without the copy engine, or take turns without a producer; points whose accumulators
-would not fit in a thread's registers are refused when built (schedlang's estimate), and so
-left out by the tuner. The hand schedule's options (128 rows, 64 keys, 2 stages, a block a
-tile) are one of the points.
+of shared memory, whose block of keys (or, on persistent blocks, of rows) does not divide the
+length, that overlap or have a producer without the copy engine, or take turns without a
+producer; points whose accumulators would not fit in a thread's registers are refused when
+built (schedlang's estimate), and so left out by the tuner. The hand schedule's options (128
+rows, 64 keys, 2 stages, a block a tile) are one of the points.
 
     python -m examples.tune_attention 4096 128 [causal]     # length, head dim; on a Hopper GPU
 """
@@ -42,6 +42,8 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
     cfg.add_flop(4.0 * bh * n * n * d / (2 if causal else 1))
     if n % keys:
         raise sl.tune.Invalid(f"{keys} keys a step do not divide the length {n}")
+    if persistent and n % rows:
+        raise sl.tune.Invalid(f"persistent blocks take whole tiles: {rows} rows do not divide {n}")
     staged = (rows + 2 * keys * stages) * d * 2
     if staged > SHARED_BYTES:
         raise sl.tune.Invalid(f"Q's and {stages} stages of K's and V's tiles exceed 227 KB")

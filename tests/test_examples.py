@@ -18,7 +18,7 @@ from examples import (
     gpu_transpose,
     gpu_winograd,
 )
-from schedlang.loopir.core.nodes import For, Load
+from schedlang.loopir.core.nodes import For, Load, Turn
 from schedlang.loopir.core.printer import stmt_str
 from schedlang.loopir.core.visit import stmt_exprs, walk_expr, walk_stmt
 from schedlang.loopir.interpret import run
@@ -585,6 +585,29 @@ def test_the_consumer_warpgroups_take_turns_at_the_tensor_cores(causal):
     small = gpu_attention.tensor_core_attention(3, 640, 128, causal=causal)
     s = gpu_attention.wgmma_schedule(*small, **options)
     _simulated_right(sl.build(s, _io(small), "cuda"), (3, 640, 128), causal, seed=27)
+
+
+def test_an_edge_blocks_turns_are_not_copied_into_branches():
+    """Causal, L = 320 (the last block's rows leave the second warpgroup nothing), 64 keys a
+    step: LLVM copied a turn's barrier into the two arms of a branch before it (found by the
+    fuzzer: 6 `bar.sync` for 5 takes), where a warp whose threads took both arms would reach
+    two barriers. The turns are convergent: each is one barrier in the PTX."""
+    tensors = gpu_attention.tensor_core_attention(1, 320, 64, causal=True)
+    options = dict(keys=64, stages=2, tma=True, warp_specialize=True, turns=True)
+    kernel = sl.build(gpu_attention.wgmma_schedule(*tensors, **options), _io(tensors), "cuda")
+    (plan,) = kernel._compiled.plan.kernels
+    turns = [n for n in walk_stmt(plan.body) if isinstance(n, Turn)]
+    assert any(t.when is not None for t in turns)  # the edge block's guard
+    takes = sum(not t.give for t in turns)
+    assert kernel.ptx.count("bar.sync z, 256;") == takes == kernel.ptx.count("bar.arrive z, 256;")
+
+
+def test_persistent_blocks_need_whole_row_tiles():
+    """A length that leaves a part tile of rows is refused at once: lowered, isl took two
+    minutes to refuse the placement of the scores (found by the fuzzer; benchmarks/NOTES.md)."""
+    tensors = gpu_attention.tensor_core_attention(3, 320, 64)
+    with pytest.raises(ValueError, match="the length 320 leaves a part tile"):
+        gpu_attention.wgmma_schedule(*tensors, keys=128, persistent=2)
 
 
 def test_turns_need_a_producer_warpgroup():

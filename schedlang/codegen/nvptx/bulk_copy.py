@@ -178,7 +178,7 @@ def warpgroup_barrier(em: StmtEmitter, group: ir.Value) -> None:
     """``bar.sync`` of the 128 threads of warpgroup `group` (an i64), on a named barrier of
     its own: 0 is the block's."""
     named = em.b.add(_i32(em, group), ir.Constant(I32, 1))
-    _asm(em, "bar.sync $0, 128;", "r", [named])
+    _asm(em, "bar.sync $0, 128;", "r", [named]).attributes.add("convergent")  # as turn_barrier
 
 
 def emit_mbarrier(em: StmtEmitter, s: MBarrier) -> None:
@@ -237,10 +237,10 @@ def _wait(em: StmtEmitter, at: ir.Value, parity: ir.Value) -> None:
     b.position_at_end(done)
 
 
-def _asm(em: StmtEmitter, text: str, constraints: str, args: list) -> None:
+def _asm(em: StmtEmitter, text: str, constraints: str, args: list) -> ir.CallInstr:
     clobber = "~{memory}" if not constraints else ",~{memory}"
     ty = ir.FunctionType(ir.VoidType(), [a.type for a in args])
-    em.b.asm(ty, text, constraints + clobber, args, side_effect=True)
+    return em.b.asm(ty, text, constraints + clobber, args, side_effect=True)
 
 
 def _shared_address(em: StmtEmitter, buffer: Buffer, index: tuple) -> ir.Value:

@@ -74,7 +74,9 @@ def turn_barrier(
     names the barrier itself: a barrier number computed by LLVM was held in a register through
     every step (attention, d = 128, causal: the consumers' products then serialised for want
     of registers), and each warpgroup's instruction picked by a predicate made ptxas
-    serialise the products around it ("WG.AR in divergent path", C7520)."""
+    serialise the products around it ("WG.AR in divergent path", C7520). Convergent, as
+    LLVM's barrier intrinsics are: copied into the arms of a branch (which LLVM did to an edge
+    block's turn), a warp whose threads took both arms would reach two barriers."""
     op = "bar.arrive" if give else "bar.sync"
     text = ["{", ".reg .pred q;", ".reg .u32 z;", "mov.u32 z, %tid.z;"]
     if give:
@@ -88,7 +90,8 @@ def turn_barrier(
     args = [] if when is None else [b.zext(when, I32)]
     kind = ir.FunctionType(ir.VoidType(), [a.type for a in args])
     constraints = ("r," if args else "") + "~{memory}"
-    b.asm(kind, "\n".join(text), constraints, args, side_effect=True)
+    call = b.asm(kind, "\n".join(text), constraints, args, side_effect=True)
+    call.attributes.add("convergent")  # never copied into the arms of a branch
 
 
 def set_max_registers(b: ir.IRBuilder, count: int, grow: bool) -> None:
