@@ -38,13 +38,10 @@ def _running(lo: int, steps: int, state: Buffer) -> LoweredFunc:
     ``M[j % 2][v] = M[(j - 1) % 2][v] * 0.5 + j + v``, written out each step, and both
     halves after the loop."""
 
-    def f32(e):
-        return Binary("+", e, const(0.0, "float32"), "float32") if e.dtype != "float32" else e
-
     new = Binary(
         "+",
         Binary("*", Load(state, (_parity(-1, 2, V),), "float32"), const(0.5, "float32"), "float32"),
-        f32(Binary("+", J, V, "int32").astype("float32")),
+        Binary("+", J, V, "int32").astype("float32"),
         "float32",
     )
     step = Seq(

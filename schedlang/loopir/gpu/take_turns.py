@@ -48,7 +48,7 @@ from ..core.nodes import (
     Turn,
 )
 from ..core.simplify import simplify_expr
-from ..core.visit import substitute_expr, walk_expr, walk_stmt
+from ..core.visit import substitute_expr, transform_stmt, walk_expr, walk_stmt
 from ..memory.fragments import is_wgmma
 from ..memory.refill import reads
 
@@ -80,7 +80,8 @@ def take_turns(body: Stmt, what: str) -> Stmt:
     last = const(warpgroups - 1, z.dtype)
     first = If(Compare("==", z, last), Turn(True, warpgroups))
     final = If(Compare("==", z, const(0, z.dtype)), Turn(False, warpgroups))
-    return _replaced(body, consume, replace(consume, otherwise=_opened(turned, first, final)))
+    opened = replace(consume, otherwise=_opened(turned, first, final))
+    return transform_stmt(body, lambda s: opened if s is consume else None)
 
 
 def _parting(body: Stmt) -> tuple[For, If] | None:
@@ -202,17 +203,3 @@ def _waits(s: Stmt) -> bool:
 def _depends_on(s: For | If, z: Var) -> bool:
     heads = (s.min, s.extent) if isinstance(s, For) else (s.cond,)
     return any(x is z for e in heads for x in walk_expr(e))
-
-
-def _replaced(s: Stmt, old: Stmt, new: Stmt) -> Stmt:
-    """`s` with the statement `old` (by identity) replaced by `new`."""
-    if s is old:
-        return new
-    if isinstance(s, Seq):
-        return Seq(tuple(_replaced(x, old, new) for x in s.stmts))
-    if isinstance(s, If):
-        otherwise = None if s.otherwise is None else _replaced(s.otherwise, old, new)
-        return If(s.cond, _replaced(s.then, old, new), otherwise)
-    if isinstance(s, (For, Let, Allocate)):
-        return replace(s, body=_replaced(s.body, old, new))
-    return s
