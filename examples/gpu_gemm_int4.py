@@ -280,7 +280,7 @@ def decode_schedule(
         s[staged].compute_at(s[summed], groups)
     for staged in (w, packed, row):
         s[staged].compute_at(s[summed], pairs)
-    for staged in (*scales, packed, row):
+    for staged in (*scales, packed, row, w):
         s[staged].vectorize(s[staged].op.axis[1])
 
     # the slices' partial sums added by blocks of 32 columns, each column's slices shared by

@@ -4,6 +4,8 @@ its PTX assembled by ptxas where it is installed), against the reference."""
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -47,18 +49,70 @@ def test_unpack_on_the_cpu_matches_the_reference(dtype, lanes):
     np.testing.assert_array_equal(got, reference)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_unpack_on_the_gpu_matches_the_reference(dtype):
+def _gpu_unpack(dtype, lanes: int = 1):
+    """The unpacking on the GPU, a thread per `lanes` adjacent nibbles (vectorized)."""
     packed, out = _unpacked(dtype)
     s = sl.create_schedule(out)
-    block, thread = s[out].split(out.op.axis[0], factor=64)
+    rest, inner = s[out].split(out.op.axis[0], factor=lanes)
+    block, thread = s[out].split(rest, factor=64)
     s[out].bind(block, sl.thread_axis("blockIdx.x"))
     s[out].bind(thread, sl.thread_axis("threadIdx.x"))
-    kernel = sl.build(s, [packed, out], target="cuda -arch=sm_90")
+    if lanes > 1:
+        s[out].vectorize(inner)
+    return packed, out, sl.build(s, [packed, out], target="cuda -arch=sm_90")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_unpack_on_the_gpu_matches_the_reference(dtype, lanes):
+    packed, out, kernel = _gpu_unpack(dtype, lanes)
     reference, got = _checked_reference(packed, out)
     kernel.simulate(BYTES, got)
     np.testing.assert_array_equal(got, reference)
     assemble(kernel.ptx)
+
+
+@pytest.mark.parametrize(("lanes", "biased"), [(1, "17152;"), (4, "1124090624;")])
+def test_a_nibble_becomes_bfloat16_by_its_bits_on_the_gpu(lanes, biased):
+    """``0x4300 | q`` (the bfloat16 128 + q; 0x43004300 for two lanes) less 128 by
+    ``sub.rn.bf16``: no float32 on the way, no conversion, no rounding."""
+    kernel = _gpu_unpack("bfloat16", lanes)[2]
+    body = kernel.ptx.split(".entry")[1]
+    assert re.search(rf"or\.b(16|32)\s+%r?s?\d+, %r?s?\d+, {biased}", body), body
+    assert ("sub.rn.bf16x2" if lanes > 1 else "sub.rn.bf16 ") in body
+    assert not re.search(r"cvt(\.r\w+)?\.(f32|bf16)", body)  # integer moves only
+    assert "add.f32" not in body and "sub.f32" not in body
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_unpack_runs_on_the_gpu(dtype, lanes):
+    packed, out, kernel = _gpu_unpack(dtype, lanes)
+    reference, got = _checked_reference(packed, out)
+    kernel(BYTES, got)
+    np.testing.assert_array_equal(got, reference)
+
+
+@pytest.mark.parametrize("source", ["bool", "uint8", "int8", "int16", "uint32", "int32", "int64"])
+@pytest.mark.parametrize("lanes", [1, 2, 8])
+def test_a_small_integer_converts_to_bfloat16_exactly_from_any_source(source, lanes):
+    """An integer masked below 128 (0 to 127: the bits ``0x4300 | v`` less 128) from every
+    integer width, negative values included, scalar and in vectors, on the CPU."""
+    rng = np.random.default_rng(3)
+    values = rng.integers(-300, 300, 64) if source != "bool" else rng.integers(0, 2, 64)
+    values = values.astype(source)
+    a = sl.placeholder((64,), source, name="A")
+    mask = True if source == "bool" else 127
+    out = sl.compute((64,), lambda i: (a[i] & mask).astype("bfloat16"), name="B")
+    s = sl.create_schedule(out)
+    if lanes > 1:
+        _, inner = s[out].split(out.op.axis[0], factor=lanes)
+        s[out].vectorize(inner)
+    got = np.full(64, np.nan, ml_dtypes.bfloat16)
+    sl.build(s, [a, out], target="cpu")(values, got)
+    expected = (values & mask).astype(np.float32).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.astype(np.float32), expected.astype(np.float32))
 
 
 @pytest.mark.parametrize(

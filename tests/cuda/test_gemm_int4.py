@@ -9,6 +9,8 @@ kernel in another, so the float16/bfloat16 results may differ by a unit in the l
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -185,11 +187,11 @@ def test_decode_schedule_simulated_takes_any_number_of_rows():
 def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_apart():
     """Two kernels: the partial sums per slice of k (a temporary in global memory), then
     their sum, a column's slices shared by 8 warps (their sums combined in shared memory, the
-    only shared buffer); the packed bytes loaded four at a time; no spills. The
-    conversion unit, a quarter of the integer units' rate, is what the kernel waited on: the
-    subtraction and the product of a weight are bfloat16 instructions on sm_90 (no rounding
-    conversion), widening back is a shift, and a nibble becomes a float by its bits, with no
-    conversion."""
+    only shared buffer); the packed bytes loaded four at a time; no spills. The kernel is
+    bound by its instructions: a weight's subtraction and product are bfloat16 instructions
+    on sm_90, two columns an instruction (no rounding conversion), widening back is a shift,
+    and a nibble becomes a bfloat16 by its bits (``0x4300 | q`` is 128 + q, less 128 by a
+    bfloat16 subtraction), with no conversion and no float32 on the way."""
     kernel = example.build(1, 4096, 4096, 128, "bfloat16", target="cuda -arch=sm_90", decode=True)
     plan = kernel._compiled.plan
     assert len(plan.kernels) == 2 and [b.name for b in plan.temps] == ["acc.rf"]
@@ -202,7 +204,12 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
     assert "0x7FFF" not in kernel.ptx.upper() and "32767" not in kernel.ptx
     first = kernel.ptx.split(".entry")[1]
     weights = first.count("fma.rn.f32")
-    assert first.count("sub.rn.bf16") == first.count("mul.rn.bf16") == weights
+    pairs = first.count("mul.rn.bf16x2")
+    assert 2 * pairs == weights and first.count("sub.rn.bf16x2") == 2 * pairs
+    assert first.count("sub.rn.bf16 ") == first.count("mul.rn.bf16 ") == 0  # no lone lanes
+    biased = re.findall(r"or\.b32\s+%r\d+, %r\d+, 1124090624;", first)  # 0x43004300
+    assert len(biased) == pairs  # two nibbles' bits, biased to 128 + q, one instruction
+    assert "add.f32" not in first and "sub.f32" not in first
     assert "cvt.rn.bf16.f32" not in first
     assert "cvt.rn.f32.u32" not in first and "cvt.f32.bf16" not in first
 

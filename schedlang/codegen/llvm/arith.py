@@ -180,10 +180,10 @@ def _small_unsigned(value: ir.Value, source: str) -> bool:
     masked by such a constant (an unpacked nibble)."""
     if source in ("bool", "uint8", "uint16"):
         return True
-    return _masked_below(value, _TWO_23)
+    return masked_below(value, _TWO_23)
 
 
-def _masked_below(value: ir.Value, bound: int) -> bool:
+def masked_below(value: ir.Value, bound: int) -> bool:
     """Whether `value` is an ``and`` with a constant in [0, `bound`) (every lane's, for a
     vector)."""
     if not (isinstance(value, ir.Instruction) and value.opname == "and"):
@@ -217,7 +217,7 @@ def _exact(value: ir.Value, source: str, target: str) -> bool:
         return False
     if source in ("bool", "int8", "uint8"):
         return bits >= 8
-    return _masked_below(value, 1 << bits)
+    return masked_below(value, 1 << bits)
 
 
 def _to_float_round_to_odd(b: ir.IRBuilder, value: ir.Value, lanes) -> ir.Value:

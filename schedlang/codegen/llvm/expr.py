@@ -36,6 +36,8 @@ from .register_values import RegisterFile
 from .reuse import Reuse
 from .target import Target
 from .types import (
+    F32,
+    I16,
     I32,
     I64,
     compute_type,
@@ -43,7 +45,9 @@ from .types import (
     from_storage,
     is_signed,
     lanes_of,
+    splat,
     storage_type,
+    vector_of,
 )
 
 _FLOAT_ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}
@@ -148,6 +152,9 @@ class ExprEmitter:
             if e.dtype == "bfloat16" and e.value.dtype == "float32":  # the target's rounding
                 bits = self.target.to_storage(self.b, e.dtype, value)
                 return from_storage(self.b, e.dtype, bits)
+            if e.dtype == "bfloat16" and dt.is_int(e.value.dtype):
+                if arith.masked_below(value, 128):
+                    return self._small_to_bfloat16(value)
             return arith.cast(self.b, value, e.value.dtype, e.dtype, self.target.round_half)
         if isinstance(e, Call):
             args = self.unify(*(self.value(a) for a in e.args))
@@ -166,6 +173,24 @@ class ExprEmitter:
                 )
                 return call_overloaded(self.b, "llvm.fmuladd", [x, y, z])
         return None
+
+    def _small_to_bfloat16(self, value: ir.Value) -> ir.Value:
+        """An integer in [0, 128) (an unpacked nibble) as bfloat16 by its bits: ``0x4300 | v``
+        is the bfloat16 ``128 + v`` (its unit at 128 is 1), less 128, both exact. One logic
+        instruction and a bfloat16 subtraction (two lanes an instruction in a vector) where
+        the float32 route takes two a lane, then the upper halves' packing, before the
+        dequantising kernel's bfloat16 arithmetic can read them."""
+        b, lanes = self.b, lanes_of(value)
+        width = (value.type.element if lanes else value.type).width
+        bits = value
+        if width != 16:
+            i16 = vector_of(I16, lanes)
+            bits = b.trunc(value, i16) if width > 16 else b.zext(value, i16)
+        bits = b.or_(bits, splat(I16, 0x4300, lanes))
+        biased = from_storage(b, "bfloat16", bits)
+        bias = splat(F32, 128.0, lanes)
+        native = self.target.half_arithmetic(b, "-", "bfloat16", biased, bias)
+        return native if native is not None else b.fsub(biased, bias)
 
     def _var_value(self, v: Var) -> ir.Value:
         binding = self._var(v)
