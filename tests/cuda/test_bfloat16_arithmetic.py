@@ -73,8 +73,8 @@ def test_the_same_bits_as_the_reference(lanes):
 
 def test_a_vector_of_nibbles_becomes_bfloat16_by_its_bits():
     """``(int32(x) >> 4 & 15) - z`` four lanes at a time, as a packed weight is unpacked: each
-    lane masked below 16 is a float by its bits (``2^23 + v`` less 2^23), exact in bfloat16,
-    so nothing rounds and nothing converts."""
+    pair of lanes masked below 16 is a bfloat16 pair by its bits (``0x4300 | v`` in each
+    half, less 128 by one ``sub.rn.bf16x2``), exact, so nothing rounds and nothing converts."""
     x = sl.placeholder((N,), "uint8", name="X")
     z = sl.placeholder((N,), "bfloat16", name="Z")
     q = sl.compute((N,), lambda i: (x[i].astype("int32") >> 4) & 15, name="Q")
@@ -83,5 +83,7 @@ def test_a_vector_of_nibbles_becomes_bfloat16_by_its_bits():
     s[q].compute_inline()
     spread(s, nibble, lanes=4)
     ptx = sl.build(s, [x, z, nibble], target="cuda -arch=sm_90a").ptx
-    assert not re.search(r"cvt\.(rn|rz|rni|f32)", ptx) and ptx.count("sub.rn.bf16x2") == 2
-    assert "1258291200" in ptx or "0x4B000000" in ptx.upper()  # the bits of 2^23
+    assert not re.search(r"cvt\.(rn|rz|rni|f32)", ptx)
+    assert ptx.count("sub.rn.bf16x2") == 4  # less 128, then less z: two pairs each
+    assert len(re.findall(r"or\.b32\s+%r\d+, %r\d+, 1124090624;", ptx)) == 2  # 0x43004300
+    assert "1258291200" not in ptx and "0x4B000000" not in ptx.upper()  # no float32 on the way
