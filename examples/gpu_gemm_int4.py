@@ -30,8 +30,8 @@ leaves 15 of its 16 rows idle, and n / 128 blocks do not fill the GPU. Each bloc
 of `slice_k` rows of k into partial sums (``rfactor`` of k's outer loop, bound to
 ``blockIdx.y``), which a second kernel adds; each thread takes `cols` adjacent columns of all m
 rows, reads its `cols` packed bytes of a row pair straight into registers (no shared memory:
-each byte is read once), and dequantises them there with its group's scales and zeros, kept in
-registers for the group.
+each byte is read once), and dequantises them there as one vector (bfloat16 instructions two
+columns at a time on sm_90) with its group's scales and zeros, kept in registers for the group.
 """
 
 from __future__ import annotations
