@@ -134,36 +134,3 @@ def test_a_masked_integer_is_rounded_unless_the_mask_fits_the_significand(mask, 
     got = np.full(8, np.nan, np.float32)
     kernel(values, got)
     np.testing.assert_array_equal(got, expected)
-
-
-@pytest.mark.parametrize("lanes", [2, 4, 8])
-@pytest.mark.parametrize(("wide", "mask"), [("int32", 15), ("int64", 127), ("int16", 1)])
-def test_byte_fields_of_adjacent_lanes_convert_two_at_a_time_exactly(lanes, wide, mask):
-    """``(wide(X[j]) >> S[r]) & mask`` as bfloat16, vectorized over j, the shift the same in
-    every lane (a packed weight's columns, the nibble's row): computed two lanes a word,
-    against the reference for shifts within a byte, past it, past the width and negative."""
-    shifts = np.array([0, 3, 4, 7, 8, 9, 15, 31, 32, 100, -1, -9], wide)
-    x = sl.placeholder((256,), "uint8", name="X")
-    amount = sl.placeholder((len(shifts),), wide, name="S")
-    out = sl.compute(
-        (len(shifts), 256),
-        lambda r, j: ((x[j].astype(wide) >> amount[r]) & mask).astype("bfloat16"),
-        name="B",
-    )
-
-    def vectorized(gpu: bool) -> sl.Schedule:
-        s = sl.create_schedule(out)
-        outer, inner = s[out].split(out.op.axis[1], factor=lanes)
-        s[out].vectorize(inner)
-        if gpu:
-            s[out].bind(out.op.axis[0], sl.thread_axis("blockIdx.x"))
-            s[out].bind(outer, sl.thread_axis("threadIdx.x"))
-        return s
-
-    want = sl.evaluate(out, {x: BYTES, amount: shifts})
-    assert np.count_nonzero(want.astype(np.float32)) > 500  # the fields are not all zero
-    got = np.full(want.shape, np.nan, want.dtype)
-    sl.build(vectorized(False), [x, amount, out], target="cpu")(BYTES, shifts, got)
-    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
-    ptx = sl.build(vectorized(True), [x, amount, out], target="cuda -arch=sm_90").ptx
-    assert ptx.count("1124090624") >= 1 and "cvt.rn" not in ptx  # 0x43004300: a pair's bias

@@ -146,10 +146,6 @@ class ExprEmitter:
         if isinstance(e, Select):
             return self._select(e)
         if isinstance(e, Cast):
-            if e.dtype == "bfloat16":
-                pairs = self._nibble_pairs(e.value)
-                if pairs is not None:
-                    return self._less_bias(pairs)
             value = self.value(e.value)
             if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
                 return self.target.float_to_int(self.b, value, e.dtype)
@@ -190,59 +186,11 @@ class ExprEmitter:
         if width != 16:
             i16 = vector_of(I16, lanes)
             bits = b.trunc(value, i16) if width > 16 else b.zext(value, i16)
-        return self._less_bias(b.or_(bits, splat(I16, 0x4300, lanes)))
-
-    def _less_bias(self, bits: ir.Value) -> ir.Value:
-        """The bfloat16 `bits` (each ``0x4300 | v``, 128 + v) less 128: v, exactly."""
-        b, lanes = self.b, lanes_of(bits)
+        bits = b.or_(bits, splat(I16, 0x4300, lanes))
         biased = from_storage(b, "bfloat16", bits)
         bias = splat(F32, 128.0, lanes)
         native = self.target.half_arithmetic(b, "-", "bfloat16", biased, bias)
         return native if native is not None else b.fsub(biased, bias)
-
-    def _nibble_pairs(self, e: Expr) -> ir.Value | None:
-        """``(int(bytes) >> s) & c`` (c < 128; s the same in every lane) over an even number of
-        lanes as bfloat16 bits ``0x4300 | field``, or None for another expression. Worked on
-        32-bit words of two lanes: two bytes spread into a word's halves (one ``prmt``), then
-        shifted, masked and biased together (a shift and one ``lop3``), where lane by lane
-        each byte is extracted, narrowed and packed. A byte shifted by 8 or more is 0, so the
-        shift is taken at most 8, which also keeps the upper lane's bits out of the lower's
-        field (c < 2^7)."""
-        if not (isinstance(e, Binary) and e.op == "&"):
-            return None
-        field, mask = (e.a, e.b) if isinstance(e.b, Const) else (e.b, e.a)
-        if not (isinstance(mask, Const) and 0 <= mask.value < 128):
-            return None
-        shift = None
-        if isinstance(field, Binary) and field.op == ">>":
-            field, shift = field.a, field.b
-        if not (isinstance(field, Cast) and field.value.dtype == "uint8"):
-            return None
-        if not (dt.is_int(field.dtype) and dt.bits(field.dtype) >= 16) or not self.lanes:
-            return None
-        source = self.value(field.value)
-        lanes = lanes_of(source)
-        if not lanes or lanes % 2:
-            return None
-        b = self.b
-        amount = None
-        if shift is not None:
-            amount = self.value(shift)
-            if lanes_of(amount):
-                return None  # a shift of its own in each lane
-            amount = arith.min_max(b, "min", amount, ir.Constant(amount.type, 8), "uint64")
-            amount = b.trunc(amount, I32) if amount.type.width > 32 else b.zext(amount, I32)
-        words = ir.Constant(ir.VectorType(I32, lanes // 2), None)
-        for k in range(lanes // 2):
-            at = ir.Constant(ir.VectorType(I32, 2), [2 * k, 2 * k + 1])
-            two = b.shuffle_vector(source, ir.Constant(source.type, None), at)
-            word = b.bitcast(b.zext(two, ir.VectorType(I16, 2)), I32)
-            if amount is not None:
-                word = b.lshr(word, amount)
-            word = b.and_(word, ir.Constant(I32, mask.value * 0x10001))
-            word = b.or_(word, ir.Constant(I32, 0x43004300))
-            words = b.insert_element(words, word, ir.Constant(I32, k))
-        return b.bitcast(words, ir.VectorType(I16, lanes))
 
     def _var_value(self, v: Var) -> ir.Value:
         binding = self._var(v)
