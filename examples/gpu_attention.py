@@ -194,8 +194,9 @@ def wgmma_schedule(
     `turns` (and `warp_specialize`) the two consumers take turns at the tensor cores, one's
     products beside the other's softmax (``pragma(step, "take_turns")``, FlashAttention 3's
     pingpong). The keys' length must be a multiple of `keys` (whole tiles along the second
-    product's reduction), and with `persistent` a multiple of `rows` (the lowering of a
-    block's tiles over a length that leaves a part tile takes isl minutes: NOTES)."""
+    product's reduction), and with `persistent` a multiple of `rows` (over a length that
+    leaves a part tile, the placement refuses the block's footprints: their divisions
+    multiply)."""
     if warp_specialize and not tma:
         raise ValueError(
             "warp_specialize=True gives the copy engine's copies a producer warpgroup: "
@@ -205,12 +206,6 @@ def wgmma_schedule(
         raise ValueError(
             "turns=True has the consumers of a producer warpgroup take turns: pass "
             "warp_specialize=True (and tma=True) with it"
-        )
-    length = getattr(q.shape[1], "value", None)  # None: a symbolic length
-    if persistent and length is not None and length % rows:
-        raise ValueError(
-            f"persistent blocks take whole tiles of {rows} rows, and the length {length} "
-            f"leaves a part tile; use a block a tile (persistent=0) or a multiple of {rows}"
         )
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)

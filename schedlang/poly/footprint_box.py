@@ -92,6 +92,12 @@ def division_depth(relation: isl.Map) -> int:
     return deepest
 
 
+def division_count(relation: isl.Map) -> int:
+    """How many integer divisions `relation`'s pieces hold in all. A footprint through a split
+    with a tail of a fuse of split loops can hold hundreds, where isl's bounds take hours."""
+    return sum(piece.dim(isl.dim_type.div) for piece in relation.wrap().get_basic_sets())
+
+
 def _used_divisions(piece: isl.BasicSet, k: int, n: int) -> list[int]:
     """The other divisions division `k` of `piece` is defined by; none where isl knows only
     that the division exists (an existential variable with no expression)."""

@@ -26,7 +26,7 @@ from ..schedule.errors import BindError, PlacementError, message
 from ..schedule.schedule import Schedule
 from ..schedule.stage import HARDWARE_TAGS, Stage
 from .box_fill import box_clamps, box_domain
-from .footprint_box import division_depth, simplest, too_large
+from .footprint_box import division_count, division_depth, simplest, too_large
 from .isl_calls import OutOfOperations, budget
 from .loops import init_leaves, isl_leaves, leaf_extents, loop_map
 from .scan_placement import members, n_inits, place_scan
@@ -45,6 +45,11 @@ THREAD_TAGS = tuple(t for t in HARDWARE_TAGS if t.startswith("threadIdx"))
 # budget: none of the examples' footprints nests them.
 BOX_OPERATIONS = 1_000_000
 NESTED_BOX_OPERATIONS = 100_000
+# A footprint whose pieces hold more integer divisions than this is refused before isl bounds
+# it. The tests' and examples' footprints hold at most 6 (over 3,000 of them); a persistent
+# attention schedule over a part tile of rows reads one of its stages through 121 (isl's
+# bounds took 7 minutes) and the scores through 894 in three pieces.
+MAX_DIVISIONS = 64
 
 
 @dataclass
@@ -114,6 +119,17 @@ def _deep_divisions(producer: Stage, prefix: list[Axis], operations: int) -> str
         f"{operations:,} operations (minutes): an index through several splits and fuses "
         "of fused loops nests its divisions; split or fuse the consumer's loops fewer times, "
         "or compute the stage at another loop"
+    )
+
+
+def _many_divisions(producer: Stage, prefix: list[Axis], divisions: int) -> str:
+    """Why the footprint of `producer` at loops `prefix` is not bounded at all."""
+    loops = ", ".join(a.name for a in prefix)
+    return (
+        f"what '{producer.name}' reads at loops {loops} is a set of {divisions} integer "
+        f"divisions (more than {MAX_DIVISIONS}; isl would take minutes or hours to bound it): "
+        "a loop split with a tail inside a fuse of split loops multiplies them; make the split "
+        "divide its loop (whole tiles), fuse fewer loops, or compute the stage at another loop"
     )
 
 
@@ -375,6 +391,9 @@ class Placement:
             check_stored_at(self.schedule, producer.name, needed, prefix_axes)
         nd = len(producer.op.axis)
         domains = None if whole else [st.domain for st in self.by_stage[producer.name]]
+        divisions = division_count(needed)
+        if divisions > MAX_DIVISIONS:
+            raise _placement_error(producer, _many_divisions(producer, prefix_axes, divisions))
         operations = BOX_OPERATIONS if division_depth(needed) < 2 else NESTED_BOX_OPERATIONS
         try:
             with budget(needed.get_ctx(), operations):
