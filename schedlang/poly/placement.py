@@ -111,25 +111,15 @@ def _free(n: int, dims: list[int]) -> isl.Map:
     return isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {same} }}")
 
 
-def _deep_divisions(producer: Stage, prefix: list[Axis], operations: int) -> str:
-    """Why the box of `producer`'s footprint at loops `prefix` was not computed."""
+def _unbounded(producer: Stage, prefix: list[Axis], why: str) -> str:
+    """Why the box of `producer`'s footprint at loops `prefix` was not computed: `why`, then
+    the way out."""
     loops = ", ".join(a.name for a in prefix)
     return (
-        f"the box of what '{producer.name}' reads at loops {loops} takes isl more than "
-        f"{operations:,} operations (minutes): an index through several splits and fuses "
-        "of fused loops nests its divisions; split or fuse the consumer's loops fewer times, "
-        "or compute the stage at another loop"
-    )
-
-
-def _many_divisions(producer: Stage, prefix: list[Axis], divisions: int) -> str:
-    """Why the footprint of `producer` at loops `prefix` is not bounded at all."""
-    loops = ", ".join(a.name for a in prefix)
-    return (
-        f"what '{producer.name}' reads at loops {loops} is a set of {divisions} integer "
-        f"divisions (more than {MAX_DIVISIONS}; isl would take minutes or hours to bound it): "
-        "a loop split with a tail inside a fuse of split loops multiplies them; make the split "
-        "divide its loop (whole tiles), fuse fewer loops, or compute the stage at another loop"
+        f"what '{producer.name}' reads at loops {loops} {why}: an index through several "
+        "splits (one with a tail) and fuses of split loops multiplies and nests its divisions; "
+        "make the splits divide their loops (whole tiles), split or fuse the consumer's loops "
+        "fewer times, or compute the stage at another loop"
     )
 
 
@@ -393,7 +383,11 @@ class Placement:
         domains = None if whole else [st.domain for st in self.by_stage[producer.name]]
         divisions = division_count(needed)
         if divisions > MAX_DIVISIONS:
-            raise _placement_error(producer, _many_divisions(producer, prefix_axes, divisions))
+            why = (
+                f"is a set of {divisions} integer divisions (more than {MAX_DIVISIONS}: isl "
+                "would take minutes or hours to bound it)"
+            )
+            raise _placement_error(producer, _unbounded(producer, prefix_axes, why))
         operations = BOX_OPERATIONS if division_depth(needed) < 2 else NESTED_BOX_OPERATIONS
         try:
             with budget(needed.get_ctx(), operations):
@@ -401,7 +395,8 @@ class Placement:
                 bmax = [needed.dim_max(d) for d in range(nd)]
                 needed = simplest(needed, bmin, bmax, domains)
         except OutOfOperations:
-            refusal = _deep_divisions(producer, prefix_axes, operations)
+            why = f"takes isl more than {operations:,} operations to bound (minutes)"
+            refusal = _unbounded(producer, prefix_axes, why)
             raise _placement_error(producer, refusal) from None
         self._refuse_if_large(producer, needed, f"what '{producer.name}' computes at this loop")
         bmin_pma = _corner(needed, bmin)
