@@ -41,7 +41,6 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         producer = tma and draw(st.booleans(), label="a producer warpgroup")
         turns = producer and draw(st.booleans(), label="consumers taking turns")
         persistent = draw(st.sampled_from([0, 0, 2, 3, 5]), label="persistent blocks")
-        persistent = persistent if n % 128 == 0 else 0  # whole row tiles (else refused)
         seed = draw(st.integers(0, 2**16), label="input seed")
         options = dict(keys=keys, stages=stages, tma=tma, persistent=persistent, overlap=overlap)
         options.update(warp_specialize=producer, turns=turns)
