@@ -1,5 +1,5 @@
 """The weight-only int4 GEMM (`examples/gpu_gemm_int4.py`) against torch in one process, at
-Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 rows) for
+Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 rows, or 32) for
 decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
 Decoding (m <= 16) uses `decode_schedule`, with the slice of k from `DECODE_SLICES` that is
@@ -35,29 +35,29 @@ from benchmarks.gpu import event_time  # noqa: E402
 from examples import gpu_gemm_int4  # noqa: E402
 
 SHAPES = [(8192, 10240), (28672, 8192)]  # (k, n)
-GROUP = 128
+GROUP = 128  # rows of k a scale and a zero cover (`--group` sets it)
 DECODE_SLICES = {1: (64, 128), 16: (128, 256)}  # rows of k per block, by m (measured choices)
 DECODE = {1: dict(cols=4, warps=8, unroll=4), 16: dict(cols=4, warps=4, unroll=2)}
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
 
-def tinygemm(x: torch.Tensor, k: int, n: int):
+def tinygemm(x: torch.Tensor, k: int, n: int, group: int = GROUP):
     """A call of torch's int4 kernel on a random weight of the shape, or None."""
     try:
         q = torch.randint(0, 16, (n, k), dtype=torch.int32, device="cuda")
         packed = torch._convert_weight_to_int4pack((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), 8)
-        scales = torch.rand(k // GROUP, n, 2, dtype=torch.bfloat16, device="cuda")
-        call = lambda: torch._weight_int4pack_mm(x, packed, GROUP, scales)  # noqa: E731
+        scales = torch.rand(k // group, n, 2, dtype=torch.bfloat16, device="cuda")
+        call = lambda: torch._weight_int4pack_mm(x, packed, group, scales)  # noqa: E731
         call()
         return call
     except (RuntimeError, AttributeError, TypeError):
         return None
 
 
-def row(m: int, k: int, n: int, repeat: int) -> str:
+def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((k, n)).astype(np.float32)
-    packed, scales, zeros = gpu_gemm_int4.pack_int4(weight, GROUP, "bfloat16")
+    packed, scales, zeros = gpu_gemm_int4.pack_int4(weight, group, "bfloat16")
     a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
     dense = torch.from_numpy(gpu_gemm_int4.dequantize(packed, scales, zeros).astype(np.float32))
     dense = dense.to("cuda", torch.bfloat16)
@@ -68,7 +68,7 @@ def row(m: int, k: int, n: int, repeat: int) -> str:
     options = [dict(decode=True, slice_k=k_, **DECODE[m]) for k_ in DECODE_SLICES.get(m, ())]
     timed = []
     for option in options or [PREFILL, dict(tensor_cores=True)]:
-        kernel = gpu_gemm_int4.build(m, n, k, GROUP, "bfloat16", **dict(option))
+        kernel = gpu_gemm_int4.build(m, n, k, group, "bfloat16", **dict(option))
         c = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
         kernel(a, wq, sc, ze, c)
         error = (c.float() - want.float()).abs().max().item() / want.float().abs().max().item()
@@ -78,7 +78,7 @@ def row(m: int, k: int, n: int, repeat: int) -> str:
         timed.append((seconds, how))
     ours, slice_k = min(timed)
     cublas = times(lambda: torch.mm(a, dense), repeat)
-    tiny = tinygemm(a, k, n)
+    tiny = tinygemm(a, k, n, group)
     theirs = times(tiny, repeat) if tiny is not None else None
     bytes_moved = k * n / 2 + m * k * 2 + m * n * 2
     cells = [m, k, n, slice_k, _us(ours), f"{bytes_moved / ours[1] / 1e9:.0f}", _us(cublas)]
@@ -104,8 +104,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ms", default="1,16,2048")
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--group", type=int, default=GROUP, help="rows a scale covers (32, 128)")
     args = parser.parse_args()
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, group {args.group}")
     print(
         "| m | k | n | slice of k / schedule | schedlang us (call / GPU) | schedlang GB/s (GPU) | "
         "cuBLAS bf16 us | tinygemm us | cuBLAS / schedlang | tinygemm / schedlang |"
@@ -113,7 +114,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for m in (int(x) for x in args.ms.split(",")):
         for k, n in SHAPES:
-            print(row(m, k, n, args.repeat), flush=True)
+            print(row(m, k, n, args.repeat, args.group), flush=True)
 
 
 if __name__ == "__main__":
