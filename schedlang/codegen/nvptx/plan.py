@@ -288,9 +288,9 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]
     # setmaxnreg gives the code around it ("Insufficient registers (128)" for a 64 x 256 tile
     # of a block of four warpgroups)
     registers, entry = 0, _entry_registers(block)
-    if func.turns or _largest_product(body) + ADDRESS_REGISTERS <= entry < _peak_accumulators(
-        body
-    ) + ADDRESS_REGISTERS:
+    fits = _largest_product(body) + ADDRESS_REGISTERS <= entry
+    short = entry < _peak_accumulators(body) + ADDRESS_REGISTERS
+    if func.turns or (fits and short):
         body, registers = hand_over_registers(body, block)
     if func.turns and any(is_producer(s) for s in walk_stmt(body)):
         body = take_turns(body, _turns_pragma(func))  # on the parted roles (or refused)
