@@ -149,6 +149,14 @@ def main() -> None:
         help="wgmma with a producer warpgroup: the two consumer warpgroups take turns at the "
         "tensor cores (FlashAttention 3's pingpong)",
     )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="wgmma: the sums taken against a reference maximum that follows the running one "
+        "only once it has grown past it by this much in the exponent (online's threshold=; "
+        "FlashAttention 4's lazy rescale); default: none",
+    )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
     parser.add_argument("--build-one", help=argparse.SUPPRESS)  # "d causal", in a subprocess
@@ -207,7 +215,10 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
             persistent = _blocks(sms, n // (args.rows or 128), causal) if short else 0
         shape = (args.rows, args.keys, args.stages, args.copies, persistent, args.overlap)
         ws = args.warp_specialize
-        s = _wgmma(tensors, d, n, causal, *shape, warp_specialize=ws, turns=args.turns)
+        s = _wgmma(
+            tensors, d, n, causal, *shape, warp_specialize=ws, turns=args.turns,
+            threshold=args.threshold,
+        )  # fmt: skip
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
     if args.schedule == "fused":
@@ -233,7 +244,7 @@ def _blocks(sms: int, row_tiles: int, causal: bool) -> int:
 
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
-    persistent=0, overlap="auto", warp_specialize="auto", turns="no",
+    persistent=0, overlap="auto", warp_specialize="auto", turns="no", threshold=None,
 ):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
     keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
@@ -246,7 +257,7 @@ def _wgmma(
     products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048), and
     at d = 128 a producer warpgroup issuing the copies, its registers handed to the
     consumers (`warp_specialize`); its consumers taking turns at the tensor cores if asked
-    (`turns`)."""
+    (`turns`); with `threshold`, online's lagging reference maximum."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
         default = 3 if d > 64 and n >= 2048 else 2
@@ -267,6 +278,7 @@ def _wgmma(
         overlap=overlap == "yes" and tma,
         warp_specialize=warp_specialize == "yes" and tma,
         turns=turns == "yes" and warp_specialize == "yes" and tma,
+        threshold=threshold,
     )
 
 

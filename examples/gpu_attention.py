@@ -169,6 +169,7 @@ def wgmma_schedule(
     overlap: bool = False,
     warp_specialize: bool = False,
     turns: bool = False,
+    threshold: float | None = None,
 ) -> sl.Schedule:
     """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
     them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
@@ -193,7 +194,11 @@ def wgmma_schedule(
     warpgroups (240 a thread: `gpu.register_handover`), FlashAttention 3's roles; with
     `turns` (and `warp_specialize`) the two consumers take turns at the tensor cores, one's
     products beside the other's softmax (``pragma(step, "take_turns")``, FlashAttention 3's
-    pingpong). The keys' length must be a multiple of `keys` (whole tiles along the second
+    pingpong). With `threshold`, the sums are taken against a reference maximum that
+    follows the running one only once it has grown past it by `threshold` in the exponent
+    (``online(..., threshold=)``, FlashAttention 4's lazy rescale), and the output's rescale
+    is skipped where its factors are all 1 (``pragma(step, "skip_unit_scales")``). The
+    keys' length must be a multiple of `keys` (whole tiles along the second
     product's reduction), and with `persistent` a multiple of `rows` (over a length that
     leaves a part tile, the placement refuses the block's footprints: their divisions
     multiply)."""
@@ -209,7 +214,7 @@ def wgmma_schedule(
         )
     d = int(q.shape[-1])
     s = sl.create_schedule(out.op)
-    m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16])
+    m_run, _, _ = s.online(list(chain), factor=keys, keep=[p16], threshold=threshold)
     for copy in chain[1:]:  # O and Z read the last step of their states
         s[copy].compute_inline()
     held = s.cache_write(out, "wgmma.accumulator")  # O / Z, in the output's layout
@@ -250,6 +255,8 @@ def wgmma_schedule(
         s[update].pragma(step, "overlap_products")
     if turns:
         s[update].pragma(step, "take_turns")
+    if threshold is not None:
+        s[update].pragma(step, "skip_unit_scales")
     return s
 
 

@@ -20,6 +20,7 @@ from .loopir.gpu.epilogue_in_place import epilogue_in_place
 from .loopir.gpu.fragment_lanes import lower_fragment_elements
 from .loopir.gpu.overlap_products import overlap_products
 from .loopir.gpu.rotate_parity import rotate_parity
+from .loopir.gpu.skip_unit_scales import skip_unit_scales
 from .loopir.gpu.thread_reduce import lower_thread_reductions
 from .loopir.index.divmod import simplify_divisions
 from .loopir.index.index_type import index_dtype
@@ -50,7 +51,7 @@ from .poly.tensorize import plan_tensorize, restrict_to_tiles
 from .runtime.interrupt import interruptible
 from .schedule import records as rec
 from .schedule.errors import ScopeError, message
-from .schedule.pragma import OVERLAP_PRODUCTS, TAKE_TURNS
+from .schedule.pragma import OVERLAP_PRODUCTS, SKIP_UNIT_SCALES, TAKE_TURNS
 from .schedule.schedule import Schedule
 
 
@@ -148,6 +149,7 @@ def _lower(
         if not draft:
             body = overlap_products(body, _pragma_loops(s, OVERLAP_PRODUCTS))
             body = rotate_parity(body)
+            body = skip_unit_scales(body, _pragma_loops(s, SKIP_UNIT_SCALES))
         body = sink_vector_loops(body)
         folded: dict = {}  # expressions simplified, for the next simplification to reuse
         check_unroll_size(s, body)  # before any pass makes the copies

@@ -34,6 +34,7 @@ block sums and updates) are scheduled as any stages are; the returned tensors ar
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -68,12 +69,15 @@ if TYPE_CHECKING:
 RESCALED = ("exp", "exp2", "fast_exp2")  # exp(a - b) = exp(a - c) * exp(c - b), and so for exp2
 
 
-def online(s: Schedule, tensors: object, factor: object, loc: str, keep=()) -> list[Tensor]:
+def online(
+    s: Schedule, tensors: object, factor: object, loc: str, keep=(), threshold=None
+) -> list[Tensor]:
     listed = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     stages = [s[t] for t in listed]
     kept = [s[t] for t in (keep if isinstance(keep, (list, tuple)) else [keep])]
     names = ", ".join(st.name for st in stages)
     shown = f", keep=[{', '.join(st.name for st in kept)}]" if kept else ""
+    shown += f", threshold={threshold}" if threshold is not None else ""
     call = f"online([{names}], factor={factor}{shown})"
     first = stages[0]
 
@@ -111,6 +115,16 @@ def online(s: Schedule, tensors: object, factor: object, loc: str, keep=()) -> l
             )
     if top.combiner.name == "sum" and kept:
         fail(kept[0], "keep= names stages of a softmax chain (between its maximum and sums)")
+    if top.combiner.name == "sum" and threshold is not None:
+        fail(
+            first,
+            "threshold= is for a softmax chain: it bounds how far the maximum that the "
+            "sums are taken against may lag the running maximum",
+        )
+    if threshold is not None and not (
+        isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold >= 0
+    ):
+        fail(first, f"threshold must be a number >= 0 (an exponent), got {threshold!r}")
     if top.combiner.name == "sum":
         from .online_moments import Moments
 
@@ -118,7 +132,9 @@ def online(s: Schedule, tensors: object, factor: object, loc: str, keep=()) -> l
         return moments.rewrite(blocks, [moments.centred(st) for st in stages[1:]])
     chain = _Softmax(s, stages, call, loc, fail, kept)
     sources = [chain.rescalable(st) for st in stages[1:]]
-    return chain.rewrite(blocks, sources)
+    if threshold is not None:
+        chain.check_threshold(float(threshold), sources)
+    return chain.rewrite(blocks, sources, threshold)
 
 
 @dataclass
@@ -139,6 +155,8 @@ class Sweep:
 class Rewrite:
     """What the online forms share: the chain's stages, the first reduction (`top`) and the
     stages between it and the others, and putting the scan in the schedule."""
+
+    threshold: float | None = None  # a softmax chain's lag of its reference maximum
 
     def __init__(
         self, s: Schedule, stages: list[Stage], call: str, loc: str, fail, kept=()
@@ -267,21 +285,43 @@ class Rewrite:
             name, count, steps, f"{axis}.step", f"{axis}.block", f"{axis}.inner", ops, states, inits
         )
 
-    def finish(self, sweep: Sweep, updates: list[Tensor], blocks: int, live=None) -> list[Tensor]:
+    def finish(
+        self, sweep: Sweep, updates: list[Tensor], blocks: int, live=None, final=None
+    ) -> list[Tensor]:
         """The scan made of `sweep` and its `updates`, put in the schedule in place of the
-        reductions (their values its last rows); its states, with the steps that may change
-        them (`live`, one per update, see `ScanOp.live`)."""
-        made = scan(sweep.inits, updates, sweep.states, name=sweep.name)
-        results = running(made, sweep.ops, live or [None] * len(updates))
+        reductions (their values its last rows, or `final(k, states, point)` of the k-th);
+        its states, with the steps that may change them (`live`, one per update, see
+        `ScanOp.live`), those of the reductions only. States past the reductions' (a lagging
+        reference and its lag) step right after the first reduction's, before the sums that
+        read them: a step's statements then come in the order `overlap_products` expects."""
+        n = len(sweep.ops)
+        order = [0, *range(n, len(updates)), *range(1, n)]
+        names = [f"{op.name}.run" for op in sweep.ops]
+        names += [f"{self.top.name}.{what}" for what in ("reference", "lag")][: len(order) - n]
+        live = live or [None] * len(updates)
+        made = scan(
+            [sweep.inits[k] for k in order],
+            [updates[k] for k in order],
+            [sweep.states[k] for k in order],
+            name=sweep.name,
+        )
+        renamed = running(made, [names[k] for k in order], [live[k] for k in order])
+        results = [renamed[order.index(k)] for k in range(len(order))]
+
+        def last(k: int, a: tuple) -> Expr:
+            if final is None:
+                return results[k][(sweep.count, *a)]
+            return final(k, results, a)
+
         finals = [
-            _compute(op.name, _axes(op), lambda *a, result=result: result[(sweep.count, *a)]).op
-            for op, result in zip(sweep.ops, results)
+            _compute(op.name, _axes(op), lambda *a, k=k: last(k, a)).op
+            for k, op in enumerate(sweep.ops)
         ]
         self._install(finals)
         names = tuple(st.name for st in self.stages)
         kept = tuple(op.name for op in self.kept)
-        self.s.records.append(rec.Online(names, blocks, self.loc, kept))
-        return results
+        self.s.records.append(rec.Online(names, blocks, self.loc, kept, self.threshold))
+        return results[:n]
 
     def _install(self, finals: list[ComputeOp]) -> None:
         """The scan's stages into the schedule, the reductions replaced by its last rows, and
@@ -306,21 +346,41 @@ class Rewrite:
 class _Softmax(Rewrite):
     """A maximum and the sums taken against it."""
 
-    def rescalable(self, stage: Stage) -> tuple[Expr, tuple[Expr, ...], Expr, str]:
+    def rescalable(self, stage: Stage) -> tuple[Expr, tuple[Expr, ...], Expr, str, list[str]]:
         """The source of `stage`'s sum with the stages between it and the maximum folded in,
-        the indices it reads the maximum at, the positive scale of its exponents and the
-        function (exp or exp2); refused where the maximum appears any other way."""
+        the indices it reads the maximum at, the positive scale of its exponents, the
+        function (exp or exp2) and the floating types the factor is rounded to on the way;
+        refused where the maximum appears any other way."""
         source, at = self.folded_source(stage)
-        scale, fn = self._factors(stage, source, at, stage.op.expr.axis[0])
-        return source, at, scale, fn
+        scale, fn, rounded = self._factors(stage, source, at, stage.op.expr.axis[0])
+        return source, at, scale, fn, rounded
 
-    def _factors(self, stage: Stage, source: Expr, at, j: IterVar) -> tuple[Expr, str]:
+    def check_threshold(self, threshold: float, sources) -> None:
+        """A lagging maximum lets each term reach ``exp(threshold)`` (or ``2 ** threshold``):
+        refused where that passes a type the term is rounded to, or 2 ** 32, past which
+        sums of many terms could overflow float32 where the definition does not."""
+        for stage, (_, _, _, fn, rounded) in zip(self.stages[1:], sources):
+            bound = 2.0**threshold if fn != "exp" else math.exp(threshold)
+            for name in ["float32", *rounded]:
+                most = 2.0**32 if name == "float32" else float(dt.max_value(name))
+                if bound > most:
+                    where = "" if name == "float32" else f", rounded to {name} (at most {most:g})"
+                    self.fail(
+                        stage,
+                        f"with threshold={threshold:g} the terms of '{stage.name}' reach "
+                        f"{fn}({threshold:g}) = {bound:g}{where}; give a smaller threshold "
+                        f"(8 keeps them below {2.0**8 if fn != 'exp' else math.exp(8):g})",
+                    )
+
+    def _factors(self, stage: Stage, source: Expr, at, j: IterVar) -> tuple[Expr, str, list]:
         """Check that `source` is a product whose only factors reading the maximum are
-        ``exp(scale * (x - M))`` with x the maximum's own value; their scale and function."""
-        found: list[tuple[Expr, str]] = []
+        ``exp(scale * (x - M))`` with x the maximum's own value; their scale, function and
+        the floating types they are rounded to."""
+        found: list[tuple[Expr, str, list]] = []
         for factor in _product(source):
             if not self._reads_top(factor):
                 continue
+            rounded = _roundings(factor)
             factor = _unrounded(factor)
             if not (isinstance(factor, Call) and factor.name in RESCALED):
                 self.fail(
@@ -352,7 +412,7 @@ class _Softmax(Rewrite):
                     f"'{expr_str(own)}'; only the values the maximum is taken of are "
                     "bounded by it on the way (others could overflow)",
                 )
-            found.append((scale, factor.name))
+            found.append((scale, factor.name, rounded))
         if len(found) != 1:
             self.fail(
                 stage,
@@ -363,7 +423,8 @@ class _Softmax(Rewrite):
 
     # -- the rewrite -----------------------------------------------------------------------
 
-    def rewrite(self, blocks: int, sources) -> list[Tensor]:
+    def rewrite(self, blocks: int, sources, threshold: float | None = None) -> list[Tensor]:
+        self.threshold = threshold
         top = self.top
         top_body: Reduce = top.expr
         j = top_body.axis[0]
@@ -408,10 +469,25 @@ class _Softmax(Rewrite):
 
         rows = [(step, steps)] + _axes(top)
         updates = [_compute(f"{name}.{top.name}_update", rows, grown)]
+        reference = m  # what the sums' exponents are taken against
+        if threshold is not None:
+            reference = placeholder((steps, *top.shape), top.dtype, f"{name}.reference")
+            lag = threshold / max(float(scale.value) for _, _, scale, _, _ in sources)
+            reference_update = _compute(
+                f"{name}.{top.name}_reference_update",
+                rows,
+                lambda t, *a: select(
+                    m[(t, *a)] > reference[(t - 1, *a)] + const(lag, top.dtype),
+                    m[(t, *a)],
+                    reference[(t - 1, *a)],
+                ),
+            )
         masks = {op: self._kept_mask(op) for op in self.kept}
-        blocked = {op: self._kept_block(op, sweep, blocks, masks[op][0]) for op in self.kept}
+        blocked = {
+            op: self._kept_block(op, sweep, blocks, reference, masks[op][0]) for op in self.kept
+        }
         unmasked = {stage for _, readers in masks.values() for stage in readers}
-        for k, (op, (_, at, scale, fn)) in enumerate(zip(ops[1:], sources), start=1):
+        for k, (op, (_, at, scale, fn, _)) in enumerate(zip(ops[1:], sources), start=1):
             body: Reduce = op.expr
             rows_k = [(step, steps)] + _axes(op)
             source = self._folded(self.stages[k], body.source, keep=True)
@@ -424,7 +500,7 @@ class _Softmax(Rewrite):
 
                 def at_step(x: Expr) -> Expr | None:
                     if self._is_top(x):
-                        return m[(t, *x.indices)]
+                        return reference[(t, *x.indices)]
                     if isinstance(x, Read) and x.tensor.op in blocked:
                         tile, p = blocked[x.tensor.op]
                         return tile[(t, *x.indices[:p], r.var, *x.indices[p + 1 :])]
@@ -437,14 +513,34 @@ class _Softmax(Rewrite):
 
             def rescaled(t, *a, op=op, at=at, scale=scale, fn=fn, part=part, k=k):
                 point = tuple(substitute(i, _mapping(op.axis, a)) for i in at)
-                exponent = m[(t - 1, *point)] - m[(t, *point)]
+                exponent = reference[(t - 1, *point)] - reference[(t, *point)]
                 if not (isinstance(scale, Const) and scale.value == 1):
                     exponent = exponent * scale
                 factor = Call(fn, (exponent,), exponent.dtype)
                 return states[k][(t - 1, *a)] * factor + part[(t, *a)]
 
             updates.append(_compute(f"{name}.{op.name}_update", rows_k, rescaled))
-        return self.finish(sweep, updates, blocks, self._live(updates, sources, within, blocks))
+        live = self._live(updates, sources, within, blocks)
+        if threshold is None:
+            return self.finish(sweep, updates, blocks, live)
+        # The reference's lag behind the maximum, its own state: the final values read it
+        # and the maximum at the last step, states of one row each, which steps a schedule
+        # skips leave as their last live step wrote them (`poly.scan_live`).
+        lag = placeholder((steps, *top.shape), top.dtype, f"{name}.lag")
+        lag_update = _compute(
+            f"{name}.{top.name}_lag_update",
+            rows,
+            lambda t, *a: reference[(t, *a)] - m[(t, *a)],
+        )
+        first = [("step", const(1))] + _axes(top)
+        sweep.states += [reference, lag]
+        sweep.inits += [
+            _compute(f"{name}.init_reference", first, _constant(top)),
+            _compute(f"{name}.init_lag", first, lambda *a: const(0.0, top.dtype)),
+        ]
+        updates += [reference_update, lag_update]
+        live += [_moved(live[0], updates[0], u) for u in (reference_update, lag_update)]
+        return self.finish(sweep, updates, blocks, live, _caught_up(ops, sources, count))
 
     def _live(self, updates: list[Tensor], sources, within, blocks: int) -> list:
         """Per update, the steps of a row that may change its state, as ``(axis, condition)``:
@@ -469,7 +565,6 @@ class _Softmax(Rewrite):
             guards = [within(t, body, mapping, r=r)[2] for body, mapping in points]
             lives.append((r, logical("or", guards)))
         return lives
-
 
     def _kept_mask(self, op: ComputeOp):
         """The mask of the sums that read kept `op` (their `where=`, the same for each), as a
@@ -507,17 +602,16 @@ class _Softmax(Rewrite):
         return masks[0], tuple(reader for _, _, reader in found)
 
     def _kept_block(
-        self, op: ComputeOp, sweep: Sweep, blocks: int, mask=None
+        self, op: ComputeOp, sweep: Sweep, blocks: int, reference: Tensor, mask=None
     ) -> tuple[Tensor, int]:
         """The kept stage `op` one block of the reduce axis at a time, a row per step (zero
-        outside the axis, at step 0 and where `mask` of the point fails), and which of its axes
-        runs along the block."""
+        outside the axis, at step 0 and where `mask` of the point fails), the maximum read as
+        the state `reference`, and which of its axes runs along the block."""
         position = self._key_position(op)
         j = self.top.expr.axis[0]
         extent, start = j.dom.extent, j.dom.min
         axes = _axes(op)
         axes[position] = (sweep.inner, const(blocks))
-        m = sweep.states[0]
         body = self._folded(self.s[op], op.expr, keep=True)
 
         def block(t, *a):
@@ -525,7 +619,7 @@ class _Softmax(Rewrite):
             point = (*a[:position], key, *a[position + 1 :])
             value = transform(
                 substitute(body, _mapping(op.axis, point)),
-                lambda x: m[(t, *x.indices)] if self._is_top(x) else None,
+                lambda x: reference[(t, *x.indices)] if self._is_top(x) else None,
             )
             conditions = [t >= 1, (t - 1) * blocks + a[position] < extent]
             if mask is not None:
@@ -559,12 +653,10 @@ class _Softmax(Rewrite):
         return found.pop()
 
 
-def running(results: list[Tensor], ops: list[ComputeOp], live: list) -> list[Tensor]:
+def running(results: list[Tensor], names: list[str], live: list) -> list[Tensor]:
     """The scan's states named after the reductions they carry (``M.run``, ``Z.run``), which
     reads better in a lowered loop nest than the scan's numbering."""
-    renamed = [
-        replace(t.op, name=f"{op.name}.run", live=lv) for t, op, lv in zip(results, ops, live)
-    ]
+    renamed = [replace(t.op, name=name, live=lv) for t, name, lv in zip(results, names, live)]
     renamed[0].outputs.ops = tuple(renamed)
     return [Tensor(op, k) for k, op in enumerate(renamed)]
 
@@ -596,6 +688,44 @@ def _product(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "/":
         return _product(e.a) + [Binary("/", const(1.0, e.dtype), e.b, e.dtype)]
     return [e]
+
+
+def _moved(live, source: Tensor, target: Tensor):
+    """`live` of update `source` (see `Rewrite._live`) for `target`, over the same points:
+    the lagging reference and its lag move only where the maximum does."""
+    if live is None:
+        return None
+    axis, cond = live
+    mapping = {a.var: b.var for a, b in zip(source.op.axis, target.op.axis)}
+    return axis, substitute(cond, mapping)
+
+
+def _caught_up(ops: list[ComputeOp], sources, count: Expr):
+    """The final values of a chain whose sums were taken against a lagging reference
+    maximum: the maximum as it is, each sum times ``exp(scale * lag)`` (the lag, ``ref -
+    max``, the last state) at the row it reads the maximum at, as if taken against the
+    maximum itself."""
+
+    def final(k: int, states: list[Tensor], a: tuple) -> Expr:
+        if k == 0:
+            return states[0][(count, *a)]
+        _, at, scale, fn, _ = sources[k - 1]
+        point = tuple(substitute(i, _mapping(ops[k].axis, a)) for i in at)
+        exponent = states[-1][(count, *point)]
+        if not (isinstance(scale, Const) and scale.value == 1):
+            exponent = exponent * scale
+        return states[k][(count, *a)] * Call(fn, (exponent,), exponent.dtype)
+
+    return final
+
+
+def _roundings(e: Expr) -> list[str]:
+    """The floating types of the conversions `_unrounded` takes off `e`."""
+    found = []
+    while isinstance(e, Cast) and dt.is_float(e.dtype) and dt.is_float(e.value.dtype):
+        found.append(e.dtype)
+        e = e.value
+    return found
 
 
 def _unrounded(e: Expr) -> Expr:

@@ -33,7 +33,7 @@ def apply_pragma(stage: Stage, axis: object, name: str, value: object, loc: str)
         if not isinstance(value, (bool, int)):
             stage._fail(AnnotationError, call, loc, f"the value is a bool, not {value!r}")
         return
-    if name in (OVERLAP_PRODUCTS, TAKE_TURNS):  # `loopir.gpu.overlap_products`, `.take_turns`
+    if name in (OVERLAP_PRODUCTS, TAKE_TURNS, SKIP_UNIT_SCALES):  # passes of `loopir.gpu`
         stage.pragmas.setdefault(resolved, []).append((name, value))
         stage._record(rec.Pragma(stage.name, resolved, name, value, loc))
         return
@@ -66,9 +66,10 @@ def apply_pragma(stage: Stage, axis: object, name: str, value: object, loc: str)
 
 OVERLAP_PRODUCTS = "overlap_products"  # an online scan's second products into the next step
 TAKE_TURNS = "take_turns"  # consumer warpgroups taking turns at the tensor cores
+SKIP_UNIT_SCALES = "skip_unit_scales"  # a register tile's rescale skipped where it is by 1
 _KNOWN = (
     "unroll, vectorize, auto_unroll_max_step, unroll_explicit, import_llvm, overlap_products, "
-    "take_turns"
+    "take_turns, skip_unit_scales"
 )
 
 

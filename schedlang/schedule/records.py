@@ -163,6 +163,7 @@ class Online:
     factor: int
     loc: str = ""
     keep: tuple[str, ...] = ()
+    threshold: float | None = None
 
     @property
     def stage(self) -> str:

@@ -123,15 +123,20 @@ class Schedule:
         return rfactor(self, tensor, axis, factor_axis, user_location())
 
     @entry_point
-    def online(self, tensors: object, factor: object, keep: object = ()) -> list[Tensor]:
+    def online(
+        self, tensors: object, factor: object, keep: object = (), threshold: object = None
+    ) -> list[Tensor]:
         """Fuse a maximum and the sums taken against it (``[M, Z, O]`` of a softmax or of
         attention) into one pass over blocks of `factor` of their axis, with running state
         rescaled as the maximum grows; the states of the scan it makes (see `online`). The
         stages between the maximum and the sums are folded into the sums, but those in
-        `keep`, computed one block at a time in the scan's steps (a product's operand)."""
+        `keep`, computed one block at a time in the scan's steps (a product's operand). With
+        `threshold`, the sums are taken against a reference that follows the maximum only
+        once it has grown past it by more than `threshold` in the exponent: the states are
+        rescaled rarely (FlashAttention 4), and caught up once at the end."""
         from .online import online
 
-        return online(self, tensors, factor, user_location(), keep)
+        return online(self, tensors, factor, user_location(), keep, threshold)
 
     def keep_reachable_stages(self) -> None:
         """Order the stages as the dataflow graph from the outputs does now, and take out
@@ -390,7 +395,9 @@ def _apply(s: Schedule, r: object) -> None:
     elif isinstance(r, rec.RFactor):
         s.rfactor(stage, r.axis, r.factor_axis)
     elif isinstance(r, rec.Online):
-        s.online([s[name] for name in r.stages], r.factor, [s[name] for name in r.keep])
+        s.online(
+            [s[name] for name in r.stages], r.factor, [s[name] for name in r.keep], r.threshold
+        )
     elif isinstance(r, rec.DoubleBuffer):
         stage.double_buffer()
     elif isinstance(r, rec.Pipeline):

@@ -445,7 +445,9 @@ class Stage(StageViews):
         (GPU, warpgroup products), ``"overlap_products"`` moves a step's second products into
         the next step, beside its softmax (`loopir.gpu.overlap_products`), and ``"take_turns"``
         has a producer warpgroup's consumers take turns at the tensor cores
-        (`loopir.gpu.take_turns`). TVM's thread-pool and C-code
+        (`loopir.gpu.take_turns`); on a loop whose steps rescale a register tile,
+        ``"skip_unit_scales"`` runs each thread's rescale only where one of its factors is
+        not 1 (`loopir.gpu.skip_unit_scales`). TVM's thread-pool and C-code
         pragmas are refused, saying why; any other name is kept on the loop, as TE keeps a
         pragma no pass of it acts on (``iter_var_attrs[axis].pragma_keys``), with a warning
         that it changes nothing."""

@@ -91,7 +91,9 @@ def _line(r, st: str, ref) -> str:
     if isinstance(r, rec.Online):
         listed = ", ".join(_ident(name) for name in r.stages)
         kept = ", ".join(_ident(name) for name in r.keep)
-        return f"s.online([{listed}], factor={r.factor}" + (f", keep=[{kept}])" if kept else ")")
+        shown = f", keep=[{kept}]" if kept else ""
+        shown += f", threshold={r.threshold:g}" if r.threshold is not None else ""
+        return f"s.online([{listed}], factor={r.factor}{shown})"
     if isinstance(r, rec.DoubleBuffer):
         return f"{st}.double_buffer()"
     if isinstance(r, rec.Pipeline):

@@ -2,7 +2,9 @@
 cores (`wgmma_schedule`) with drawn options: masked or not, keys a step, stages of K and V,
 the copy engine or ``cp.async`` (its copies issued by the block's first thread or a producer
 warpgroup, whose consumers may take turns at the tensor cores), the second products overlapped
-with the next step's softmax, persistent blocks taking the tiles in turn.
+with the next step's softmax, persistent blocks taking the tiles in turn, the sums against a
+lagging reference maximum (``threshold=``, the output's rescale skipped where its factors are
+1; keys that grow along the sequence then make the reference move at some steps).
 
 Each option changes the kernel's structure: the online scan's steps (below the diagonal and on
 it under a causal mask), the pipeline's stages and barriers, and with persistent blocks a
@@ -41,9 +43,10 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         producer = tma and draw(st.booleans(), label="a producer warpgroup")
         turns = producer and draw(st.booleans(), label="consumers taking turns")
         persistent = draw(st.sampled_from([0, 0, 2, 3, 5]), label="persistent blocks")
+        threshold = draw(st.sampled_from([None, None, 0.5, 8.0]), label="lagging reference")
         seed = draw(st.integers(0, 2**16), label="input seed")
         options = dict(keys=keys, stages=stages, tma=tma, persistent=persistent, overlap=overlap)
-        options.update(warp_specialize=producer, turns=turns)
+        options.update(warp_specialize=producer, turns=turns, threshold=threshold)
         note(f"attention({heads}, {n}, 64, causal={causal}) with {options}")
         tally.family = FAMILY
         tally.count(f"family: {FAMILY}")
@@ -55,10 +58,14 @@ def attention_interpreter_property(data, tally: Tally) -> None:
             tally.count(lowering_verdict(err))
             return
         rng = np.random.default_rng(seed)
-        q, k, v = (rng.standard_normal((heads, n, 64)).astype(np.float16) for _ in range(3))
+        q, k, v = (rng.standard_normal((heads, n, 64)) for _ in range(3))
+        if threshold is not None:  # keys growing along the sequence pass a small threshold
+            k = k * np.linspace(0.2, 3.0, n)[None, :, None]
+        q, k, v = (x.astype(np.float16) for x in (q, k, v))
         out = np.full((heads, n, 64), np.nan, np.float16)
         kernel.simulate(q, k, v, out)
-        worst = float(np.abs(out.astype(np.float64) - attention_reference(q, k, v, causal)).max())
+        want = attention_reference(q, k, v, causal)
+        worst = float(np.abs(out.astype(np.float64) - want).max())
         if not worst <= 4e-3:  # NaN fails too
             raise FuzzFailure(f"attention {options} (causal={causal}) is {worst} off")
         tally.count("ran and matched")
@@ -71,6 +78,8 @@ def attention_interpreter_property(data, tally: Tally) -> None:
         if turns:
             _check_turns(kernel, options, causal)
             tally.count("ran, the consumers taking turns")
+        if threshold is not None:
+            tally.count("ran, the sums against a lagging reference maximum")
 
 
 def _check_turns(kernel, options: dict, causal: bool) -> None:

@@ -152,7 +152,7 @@ class StmtEmitter(ExprEmitter):
         if s.otherwise is None:
             with self.when(cond):
                 self.stmt(s.then)
-                self.target.end_of_arm(self)
+                self.target.end_of_arm(self, s)
             return
         before = self.registers.snapshot()
         arms = []
@@ -162,7 +162,7 @@ class StmtEmitter(ExprEmitter):
                 with arm, self.reuse.dominated(pre):
                     self.registers.restore(before)
                     self.stmt(body)
-                    self.target.end_of_arm(self)
+                    self.target.end_of_arm(self, s)
                     arms.append((self.registers.snapshot(), self.b.block))
         self.registers.join(self.b, arms)
         self.reuse.follows(pre)

@@ -155,8 +155,8 @@ class Target(ABC):
     def before_branch(self, em: StmtEmitter, branch: If) -> None:  # noqa: B027 (no-op by default)
         """Called before a branch's condition is evaluated."""
 
-    def end_of_arm(self, em: StmtEmitter) -> None:  # noqa: B027 (no-op by default)
-        """Called at the end of each arm of a branch, before the paths merge."""
+    def end_of_arm(self, em: StmtEmitter, branch: If) -> None:  # noqa: B027 (no-op by default)
+        """Called at the end of each arm of `branch`, before the paths merge."""
 
     @abstractmethod
     def external_math(self, name: str, dtype: str) -> str:

@@ -227,11 +227,11 @@ class NvptxTarget(Target):
 
     def before_branch(self, em: StmtEmitter, branch: If) -> None:
         if self._products:
-            self._order.drain(em)
+            self._order.before_branch(em, branch)
 
-    def end_of_arm(self, em: StmtEmitter) -> None:
+    def end_of_arm(self, em: StmtEmitter, branch: If) -> None:
         if self._products:
-            self._order.drain(em)
+            self._order.end_of_arm(em, branch)
 
     def thread_allreduce(self, em: StmtEmitter, stmt: ThreadAllReduce) -> None:
         emit_allreduce(em, stmt, self.kernel.block)

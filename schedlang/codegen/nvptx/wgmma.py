@@ -281,12 +281,27 @@ class WgmmaOrder:
                 self.wait(em)
             self.last_was_product = False
 
-    def drain(self, em: StmtEmitter) -> None:
-        """Wait for every product, before a branch and at the end of each of its arms: ptxas
-        cannot prove our branches uniform over a warpgroup (a store guarded by the edge of the
-        matrix, a warpgroup without rows in an edge block), and where a product may be in
-        flight on one path and not on another, it waits for every product of the kernel before
-        issuing the next ("wgmma serialized")."""
+    def before_branch(self, em: StmtEmitter, branch: If) -> None:
+        """Wait for every product before a branch, and again at the end of each of its arms
+        (`end_of_arm`): ptxas cannot prove our branches uniform over a warpgroup (a store
+        guarded by the edge of the matrix, a warpgroup without rows in an edge block), and
+        where a product may be in flight on one path and not on another, it waits for every
+        product of the kernel before issuing the next ("wgmma serialized"). A branch of
+        stores to registers alone (a rescale skipped where its factors are 1) issues and
+        waits for nothing on either path: it waits only for the products whose registers it
+        touches, and the others run on through it."""
+        touched = _registers_touched(branch)
+        if touched is None:
+            self._drain(em)
+        else:
+            self.wait_for(em, touched)
+            self.last_was_product = False
+
+    def end_of_arm(self, em: StmtEmitter, branch: If) -> None:
+        if _registers_touched(branch) is None:
+            self._drain(em)
+
+    def _drain(self, em: StmtEmitter) -> None:
         if self.pending:
             self.wait(em)
             self.last_was_product = False
