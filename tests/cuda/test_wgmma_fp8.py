@@ -20,6 +20,8 @@ import pytest
 import schedlang as sl
 from examples import gpu_gemm_fp8 as example
 from schedlang.ir import dtype as dt
+from schedlang.loopir.core.nodes import If, Store
+from schedlang.loopir.core.visit import walk_stmt
 from schedlang.runtime import tensor_maps
 from schedlang.runtime.cuda import driver
 from schedlang.schedule.errors import TensorizeError
@@ -271,6 +273,8 @@ SCALED = [
     ((256, 384, 256), "tensor", dict(example.FAST, block_cols=128, persistent=4)),
     # 128 x 256 tiles: the scaled values fit only in the accumulator's own registers
     ((256, 520, 256), "row", dict(example.FAST, persistent=3)),
+    # edges on persistent blocks: the last tile row holds 72 rows (one warpgroup's and 8)
+    ((200, 520, 288), "tensor", dict(example.FAST, persistent=3)),
 ]
 
 
@@ -294,6 +298,28 @@ def test_scaled_simulated_the_scales_applied_in_registers(shape, per, options):
     text = str(kernel.lowered)
     assert "acc.slot[" in text and "C.wgmma.accumulator.slot[" not in text
     assert "= store_matrix(acc[0:+64, 0:+" in text
+    kernel.simulate(*values)
+    want = sl.reference(tensors[-1], dict(zip(tensors[:-1], values[:-1])))
+    _close(values[-1], want, "bfloat16")
+
+
+@pytest.mark.parametrize("per", ["tensor", "row"])
+def test_per_tensor_scales_at_an_edge_are_applied_to_whole_tiles(per):
+    """Where the sizes cut the tiles, each of a thread's 128 scaled slots stood under its own
+    guards (at 4000^3: 2,400 instructions a tile). A per-tensor scale reads one element, in
+    bounds for every slot, so the scaling runs on the whole tile and `store_matrix` stores the
+    rows and columns that exist (`loopir.gpu.register_guards`); a row's scale would be read
+    past the end of SA for the rows that do not exist, so those guards stay."""
+    kernel, tensors, values = _scaled((200, 520, 288), per, dict(example.FAST, persistent=3))
+    (plan,) = kernel._compiled.plan.kernels
+    guarded = [
+        s
+        for g in walk_stmt(plan.body)
+        if isinstance(g, If)
+        for s in walk_stmt(g.then)
+        if isinstance(s, Store) and s.buffer.name == "acc"
+    ]
+    assert (not guarded) == (per == "tensor")
     kernel.simulate(*values)
     want = sl.reference(tensors[-1], dict(zip(tensors[:-1], values[:-1])))
     _close(values[-1], want, "bfloat16")

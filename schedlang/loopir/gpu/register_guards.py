@@ -6,31 +6,41 @@ unrolling, those guards split the inner product of a register tile into hundreds
 ptxas keeps values alive across all of them and spills. TE computes a thread's register tile
 whole and guards only the stores to global memory; this pass does the same where it is exact.
 
-A guard is *droppable* for a store to a ``local`` buffer `L` when it depends only on what is
-fixed for one element of `L` in one thread: block indices and sizes (outside the kernel),
-thread indices (a thread's `L` is its own), and loop variables (virtual threads, the rows and
+A guard is *droppable* for a store to a register buffer `L` (``local``, or a fragment a
+thread holds slots of) when it depends only on what is fixed for one element of `L` in one
+thread: block indices and sizes (outside the kernel), thread indices (a thread's `L` is its
+own), for a fragment the variables of loops around its allocation (a persistent block's
+tile: each tile has a fragment of its own), and loop variables (virtual threads, the rows and
 columns of the tile) that are themselves indices of `L`. The droppable guards go when
-- every store to `L` has the same droppable guards (up to the renaming of the thread and
-  loop variables each statement gets), so an element of `L` is either written by points that
-  exist or by none: its value is garbage only where nothing that exists reads it; other guards
-  (the tail of a reduction loop) stay;
-- the dropped statements read only ``local`` and ``shared`` memory, at indices that stay inside
-  those buffers for every iteration of the loops around (interval arithmetic over loops with
-  constant bounds), so the points that do not exist read nothing out of bounds.
-Stores to global memory keep their guards, so nothing computed for a missing point is visible.
+- every store to an element of `L` has the same droppable guards (up to the renaming of the
+  thread and loop variables each statement gets; where every store names its element by
+  constants, as unrolled stores do, those to one element, else all of them), so an element of
+  `L` is either written by points that exist or by none: its value is garbage only where
+  nothing that exists reads it; other guards (the tail of a reduction loop) stay;
+- the dropped statements read only at indices that stay inside the buffers they read for every
+  iteration of the loops around (interval arithmetic over loops with constant bounds), so the
+  points that do not exist read nothing out of bounds: registers and shared memory, and for a
+  fragment global memory of constant shape too (a scale of one element).
+Stores to global memory keep their guards, so nothing computed for a missing point is visible;
+a fragment reaches global memory by `store_matrix`, which stores only the points that exist.
+At 4000^3 the fp8 GEMM's scaling epilogue (`epilogue_in_place`) held every one of a thread's
+128 accumulator slots under its own guards, a pass of about 2,400 instructions a tile (1,736 in
+the whole kernel at 4096^3).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from math import prod
 
 from ...ir.expr import Binary, Const, Expr, Var
 from ...ir.printer import expr_str
-from ..core.nodes import Buffer, For, If, Let, Load, Stmt, Store
+from ..core.nodes import FRAGMENT_SCOPES, Allocate, Buffer, For, If, Let, Load, Stmt, Store
 from ..core.visit import stmt_children, substitute_expr, walk_expr, walk_stmt, with_children
 
 Range = tuple[int, int]  # inclusive
+_REGISTERS = ("local", *FRAGMENT_SCOPES)
 
 
 @dataclass(frozen=True)
@@ -53,22 +63,26 @@ def drop_register_guards(stmt: Stmt) -> Stmt:
 
 def _kernel(body: Stmt) -> Stmt:
     stores: dict[Buffer, list[tuple[Store, _Scope]]] = defaultdict(list)
-    _collect(body, _Scope({}, {}, ()), stores)
+    lifetimes: dict[int, frozenset[Var]] = {}  # a buffer's id -> the loops around its allocation
+    _collect(body, _Scope({}, {}, ()), stores, lifetimes)
     droppable: dict[int, set[int]] = {}  # id(store) -> ids of the ifs that may go around it
     for buffer, found in stores.items():
-        if buffer.scope == "local":
-            droppable.update(_droppable(found))
+        if buffer.scope in _REGISTERS:
+            fixed = lifetimes.get(id(buffer), frozenset()) if buffer.scope != "local" else None
+            droppable.update(_droppable(found, fixed))
     return _rebuild(body, droppable) if droppable else body
 
 
-def _collect(s: Stmt, scope: _Scope, stores: dict[Buffer, list[tuple[Store, _Scope]]]) -> None:
+def _collect(s: Stmt, scope: _Scope, stores: dict, lifetimes: dict) -> None:
     if isinstance(s, Store):
         stores[s.buffer].append((s, scope))
         return
+    if isinstance(s, Allocate):
+        lifetimes[id(s.buffer)] = frozenset(scope.ranges)
     if isinstance(s, If):
-        _collect(s.then, _Scope(scope.ranges, scope.threads, (*scope.guards, s)), stores)
-        if s.otherwise is not None:
-            _collect(s.otherwise, scope, stores)  # a guard with an else is never dropped
+        _collect(s.then, _Scope(scope.ranges, scope.threads, (*scope.guards, s)), stores, lifetimes)
+        if s.otherwise is not None:  # a guard with an else is never dropped
+            _collect(s.otherwise, scope, stores, lifetimes)
         return
     if isinstance(s, For):
         span = None
@@ -84,27 +98,35 @@ def _collect(s: Stmt, scope: _Scope, stores: dict[Buffer, list[tuple[Store, _Sco
     elif isinstance(s, Let):
         scope = _Scope({**scope.ranges, s.var: None}, scope.threads, scope.guards)
     for child in stmt_children(s):
-        _collect(child, scope, stores)
+        _collect(child, scope, stores, lifetimes)
 
 
-def _droppable(found: list[tuple[Store, _Scope]]) -> dict[int, set[int]]:
-    """For the stores to one local buffer: the guards each may lose, when they all share the
-    same droppable guards (module docstring); guards on anything else (the tail of a
-    reduction loop) stay."""
-    shapes = set()
+def _droppable(
+    found: list[tuple[Store, _Scope]], fixed: frozenset[Var] | None
+) -> dict[int, set[int]]:
+    """For the stores to one register buffer: the guards each may lose, when they all share
+    the same droppable guards (module docstring); guards on anything else (the tail of a
+    reduction loop) stay. `fixed`: for a fragment, the variables of the loops around its
+    allocation (None for a local buffer)."""
+    shapes: dict[tuple, set[str]] = defaultdict(set)
     result: dict[int, set[int]] = {}
+    # Unrolled, each store names its element by constants: elements apart are compared apart.
+    # An index that is not a constant may be any element: then all stores are compared.
+    unrolled = all(isinstance(i, Const) for store, _ in found for i in store.indices)
     for store, scope in found:
-        if not _reads_on_chip(store, scope.ranges):
+        if not _reads_in_bounds(store, scope.ranges, fixed is None):
             return {}
         names = _names(store, scope)
+        names.update({v: v for v in fixed or () if v not in names})
         shown = []
         result[id(store)] = set()
         for guard in scope.guards:
             if _depends_only_on(guard.cond, names, scope.ranges):
                 shown.append(expr_str(substitute_expr(guard.cond, names)))
                 result[id(store)].add(id(guard))
-        shapes.add(" and ".join(sorted(shown)))
-    if len(shapes) != 1 or shapes == {""}:
+        element = tuple(int(i.value) for i in store.indices) if unrolled else ()
+        shapes[element].add(" and ".join(sorted(shown)))
+    if any(len(shown) != 1 or shown == {""} for shown in shapes.values()):
         return {}
     return result
 
@@ -131,20 +153,26 @@ def _depends_only_on(cond: Expr, names: dict[Var, Expr], ranges: dict[Var, Range
     return True
 
 
-def _reads_on_chip(store: Store, ranges: dict[Var, Range | None]) -> bool:
+def _reads_in_bounds(store: Store, ranges: dict[Var, Range | None], on_chip: bool) -> bool:
+    """Whether `store` reads inside every buffer it reads, and with `on_chip` reads only
+    registers and shared memory."""
     if not _in_bounds(store.buffer, store.indices, ranges):
         return False
     for e in (store.value, *store.indices):
         for node in walk_expr(e):
-            if isinstance(node, Load) and not (
-                node.buffer.scope in ("local", "shared")
-                and _in_bounds(node.buffer, node.indices, ranges)
-            ):
+            if not isinstance(node, Load):
+                continue
+            if on_chip and node.buffer.scope not in (*_REGISTERS, "shared"):
+                return False
+            if not _in_bounds(node.buffer, node.indices, ranges):
                 return False
     return True
 
 
 def _in_bounds(buffer: Buffer, indices: tuple[Expr, ...], ranges: dict[Var, Range | None]) -> bool:
+    if buffer.scope in FRAGMENT_SCOPES and len(indices) == 1:  # a slot of a thread's fragment
+        span, extents = _span(indices[0], ranges), [_const(n) for n in buffer.shape]
+        return span is not None and None not in extents and 0 <= span[0] <= span[1] < prod(extents)
     for index, extent in zip(indices, buffer.shape):
         span = _span(index, ranges)
         if span is None or not isinstance(extent, Const):
@@ -152,6 +180,10 @@ def _in_bounds(buffer: Buffer, indices: tuple[Expr, ...], ranges: dict[Var, Rang
         if span[0] < 0 or span[1] >= int(extent.value):
             return False
     return True
+
+
+def _const(e: Expr) -> int | None:
+    return int(e.value) if isinstance(e, Const) else None
 
 
 def _span(e: Expr, ranges: dict[Var, Range | None]) -> Range | None:
