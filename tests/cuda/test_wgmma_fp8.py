@@ -21,6 +21,7 @@ import schedlang as sl
 from examples import gpu_gemm_fp8 as example
 from schedlang.ir import dtype as dt
 from schedlang.loopir.core.nodes import If, Store
+from schedlang.loopir.core.printer import stmt_str
 from schedlang.loopir.core.visit import walk_stmt
 from schedlang.runtime import tensor_maps
 from schedlang.runtime.cuda import driver
@@ -304,14 +305,15 @@ def test_scaled_simulated_the_scales_applied_in_registers(shape, per, options):
 
 
 @pytest.mark.parametrize("per", ["tensor", "row"])
-def test_per_tensor_scales_at_an_edge_are_applied_to_whole_tiles(per):
+def test_scales_at_an_edge_are_applied_to_whole_tiles(per):
     """Where the sizes cut the tiles, each of a thread's 128 scaled slots stood under its own
-    guards (at 4000^3: 2,400 instructions a tile). A per-tensor scale reads one element, in
-    bounds for every slot, so the scaling runs on the whole tile and `store_matrix` stores the
-    rows and columns that exist (`loopir.gpu.register_guards`); a row's scale would be read
-    past the end of SA for the rows that do not exist, so those guards stay."""
+    guards (at 4000^3: 2,400 instructions a tile). The scaling now runs on the whole tile and
+    `store_matrix` stores the rows and columns that exist (`loopir.gpu.register_guards`): a
+    per-tensor scale is one element, in bounds for every slot; a row's or column's scale is
+    read at its index clamped into SA or SB, the index itself wherever the point exists."""
     kernel, tensors, values = _scaled((200, 520, 288), per, dict(example.FAST, persistent=3))
     (plan,) = kernel._compiled.plan.kernels
+    stores = [s for s in walk_stmt(plan.body) if isinstance(s, Store) and s.buffer.name == "acc"]
     guarded = [
         s
         for g in walk_stmt(plan.body)
@@ -319,7 +321,9 @@ def test_per_tensor_scales_at_an_edge_are_applied_to_whole_tiles(per):
         for s in walk_stmt(g.then)
         if isinstance(s, Store) and s.buffer.name == "acc"
     ]
-    assert (not guarded) == (per == "tensor")
+    assert stores and not guarded
+    text = stmt_str(plan.body)
+    assert ("SA[max(min(" in text and "SB[max(min(" in text) == (per == "row")
     kernel.simulate(*values)
     want = sl.reference(tensors[-1], dict(zip(tensors[:-1], values[:-1])))
     _close(values[-1], want, "bfloat16")

@@ -19,8 +19,10 @@ columns of the tile) that are themselves indices of `L`. The droppable guards go
   nothing that exists reads it; other guards (the tail of a reduction loop) stay;
 - the dropped statements read only at indices that stay inside the buffers they read for every
   iteration of the loops around (interval arithmetic over loops with constant bounds), so the
-  points that do not exist read nothing out of bounds: registers and shared memory, and for a
-  fragment global memory of constant shape too (a scale of one element).
+  points that do not exist read nothing out of bounds: registers and shared memory. A
+  fragment's stores may also read global memory: an index not shown in bounds is clamped into
+  the buffer (``min(max(i, 0), extent - 1)``, the same index at every point that exists), so
+  a missing row reads the last row's scale rather than past the end.
 Stores to global memory keep their guards, so nothing computed for a missing point is visible;
 a fragment reaches global memory by `store_matrix`, which stores only the points that exist.
 At 4000^3 the fp8 GEMM's scaling epilogue (`epilogue_in_place`) held every one of a thread's
@@ -37,7 +39,14 @@ from math import prod
 from ...ir.expr import Binary, Const, Expr, Var
 from ...ir.printer import expr_str
 from ..core.nodes import FRAGMENT_SCOPES, Allocate, Buffer, For, If, Let, Load, Stmt, Store
-from ..core.visit import stmt_children, substitute_expr, walk_expr, walk_stmt, with_children
+from ..core.visit import (
+    stmt_children,
+    substitute_expr,
+    transform_expr,
+    walk_expr,
+    walk_stmt,
+    with_children,
+)
 
 Range = tuple[int, int]  # inclusive
 _REGISTERS = ("local", *FRAGMENT_SCOPES)
@@ -162,8 +171,10 @@ def _reads_in_bounds(store: Store, ranges: dict[Var, Range | None], on_chip: boo
         for node in walk_expr(e):
             if not isinstance(node, Load):
                 continue
-            if on_chip and node.buffer.scope not in (*_REGISTERS, "shared"):
-                return False
+            if node.buffer.scope not in (*_REGISTERS, "shared"):
+                if on_chip:
+                    return False
+                continue  # clamped into the buffer where the guards go (`_clamped`)
             if not _in_bounds(node.buffer, node.indices, ranges):
                 return False
     return True
@@ -216,13 +227,34 @@ def _span(e: Expr, ranges: dict[Var, Range | None]) -> Range | None:
 
 
 def _rebuild(s: Stmt, droppable: dict[int, set[int]]) -> Stmt:
-    """`s` without the ifs that every store under them may lose."""
+    """`s` without the ifs that every store under them may lose, a fragment's reads of
+    global memory under them clamped into their buffers."""
     if isinstance(s, If) and s.otherwise is None and _only(s, droppable):
         return _rebuild(s.then, droppable)
+    if isinstance(s, Store) and s.buffer.scope in FRAGMENT_SCOPES and droppable.get(id(s)):
+        return Store(s.buffer, s.indices, transform_expr(s.value, _clamped))
     kids = stmt_children(s)
     if not kids:
         return s
     return with_children(s, tuple(_rebuild(c, droppable) for c in kids))
+
+
+def _clamped(e: Expr) -> Expr | None:
+    """A read of global memory with each index not a constant clamped into the buffer."""
+    if not (isinstance(e, Load) and e.buffer.scope not in (*_REGISTERS, "shared")):
+        return None
+    indices = tuple(
+        index
+        if isinstance(index, Const)
+        else Binary(
+            "max",
+            Binary("min", index, extent - 1, index.dtype),
+            Const(0, index.dtype),
+            index.dtype,
+        )
+        for index, extent in zip(e.indices, e.buffer.shape)
+    )
+    return Load(e.buffer, indices, e.dtype)
 
 
 def _only(guard: If, droppable: dict[int, set[int]]) -> bool:
