@@ -472,12 +472,12 @@ class _Softmax(Rewrite):
         reference = m  # what the sums' exponents are taken against
         if threshold is not None:
             reference = placeholder((steps, *top.shape), top.dtype, f"{name}.reference")
-            lag = threshold / max(float(scale.value) for _, _, scale, _, _ in sources)
+            margin = threshold / max(float(scale.value) for _, _, scale, _, _ in sources)
             reference_update = _compute(
                 f"{name}.{top.name}_reference_update",
                 rows,
                 lambda t, *a: select(
-                    m[(t, *a)] > reference[(t - 1, *a)] + const(lag, top.dtype),
+                    m[(t, *a)] > reference[(t - 1, *a)] + const(margin, top.dtype),
                     m[(t, *a)],
                     reference[(t - 1, *a)],
                 ),

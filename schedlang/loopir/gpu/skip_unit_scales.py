@@ -131,9 +131,9 @@ def _collect(s: Stmt, loops: dict, stores: list, times: int) -> bool:
 
 
 def _factor(store: Store) -> Expr | None:
-    """f of ``X[i] = X[i] * f`` (either order), f not reading X; else None."""
+    """f of the float32 ``X[i] = X[i] * f`` (either order); else None."""
     value = store.value
-    if not (isinstance(value, Binary) and value.op == "*" and value.dtype in ("float32",)):
+    if not (isinstance(value, Binary) and value.op == "*" and value.dtype == "float32"):
         return None
     for own, factor in ((value.a, value.b), (value.b, value.a)):
         if (
