@@ -91,7 +91,11 @@ def box_copy_mismatch(
     whole = isl.Set(f"{head}{{ [{box_dims}] : {box} }}")
     needed = isl.Set(f"{head}{{ [{box_dims}] : {box} and {in_tensor} and {around} }}")
     if not (covered.is_subset(whole) and needed.is_subset(covered)):
-        return "its fill does not write the whole buffer (the part inside the tensor)"
+        return (
+            "its fill does not write the whole buffer (the part inside the tensor) for every "
+            "size and tile isl can see; pipeline it without tma (cp.async), or stage a tile "
+            "of whole 128-byte rows"
+        )
     if when is not None:
         padded = cond_text(when, names)
         for text in (f"({padded}) and not ({inside})", f"not ({padded}) and ({inside})"):

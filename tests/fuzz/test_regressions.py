@@ -8,6 +8,7 @@ import pytest
 
 import schedlang as sl
 from examples import gpu_gemm_fp16 as gemm_fp16
+from examples import gpu_gemm_wgmma
 from schedlang.loopir.interpret import run
 from schedlang.schedule.errors import PlacementError, RFactorError
 from tests.schedule.util import check
@@ -338,6 +339,19 @@ def test_a_pipelined_copy_of_rows_cut_by_the_edge_says_what_to_do():
         sl.build(s, [a, b, c], target="cuda")
     except sl.LoweringError as err:
         assert "; " in str(err), str(err)
+
+
+def test_a_bulk_copy_it_cannot_prove_whole_says_what_to_do():
+    """The warpgroup GEMM with a symbolic m, blocks of 16 columns (B's tile rows of 32 bytes)
+    on 2 persistent blocks: isl cannot show the copy engine's box covers the tile for every
+    m, and the refusal said so but not what to do. Found by the tensor-core family
+    (benchmarks/fuzz.py, seed 7)."""
+    a, b, c = gemm_fp16.gemm(sl.var("m"), 64, 64, "float16", "float32")
+    s = gpu_gemm_wgmma.schedule(
+        a, b, c, block_rows=64, block_cols=16, stages=2, tma=True, persistent=2
+    )
+    with pytest.raises(sl.LoweringError, match="; pipeline it without tma"):
+        sl.build(s, [a, b, c], target="cuda")
 
 
 def test_a_pipelined_tile_with_an_aligned_last_axis_builds_or_is_refused():
