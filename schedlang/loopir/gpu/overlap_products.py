@@ -64,37 +64,25 @@ from ..core.simplify import simplify_expr
 from ..core.visit import stmt_exprs, substitute_stmt, transform_stmt, walk_expr, walk_stmt
 from ..memory.bulk_pipeline import CONSUMER, ISSUER, PRODUCER
 from ..memory.fragments import is_wgmma
+from .pragma_loops import rewrite_pragma_loops
 
 
 def overlap_products(stmt: Stmt, loops: dict[str, str]) -> Stmt:
     """`stmt` with the loops named in `loops` (``pragma(axis, "overlap_products")``: the
     axis's name -> its stage's) rotated (module doc); a `LoweringError` where a loop of a
-    name is there and none of them has the shape."""
-    if not loops:
-        return stmt
-    seen: set[str] = set()
-    rotated: set[str] = set()
+    name is there and none of them has the shape (a scan of one step has no loop left)."""
+    return rewrite_pragma_loops(stmt, loops, _rotated, _not_a_step)
 
-    def rotate(s: Stmt) -> Stmt | None:
-        if not (isinstance(s, For) and s.var.name in loops):
-            return None
-        seen.add(s.var.name)
-        done = _rotated(s)
-        if done is not None:
-            rotated.add(s.var.name)
-        return done
 
-    result = transform_stmt(stmt, rotate)
-    for name in seen - rotated:  # a scan of one step has no loop left: nothing to overlap
-        raise LoweringError(
-            f"In schedule for '{loops[name]}': pragma({name}, \"overlap_products\"): the "
-            f"loop {name} is not the step of a warpgroup's online scan whose second products "
-            "(onto a second accumulator, from a register operand) can move into the next "
-            "step: that needs the scores' products, statistics, probabilities, the rescale "
-            "and the second products in that order, and K's and V's stages filled by the "
-            "copy engine; stage them with pipeline(stages, tma=True), or leave the pragma out"
-        )
-    return result
+def _not_a_step(name: str, stage: str) -> LoweringError:
+    return LoweringError(
+        f"In schedule for '{stage}': pragma({name}, \"overlap_products\"): the "
+        f"loop {name} is not the step of a warpgroup's online scan whose second products "
+        "(onto a second accumulator, from a register operand) can move into the next "
+        "step: that needs the scores' products, statistics, probabilities, the rescale "
+        "and the second products in that order, and K's and V's stages filled by the "
+        "copy engine; stage them with pipeline(stages, tma=True), or leave the pragma out"
+    )
 
 
 @dataclass

@@ -31,13 +31,8 @@ from ...ir.expr import Binary, Compare, Const, Expr, Var, const, logical
 from ...ir.printer import expr_str
 from ..core.nodes import FRAGMENT_SCOPES, For, If, Load, Seq, Stmt, Store
 from ..core.simplify import simplify_expr
-from ..core.visit import (
-    stmt_children,
-    substitute_expr,
-    transform_stmt,
-    walk_expr,
-    with_children,
-)
+from ..core.visit import stmt_children, substitute_expr, walk_expr, with_children
+from .pragma_loops import rewrite_pragma_loops
 
 _REGISTERS = ("local", *FRAGMENT_SCOPES)
 _MOST_FACTORS = 4  # distinct factors a guard may test
@@ -49,30 +44,21 @@ def skip_unit_scales(body: Stmt, loops: dict[str, str]) -> Stmt:
     """`body` with each register rescale inside the loops named in `loops` (the axis's name
     -> its stage's, for a refusal) guarded by its factors' test (module doc); a
     `LoweringError` where such a loop holds none."""
-    if not loops:
-        return body
-    seen: set[str] = set()
-    guarded: set[str] = set()
+    return rewrite_pragma_loops(body, loops, _within, _no_rescale)
 
-    def within(s: Stmt) -> Stmt | None:
-        if not (isinstance(s, For) and s.var.name in loops):
-            return None
-        seen.add(s.var.name)
-        done = _guarded(s.body)
-        if done is s.body:
-            return None
-        guarded.add(s.var.name)
-        return replace(s, body=done)
 
-    result = transform_stmt(body, within)
-    for name in sorted(seen - guarded):
-        raise LoweringError(
-            f"In schedule for '{loops[name]}': pragma({name}, \"skip_unit_scales\"): the loop "
-            f"{name} holds no rescale of a register tile (each element times one of a few "
-            "factors, X = X * f, in unrolled loops) to skip where its factors are 1; leave "
-            "the pragma out, or give it on the loop of an online scan's steps"
-        )
-    return result
+def _within(loop: For) -> Stmt | None:
+    done = _guarded(loop.body)
+    return None if done is loop.body else replace(loop, body=done)
+
+
+def _no_rescale(name: str, stage: str) -> LoweringError:
+    return LoweringError(
+        f"In schedule for '{stage}': pragma({name}, \"skip_unit_scales\"): the loop "
+        f"{name} holds no rescale of a register tile (each element times one of a few "
+        "factors, X = X * f, in unrolled loops) to skip where its factors are 1; leave "
+        "the pragma out, or give it on the loop of an online scan's steps"
+    )
 
 
 def _guarded(body: Stmt) -> Stmt:
