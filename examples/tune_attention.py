@@ -3,8 +3,10 @@ query rows a block (one to three warpgroups), keys a step, copies of K and V in 
 whether the copy engine brings them, issued by the block's first thread or by a producer
 warpgroup that hands its registers to the consumers (``producer``), whether a step's second
 products run beside the next step's softmax (``overlap``, with the copy engine), whether the
-producer's consumers take turns at the tensor cores (``turns``), and whether a block per
-multiprocessor takes the tiles in turn (persistent blocks) are knobs (576 points). The
+producer's consumers take turns at the tensor cores (``turns``), whether a block per
+multiprocessor takes the tiles in turn (persistent blocks), and whether the sums are taken
+against a lagging reference maximum with the rescale skipped where it is by 1 (``lazy``:
+``online(..., threshold=8)``) are knobs (1152 points). The
 template declares invalid the points whose tiles would not fit in a multiprocessor's 227 KB
 of shared memory, whose block of keys (or, on persistent blocks, of rows) does not divide the
 length, that overlap or have a producer without the copy engine, or take turns without a
@@ -39,6 +41,7 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
     overlap = cfg.choice("overlap", [False, True])
     producer = cfg.choice("producer", [False, True])
     turns = cfg.choice("turns", [False, True])
+    lazy = cfg.choice("lazy", [False, True])
     cfg.add_flop(4.0 * bh * n * n * d / (2 if causal else 1))
     if n % keys:
         raise sl.tune.Invalid(f"{keys} keys a step do not divide the length {n}")
@@ -66,6 +69,7 @@ def attention(cfg, bh, n, d, dtype="float16", causal=False, multiprocessors=132)
         overlap=overlap,
         warp_specialize=producer,
         turns=turns,
+        threshold=8.0 if lazy else None,
     )
     return s, [*tensors[:3], tensors[-1]]
 

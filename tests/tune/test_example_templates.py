@@ -101,7 +101,7 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     from examples import gpu_attention, tune_attention
 
     task = tune_attention.attention(2, 256, 128, causal=True, multiprocessors=5)
-    assert len(task.space) == 576
+    assert len(task.space) == 1152
     hand = {
         "rows": 128,
         "keys": 64,
@@ -111,6 +111,7 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
         "overlap": False,
         "producer": False,
         "turns": False,
+        "lazy": False,
     }
     s, args = task.instantiate(hand)
     tensors = gpu_attention.tensor_core_attention(2, 256, 128, causal=True)
@@ -135,6 +136,10 @@ def test_the_attention_template_has_the_hand_schedule_among_its_points():
     s, _ = task.instantiate(dict(hand, keys=128, stages=3, tma=True, producer=True, turns=True))
     want = dict(keys=128, stages=3, tma=True, warp_specialize=True, turns=True)
     assert str(s) == str(gpu_attention.wgmma_schedule(*tensors, **want))
+    s, _ = task.instantiate(dict(hand, keys=128, stages=3, tma=True, producer=True, lazy=True))
+    want = dict(keys=128, stages=3, tma=True, warp_specialize=True, threshold=8.0)
+    assert str(s) == str(gpu_attention.wgmma_schedule(*tensors, **want))
+    assert "threshold=8" in str(s) and "skip_unit_scales" in str(s)
     with pytest.raises(sl.tune.Invalid, match="exceed 227 KB"):
         task.instantiate(dict(hand, rows=192, keys=128, stages=3))
     with pytest.raises(sl.tune.Invalid, match="2 stages or more"):
@@ -157,6 +162,7 @@ def test_an_attention_template_point_runs_on_the_simulated_tensor_cores():
         "overlap": False,
         "producer": False,
         "turns": False,
+        "lazy": True,
     }
     s, args = task.instantiate(point)  # 132 blocks for 2 tiles: the others take none
     kernel = sl.build(s, args, target="cuda -arch=sm_90a")
