@@ -33,6 +33,7 @@ from .verdict import FuzzFailure, Tally, check_primitive_error
 
 SCOPES = ("global", "shared", "local")
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
+THRESHOLDS = (None, None, None, 0.0, 2.0, 8.0, -1.0, 40.0)  # online: the last two refused
 CPU_KINDS = ("unroll", "vectorize", "parallel")
 GPU_TAGS = ("blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y", "vthread")
 THREADS = (1, 2, 4, 8, 32)
@@ -244,7 +245,8 @@ class Scheduler:
         count = self.draw(st.integers(1, min(2, len(others))), label="online chain")
         chain = [stage, *self.draw(st.permutations(others))[:count]]
         factor = self.draw(st.sampled_from((0, *FACTORS)), label="online factor")
-        self.attempt("online", lambda: self.s.online(chain, factor))
+        threshold = self.draw(st.sampled_from(THRESHOLDS), label="online threshold")
+        self.attempt("online", lambda: self.s.online(chain, factor, threshold=threshold))
 
     def online_chain(self) -> None:
         """The algorithm's own chain first, where it has one: its first reduction and the
@@ -267,7 +269,12 @@ class Scheduler:
         if elementwise and self.draw(st.booleans(), label="online keep"):
             keep = [self.draw(st.sampled_from(elementwise), label="kept stage")]
         names = [x.name for x in reductions]
-        states = self.attempt("online", lambda: self.s.online(reductions, factor, keep=keep))
+        # a lagging reference maximum now and then: legal for softmax chains below the float32
+        # bound; refused by name past it, below zero, and for mean and variance chains
+        threshold = self.draw(st.sampled_from(THRESHOLDS), label="online threshold")
+        states = self.attempt(
+            "online", lambda: self.s.online(reductions, factor, keep=keep, threshold=threshold)
+        )
         if states and self.draw(st.booleans(), label="scan at rows"):
             self.scan_at_rows(states[0], names[1:])
 
