@@ -33,6 +33,7 @@ from ...ir import dtype as dt
 from ...ir.expr import Binary, Const, Expr, Var
 from ...loopir.core.nodes import (
     FRAGMENT_SCOPES,
+    REGISTER_SCOPES,
     Allocate,
     AsyncCopy,
     Buffer,
@@ -70,7 +71,7 @@ def promoted(body: Stmt) -> set[int]:
     the module docstring), found in one pass over `body`."""
     candidates: dict[int, int] = {}
     for s in walk_stmt(body):
-        if isinstance(s, Allocate) and s.buffer.scope in ("local", *FRAGMENT_SCOPES):
+        if isinstance(s, Allocate) and s.buffer.scope in REGISTER_SCOPES:
             count = element_count(s.buffer)
             if count is not None and 0 < count <= MAX_ELEMENTS:
                 candidates[id(s.buffer)] = count

@@ -228,6 +228,7 @@ class WgmmaOrder:
         self.current: set[int] = set()  # products issued since the last commit
         self.accumulators: dict[int, Buffer] = {}
         self.last_was_product = False
+        self.register_branches: set[int] = set()  # branches of register stores (`before_branch`)
 
     @property
     def pending(self) -> bool:
@@ -294,11 +295,12 @@ class WgmmaOrder:
         if touched is None:
             self._drain(em)
         else:
+            self.register_branches.add(id(branch))
             self.wait_for(em, touched)
             self.last_was_product = False
 
     def end_of_arm(self, em: StmtEmitter, branch: If) -> None:
-        if _registers_touched(branch) is None:
+        if id(branch) not in self.register_branches:
             self._drain(em)
 
     def _drain(self, em: StmtEmitter) -> None:

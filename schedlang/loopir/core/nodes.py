@@ -23,6 +23,7 @@ from ...schedule.stage import HARDWARE_TAGS
 
 LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel", "bound", "vthread")
 SCOPES = ("global", "shared", "local", *FRAGMENT_SCOPES)
+REGISTER_SCOPES = ("local", *FRAGMENT_SCOPES)  # a thread's own: registers, or slots of a fragment
 THREAD_TAGS = tuple(tag for tag in HARDWARE_TAGS if tag != "vthread")
 
 

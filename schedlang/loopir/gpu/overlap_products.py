@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ...errors import LoweringError
 from ...ir.expr import Binary, Compare, Expr, const
 from ..core.nodes import (
     Allocate,
@@ -71,18 +70,16 @@ def overlap_products(stmt: Stmt, loops: dict[str, str]) -> Stmt:
     """`stmt` with the loops named in `loops` (``pragma(axis, "overlap_products")``: the
     axis's name -> its stage's) rotated (module doc); a `LoweringError` where a loop of a
     name is there and none of them has the shape (a scan of one step has no loop left)."""
-    return rewrite_pragma_loops(stmt, loops, _rotated, _not_a_step)
+    return rewrite_pragma_loops(stmt, loops, _rotated, "overlap_products", _NOT_A_STEP)
 
 
-def _not_a_step(name: str, stage: str) -> LoweringError:
-    return LoweringError(
-        f"In schedule for '{stage}': pragma({name}, \"overlap_products\"): the "
-        f"loop {name} is not the step of a warpgroup's online scan whose second products "
-        "(onto a second accumulator, from a register operand) can move into the next "
-        "step: that needs the scores' products, statistics, probabilities, the rescale "
-        "and the second products in that order, and K's and V's stages filled by the "
-        "copy engine; stage them with pipeline(stages, tma=True), or leave the pragma out"
-    )
+_NOT_A_STEP = (
+    "is not the step of a warpgroup's online scan whose second products (onto a second "
+    "accumulator, from a register operand) can move into the next step: that needs the "
+    "scores' products, statistics, probabilities, the rescale and the second products in "
+    "that order, and K's and V's stages filled by the copy engine; stage them with "
+    "pipeline(stages, tma=True), or leave the pragma out"
+)
 
 
 @dataclass

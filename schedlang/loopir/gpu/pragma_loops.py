@@ -20,11 +20,13 @@ def rewrite_pragma_loops(
     body: Stmt,
     loops: dict[str, str],
     rewrite: Callable[[For], Stmt | None],
-    refusal: Callable[[str, str], LoweringError],
+    pragma: str,
+    why: str,
 ) -> Stmt:
     """`body` with each loop named in `loops` (the axis's name -> its stage's) replaced by
-    `rewrite(loop)` (None: the loop does not have the pass's shape); `refusal(axis, stage)`
-    where no copy of a named loop had it."""
+    `rewrite(loop)` (None: the loop does not have the pass's shape); where no copy of a named
+    loop had it, a `LoweringError` naming the stage and `pragma`, and saying `why` (what the
+    loop is not, then the way out)."""
     if not loops:
         return body
     seen: set[str] = set()
@@ -41,5 +43,7 @@ def rewrite_pragma_loops(
 
     result = transform_stmt(body, offer)
     for name in sorted(seen - taken):
-        raise refusal(name, loops[name])
+        raise LoweringError(
+            f"In schedule for '{loops[name]}': pragma({name}, \"{pragma}\"): the loop {name} {why}"
+        )
     return result

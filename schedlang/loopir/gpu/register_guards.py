@@ -38,7 +38,18 @@ from math import prod
 
 from ...ir.expr import Binary, Const, Expr, Var
 from ...ir.printer import expr_str
-from ..core.nodes import FRAGMENT_SCOPES, Allocate, Buffer, For, If, Let, Load, Stmt, Store
+from ..core.nodes import (
+    FRAGMENT_SCOPES,
+    REGISTER_SCOPES,
+    Allocate,
+    Buffer,
+    For,
+    If,
+    Let,
+    Load,
+    Stmt,
+    Store,
+)
 from ..core.visit import (
     stmt_children,
     substitute_expr,
@@ -49,7 +60,6 @@ from ..core.visit import (
 )
 
 Range = tuple[int, int]  # inclusive
-_REGISTERS = ("local", *FRAGMENT_SCOPES)
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,7 @@ def _kernel(body: Stmt) -> Stmt:
     _collect(body, _Scope({}, {}, ()), stores, lifetimes)
     droppable: dict[int, set[int]] = {}  # id(store) -> ids of the ifs that may go around it
     for buffer, found in stores.items():
-        if buffer.scope in _REGISTERS:
+        if buffer.scope in REGISTER_SCOPES:
             fixed = lifetimes.get(id(buffer), frozenset()) if buffer.scope != "local" else None
             droppable.update(_droppable(found, fixed))
     return _rebuild(body, droppable) if droppable else body
@@ -171,7 +181,7 @@ def _reads_in_bounds(store: Store, ranges: dict[Var, Range | None], on_chip: boo
         for node in walk_expr(e):
             if not isinstance(node, Load):
                 continue
-            if node.buffer.scope not in (*_REGISTERS, "shared"):
+            if node.buffer.scope not in (*REGISTER_SCOPES, "shared"):
                 if on_chip:
                     return False
                 continue  # clamped into the buffer where the guards go (`_clamped`)
@@ -241,7 +251,7 @@ def _rebuild(s: Stmt, droppable: dict[int, set[int]]) -> Stmt:
 
 def _clamped(e: Expr) -> Expr | None:
     """A read of global memory with each index not a constant clamped into the buffer."""
-    if not (isinstance(e, Load) and e.buffer.scope not in (*_REGISTERS, "shared")):
+    if not (isinstance(e, Load) and e.buffer.scope not in (*REGISTER_SCOPES, "shared")):
         return None
     indices = tuple(
         index

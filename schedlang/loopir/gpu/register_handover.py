@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from ...ir.expr import Compare, Const, Expr, Var, const
 from ..core.nodes import (
-    FRAGMENT_SCOPES,
+    REGISTER_SCOPES,
     Allocate,
     AsyncCopy,
     Barrier,
@@ -56,7 +56,6 @@ from ..memory.refill import reads, writes
 REGISTER_FILE = 65536  # 32-bit registers a multiprocessor, every GPU since compute capability 5
 PRODUCER_REGISTERS = 24  # the least setmaxnreg gives
 MOST_REGISTERS = 240  # FlashAttention 3's and CUTLASS's consumers (a multiple of 8, < 256)
-REGISTER_SCOPES = ("local", *FRAGMENT_SCOPES)
 
 
 class _Mixed(Exception):

@@ -23,7 +23,7 @@ from itertools import product
 
 from ...ir.expr import Binary, Const, Expr, Var, const
 from ..core.nodes import (
-    FRAGMENT_SCOPES,
+    REGISTER_SCOPES,
     Allocate,
     Buffer,
     For,
@@ -45,7 +45,6 @@ from ..core.visit import (
 )
 from ..memory.fragments import lane_size
 
-_REGISTERS = ("local", *FRAGMENT_SCOPES)
 _MOST_RANGES = 256  # index combinations tried to bound what an access adds to its half
 
 
@@ -107,7 +106,7 @@ def _halves(loop: For) -> dict[Buffer, int]:
 def _half_of(buffer: Buffer, indices: tuple, j: Var, ranges: dict) -> int | None:
     """The size of the half of `buffer` that ``indices`` pick by `j`'s parity, or None: a
     local array of one dimension, or a fragment of two leading positions at a slot."""
-    if buffer.scope not in _REGISTERS or len(indices) != 1:
+    if buffer.scope not in REGISTER_SCOPES or len(indices) != 1:
         return None
     match = _parity(indices[0], j)
     if match is None:

@@ -26,15 +26,13 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import product
 
-from ...errors import LoweringError
 from ...ir.expr import Binary, Compare, Const, Expr, Var, const, logical
 from ...ir.printer import expr_str
-from ..core.nodes import FRAGMENT_SCOPES, For, If, Load, Seq, Stmt, Store
+from ..core.nodes import REGISTER_SCOPES, For, If, Load, Seq, Stmt, Store
 from ..core.simplify import simplify_expr
 from ..core.visit import stmt_children, substitute_expr, walk_expr, with_children
 from .pragma_loops import rewrite_pragma_loops
 
-_REGISTERS = ("local", *FRAGMENT_SCOPES)
 _MOST_FACTORS = 4  # distinct factors a guard may test
 _MOST_POINTS = 16  # values of the loops a factor depends on, tried to find them
 _PRODUCTS_A_FACTOR = 4  # fewer products than this per factor: the test costs what it saves
@@ -44,7 +42,7 @@ def skip_unit_scales(body: Stmt, loops: dict[str, str]) -> Stmt:
     """`body` with each register rescale inside the loops named in `loops` (the axis's name
     -> its stage's, for a refusal) guarded by its factors' test (module doc); a
     `LoweringError` where such a loop holds none."""
-    return rewrite_pragma_loops(body, loops, _within, _no_rescale)
+    return rewrite_pragma_loops(body, loops, _within, "skip_unit_scales", _NO_RESCALE)
 
 
 def _within(loop: For) -> Stmt | None:
@@ -52,13 +50,11 @@ def _within(loop: For) -> Stmt | None:
     return None if done is loop.body else replace(loop, body=done)
 
 
-def _no_rescale(name: str, stage: str) -> LoweringError:
-    return LoweringError(
-        f"In schedule for '{stage}': pragma({name}, \"skip_unit_scales\"): the loop "
-        f"{name} holds no rescale of a register tile (each element times one of a few "
-        "factors, X = X * f, in unrolled loops) to skip where its factors are 1; leave "
-        "the pragma out, or give it on the loop of an online scan's steps"
-    )
+_NO_RESCALE = (
+    "holds no rescale of a register tile (each element times one of a few factors, X = X * "
+    "f, in unrolled loops) to skip where its factors are 1; leave the pragma out, or give it "
+    "on the loop of an online scan's steps"
+)
 
 
 def _guarded(body: Stmt) -> Stmt:
@@ -110,7 +106,7 @@ def _collect(s: Stmt, loops: dict, stores: list, times: int) -> bool:
             return False
         loops[s.var] = range(low.value, low.value + extent.value)
         return _collect(s.body, loops, stores, times * extent.value)
-    if isinstance(s, Store) and s.buffer.scope in _REGISTERS:
+    if isinstance(s, Store) and s.buffer.scope in REGISTER_SCOPES:
         stores.append((s, times))
         return True
     return False
