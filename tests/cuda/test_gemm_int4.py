@@ -191,7 +191,8 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
     bound by its instructions: a weight's subtraction and product are bfloat16 instructions
     on sm_90, two columns an instruction (no rounding conversion), widening back is a shift,
     and a nibble becomes a bfloat16 by its bits (``0x4300 | q`` is 128 + q, less 128 by a
-    bfloat16 subtraction), with no conversion and no float32 on the way."""
+    bfloat16 subtraction), with no conversion and no float32 on the way, two columns' nibbles
+    at once (`codegen.llvm.byte_fields`)."""
     kernel = example.build(1, 4096, 4096, 128, "bfloat16", target="cuda -arch=sm_90", decode=True)
     plan = kernel._compiled.plan
     assert len(plan.kernels) == 2 and [b.name for b in plan.temps] == ["acc.rf"]
@@ -207,8 +208,11 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
     pairs = first.count("mul.rn.bf16x2")
     assert 2 * pairs == weights and first.count("sub.rn.bf16x2") == 2 * pairs
     assert first.count("sub.rn.bf16 ") == first.count("mul.rn.bf16 ") == 0  # no lone lanes
-    biased = re.findall(r"or\.b32\s+%r\d+, %r\d+, 1124090624;", first)  # 0x43004300
-    assert len(biased) == pairs  # two nibbles' bits, biased to 128 + q, one instruction
+    # two nibbles' bytes spread beside the bias byte 0x43 (67) by one permute, masked by
+    # one ``and`` to 128 + q (0x430f430f): no lane extracted alone
+    spread = re.findall(r"prmt\.b32\s+%r\d+, 67, %r\d+, 0x[57]0[46]U;", first)
+    masked = re.findall(r"and\.b32\s+%r\d+, %r\d+, 1125073679;", first)
+    assert len(spread) == len(masked) == pairs
     assert "add.f32" not in first and "sub.f32" not in first
     assert "cvt.rn.bf16.f32" not in first
     assert "cvt.rn.f32.u32" not in first and "cvt.f32.bf16" not in first

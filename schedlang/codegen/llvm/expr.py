@@ -29,6 +29,7 @@ from ...loopir.core.visit import walk_expr
 from ...loopir.index.nonneg import nonnegative
 from . import arith
 from .alignment import access_align
+from .byte_fields import biased_field
 from .control import if_else, phi_of
 from .intrinsics import call_overloaded
 from .math import call_math
@@ -146,6 +147,10 @@ class ExprEmitter:
         if isinstance(e, Select):
             return self._select(e)
         if isinstance(e, Cast):
+            if e.dtype == "bfloat16":
+                biased = biased_field(self, e.value, 0x43, 128)
+                if biased is not None:
+                    return self._less_128(biased)
             value = self.value(e.value)
             if dt.is_float(e.value.dtype) and dt.is_int(e.dtype):
                 return self.target.float_to_int(self.b, value, e.dtype)
@@ -186,7 +191,11 @@ class ExprEmitter:
         if width != 16:
             i16 = vector_of(I16, lanes)
             bits = b.trunc(value, i16) if width > 16 else b.zext(value, i16)
-        bits = b.or_(bits, splat(I16, 0x4300, lanes))
+        return self._less_128(b.or_(bits, splat(I16, 0x4300, lanes)))
+
+    def _less_128(self, bits: ir.Value) -> ir.Value:
+        """The bfloat16 whose bits are `bits` (``0x4300 | v``), less 128: v."""
+        b, lanes = self.b, lanes_of(bits)
         biased = from_storage(b, "bfloat16", bits)
         bias = splat(F32, 128.0, lanes)
         native = self.target.half_arithmetic(b, "-", "bfloat16", biased, bias)
@@ -449,6 +458,11 @@ class ExprEmitter:
             return _known(self.lane_base)
         binding = self.vars.get(var)
         return _known(binding.value) if binding is not None and binding.index else None
+
+    def constant_int(self, e: Expr) -> int | None:
+        """The value of the integer `e` where the variables bound so far make it a compile-time
+        constant (an unrolled loop's), else None."""
+        return _known(self.index(e)) if e.dtype in dt.SIGNED else None
 
     # -- index mode -----------------------------------------------------------------------
     def index(self, e: Expr) -> ir.Value:

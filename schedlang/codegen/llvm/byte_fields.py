@@ -1,0 +1,57 @@
+"""A bit field of a vector of bytes, ``(int(x) >> s) & m`` (an unpacked int4 nibble), made as
+16-bit lanes whose upper byte is a constant: bfloat16's ``0x4300 | q``, the value 128 + q.
+
+Why: the GPU's LLVM target splits vectors of i8 and i32 into lanes. Each lane's byte is
+extracted (a byte permute), shifted, masked, or-ed with the bias and the 16-bit results
+packed back in pairs (another permute) before bfloat16 arithmetic two lanes an instruction
+can read them: about five integer-unit instructions a lane, the unit that bounds an int4
+decoding kernel. Here the bytes are shifted once for all lanes (one word), spread into 16-bit
+lanes beside the bias byte (one permute per two lanes, its second operand the constant
+bytes) and masked (one logic instruction per two lanes): about one instruction a lane.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir import dtype as dt
+from ...ir.expr import Binary, Cast, Const, Expr
+from .types import I16, I32, lanes_of, splat
+
+I8 = ir.IntType(8)
+
+
+def biased_field(emitter, e: Expr, bias: int, below: int) -> ir.Value | None:
+    """``bias << 8 | e`` as a vector of i16 when `e` is ``(int(x) >> s) & m`` with x a
+    vector of uint8, the shift s a constant in [0, 8) and the mask m a constant below
+    `below` and 2^(8 - s) (the field lies in its byte); else None."""
+    if not (isinstance(e, Binary) and e.op == "&" and dt.is_int(e.dtype)):
+        return None
+    field, mask = (e.a, e.b) if isinstance(e.b, Const) else (e.b, e.a)
+    if not (isinstance(mask, Const) and isinstance(field, Binary) and field.op == ">>"):
+        return None
+    source = field.a
+    if not (
+        isinstance(source, Cast)
+        and source.value.dtype == "uint8"
+        and dt.is_int(source.dtype)
+        and dt.bits(source.dtype) > 8
+    ):
+        return None
+    shift = emitter.constant_int(field.b)
+    bits = int(mask.value)
+    if shift is None or not 0 <= shift < 8 or not 0 <= bits < min(below, 1 << (8 - shift)):
+        return None
+    x = emitter.value(source.value)
+    lanes = lanes_of(x)
+    if not lanes:
+        return None
+    b = emitter.b
+    if shift:  # the whole vector as one integer: byte k + 1's bits enter byte k's top only
+        whole = ir.IntType(8 * lanes)
+        x = b.bitcast(b.lshr(b.bitcast(x, whole), ir.Constant(whole, shift)), x.type)
+    order = [i for lane in range(lanes) for i in (lane, lanes)]  # byte, then the bias byte
+    picks = ir.Constant(ir.VectorType(I32, 2 * lanes), order)
+    spread = b.shuffle_vector(x, splat(I8, bias, lanes), picks)
+    halves = b.bitcast(spread, ir.VectorType(I16, lanes))
+    return b.and_(halves, splat(I16, bias << 8 | bits, lanes))
