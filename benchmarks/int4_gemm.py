@@ -2,9 +2,10 @@
 Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 rows, or 32) for
 decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
-Decoding (m <= 16) uses `decode_schedule`, with the slice of k from `DECODE_SLICES` that is
-fastest at the shape (each is built and timed: the column says which); prefill the faster of
-`schedule` with `PREFILL`'s tiles (CUDA cores) and `tensor_core_schedule` (wgmma).
+Decoding (m <= 16) uses `decode_schedule`, with the options from `DECODE` that are fastest at
+the shape (each is built and timed: the column gives its slice of k and columns a thread);
+prefill the faster of `schedule` with `PREFILL`'s tiles (CUDA cores) and `tensor_core_schedule`
+(wgmma).
 
 Two times a call: "call" waits for each call before the next (the caller's launch counted:
 what one decoding step sees), "GPU" is tritonbench's method (``triton.testing.do_bench``: L2
@@ -36,8 +37,12 @@ from examples import gpu_gemm_int4  # noqa: E402
 
 SHAPES = [(8192, 10240), (28672, 8192)]  # (k, n)
 GROUP = 128  # rows of k a scale and a zero cover (`--group` sets it)
-DECODE_SLICES = {1: (64, 128), 16: (128, 256)}  # rows of k per block, by m (measured choices)
-DECODE = {1: dict(cols=4, warps=8, unroll=4), 16: dict(cols=4, warps=4, unroll=2)}
+# decode_schedule's options tried by m, the fastest kept (measured choices: slices of k a
+# block, columns a thread)
+DECODE = {
+    1: [dict(slice_k=s, cols=4, warps=8, unroll=4) for s in (64, 128)],
+    16: [dict(slice_k=s, cols=c, warps=4, unroll=2) for s, c in ((128, 4), (256, 4), (128, 8))],
+}
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
 
@@ -65,7 +70,7 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
     sc = torch.from_numpy(scales.astype(np.float32)).to("cuda", torch.bfloat16)
     ze = torch.from_numpy(zeros.astype(np.float32)).to("cuda", torch.bfloat16)
     want = (a.float() @ dense.float()).to(torch.bfloat16)
-    options = [dict(decode=True, slice_k=k_, **DECODE[m]) for k_ in DECODE_SLICES.get(m, ())]
+    options = [dict(decode=True, **option) for option in DECODE.get(m, ())]
     timed = []
     for option in options or [PREFILL, dict(tensor_cores=True)]:
         kernel = gpu_gemm_int4.build(m, n, k, group, "bfloat16", **dict(option))
@@ -74,14 +79,16 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
         error = (c.float() - want.float()).abs().max().item() / want.float().abs().max().item()
         assert error < 2e-2, f"m={m} k={k} n={n} {option}: relative error {error}"
         seconds = times(lambda: kernel(a, wq, sc, ze, c), repeat)  # noqa: B023
-        how = option.get("slice_k", "wgmma" if option.get("tensor_cores") else "CUDA cores")
+        how = "wgmma" if option.get("tensor_cores") else "CUDA cores"
+        if "slice_k" in option:
+            how = f"{option['slice_k']} / {option['cols']}"
         timed.append((seconds, how))
-    ours, slice_k = min(timed)
+    ours, how = min(timed)
     cublas = times(lambda: torch.mm(a, dense), repeat)
     tiny = tinygemm(a, k, n, group)
     theirs = times(tiny, repeat) if tiny is not None else None
     bytes_moved = k * n / 2 + m * k * 2 + m * n * 2
-    cells = [m, k, n, slice_k, _us(ours), f"{bytes_moved / ours[1] / 1e9:.0f}", _us(cublas)]
+    cells = [m, k, n, how, _us(ours), f"{bytes_moved / ours[1] / 1e9:.0f}", _us(cublas)]
     cells += ["-" if theirs is None else _us(theirs), _ratios(cublas, ours)]
     cells.append("-" if theirs is None else _ratios(theirs, ours))
     return "| " + " | ".join(map(str, cells)) + " |"
@@ -108,7 +115,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, group {args.group}")
     print(
-        "| m | k | n | slice of k / schedule | schedlang us (call / GPU) | schedlang GB/s (GPU) | "
+        "| m | k | n | slice of k / columns, or schedule | schedlang us (call / GPU) | "
+        "schedlang GB/s (GPU) | "
         "cuBLAS bf16 us | tinygemm us | cuBLAS / schedlang | tinygemm / schedlang |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -282,6 +282,7 @@ def decode_schedule(
         s[staged].compute_at(s[summed], pairs)
     for staged in (*scales, packed, row, w):
         s[staged].vectorize(s[staged].op.axis[1])
+    s[row].unroll(s[row].op.axis[0])  # A's rows in registers, each pair widened by halves
 
     # the slices' partial sums added by blocks of 32 columns, each column's slices shared by
     # 8 warps and their sums combined across them: 80 blocks of 128 threads, each adding

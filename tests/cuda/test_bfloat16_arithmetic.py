@@ -74,7 +74,8 @@ def test_the_same_bits_as_the_reference(lanes):
 def test_a_vector_of_nibbles_becomes_bfloat16_by_its_bits():
     """``(int32(x) >> 4 & 15) - z`` four lanes at a time, as a packed weight is unpacked: each
     pair of lanes masked below 16 is a bfloat16 pair by its bits (``0x4300 | v`` in each
-    half, less 128 by one ``sub.rn.bf16x2``), exact, so nothing rounds and nothing converts."""
+    half, one byte permute and one mask for two lanes, less 128 by one ``sub.rn.bf16x2``),
+    exact, so nothing rounds and nothing converts."""
     x = sl.placeholder((N,), "uint8", name="X")
     z = sl.placeholder((N,), "bfloat16", name="Z")
     q = sl.compute((N,), lambda i: (x[i].astype("int32") >> 4) & 15, name="Q")
@@ -85,5 +86,7 @@ def test_a_vector_of_nibbles_becomes_bfloat16_by_its_bits():
     ptx = sl.build(s, [x, z, nibble], target="cuda -arch=sm_90a").ptx
     assert not re.search(r"cvt\.(rn|rz|rni|f32)", ptx)
     assert ptx.count("sub.rn.bf16x2") == 4  # less 128, then less z: two pairs each
-    assert len(re.findall(r"or\.b32\s+%r\d+, %r\d+, 1124090624;", ptx)) == 2  # 0x43004300
+    # each pair of bytes spread beside the bias byte 0x43 (67), masked to 0x430q (`byte_fields`)
+    assert len(re.findall(r"prmt\.b32\s+%r\d+, 67, %r\d+, 0x[57]0[46]U;", ptx)) == 2
+    assert len(re.findall(r"and\.b32\s+%r\d+, %r\d+, 1125073679;", ptx)) == 2  # 0x430f430f
     assert "1258291200" not in ptx and "0x4B000000" not in ptx.upper()  # no float32 on the way

@@ -218,6 +218,34 @@ def test_decode_schedule_reads_the_packed_bytes_into_registers_and_sums_slices_a
     assert "cvt.rn.f32.u32" not in first and "cvt.f32.bf16" not in first
 
 
+def test_decode_schedule_keeps_the_rows_of_a_in_registers_widened_word_by_word():
+    """At m = 16 each step's pair of A's values for each row is loaded into registers (a
+    buffer written by vector stores inside the counted loop over steps) and widened as the
+    word holding it: the low value shifted up, the high one masked in place, one instruction
+    each, never extracted alone (``cvt.u32.u16``) and never through the stack."""
+    kernel = example.build(
+        16,
+        4096,
+        4096,
+        128,
+        "bfloat16",
+        target="cuda -arch=sm_90",
+        decode=True,
+        slice_k=128,
+        cols=4,
+        warps=4,
+        unroll=2,
+    )
+    first = kernel.ptx.split(".entry")[1]
+    assert "ld.local" not in first and "st.local" not in first
+    assert "cvt.u32.u16" not in first
+    high = re.findall(r"and\.b32\s+%r\d+, %r\d+, -65536;", first)
+    low = re.findall(r"shl\.b32\s+%r\d+, %r\d+, 16;", first)
+    assert len(high) == len(low) >= 16 * 2  # at least A's 16 rows of a step's 4 values
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
+
+
 TENSOR_CORE_CASES = [
     # (m, n, k), group, dtype: rows and columns cut by the edge, k of 6 and 4 steps
     ((130, 144, 384), 128, "bfloat16"),

@@ -81,6 +81,22 @@ def test_reads_in_a_short_counted_loop_qualify_but_writes_do_not():
     assert not kept_in_values(write)
 
 
+def test_a_run_of_lanes_in_a_short_counted_loop_qualifies_where_it_is_fixed():
+    """A vector store inside a counted loop (a row of values loaded each step) names the same
+    elements at every iteration: kept in values. One that moves with the loop is not."""
+    fixed = loop(
+        "j", 4, "serial", lambda j: loop("v", 4, "vectorized", lambda v: Store(ACC, (v,), ZERO))
+    )
+    moving = loop(
+        "j",
+        2,
+        "serial",
+        lambda j: loop("v", 4, "vectorized", lambda v: Store(ACC, (j * 4 + v,), ZERO)),
+    )
+    assert kept_in_values(fixed)
+    assert not kept_in_values(moving)
+
+
 def test_a_counted_loop_of_no_iterations_names_no_element():
     """Read at an element of its variable, it is no table (there is no last element to fall
     back on), so the array stays in memory and the kernel compiles."""

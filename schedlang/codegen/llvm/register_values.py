@@ -123,8 +123,8 @@ class _Scan:
         if isinstance(s, If) and lanes is not None:
             opaque = True  # under a lane mask
         elif isinstance(s, For) and s.kind == "vectorized" and why_scalar(s) is None:
-            if lanes is not None or table is not None or not _constant(s):
-                opaque = True
+            if lanes is not None or not _constant(s):
+                opaque = True  # (inside a `table` loop its accesses are known or not by `_known`)
             lanes = s
         elif isinstance(s, For) and table_loop(s):
             table = s

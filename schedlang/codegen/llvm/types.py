@@ -146,6 +146,8 @@ def from_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     if dtype == "bfloat16":
         if lanes is not None and lanes % 2 == 0:
             return b.bitcast(_widened_pairs(b, value, lanes), vector_of(F32, lanes))
+        if lanes is None and (half := _half_of_word(b, value)) is not None:
+            return b.bitcast(half, F32)
         wide = b.shl(b.zext(value, vector_of(I32, lanes)), splat(I32, 16, lanes))
         return b.bitcast(wide, vector_of(F32, lanes))
     if dt.is_float8(dtype):
@@ -165,6 +167,24 @@ def _widened_pairs(b: ir.IRBuilder, bits: ir.Value, lanes: int) -> ir.Value:
     high = b.and_(words, splat(I32, -0x10000, lanes // 2))
     order = [k // 2 + (lanes // 2) * (k % 2) for k in range(lanes)]  # low 0, high 0, low 1...
     return b.shuffle_vector(low, high, ir.Constant(ir.VectorType(I32, lanes), order))
+
+
+def _half_of_word(b: ir.IRBuilder, bits: ir.Value) -> ir.Value | None:
+    """A lane of bfloat16 bits taken from a vector (a row of registers loaded at once) as
+    float32 bits from the 32-bit word that holds it, if it is one: the low lane shifted up,
+    the high one masked in place, one instruction. Extracted first, the high lane takes a
+    byte permute, a move and a shift."""
+    if not isinstance(bits, ir.instructions.ExtractElement):
+        return None
+    vector, index = bits.operands
+    lanes, at = vector.type.count, index.constant if isinstance(index, ir.Constant) else None
+    if lanes % 2 or not isinstance(at, int):
+        return None
+    words = b.bitcast(vector, ir.VectorType(I32, lanes // 2))
+    word = b.extract_element(words, ir.Constant(I32, at // 2))
+    if at % 2:
+        return b.and_(word, ir.Constant(I32, -0x10000))
+    return b.shl(word, ir.Constant(I32, 16))
 
 
 def _paired_bits(wide: ir.Value) -> ir.Value | None:
