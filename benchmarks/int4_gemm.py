@@ -2,8 +2,10 @@
 Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 rows, or 32) for
 decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
-Decoding (m <= 16) uses `decode_schedule`, with the options from `DECODE` that are fastest at
-the shape (each is built and timed: the column gives its slice of k and columns a thread);
+Decoding (m <= 16) uses the fastest at the shape of the options in `DECODE` (each is built and
+timed): `decode_schedule` on the CUDA cores and, at m = 16, `tensor_core_decode_schedule`
+(built for m a size variable); the column gives the slice of k and the columns a thread or
+a block;
 prefill the faster of `schedule` with `PREFILL`'s tiles (CUDA cores) and `tensor_core_schedule`
 (wgmma).
 
@@ -32,6 +34,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
+import schedlang as sl  # noqa: E402
 from benchmarks.gpu import event_time  # noqa: E402
 from examples import gpu_gemm_int4  # noqa: E402
 
@@ -40,8 +43,9 @@ GROUP = 128  # rows of k a scale and a zero cover (`--group` sets it)
 # decode_schedule's options tried by m, the fastest kept (measured choices: slices of k a
 # block, columns a thread)
 DECODE = {
-    1: [dict(slice_k=s, cols=4, warps=8, unroll=4) for s in (64, 128)],
-    16: [dict(slice_k=s, cols=c, warps=4, unroll=2) for s, c in ((128, 4), (256, 4), (128, 8))],
+    1: [dict(decode=True, slice_k=s, cols=4, warps=8, unroll=4) for s in (64, 128)],
+    16: [dict(decode=True, slice_k=s, cols=c, warps=4, unroll=2) for s, c in ((128, 4), (128, 8))]
+    + [dict(tensor_cores=True, slice_k=512, block_cols=c, stages=2) for c in (64, 128)],
 }
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
@@ -70,10 +74,11 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
     sc = torch.from_numpy(scales.astype(np.float32)).to("cuda", torch.bfloat16)
     ze = torch.from_numpy(zeros.astype(np.float32)).to("cuda", torch.bfloat16)
     want = (a.float() @ dense.float()).to(torch.bfloat16)
-    options = [dict(decode=True, **option) for option in DECODE.get(m, ())]
     timed = []
-    for option in options or [PREFILL, dict(tensor_cores=True)]:
-        kernel = gpu_gemm_int4.build(m, n, k, group, "bfloat16", **dict(option))
+    for option in DECODE.get(m) or [PREFILL, dict(tensor_cores=True)]:
+        sliced = option.get("tensor_cores") and "slice_k" in option  # any m below a tile
+        rows = sl.var("m") if sliced else m
+        kernel = gpu_gemm_int4.build(rows, n, k, group, "bfloat16", **dict(option))
         c = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
         kernel(a, wq, sc, ze, c)
         error = (c.float() - want.float()).abs().max().item() / want.float().abs().max().item()
@@ -81,7 +86,7 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
         seconds = times(lambda: kernel(a, wq, sc, ze, c), repeat)  # noqa: B023
         how = "wgmma" if option.get("tensor_cores") else "CUDA cores"
         if "slice_k" in option:
-            how = f"{option['slice_k']} / {option['cols']}"
+            how += f" {option['slice_k']} / {option.get('cols', option.get('block_cols'))}"
         timed.append((seconds, how))
     ours, how = min(timed)
     cublas = times(lambda: torch.mm(a, dense), repeat)

@@ -32,6 +32,11 @@ of `slice_k` rows of k into partial sums (``rfactor`` of k's outer loop, bound t
 rows, reads its `cols` packed bytes of a row pair straight into registers (no shared memory:
 each byte is read once), and dequantises them there as one vector (bfloat16 instructions two
 columns at a time on sm_90) with its group's scales and zeros, kept in registers for the group.
+
+At m = 16 the CUDA cores multiply each weight into 16 rows; `tensor_core_decode_schedule`
+gives that to the tensor cores instead: `tensor_core_schedule`'s warpgroup steps, with k cut
+into slices as `decode_schedule` cuts it, for m a size variable (the 64-row tile cut where m
+ends).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ __all__ = [
     "int4_gemm",
     "pack_int4",
     "schedule",
+    "tensor_core_decode_schedule",
     "tensor_core_schedule",
 ]
 
@@ -223,11 +229,54 @@ def tensor_core_schedule(
     ko = gpu_gemm_wgmma.warpgroup_tiles(
         s, c, acc, a.dtype, block_rows, block_cols, TENSOR_CORE_STEP
     )
-    gpu_gemm_wgmma.stage_tile(s, s.cache_read(a, "shared", [acc]), s[acc], ko, groups, stages)
+    _stage_operands(s, a, wq, w, acc, ko, groups, stages)
+    return s
+
+
+def _stage_operands(s, a, wq, w, product, at, groups: int, stages: int) -> None:
+    """A's tile and the packed tile of Wq copied at loop `at` of the wgmma `product`, `stages`
+    - 1 steps ahead; W's tile computed there from the packed one into wgmma's swizzled B
+    tile by the block's threads."""
+    gpu_gemm_wgmma.stage_tile(
+        s, s.cache_read(a, "shared", [product]), s[product], at, groups, stages
+    )
     s[w].set_scope("shared")
-    gpu_gemm_wgmma.stage_tile(s, w, s[acc], ko, groups, 1)  # computed there, not copied
+    gpu_gemm_wgmma.stage_tile(s, w, s[product], at, groups, 1)  # computed there, not copied
     packed = s.cache_read(wq, "shared", [w])
-    gpu_gemm_wgmma.stage_tile(s, packed, s[acc], ko, groups, stages, swizzle=False)
+    gpu_gemm_wgmma.stage_tile(s, packed, s[product], at, groups, stages, swizzle=False)
+
+
+def tensor_core_decode_schedule(
+    a, wq, scale, zero, c, slice_k: int = 512, block_cols: int = 128, stages: int = 2
+) -> sl.Schedule:
+    """Decoding (m = 1..64, m a size variable) on Hopper's warpgroup tensor cores (sm_90a):
+    `tensor_core_schedule`'s steps, but k cut into slices of `slice_k` rows (a multiple of
+    64) summed by blocks of their own, as `decode_schedule` cuts it, each block one
+    warpgroup over `block_cols` columns and all the rows (64, those past m never stored); a
+    second kernel adds the slices' partial sums. At m = 16 each weight then costs its
+    dequantisation alone, where the CUDA cores multiply it into 16 rows (sixteen
+    multiply-adds and A's widening); at m = 1 those are few, and `decode_schedule` is faster."""
+    acc, w = _stages(c)
+    s = sl.create_schedule(c.op)
+    sliced, _ = s[acc].split(s[acc].op.reduce_axis[0], factor=slice_k)
+    partial = s.rfactor(acc, sliced)
+    product = s.cache_write(partial, "wgmma.accumulator")
+    k_slice, i, j = partial.op.axis
+    bi, i = s[partial].split(i, factor=gpu_gemm_wgmma.GROUP_ROWS)
+    bj, j = s[partial].split(j, factor=block_cols)
+    s[partial].reorder(k_slice, bi, bj, i, j)
+    blocks = ((k_slice, "blockIdx.y"), (bi, "blockIdx.z"), (bj, "blockIdx.x"))
+    for axis, tag in blocks:
+        s[partial].bind(axis, sl.thread_axis(tag))
+    s[partial].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=gpu_gemm_wgmma.GROUP_ROWS))
+    s[product].compute_at(s[partial], bj)
+    _, pi, pj = s[product].op.axis
+    ko, ki = s[product].split(s[product].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
+    kio, ki = s[product].split(ki, factor=16)
+    s[product].reorder(ko, kio, pi, pj, ki)
+    s[product].tensorize(pi, sl.intrin.wgmma(n=block_cols))
+    _stage_operands(s, a, wq, w, product, ko, 1, stages)
+    _add_slices(s, c, acc)
     return s
 
 
@@ -284,9 +333,15 @@ def decode_schedule(
         s[staged].vectorize(s[staged].op.axis[1])
     s[row].unroll(s[row].op.axis[0])  # A's rows in registers, each pair widened by halves
 
-    # the slices' partial sums added by blocks of 32 columns, each column's slices shared by
-    # 8 warps and their sums combined across them: 80 blocks of 128 threads, each adding
-    # all the slices of its column, left most multiprocessors idle (5.5 us at 8192 x 10240)
+    _add_slices(s, c, acc)
+    return s
+
+
+def _add_slices(s: sl.Schedule, c, acc) -> None:
+    """C's kernel: the slices' partial sums (`acc`, the sum over the slices of k) added by
+    blocks of 32 columns, each column's slices shared by 8 warps and their sums combined
+    across them (80 blocks of 128 threads, each adding all the slices of its column, left
+    most multiprocessors idle: 5.5 us at 8192 x 10240)."""
     i, j = c.op.axis
     columns, lane = s[c].split(j, factor=32)
     out = s[c].fuse(i, columns)
@@ -297,13 +352,12 @@ def decode_schedule(
     s[acc].bind(s[acc].op.axis[1], sl.thread_axis("threadIdx.x"))
     slices, _ = s[acc].split(s[acc].op.reduce_axis[0], nparts=8)
     s[acc].bind(slices, sl.thread_axis("threadIdx.y"))
-    return s
 
 
 def build(m, n, k, group: int = 128, dtype: str = "float16", target: str = "cuda", **options):
     """The GEMM built for `target` with `schedule`'s `options` (`cpu_schedule` for "cpu",
     `decode_schedule` when `options` has ``decode=True``, `tensor_core_schedule` with
-    ``tensor_cores=True``)."""
+    ``tensor_cores=True``, `tensor_core_decode_schedule` with a ``slice_k`` too)."""
     tensors = int4_gemm(m, n, k, group, dtype)
     make = schedule
     if target == "cpu":
@@ -311,5 +365,5 @@ def build(m, n, k, group: int = 128, dtype: str = "float16", target: str = "cuda
     elif options.pop("decode", False):
         make = decode_schedule
     elif options.pop("tensor_cores", False):
-        make = tensor_core_schedule
+        make = tensor_core_decode_schedule if "slice_k" in options else tensor_core_schedule
     return sl.build(make(*tensors, **options), list(tensors), target=target)

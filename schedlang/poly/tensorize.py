@@ -156,9 +156,16 @@ class _Checker:
             have = self.extents.get(axis)
             if have != need:
                 shown = "a symbolic extent" if have is None else f"extent {have}"
+                whole = ""
+                if have is not None and have < need and self._whole_dimension(axis, have):
+                    whole = (
+                        ", or, as the whole dimension is shorter than the tile, give its size "
+                        "as a size variable (sl.var): the tile is then cut where the size ends "
+                        "(a decoding batch's rows)"
+                    )
                 raise self.fail(
                     f"the loop '{axis.name}' has {shown}, the intrinsic needs {need}; "
-                    f"split it by {need}"
+                    f"split it by {need}{whole}"
                 )
         if kind == "user":
             return plan_user(self, inner, roots)
@@ -199,6 +206,20 @@ class _Checker:
                     "warpgroup (4 warps) that runs the instruction together; bind warpgroups "
                     "to threadIdx.z"
                 )
+
+    def _whole_dimension(self, leaf: Axis, extent: int) -> bool:
+        """Whether `leaf`, an inner loop of splits, runs the whole of the axis it was split
+        from (the split's factor past the axis's extent)."""
+        axis = leaf
+        while axis not in self.stage.root_axes:
+            made = next(
+                (r for r in self.stage.relations if isinstance(r, rec.Split) and r.inner == axis),
+                None,
+            )
+            if made is None:
+                return False
+            axis = made.parent
+        return self.extents.get(axis) == extent
 
     def _root_of(self, leaf: Axis) -> Axis:
         """The root axis `leaf` steps by one, or an error: the tile must be contiguous."""
@@ -248,6 +269,7 @@ class _Checker:
         self._check_fragment_boxes(plan)
         cut = False
         for p in self.placement.placed[self.stage.name]:
+            self._keep_where(p)
             cut |= self._cut(p, plan.inner)
         if not cut:
             return plan
@@ -269,6 +291,20 @@ class _Checker:
                 return replace(plan, clipped=True)
             self._inside(plan.dst, _origins(p, plan), p, plan)
         return plan
+
+    def _keep_where(self, p: Placed) -> None:
+        """A reduction's affine ``where`` (a split of the reduction that does not divide, as
+        `rfactor` of one makes) restricts the statement's domain, but a stage computed at
+        another's loop is placed over its whole box: its body tests the condition element by
+        element, which an instruction computing whole tiles cannot. The update's instances are
+        restricted to the domain here, so that the tiles the condition leaves out are not run
+        and one it cuts is refused (`_cut`)."""
+        body = self.stage.op.expr
+        if p.stmt.role != "update" or not isinstance(body, Reduce) or body.where is None:
+            return
+        inside = p.to_root.intersect_range(p.stmt.domain).domain()
+        p.loops = p.loops.intersect_domain(inside)
+        p.sched = p.sched.intersect_domain(inside)
 
     def _cut(self, p: Placed, inner: tuple[Axis, ...]) -> bool:
         """Whether the edge of the domain cuts some tile of `p`, or an error where it cuts

@@ -20,6 +20,7 @@ from examples import gpu_gemm_int4 as example
 from schedlang.ir import dtype as dt
 from schedlang.loopir.core.nodes import Allocate
 from schedlang.loopir.core.visit import walk_stmt
+from schedlang.schedule.errors import TensorizeError
 
 from .ptxas import assemble
 
@@ -273,6 +274,55 @@ def test_tensor_core_schedule_copies_the_packed_tile_and_computes_w_in_shared_me
     first = kernel.ptx.split(".entry")[1]
     assert "wgmma.mma_async" in first and "cp.async" in first
     assert assemble(kernel.ptx).spill_bytes == 0
+
+
+TENSOR_CORE_DECODE_CASES = [
+    # n, k, group, dtype, options: columns cut by the edge; the last slice short (k = 384 in
+    # slices of 256); slices within a group and across groups
+    (208, 384, 128, "bfloat16", dict(slice_k=256, block_cols=64)),
+    (80, 256, 32, "float16", dict(slice_k=128, block_cols=64, stages=3)),
+]
+
+
+@pytest.mark.parametrize(("n", "k", "group", "dtype", "options"), TENSOR_CORE_DECODE_CASES)
+def test_tensor_core_decode_schedule_simulated_takes_any_number_of_rows(
+    n, k, group, dtype, options
+):
+    """Slices of k by blocks of their own, each a warpgroup's 64 rows of which m are real:
+    one kernel for m = 1, 5 and 16 (and 64, a whole tile), the slices added by a second."""
+    make = example.tensor_core_decode_schedule
+    _simulated_rows(make, n, k, group, dtype, options, (1, 5, 16, 64))
+
+
+def test_tensor_core_decode_schedule_at_rows_fewer_than_a_tile_says_to_make_them_a_variable():
+    """m = 16 as an int: the 64-row tile loop is 16 long, which no instruction takes; the
+    refusal names the way out (a size variable: the tile is then cut where m ends)."""
+    tensors = example.int4_gemm(16, 128, 256, 128, "bfloat16")
+    with pytest.raises(TensorizeError, match=r"has extent 16, the intrinsic needs 64.*sl\.var"):
+        sl.build(example.tensor_core_decode_schedule(*tensors), list(tensors), target="cuda")
+
+
+def test_a_tensorized_slice_of_k_cut_inside_a_tile_is_refused():
+    """k = 392 in slices of 256: the last slice's 136 rows end inside a 16-row tile, which
+    the instruction would sum whole (the slices' condition, a where= of rfactor, restricts
+    the tiles that run; one it cuts is refused, never summed past the end)."""
+    tensors = example.int4_gemm(sl.var("m"), 192, 392, 8, "bfloat16")
+    made = example.tensor_core_decode_schedule(*tensors, slice_k=256, block_cols=64)
+    with pytest.raises(TensorizeError, match="runs part of a tile"):
+        sl.build(made, list(tensors), target="cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 16, 37])
+def test_tensor_core_decode_schedule_on_the_gpu(m):
+    n, k, group, dtype = 1040, 2048, 128, "bfloat16"
+    tensors = example.int4_gemm(sl.var("m"), n, k, group, dtype)
+    made = example.tensor_core_decode_schedule(*tensors, slice_k=512, block_cols=128)
+    kernel = sl.build(made, list(tensors), target="cuda")
+    arrays = _inputs(m, n, k, group, dtype)
+    out = _poisoned(m, n, dtype)
+    kernel(*arrays, out)
+    _assert_close(out, _reference(example.int4_gemm(m, n, k, group, dtype), arrays))
 
 
 @pytest.mark.gpu
