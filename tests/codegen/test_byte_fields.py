@@ -79,6 +79,39 @@ def test_a_field_past_its_byte_keeps_the_lane_by_lane_code():
     assert "prmt.b32" not in body or ", 67, " not in body
 
 
+def _rows_of_nibbles(target: str):
+    """``Q[r, j] = bfloat16(unpack_int4(P[r // 2, j], r % 2))``, j vectorized by 8 and r a
+    loop left rolled (bound to threads on the GPU): the shift ``4 * (r % 2)`` is no constant
+    but the same for every lane and at most 4."""
+    packed = sl.placeholder((ROWS, 64), "uint8", name="P")
+    out = sl.compute(
+        (2 * ROWS, 64),
+        lambda r, j: sl.unpack_int4(packed[r // 2, j], r % 2).astype("bfloat16"),
+        name="Q",
+    )
+    s = sl.create_schedule(out)
+    r, j = out.op.axis
+    outer, inner = s[out].split(j, factor=8)
+    s[out].vectorize(inner)
+    if target.startswith("cuda"):
+        s[out].bind(r, sl.thread_axis("threadIdx.y"))
+        s[out].bind(outer, sl.thread_axis("threadIdx.x"))
+    data = BYTES[: ROWS * 64].reshape(ROWS, 64)
+    return packed, out, data, sl.build(s, [packed, out], target=target)
+
+
+def test_a_row_s_nibble_shifts_the_word_by_an_amount_known_only_at_run_time():
+    packed, out, data, kernel = _rows_of_nibbles("cpu")
+    want = sl.evaluate(out, {packed: data})
+    got = np.full(want.shape, np.nan).astype(want.dtype)
+    kernel(data, got)
+    np.testing.assert_array_equal(got, want)
+    body = _rows_of_nibbles("cuda -arch=sm_90")[3].ptx.split(".entry")[1]
+    assert len(re.findall(r"prmt\.b32\s+%r\d+, 67, %r\d+, 0x[57]0[46]U;", body)) == 4, body
+    assert re.search(r"shr\.u64\s+%rd\d+, %rd\d+, %r\d+;", body), body  # 8 bytes at once
+    assert "bfe.u32" not in body and "cvt.rn" not in body
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("shift", "mask"), [(0, 15), (4, 15), (1, 127), (7, 1), (4, 255)])
 @pytest.mark.parametrize("lanes", [2, 4, 8])
@@ -86,5 +119,14 @@ def test_a_field_of_bytes_is_exact_on_the_gpu(shift, mask, lanes):
     packed, out, data, kernel = _field(shift, mask, lanes, "cuda")
     want = sl.evaluate(out, {packed: data})
     got = np.full(data.shape, np.nan).astype(want.dtype)
+    kernel(data, got)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.gpu
+def test_a_row_s_nibble_shifted_at_run_time_is_exact_on_the_gpu():
+    packed, out, data, kernel = _rows_of_nibbles("cuda")
+    want = sl.evaluate(out, {packed: data})
+    got = np.full(want.shape, np.nan).astype(want.dtype)
     kernel(data, got)
     np.testing.assert_array_equal(got, want)

@@ -23,8 +23,9 @@ I8 = ir.IntType(8)
 
 def biased_field(emitter, e: Expr, bias: int, below: int) -> ir.Value | None:
     """``bias << 8 | e`` as a vector of i16 when `e` is ``(int(x) >> s) & m`` with x a
-    vector of uint8, the shift s a constant in [0, 8) and the mask m a constant below
-    `below` and 2^(8 - s) (the field lies in its byte); else None."""
+    vector of uint8, the shift s the same for every lane and known to lie in [0, 8) (a
+    constant, or ``4 * (k % 2)``: a row's nibble) and the mask m a constant below `below` and
+    2^(8 - s) for the largest s (the field lies in its byte); else None."""
     if not (isinstance(e, Binary) and e.op == "&" and dt.is_int(e.dtype)):
         return None
     field, mask = (e.a, e.b) if isinstance(e.b, Const) else (e.b, e.a)
@@ -38,20 +39,51 @@ def biased_field(emitter, e: Expr, bias: int, below: int) -> ir.Value | None:
         and dt.bits(source.dtype) > 8
     ):
         return None
-    shift = emitter.constant_int(field.b)
+    known = emitter.constant_int(field.b)
+    span = (known, known) if known is not None else _span(field.b)
     bits = int(mask.value)
-    if shift is None or not 0 <= shift < 8 or not 0 <= bits < min(below, 1 << (8 - shift)):
+    if span is None or not 0 <= span[0] <= span[1] < 8:
+        return None
+    if not 0 <= bits < min(below, 1 << (8 - span[1])):
         return None
     x = emitter.value(source.value)
     lanes = lanes_of(x)
     if not lanes:
         return None
     b = emitter.b
-    if shift:  # the whole vector as one integer: byte k + 1's bits enter byte k's top only
+    if span[1]:  # the whole vector as one integer: byte k + 1's bits enter byte k's top only
         whole = ir.IntType(8 * lanes)
-        x = b.bitcast(b.lshr(b.bitcast(x, whole), ir.Constant(whole, shift)), x.type)
+        if known is not None:
+            amount = ir.Constant(whole, known)
+        else:  # the same for every lane (a row's nibble), or nothing is taken here
+            amount = emitter.value(field.b)
+            if lanes_of(amount):
+                return None
+            width = amount.type.width
+            amount = b.zext(amount, whole) if width < whole.width else b.trunc(amount, whole)
+        x = b.bitcast(b.lshr(b.bitcast(x, whole), amount), x.type)
     order = [i for lane in range(lanes) for i in (lane, lanes)]  # byte, then the bias byte
     picks = ir.Constant(ir.VectorType(I32, 2 * lanes), order)
     spread = b.shuffle_vector(x, splat(I8, bias, lanes), picks)
     halves = b.bitcast(spread, ir.VectorType(I16, lanes))
     return b.and_(halves, splat(I16, bias << 8 | bits, lanes))
+
+
+def _span(e: Expr) -> tuple[int, int] | None:
+    """The least and greatest values of the integer `e` from its form alone (constants,
+    ``% d``, ``& m``, products by and sums of those), or None."""
+    if isinstance(e, Const) and dt.is_int(e.dtype):
+        return int(e.value), int(e.value)
+    if not isinstance(e, Binary):
+        return None
+    if e.op in ("%", "&") and isinstance(e.b, Const) and int(e.b.value) > 0:
+        return 0, int(e.b.value) - (e.op == "%")
+    x, y = _span(e.a), _span(e.b)
+    if x is None or y is None:
+        return None
+    if e.op == "+":
+        return x[0] + y[0], x[1] + y[1]
+    if e.op == "*":
+        ends = [p * q for p in x for q in y]
+        return min(ends), max(ends)
+    return None
