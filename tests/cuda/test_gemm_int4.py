@@ -14,9 +14,12 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import schedlang as sl
 from examples import gpu_gemm_int4 as example
+from schedlang.errors import LoweringError, ScheduleError
 from schedlang.ir import dtype as dt
 from schedlang.loopir.core.nodes import Allocate
 from schedlang.loopir.core.visit import walk_stmt
@@ -300,6 +303,38 @@ def test_tensor_core_decode_schedule_at_rows_fewer_than_a_tile_says_to_make_them
     tensors = example.int4_gemm(16, 128, 256, 128, "bfloat16")
     with pytest.raises(TensorizeError, match=r"has extent 16, the intrinsic needs 64.*sl\.var"):
         sl.build(example.tensor_core_decode_schedule(*tensors), list(tensors), target="cuda")
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, database=None)
+@given(
+    n=st.sampled_from([16, 80, 144, 208]),
+    group=st.sampled_from([8, 32, 128]),
+    groups=st.integers(1, 4),
+    slice_k=st.sampled_from([64, 96, 128, 200, 256, 320]),
+    block_cols=st.sampled_from([16, 64, 128]),
+    stages=st.sampled_from([1, 2, 3]),
+    m=st.integers(1, 70),
+)
+def test_tensor_core_decode_schedule_at_drawn_slices_is_right_or_refused(
+    n, group, groups, slice_k, block_cols, stages, m
+):
+    """Slices that divide k or not, end inside a step of 64 or inside a 16-row tile (200), blocks
+    of columns past n, any number of rows: the kernel matches the reference, or a schedule or
+    lowering error refuses it before anything runs (never wrong values, never an internal
+    error)."""
+    k = group * groups * (128 // group if group < 128 else 1)
+    tensors = example.int4_gemm(sl.var("m"), n, k, group, "bfloat16")
+    options = dict(slice_k=slice_k, block_cols=block_cols, stages=stages)
+    try:
+        made = example.tensor_core_decode_schedule(*tensors, **options)
+        kernel = sl.build(made, list(tensors), target="cuda")
+    except (ScheduleError, LoweringError) as refused:
+        assert "InternalError" not in type(refused).__name__
+        return
+    arrays = _inputs(m, n, k, group, "bfloat16", seed=m)
+    out = _poisoned(m, n, "bfloat16")
+    kernel.simulate(*arrays, out)
+    _assert_close(out, _reference(example.int4_gemm(m, n, k, group, "bfloat16"), arrays))
 
 
 def test_a_tensorized_slice_of_k_cut_inside_a_tile_is_refused():
