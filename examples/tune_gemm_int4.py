@@ -1,10 +1,19 @@
-"""The weight-only int4 GEMM (`examples.gpu_gemm_int4`) as a template on the CUDA cores: a
-block's outputs (rows x columns), its threads (rows x columns) and the k step are knobs (144
-points). The template declares invalid the points whose threads would not divide the block, or
-whose block would give a thread more than 64 accumulators; the example's defaults are one of
-the points.
+"""The weight-only int4 GEMM (`examples.gpu_gemm_int4`) as two templates.
 
-    python -m examples.tune_gemm_int4 16 10240 8192      # m, n, k; on a GPU
+`gemm`, on the CUDA cores: a block's outputs (rows x columns), its threads (rows x columns)
+and the k step are knobs (144 points). The template declares invalid the points whose threads
+would not divide the block, or whose block would give a thread more than 64 accumulators; the
+example's defaults are one of the points.
+
+`decode`, for a few rows of A (decoding): the kernel (`decode_schedule` on the CUDA cores or
+`tensor_core_decode_schedule` on the tensor cores), the slice of k a block sums, and the
+columns a thread (CUDA cores) or a block (tensor cores), with the warps a block (CUDA cores)
+and the pipeline's stages (tensor cores): 160 points, 40 of them valid (a knob the kernel does
+not have is declared invalid away from its first value). The rows are a size variable, bound
+by the run (``sizes={"m": m}``): the tensor cores' 64-row tile is cut where they end.
+
+    python -m examples.tune_gemm_int4 2048 10240 8192    # m, n, k; on a GPU: gemm
+    python -m examples.tune_gemm_int4 16 10240 8192      # m <= 64: decode
 """
 
 from __future__ import annotations
@@ -36,8 +45,43 @@ def gemm(cfg, m, n, k, group=128, dtype="bfloat16"):
     return s, list(tensors)
 
 
-def main(m: int = 16, n: int = 10240, k: int = 8192) -> None:
-    log = sl.tune.run(gemm(m, n, k), target="cuda", search="grid")
+KERNELS = ("cuda_cores", "tensor_cores")
+
+
+@sl.tune.template
+def decode(cfg, m, n, k, group=128, dtype="bfloat16"):
+    tensors = gpu_gemm_int4.int4_gemm(sl.var("m"), n, k, group, dtype)
+    kernel = cfg.choice("kernel", list(KERNELS))
+    slice_k = cfg.choice("slice_k", [64, 128, 256, 512, 1024])
+    columns = cfg.choice("columns", [4, 8, 64, 128])
+    warps = cfg.choice("warps", [4, 8])
+    stages = cfg.choice("stages", [2, 3])
+    cfg.add_flop(2.0 * m * n * k)
+    tensor_cores = kernel == "tensor_cores"
+    for knob, value, first, own in (
+        ("warps", warps, 4, not tensor_cores),
+        ("stages", stages, 2, tensor_cores),
+    ):
+        if not own and value != first:
+            raise sl.tune.Invalid(f"the {kernel} kernel has no {knob} knob")
+    if tensor_cores != (columns >= 64):
+        raise sl.tune.Invalid(f"{columns} columns: a thread's are 4 or 8, a block's 64 or 128")
+    if tensor_cores:
+        made = gpu_gemm_int4.tensor_core_decode_schedule(
+            *tensors, slice_k=slice_k, block_cols=columns, stages=stages
+        )
+    else:
+        made = gpu_gemm_int4.decode_schedule(
+            *tensors, slice_k=slice_k, cols=columns, warps=warps, rows=m
+        )
+    return made, list(tensors)
+
+
+def main(m: int = 2048, n: int = 10240, k: int = 8192) -> None:
+    if m <= 64:
+        log = sl.tune.run(decode(m, n, k), target="cuda", search="grid", sizes={"m": m})
+    else:
+        log = sl.tune.run(gemm(m, n, k), target="cuda", search="grid")
     best = log.best()
     print(log)
     print(f"best: {best.knobs}: {k * n / 2 / best.seconds / 1e9:.0f} GB/s of packed weight")

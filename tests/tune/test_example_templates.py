@@ -227,3 +227,37 @@ def test_the_int4_gemm_template_has_the_example_defaults_and_computes_the_produc
     kernel.simulate(x, packed, scales, zeros, out)
     want = sl.reference(args[-1], dict(zip(args[:4], (x, packed, scales, zeros))))
     np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=1e-2)
+
+
+def test_the_int4_decode_template_offers_both_kernels_and_each_computes_the_product():
+    from examples import gpu_gemm_int4, tune_gemm_int4
+
+    task = tune_gemm_int4.decode(5, 208, 256, group=32)
+    assert len(task.space) == 160
+    cores = {"kernel": "cuda_cores", "slice_k": 64, "columns": 4, "warps": 8, "stages": 2}
+    tensor = {"kernel": "tensor_cores", "slice_k": 128, "columns": 64, "warps": 4, "stages": 3}
+    tensors = gpu_gemm_int4.int4_gemm(sl.var("m"), 208, 256, 32, "bfloat16")
+    made = {
+        "cuda_cores": gpu_gemm_int4.decode_schedule(*tensors, slice_k=64, cols=4, warps=8, rows=5),
+        "tensor_cores": gpu_gemm_int4.tensor_core_decode_schedule(
+            *tensors, slice_k=128, block_cols=64, stages=3
+        ),
+    }
+    with pytest.raises(sl.tune.Invalid, match="has no stages knob"):
+        task.instantiate(dict(cores, stages=3))
+    with pytest.raises(sl.tune.Invalid, match="a thread's are 4 or 8"):
+        task.instantiate(dict(tensor, columns=8))
+    rng = np.random.default_rng(8)
+    weight = rng.standard_normal((256, 208)).astype(np.float32)
+    packed, scales, zeros = gpu_gemm_int4.pack_int4(weight, 32, "bfloat16")
+    x = random_array((5, 256), "bfloat16", rng)
+    for point in (cores, tensor):
+        s, args = task.instantiate(point)
+        assert str(s) == str(made[point["kernel"]])
+        kernel = sl.build(s, args, target="cuda -arch=sm_90a")
+        out = np.full((5, 208), np.nan, x.dtype)
+        kernel.simulate(x, packed, scales, zeros, out)
+        want = sl.reference(
+            args[-1], dict(zip(args[:4], (x, packed, scales, zeros))), sizes={"m": 5}
+        )
+        np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=1e-2)
