@@ -3,11 +3,11 @@ Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 
 decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
 Decoding (m <= 16) uses the fastest at the shape of the options in `DECODE` (each is built and
-timed): `decode_schedule` on the CUDA cores and, at m = 16, `tensor_core_decode_schedule`
-(built for m a size variable); the column gives the slice of k and the columns a thread or
-a block;
-prefill the faster of `schedule` with `PREFILL`'s tiles (CUDA cores) and `tensor_core_schedule`
-(wgmma).
+timed): `decode_schedule` on the CUDA cores, `register_decode_schedule` (the weight as wgmma's
+A operand in registers) and, at m = 16, `tensor_core_decode_schedule` (the wgmma ones built
+for m a size variable); the column gives the slice of k and the columns a thread or a block.
+Prefill: the faster of `schedule` with `PREFILL`'s tiles (CUDA cores) and
+`tensor_core_schedule` (wgmma).
 
 Two times a call: "call" waits for each call before the next (the caller's launch counted:
 what one decoding step sees), "GPU" is tritonbench's method (``triton.testing.do_bench``: L2
@@ -40,12 +40,14 @@ from examples import gpu_gemm_int4  # noqa: E402
 
 SHAPES = [(8192, 10240), (28672, 8192)]  # (k, n)
 GROUP = 128  # rows of k a scale and a zero cover (`--group` sets it)
-# decode_schedule's options tried by m, the fastest kept (measured choices: slices of k a
-# block, columns a thread)
+# the decoding schedules' options tried by m, the fastest kept (measured choices: slices of k
+# a block, columns a thread or a block, rows a block)
 DECODE = {
-    1: [dict(decode=True, slice_k=s, cols=4, warps=8, unroll=4) for s in (64, 128)],
+    1: [dict(decode=True, slice_k=s, cols=4, warps=8, unroll=4) for s in (64, 128)]
+    + [dict(registers=True, slice_k=s, rows=8) for s in (512, 1024)],
     16: [dict(decode=True, slice_k=s, cols=c, warps=4, unroll=2) for s, c in ((128, 4), (128, 8))]
-    + [dict(tensor_cores=True, slice_k=512, block_cols=c, stages=2) for c in (64, 128)],
+    + [dict(tensor_cores=True, slice_k=512, block_cols=c, stages=2) for c in (64, 128)]
+    + [dict(registers=True, slice_k=s, rows=16) for s in (512, 1024)],
 }
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
@@ -76,8 +78,8 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
     want = (a.float() @ dense.float()).to(torch.bfloat16)
     timed = []
     for option in DECODE.get(m) or [PREFILL, dict(tensor_cores=True)]:
-        sliced = option.get("tensor_cores") and "slice_k" in option  # any m below a tile
-        rows = sl.var("m") if sliced else m
+        tiles = option.get("registers") or (option.get("tensor_cores") and "slice_k" in option)
+        rows = sl.var("m") if tiles else m  # any m below a tile
         kernel = gpu_gemm_int4.build(rows, n, k, group, "bfloat16", **dict(option))
         c = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
         kernel(a, wq, sc, ze, c)
@@ -85,8 +87,10 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
         assert error < 2e-2, f"m={m} k={k} n={n} {option}: relative error {error}"
         seconds = times(lambda: kernel(a, wq, sc, ze, c), repeat)  # noqa: B023
         how = "wgmma" if option.get("tensor_cores") else "CUDA cores"
+        how = "wgmma, W in registers" if option.get("registers") else how
         if "slice_k" in option:
-            how += f" {option['slice_k']} / {option.get('cols', option.get('block_cols'))}"
+            columns = option.get("cols", option.get("block_cols", 64))
+            how += f" {option['slice_k']} / {columns}"
         timed.append((seconds, how))
     ours, how = min(timed)
     cublas = times(lambda: torch.mm(a, dense), repeat)

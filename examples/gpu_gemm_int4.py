@@ -36,7 +36,8 @@ columns at a time on sm_90) with its group's scales and zeros, kept in registers
 At m = 16 the CUDA cores multiply each weight into 16 rows; `tensor_core_decode_schedule`
 gives that to the tensor cores instead: `tensor_core_schedule`'s warpgroup steps, with k cut
 into slices as `decode_schedule` cuts it, for m a size variable (the 64-row tile cut where m
-ends).
+ends). `register_decode_schedule` turns the product around (``C^T = W^T A^T``) so that the
+dequantised weight is wgmma's A operand, computed in registers by the threads that hold it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ __all__ = [
     "int4_gemm",
     "pack_int4",
     "schedule",
+    "register_decode_schedule",
     "tensor_core_decode_schedule",
     "tensor_core_schedule",
 ]
@@ -280,6 +282,47 @@ def tensor_core_decode_schedule(
     return s
 
 
+def register_decode_schedule(
+    a, wq, scale, zero, c, slice_k: int = 512, rows: int = 16, stages: int = 2
+) -> sl.Schedule:
+    """Decoding (m a size variable, `rows` of them a block: 8 or 16) with the dequantised
+    weight as wgmma's A operand in registers: the product transposed, ``C^T = W^T A^T``, each
+    block one warpgroup over 64 columns of n (the instruction's M) and `rows` rows of A (its N),
+    k cut into slices of `slice_k` as in `tensor_core_decode_schedule`. W's stage is laid out
+    as [n, k] (its loops reordered, then ``cache_write`` into a warpgroup fragment, W itself
+    inlined), and each thread computes its own elements of it from the packed bytes at each
+    step of 16: no shared tile of W, no barrier between the dequantisation and the product.
+    The partial sums, held as [n, rows], are stored transposed by ``store_matrix``."""
+    acc, w = _stages(c)
+    s = sl.create_schedule(c.op)
+    sliced, _ = s[acc].split(s[acc].op.reduce_axis[0], factor=slice_k)
+    partial = s.rfactor(acc, sliced)
+    k_slice, i, j = partial.op.axis
+    s[partial].reorder(k_slice, j, i)
+    product = s.cache_write(partial, "wgmma.accumulator")  # [slice, n, m]
+    s[w].reorder(*reversed(w.op.axis))
+    weight = s.cache_write(w, "wgmma.accumulator")  # [n, k]: rows of the A operand
+    s[w].compute_inline()
+    k_slice, i, j = partial.op.axis
+    bj, j = s[partial].split(j, factor=gpu_gemm_wgmma.GROUP_ROWS)
+    bi, i = s[partial].split(i, factor=rows)
+    s[partial].reorder(k_slice, bj, bi, j, i)
+    for axis, tag in ((k_slice, "blockIdx.y"), (bj, "blockIdx.x"), (bi, "blockIdx.z")):
+        s[partial].bind(axis, sl.thread_axis(tag))
+    s[partial].tensorize(j, sl.intrin.store_matrix(n=rows, m=gpu_gemm_wgmma.GROUP_ROWS))
+    s[product].compute_at(s[partial], bi)
+    _, pj, pi = s[product].op.axis
+    ko, ki = s[product].split(s[product].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
+    kio, ki = s[product].split(ki, factor=16)
+    s[product].reorder(ko, kio, pj, pi, ki)
+    s[product].tensorize(pj, sl.intrin.wgmma(n=rows))
+    s[weight].compute_at(s[product], kio)
+    a_tile = s.cache_read(a, "shared", [product])
+    gpu_gemm_wgmma.stage_tile(s, a_tile, s[product], ko, 1, stages)
+    _add_slices(s, c, acc)
+    return s
+
+
 def decode_schedule(
     a,
     wq,
@@ -357,13 +400,16 @@ def _add_slices(s: sl.Schedule, c, acc) -> None:
 def build(m, n, k, group: int = 128, dtype: str = "float16", target: str = "cuda", **options):
     """The GEMM built for `target` with `schedule`'s `options` (`cpu_schedule` for "cpu",
     `decode_schedule` when `options` has ``decode=True``, `tensor_core_schedule` with
-    ``tensor_cores=True``, `tensor_core_decode_schedule` with a ``slice_k`` too)."""
+    ``tensor_cores=True``, `tensor_core_decode_schedule` with a ``slice_k`` too,
+    `register_decode_schedule` with ``registers=True``)."""
     tensors = int4_gemm(m, n, k, group, dtype)
     make = schedule
     if target == "cpu":
         make = cpu_schedule
     elif options.pop("decode", False):
         make = decode_schedule
+    elif options.pop("registers", False):
+        make = register_decode_schedule
     elif options.pop("tensor_cores", False):
         make = tensor_core_decode_schedule if "slice_k" in options else tensor_core_schedule
     return sl.build(make(*tensors, **options), list(tensors), target=target)

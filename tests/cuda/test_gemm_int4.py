@@ -297,6 +297,41 @@ def test_tensor_core_decode_schedule_simulated_takes_any_number_of_rows(
     _simulated_rows(make, n, k, group, dtype, options, (1, 5, 16, 64))
 
 
+REGISTER_DECODE_CASES = [
+    # n, k, group, dtype, options: columns cut by the edge (n = 80: the second block's 16),
+    # the last slice short; 8 rows a block (wgmma's n = 8), 16
+    (80, 384, 128, "bfloat16", dict(slice_k=256, rows=8)),
+    (208, 256, 32, "float16", dict(slice_k=128, rows=16, stages=3)),
+]
+
+
+@pytest.mark.parametrize(("n", "k", "group", "dtype", "options"), REGISTER_DECODE_CASES)
+def test_register_decode_schedule_simulated_takes_any_number_of_rows(n, k, group, dtype, options):
+    """W^T computed in registers, each thread its own elements of the A operand, the
+    partial sums stored transposed: m = 1, 5, 16 and 37 (several blocks of rows)."""
+    make = example.register_decode_schedule
+    _simulated_rows(make, n, k, group, dtype, options, (1, 5, 16, 37))
+
+
+def test_register_decode_schedule_computes_the_weight_in_registers():
+    """No shared tile of W and no barrier between its dequantisation and the product: the
+    only shared buffer of the first kernel is A's tile, and wgmma's A operand is registers."""
+    tensors = example.int4_gemm(sl.var("m"), 1024, 2048, 128, "bfloat16")
+    made = example.register_decode_schedule(*tensors)
+    kernel = sl.build(made, list(tensors), target="cuda -arch=sm_90a")
+    first = kernel.ptx.split(".entry")[1]
+    shape = r"wgmma\.mma_async\.sync\.aligned\.m64n16k16\.f32\.bf16\.bf16"
+    products = re.findall(shape + r" [^;]*;", first)
+    assert products and all(re.search(r"\{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd", p) for p in products)
+    shared = {
+        s.buffer.name for s in walk_stmt(kernel.lowered.body) if isinstance(s, Allocate)
+        and s.buffer.scope == "shared"
+    }  # fmt: skip
+    assert shared == {"A.shared", "acc"}  # A's tile; the second kernel's sums
+    report = assemble(kernel.ptx)
+    assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
+
+
 def test_tensor_core_decode_schedule_at_rows_fewer_than_a_tile_says_to_make_them_a_variable():
     """m = 16 as an int: the 64-row tile loop is 16 long, which no instruction takes; the
     refusal names the way out (a size variable: the tile is then cut where m ends)."""
@@ -349,10 +384,11 @@ def test_a_tensorized_slice_of_k_cut_inside_a_tile_is_refused():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("m", [1, 16, 37])
-def test_tensor_core_decode_schedule_on_the_gpu(m):
+@pytest.mark.parametrize("make", ["tensor_core_decode_schedule", "register_decode_schedule"])
+def test_tensor_core_decode_schedules_on_the_gpu(make, m):
     n, k, group, dtype = 1040, 2048, 128, "bfloat16"
     tensors = example.int4_gemm(sl.var("m"), n, k, group, dtype)
-    made = example.tensor_core_decode_schedule(*tensors, slice_k=512, block_cols=128)
+    made = getattr(example, make)(*tensors, slice_k=512)
     kernel = sl.build(made, list(tensors), target="cuda")
     arrays = _inputs(m, n, k, group, dtype)
     out = _poisoned(m, n, dtype)
