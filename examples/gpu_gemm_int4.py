@@ -272,14 +272,22 @@ def tensor_core_decode_schedule(
         s[partial].bind(axis, sl.thread_axis(tag))
     s[partial].tensorize(i, sl.intrin.store_matrix(n=block_cols, m=gpu_gemm_wgmma.GROUP_ROWS))
     s[product].compute_at(s[partial], bj)
-    _, pi, pj = s[product].op.axis
-    ko, ki = s[product].split(s[product].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
-    kio, ki = s[product].split(ki, factor=16)
-    s[product].reorder(ko, kio, pi, pj, ki)
-    s[product].tensorize(pi, sl.intrin.wgmma(n=block_cols))
+    ko, _ = _warpgroup_steps(s, product, block_cols)
     _stage_operands(s, a, wq, w, product, ko, 1, stages)
     _add_slices(s, c, acc)
     return s
+
+
+def _warpgroup_steps(s: sl.Schedule, product, n: int) -> tuple:
+    """``(steps, tiles)``: the loops over `product`'s steps of k of `TENSOR_CORE_STEP` rows
+    and over each step's 16-row tiles, inside which wgmma (its n = `n`) computes the tile
+    of the last two dimensions (a slice's partial sums)."""
+    _, rows, columns = s[product].op.axis
+    steps, k = s[product].split(s[product].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
+    tiles, k = s[product].split(k, factor=16)
+    s[product].reorder(steps, tiles, rows, columns, k)
+    s[product].tensorize(rows, sl.intrin.wgmma(n=n))
+    return steps, tiles
 
 
 def register_decode_schedule(
@@ -311,11 +319,7 @@ def register_decode_schedule(
         s[partial].bind(axis, sl.thread_axis(tag))
     s[partial].tensorize(j, sl.intrin.store_matrix(n=rows, m=gpu_gemm_wgmma.GROUP_ROWS))
     s[product].compute_at(s[partial], bi)
-    _, pj, pi = s[product].op.axis
-    ko, ki = s[product].split(s[product].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
-    kio, ki = s[product].split(ki, factor=16)
-    s[product].reorder(ko, kio, pj, pi, ki)
-    s[product].tensorize(pj, sl.intrin.wgmma(n=rows))
+    ko, kio = _warpgroup_steps(s, product, rows)
     s[weight].compute_at(s[product], kio)
     a_tile = s.cache_read(a, "shared", [product])
     gpu_gemm_wgmma.stage_tile(s, a_tile, s[product], ko, 1, stages)
