@@ -43,12 +43,13 @@ def cache_dir(monkeypatch, tmp_path, fresh):
 @pytest.fixture
 def compiles(monkeypatch) -> list[int]:
     """One entry per kernel's object file LLVM compiles (not its guard's, which one kernel of
-    the same shape may have compiled earlier in the process)."""
+    the same shape may have compiled earlier in the process, nor the interrupt handler's,
+    which the process's first interruptible call compiles, in whichever test that is)."""
     made: list[int] = []
     original = cpu_jit.object_code
 
     def counted(text: str) -> bytes:
-        if "schedlang_guard" not in text:
+        if "schedlang_guard" not in text and "schedlang_interrupt" not in text:
             made.append(1)
         return original(text)
 
@@ -215,9 +216,11 @@ def _flip_machine_code(entry: bytes) -> bytes:
 
 
 def _kernel_objects(folder):
-    """The kernels' object files (a kernel's guard, `codegen.cpu.trampoline`, may be there too,
-    or only in memory, where another test made one of the same shape)."""
-    return sorted(p for p in folder.glob("*.o") if not p.name.startswith("guard-"))
+    """The kernels' object files. A kernel's guard (`codegen.cpu.trampoline`) and the call's
+    interrupt check (`runtime.interrupt`) may be there too, or only in memory, where another
+    test of the same process made them first: which, depends on the order tests run in."""
+    helpers = ("guard-", "interrupt-")
+    return sorted(p for p in folder.glob("*.o") if not p.name.startswith(helpers))
 
 
 @pytest.mark.parametrize(
