@@ -23,6 +23,9 @@ columns of the tile) that are themselves indices of `L`. The droppable guards go
   fragment's stores may also read global memory: an index not shown in bounds is clamped into
   the buffer (``min(max(i, 0), extent - 1)``, the same index at every point that exists), so
   a missing row reads the last row's scale rather than past the end.
+- no statement of `L` reads a shared buffer that some thread stored to since the block last met
+  at a barrier (`_unsynced_reads`): lowering puts no barrier between a store and a read by the
+  same threads, and without its guards the other threads would read before it.
 Stores to global memory keep their guards, so nothing computed for a missing point is visible;
 a fragment reaches global memory by `store_matrix`, which stores only the points that exist.
 At 4000^3 the fp8 GEMM's scaling epilogue (`epilogue_in_place`) held every one of a thread's
@@ -42,6 +45,7 @@ from ..core.nodes import (
     FRAGMENT_SCOPES,
     REGISTER_SCOPES,
     Allocate,
+    Barrier,
     Buffer,
     For,
     If,
@@ -49,6 +53,7 @@ from ..core.nodes import (
     Load,
     Stmt,
     Store,
+    ThreadAllReduce,
 )
 from ..core.visit import (
     stmt_children,
@@ -84,12 +89,47 @@ def _kernel(body: Stmt) -> Stmt:
     stores: dict[Buffer, list[tuple[Store, _Scope]]] = defaultdict(list)
     lifetimes: dict[int, frozenset[Var]] = {}  # a buffer's id -> the loops around its allocation
     _collect(body, _Scope({}, {}, ()), stores, lifetimes)
+    unsynced: set[int] = set()
+    _unsynced_reads(body, frozenset(), unsynced)
     droppable: dict[int, set[int]] = {}  # id(store) -> ids of the ifs that may go around it
     for buffer, found in stores.items():
+        if any(id(store) in unsynced for store, _ in found):
+            continue  # other threads would read what one thread wrote, with no barrier between
         if buffer.scope in REGISTER_SCOPES:
             fixed = lifetimes.get(id(buffer), frozenset()) if buffer.scope != "local" else None
             droppable.update(_droppable(found, fixed))
     return _rebuild(body, droppable) if droppable else body
+
+
+def _unsynced_reads(s: Stmt, written: frozenset[int], found: set[int]) -> frozenset[int]:
+    """The shared buffers (by id) stored to since the block last met at a barrier, after `s`
+    given `written` before it; adds to `found` the stores that read one of them. Such a store
+    runs only on the threads that stored it, or lowering would have put a barrier between:
+    without its guards, the other threads would read before the barrier that is not there.
+    (Copies by `cp.async` or the copy engine are made visible by their own waits.) A loop's
+    body is walked twice: its last iteration's stores come before its first's reads."""
+    if isinstance(s, Barrier) or isinstance(s, ThreadAllReduce):
+        return frozenset()
+    if isinstance(s, Store):
+        reads = {
+            id(node.buffer)
+            for e in (s.value, *s.indices)
+            for node in walk_expr(e)
+            if isinstance(node, Load) and node.buffer.scope == "shared"
+        }
+        if reads & written:
+            found.add(id(s))
+        return written | {id(s.buffer)} if s.buffer.scope == "shared" else written
+    if isinstance(s, For):
+        once = _unsynced_reads(s.body, written, found)
+        return _unsynced_reads(s.body, written | once, found)
+    if isinstance(s, If):
+        then = _unsynced_reads(s.then, written, found)
+        other = written if s.otherwise is None else _unsynced_reads(s.otherwise, written, found)
+        return then | other
+    for child in stmt_children(s):
+        written = _unsynced_reads(child, written, found)
+    return written
 
 
 def _collect(s: Stmt, scope: _Scope, stores: dict, lifetimes: dict) -> None:
