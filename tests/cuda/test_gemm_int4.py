@@ -340,6 +340,17 @@ def test_tensor_core_decode_schedule_at_rows_fewer_than_a_tile_says_to_make_them
         sl.build(example.tensor_core_decode_schedule(*tensors), list(tensors), target="cuda")
 
 
+# the refusals the drawn decoding schedules may meet, each naming the way out
+DECODE_REFUSALS = "|".join(
+    (
+        r"rows of 32 bytes; wgmma reads rows of 128 bytes",  # 16 columns a block
+        r"holds tiles of 64 x 8k",  # W's fragment over fewer than 64 columns of n
+        r"sl\.var",  # a tile longer than its constant dimension
+        r"runs part of a tile",  # a slice ending inside a 16-row tile
+    )
+)
+
+
 @settings(max_examples=10, deadline=None, derandomize=True, database=None)
 @given(
     n=st.sampled_from([16, 80, 144, 208]),
@@ -372,7 +383,8 @@ def test_tensor_core_decode_schedules_at_drawn_slices_are_right_or_refused(
                 *tensors, slice_k=slice_k, block_cols=columns, stages=stages
             )
         kernel = sl.build(made, list(tensors), target="cuda")
-    except (ScheduleError, LoweringError):
+    except (ScheduleError, LoweringError) as refused:
+        assert re.search(DECODE_REFUSALS, str(refused)), refused  # one that says what to change
         return
     arrays = _inputs(m, n, k, group, "bfloat16", seed=m)
     out = _poisoned(m, n, "bfloat16")

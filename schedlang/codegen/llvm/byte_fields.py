@@ -39,6 +39,10 @@ def biased_field(emitter, e: Expr, bias: int, below: int) -> ir.Value | None:
         and dt.bits(source.dtype) > 8
     ):
         return None
+    # bytes that differ by lane, shifted alike in every lane: decided before anything is
+    # emitted, so that a field not taken here leaves no code behind
+    if not emitter.varying(source.value) or emitter.varying(field.b):
+        return None
     known = emitter.constant_int(field.b)
     span = (known, known) if known is not None else _span(field.b)
     bits = int(mask.value)
@@ -48,17 +52,11 @@ def biased_field(emitter, e: Expr, bias: int, below: int) -> ir.Value | None:
         return None
     x = emitter.value(source.value)
     lanes = lanes_of(x)
-    if not lanes:
-        return None
     b = emitter.b
     if span[1]:  # the whole vector as one integer: byte k + 1's bits enter byte k's top only
         whole = ir.IntType(8 * lanes)
-        if known is not None:
-            amount = ir.Constant(whole, known)
-        else:  # the same for every lane (a row's nibble), or nothing is taken here
-            amount = emitter.value(field.b)
-            if lanes_of(amount):
-                return None
+        amount = emitter.value(field.b) if known is None else ir.Constant(whole, known)
+        if known is None:  # a row's nibble: the same for every lane, known only at run time
             width = amount.type.width
             amount = b.zext(amount, whole) if width < whole.width else b.trunc(amount, whole)
         x = b.bitcast(b.lshr(b.bitcast(x, whole), amount), x.type)

@@ -107,7 +107,8 @@ def _unsynced_reads(s: Stmt, written: frozenset[int], found: set[int]) -> frozen
     runs only on the threads that stored it, or lowering would have put a barrier between:
     without its guards, the other threads would read before the barrier that is not there.
     (Copies by `cp.async` or the copy engine are made visible by their own waits.) A loop's
-    body is walked twice: its last iteration's stores come before its first's reads."""
+    body is walked again where it leaves a store unsynced: its last iteration's stores come
+    before its next one's reads."""
     if isinstance(s, Barrier) or isinstance(s, ThreadAllReduce):
         return frozenset()
     if isinstance(s, Store):
@@ -122,6 +123,8 @@ def _unsynced_reads(s: Stmt, written: frozenset[int], found: set[int]) -> frozen
         return written | {id(s.buffer)} if s.buffer.scope == "shared" else written
     if isinstance(s, For):
         once = _unsynced_reads(s.body, written, found)
+        if once <= written:  # the body leaves nothing new unsynced for its next iteration
+            return once
         return _unsynced_reads(s.body, written | once, found)
     if isinstance(s, If):
         then = _unsynced_reads(s.then, written, found)
