@@ -4,8 +4,10 @@ decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
 Decoding (m <= 16) uses the fastest at the shape of the options in `DECODE` (each is built and
 timed): `decode_schedule` on the CUDA cores, `register_decode_schedule` (the weight as wgmma's
-A operand in registers) and, at m = 16, `tensor_core_decode_schedule` (the wgmma ones built
-for m a size variable); the column gives the slice of k and the columns a thread or a block.
+A operand in registers; "bytes by thread": Wq passed in the threads' order,
+`bytes_by_thread_order`, made once per weight as tinygemm's own packing is) and, at m = 16,
+`tensor_core_decode_schedule` (the wgmma ones built for m a size variable); the column gives
+the slice of k and the columns a thread or a block.
 Prefill: the faster of `schedule` with `PREFILL`'s tiles (CUDA cores) and
 `tensor_core_schedule` (wgmma).
 
@@ -44,10 +46,10 @@ GROUP = 128  # rows of k a scale and a zero cover (`--group` sets it)
 # a block, columns a thread or a block, rows a block)
 DECODE = {
     1: [dict(decode=True, slice_k=s, cols=4, warps=8, unroll=4) for s in (64, 128)]
-    + [dict(registers=True, slice_k=s, rows=8) for s in (512, 1024)],
-    16: [dict(decode=True, slice_k=s, cols=c, warps=4, unroll=2) for s, c in ((128, 4), (128, 8))]
-    + [dict(tensor_cores=True, slice_k=512, block_cols=c, stages=2) for c in (64, 128)]
-    + [dict(registers=True, slice_k=s, rows=16) for s in (512, 1024)],
+    + [dict(registers=True, slice_k=512, rows=8, bytes_by_thread=True)],
+    16: [dict(decode=True, slice_k=128, cols=8, warps=4, unroll=2)]
+    + [dict(tensor_cores=True, slice_k=512, block_cols=128, stages=2)]
+    + [dict(registers=True, slice_k=512, rows=16, bytes_by_thread=b) for b in (False, True)],
 }
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
@@ -73,6 +75,7 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
     dense = torch.from_numpy(gpu_gemm_int4.dequantize(packed, scales, zeros).astype(np.float32))
     dense = dense.to("cuda", torch.bfloat16)
     wq = torch.from_numpy(packed).cuda()
+    by_thread = torch.from_numpy(gpu_gemm_int4.bytes_by_thread_order(packed)).cuda()
     sc = torch.from_numpy(scales.astype(np.float32)).to("cuda", torch.bfloat16)
     ze = torch.from_numpy(zeros.astype(np.float32)).to("cuda", torch.bfloat16)
     want = (a.float() @ dense.float()).to(torch.bfloat16)
@@ -82,12 +85,14 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
         rows = sl.var("m") if tiles else m  # any m below a tile
         kernel = gpu_gemm_int4.build(rows, n, k, group, "bfloat16", **dict(option))
         c = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
-        kernel(a, wq, sc, ze, c)
+        w = by_thread if option.get("bytes_by_thread") else wq
+        kernel(a, w, sc, ze, c)
         error = (c.float() - want.float()).abs().max().item() / want.float().abs().max().item()
         assert error < 2e-2, f"m={m} k={k} n={n} {option}: relative error {error}"
-        seconds = times(lambda: kernel(a, wq, sc, ze, c), repeat)  # noqa: B023
+        seconds = times(lambda: kernel(a, w, sc, ze, c), repeat)  # noqa: B023
         how = "wgmma" if option.get("tensor_cores") else "CUDA cores"
         how = "wgmma, W in registers" if option.get("registers") else how
+        how += ", bytes by thread" if option.get("bytes_by_thread") else ""
         if "slice_k" in option:
             columns = option.get("cols", option.get("block_cols", 64))
             how += f" {option['slice_k']} / {columns}"

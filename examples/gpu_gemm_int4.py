@@ -51,6 +51,7 @@ from schedlang.ir import dtype as dt
 __all__ = [
     "apply_schedule",
     "build",
+    "bytes_by_thread_order",
     "cpu_schedule",
     "decode_schedule",
     "dequantize",
@@ -60,6 +61,7 @@ __all__ = [
     "register_decode_schedule",
     "tensor_core_decode_schedule",
     "tensor_core_schedule",
+    "thread_bytes",
 ]
 
 
@@ -291,16 +293,30 @@ def _warpgroup_steps(s: sl.Schedule, product, n: int) -> tuple:
 
 
 def register_decode_schedule(
-    a, wq, scale, zero, c, slice_k: int = 512, rows: int = 16, stages: int = 2
+    a,
+    wq,
+    scale,
+    zero,
+    c,
+    slice_k: int = 512,
+    rows: int = 16,
+    stages: int = 2,
+    bytes_by_thread: bool = False,
 ) -> sl.Schedule:
     """Decoding (m a size variable, `rows` of them a block: 8 or 16) with the dequantised
     weight as wgmma's A operand in registers: the product transposed, ``C^T = W^T A^T``, each
     block one warpgroup over 64 columns of n (the instruction's M) and `rows` rows of A (its N),
     k cut into slices of `slice_k` as in `tensor_core_decode_schedule`. W's stage is laid out
     as [n, k] (its loops reordered, then ``cache_write`` into a warpgroup fragment, W itself
-    inlined), and each thread computes its own elements of it from the packed bytes at each
-    step of 16: no shared tile of W, no barrier between the dequantisation and the product.
-    The partial sums, held as [n, rows], are stored transposed by ``store_matrix``."""
+    inlined), and each thread computes its own elements of it from the packed bytes, a step
+    of 64 rows of k at a time (all the step's bytes loaded before its four products), each
+    byte's two nibbles as one bfloat16x2 register (the stage vectorized over k): no shared
+    tile of W, no barrier between the dequantisation and the product. The partial sums,
+    held as [n, rows], are stored transposed by ``store_matrix``.
+
+    With `bytes_by_thread`, Wq arrives in `thread_bytes`'s order (`bytes_by_thread_order`
+    makes it; n a multiple of 64): the four bytes a thread reads for a step of 16 adjacent,
+    a warp's 128 in one line, where the plain layout spreads them over four rows of Wq."""
     acc, w = _stages(c)
     s = sl.create_schedule(c.op)
     sliced, _ = s[acc].split(s[acc].op.reduce_axis[0], factor=slice_k)
@@ -320,11 +336,32 @@ def register_decode_schedule(
     s[partial].tensorize(j, sl.intrin.store_matrix(n=rows, m=gpu_gemm_wgmma.GROUP_ROWS))
     s[product].compute_at(s[partial], bi)
     ko, kio = _warpgroup_steps(s, product, rows)
-    s[weight].compute_at(s[product], kio)
+    s[weight].compute_at(s[product], ko)
+    s[weight].vectorize(weight.op.axis[1])  # a thread's two k of a row: one byte, one bf16x2
     a_tile = s.cache_read(a, "shared", [product])
     gpu_gemm_wgmma.stage_tile(s, a_tile, s[product], ko, 1, stages)
+    if bytes_by_thread:
+        s[wq].transform_layout(thread_bytes)
     _add_slices(s, c, acc)
     return s
+
+
+def thread_bytes(kp, j):
+    """Where Wq's byte [kp, j] goes for `register_decode_schedule`'s threads: by steps of 16
+    rows of k (8 bytes: ``kp // 8``), blocks of 64 columns, the warp (16 columns), the row in
+    the lane's quad (``j % 8``), the quad's lane (``kp % 4``), then the thread's own four
+    bytes: its two rows (``j % 16 // 8``) and its two k-pairs of the step (``kp % 8 // 4``),
+    the accumulator fragment's layout of wgmma's A operand."""
+    return [kp // 8, j // 64, j % 64 // 16, j % 8, kp % 4, j % 16 // 8, kp % 8 // 4]
+
+
+def bytes_by_thread_order(packed: np.ndarray) -> np.ndarray:
+    """`packed` (k / 2 x n bytes, n a multiple of 64) in `thread_bytes`'s order, as the
+    caller passes it to a kernel built with ``bytes_by_thread=True`` (done once per weight,
+    as torch's tinygemm repacks its weights)."""
+    half_k, n = packed.shape
+    tiles = packed.reshape(half_k // 8, 2, 4, n // 64, 4, 2, 8)  # kp = 8 s + 4 t + q, j = ...
+    return np.ascontiguousarray(tiles.transpose(0, 3, 4, 6, 2, 5, 1))
 
 
 def decode_schedule(

@@ -5,9 +5,12 @@ its buffer: the caller's array of an input or output has the transformed shape, 
 store and load of T goes through the map. The map must take T's elements one to one onto a
 box from 0 (a permutation of the dimensions, a dimension split into ``i // c, i % c`` where
 ``c`` divides it, dimensions flattened into one, ...): nothing is padded and nothing is lost,
-which is checked here, element by element for a constant shape; a symbolic shape may only be
-permuted. The loops keep their logical order (TE reorders them to the new layout), and the
-values are the algorithm's: `sl.reference` gives them in the logical layout.
+which is checked here: where each index of the buffer is a digit of one dimension (``i``,
+``i // b``, ``i % a``, ``(i % a) // b``) and each dimension's digits are a whole mixed-radix
+numeral of it, by that form at any size; else element by element for a constant shape; a
+symbolic shape may only be permuted. The loops keep their logical order (TE reorders them
+to the new layout), and the values are the algorithm's: `sl.reference` gives them in the
+logical layout.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 
 from ..errors import ScheduleError
 from ..ir.evaluate import reference
-from ..ir.expr import Const, Expr, Var, as_expr
+from ..ir.expr import Binary, Const, Expr, Var, as_expr
 from ..ir.tensor import compute
 from ..ir.visit import substitute, walk
 from .errors import message
@@ -73,7 +76,8 @@ def layout_of(stage, mapping, loc: str) -> TransformLayout:
         if stray or not e.dtype.startswith(("int", "uint")):
             fail(f"the map gives {e}, which is not an integer of the index variables")
     if all(isinstance(n, Const) for n in shape):
-        out_shape = _enumerated(shape, index, physical, fail)
+        sizes = [int(n.value) for n in shape]
+        out_shape = _numerals(sizes, index, physical) or _enumerated(shape, index, physical, fail)
     else:
         out_shape = _permuted(shape, index, physical, fail)
     return TransformLayout(stage.name, index, physical, out_shape, loc)
@@ -128,6 +132,46 @@ def _enumerated(shape, index, physical, fail) -> tuple[Expr, ...]:
     if np.unique(flat).size != count:
         fail("the map sends two elements to one place; use a one-to-one map")
     return tuple(as_expr(n) for n in extents)
+
+
+def _numerals(sizes: list[int], index, physical) -> tuple[Expr, ...] | None:
+    """The box's shape where each of `physical` is a digit ``(i % a) // b`` of one index
+    variable and each variable's digits, ordered by `b`, are its whole numeral (the first
+    ``b`` is 1, each ``a`` the next ``b``, the last ``a`` its extent, each ``b`` dividing
+    its ``a``): then the map is one to one onto the box whatever the size. None where the
+    map has another form (it is checked element by element)."""
+    digits = [_digit(e, sizes, index) for e in physical]
+    if any(d is None for d in digits):
+        return None
+    for k, size in enumerate(sizes):
+        mine = sorted((b, a) for v, a, b in digits if v == k)
+        low = 1
+        for b, a in mine:
+            if b != low or a % b:
+                return None
+            low = a
+        if low != size:
+            return None
+    return tuple(as_expr(a // b) for _, a, b in digits)
+
+
+def _digit(e: Expr, sizes: list[int], index) -> tuple[int, int, int] | None:
+    """``(dimension, a, b)`` where `e` is ``(i % a) // b`` (``a`` the extent without the
+    ``%``, ``b`` 1 without the ``//``) of a dimension whose extent `a` divides."""
+    b = 1
+    if isinstance(e, Binary) and e.op == "//" and isinstance(e.b, Const):
+        e, b = e.a, int(e.b.value)
+    a = None
+    if isinstance(e, Binary) and e.op == "%" and isinstance(e.b, Const):
+        e, a = e.a, int(e.b.value)
+    position = [k for k, v in enumerate(index) if v is e]
+    if not position or b <= 0:
+        return None
+    size = sizes[position[0]]
+    a = size if a is None or a >= size else a
+    if a <= 0 or size % a:
+        return None
+    return position[0], a, b
 
 
 def _permuted(shape, index, physical, fail) -> tuple[Expr, ...]:

@@ -138,3 +138,18 @@ def test_an_innermost_vectorized_loop_gives_no_warning():
         warnings.simplefilter("error", sl.SchedlangWarning)
         kernel = sl.build(s, [m, r])
     assert "<8 x float>" in kernel.llvm_ir
+
+
+@pytest.mark.parametrize(("divisor", "loads"), [(4, 1), (8, 1), (3, 2)])
+def test_a_quotient_that_stays_in_one_bucket_over_the_lanes_is_read_once(divisor, loads):
+    """``A[(2 i + l) // m]`` over two lanes: with m a multiple of 2 both lanes read one
+    element (a scalar load), with m = 3 they may read two (lane by lane); right either way."""
+    a = sl.placeholder((40,), name="A")
+    b = sl.compute((37, 2), lambda i, lane: a[(2 * i + lane) // divisor] * 3.0, name="B")
+    s = sl.create_schedule(b)
+    s[b].vectorize(b.op.axis[1])
+    kernel = sl.build(s, [a, b])
+    assert kernel.llvm_ir.count("load float") == loads
+    assert "store <2 x float>" in kernel.llvm_ir
+    values = {a: np.random.default_rng(1).random(40, dtype=np.float32)}
+    check_cpu(s, [a], [b], values, [sl.evaluate(b, values)])

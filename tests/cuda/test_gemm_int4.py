@@ -313,6 +313,30 @@ def test_register_decode_schedule_simulated_takes_any_number_of_rows(n, k, group
     _simulated_rows(make, n, k, group, dtype, options, (1, 5, 16, 37))
 
 
+@pytest.mark.parametrize(("n", "k", "group", "rows"), [(128, 384, 128, 8), (192, 256, 32, 16)])
+def test_register_decode_schedule_reads_bytes_in_the_threads_order(n, k, group, rows):
+    """Wq passed in `thread_bytes`'s order (`bytes_by_thread_order`): the same products, the
+    buffer a box of the map's digits; each thread's four bytes of a step adjacent."""
+    tensors = example.int4_gemm(sl.var("m"), n, k, group, "bfloat16")
+    made = example.register_decode_schedule(
+        *tensors, slice_k=128, rows=rows, bytes_by_thread=True
+    )
+    kernel = sl.build(made, list(tensors), target="cuda")
+    for m in (1, 5, 16, 37):
+        a, packed, scales, zeros = _inputs(m, n, k, group, "bfloat16", seed=m)
+        ordered = example.bytes_by_thread_order(packed)
+        assert ordered.shape == (k // 16, n // 64, 4, 8, 4, 2, 2)
+        # the bytes of warp 2's lane 13 (quad row 3, lane 1 in it) at the first step: rows
+        # 16 * 2 + 8 h + 3 of n, k-pairs 1 + 4 t, side by side as [h, t]
+        np.testing.assert_array_equal(
+            ordered[0, 0, 2, 3, 1], packed[[[1, 5], [1, 5]], [[35], [43]]]
+        )
+        out = _poisoned(m, n, "bfloat16")
+        kernel.simulate(a, ordered, scales, zeros, out)
+        want = _reference(example.int4_gemm(m, n, k, group, "bfloat16"), (a, packed, scales, zeros))
+        _assert_close(out, want)
+
+
 def test_register_decode_schedule_computes_the_weight_in_registers():
     """No shared tile of W and no barrier between its dequantisation and the product: the
     only shared buffer of the first kernel is A's tile, and wgmma's A operand is registers."""
@@ -328,6 +352,19 @@ def test_register_decode_schedule_computes_the_weight_in_registers():
         and s.buffer.scope == "shared"
     }  # fmt: skip
     assert shared == {"A.shared", "acc"}  # A's tile; the second kernel's sums
+
+
+def test_register_decode_schedule_dequantises_a_byte_into_a_pair_of_halves():
+    """W's stage vectorized over k: a thread's two adjacent k of a row (one byte's nibbles,
+    one group's scale and zero) are made one bfloat16x2 register by paired instructions, a
+    byte load, a scale and a zero per pair, no half computed alone."""
+    tensors = example.int4_gemm(sl.var("m"), 1024, 2048, 128, "bfloat16")
+    kernel = sl.build(example.register_decode_schedule(*tensors), list(tensors), target="cuda")
+    first = kernel.ptx.split(".entry")[1]
+    pairs = first.count("mul.rn.bf16x2")
+    assert pairs and pairs == first.count("ld.global.nc.b8")
+    assert first.count("sub.rn.bf16x2") == 2 * pairs  # the nibbles' bias, then the zero
+    assert "mul.rn.bf16 " not in first and "sub.rn.bf16 " not in first
     report = assemble(kernel.ptx)
     assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import schedlang as sl
+from schedlang.ir.expr import Var, as_expr, const
 from schedlang.schedule.errors import PlacementError
-from schedlang.schedule.layout import LayoutError
+from schedlang.schedule.layout import LayoutError, _enumerated, _numerals
 
 RNG = np.random.default_rng(13)
 
@@ -89,3 +92,67 @@ def test_a_stage_in_another_layout_is_computed_at_the_root():
     s2[a].transform_layout(lambda i, j: [j, i])
     with pytest.raises(sl.LoweringError, match="which the calls of extern stages"):
         sl.build(s2, [a, after])
+
+
+SHAPE = (12, 24)
+
+
+@st.composite
+def _numeral_maps(draw):
+    """Digits ``(x % a) // b`` of both dimensions of `SHAPE`, each dimension cut by a chain of
+    divisors into a whole numeral, in a drawn order; with ``broken``, one digit redrawn."""
+    cuts = []
+    for d, size in enumerate(SHAPE):
+        chain = [1]
+        for c in sorted(draw(st.sets(st.sampled_from([n for n in range(2, size + 1)
+                                                      if size % n == 0])))) + [size]:  # fmt: skip
+            if c % chain[-1] == 0 and c != chain[-1]:
+                chain.append(c)
+        cuts += [(d, a, b) for b, a in zip(chain, chain[1:])]
+    cuts = draw(st.permutations(cuts))
+    broken = draw(st.booleans())
+    if broken:
+        at = draw(st.integers(0, len(cuts) - 1))
+        d = cuts[at][0]
+        cuts[at] = (d, draw(st.integers(1, 30)), draw(st.integers(1, 8)))
+    return cuts, broken
+
+
+@given(_numeral_maps())
+@settings(max_examples=80, deadline=None)
+def test_a_map_of_digits_is_taken_by_its_form_as_by_its_elements(drawn):
+    """A whole numeral of each dimension is accepted by its form (no enumeration: any
+    size), with the box element by element gives; a redrawn digit is accepted by its form
+    only where the elements agree (else it goes to the element by element check)."""
+    cuts, broken = drawn
+    index = tuple(Var(n, "int32", "axis") for n in "ij")
+    physical = tuple(as_expr((index[d] % a) // b) for d, a, b in cuts)
+
+    def fail(what):
+        raise LayoutError(what)
+
+    try:
+        enumerated = _enumerated(tuple(const(n) for n in SHAPE), index, physical, fail)
+    except LayoutError:
+        enumerated = None
+    by_form = _numerals(list(SHAPE), index, physical)
+    if not broken:
+        assert by_form is not None
+    if by_form is not None:
+        assert enumerated is not None
+        assert [int(e.value) for e in by_form] == [int(e.value) for e in enumerated]
+
+
+def test_a_large_tensor_split_into_digits_is_taken_by_its_form():
+    """117 million packed bytes, tiled as a warpgroup's threads read them: no element by
+    element check (which stops at 2**26), the box from the digits."""
+    wq = sl.placeholder((14336, 8192), "uint8", name="Wq")
+    out = sl.compute((14336, 8192), lambda i, j: wq[i, j] + sl.const(1, "uint8"), name="C")
+    s = sl.create_schedule(out.op)
+    s[wq].transform_layout(
+        lambda kp, j: [kp // 8, j // 64, j % 64 // 16, j % 8, kp % 4, j % 16 // 8, kp % 8 // 4]
+    )
+    text = str(sl.lower(s, [wq, out]))
+    assert "Wq: uint8[1792, 128, 4, 8, 4, 2, 2]" in text
+    with pytest.raises(LayoutError, match="checked one by one"):
+        s[wq].transform_layout(lambda kp, j: [kp * 8192 + j])

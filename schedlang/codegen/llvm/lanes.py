@@ -18,9 +18,13 @@ MAX_LANES = 64
 REDUCE_OPS = ("+", "*", "min", "max")
 
 
-def access_kind(buffer: Buffer, indices: tuple[Expr, ...], lane: Var) -> str:
-    """``"uniform"``, ``"contiguous"`` or ``"gather"`` (see the module docstring)."""
-    strides = [lane_stride(i, lane) for i in indices]
+def access_kind(
+    buffer: Buffer, indices: tuple[Expr, ...], lane: Var, lanes: int | None = None
+) -> str:
+    """``"uniform"``, ``"contiguous"`` or ``"gather"`` (see the module docstring); knowing
+    the lanes' count, an index that mentions the lane may still be uniform
+    (`strides.lane_stride`)."""
+    strides = [lane_stride(i, lane, lanes) for i in indices]
     if all(s == 0 for s in strides):
         return "uniform"
     compact_last = buffer.strides is None or (

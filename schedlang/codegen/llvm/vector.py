@@ -155,7 +155,7 @@ def _lane_zero(em: ExprEmitter) -> Iterator[None]:
 def _kind(em: ExprEmitter, buffer, indices) -> str:
     """`access_kind`, where a contiguous run of a swizzled buffer must stay in one aligned
     16-byte chunk (the chunks of a line are permuted) or is read lane by lane."""
-    kind = access_kind(buffer, indices, em.lane)
+    kind = access_kind(buffer, indices, em.lane, em.lanes)
     if kind == "contiguous" and buffer.swizzle:
         size = dt.itemsize(buffer.dtype) * em.lanes
         if size > 16 or em.align(buffer, indices) < size:
@@ -230,10 +230,12 @@ def vector_load(em: ExprEmitter, e: Load) -> ir.Value:
     align = dt.itemsize(buffer.dtype)
     if kind == "uniform":
         if em.mask is None:
-            return em.scalar_load(buffer, e.indices)
+            with _lane_zero(em):  # the index may name the lane (`lane_stride`)
+                return em.scalar_load(buffer, e.indices)
         entry = b.block
         with if_then(b, _reduce_bool(b, "or", em.mask), "some"):
-            loaded = em.scalar_load(buffer, e.indices)
+            with _lane_zero(em):
+                loaded = em.scalar_load(buffer, e.indices)
             inside = b.block
         zero = constant(buffer.dtype, 0)
         return phi_of(b, [(zero, entry), (loaded, inside)])

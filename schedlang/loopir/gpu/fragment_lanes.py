@@ -10,7 +10,9 @@ holds, as TileLang's parallel loops over fragments do:
   (``threadIdx.x``) and the warp (``threadIdx.y``), unrolled loops over the thread's rows
   ``64 t + 16 w + 8 v + g`` and columns ``8 h + 2 l + e`` (``g, l = lane // 4, lane % 4``);
   a fragment read at the same element is read at its slot, a column of rows
-  (`fragments.holds_rows`) at the row's slot;
+  (`fragments.holds_rows`) at the row's slot; where the stage's column loop is vectorized
+  (``s[F].vectorize``), each pair ``e`` of adjacent columns runs as two lanes of a vector (two
+  halves in one register, one instruction for both: a byte's two nibbles dequantised at once);
 - a nest over rows storing a column of rows runs each row in the four lanes that hold it;
 - a reduction into a column of rows over the columns of a tile: each thread combines its own
   columns of each of its rows, the quad combines its four partial results by warp shuffles (a
@@ -169,7 +171,8 @@ def _piece(loop: For, piece: Stmt, store: Store, update: CrossThread | None, k: 
     cols = _extent(buffer, -1)
     access = _Access(loop.var, row_offset, col_loop.var, col_offset, thread, rows, cols)
     body = _guarded(_without(piece, col_loop, access), loop, access)
-    return _around(hardware, _threads(thread, _slot_loops(thread, rows, cols, body)))
+    pairs = col_loop.kind == "vectorized"
+    return _around(hardware, _threads(thread, _slot_loops(thread, rows, cols, body, pairs)))
 
 
 def _around(loops: list[For], body: Stmt) -> Stmt:
@@ -397,13 +400,15 @@ def _cols_loops(thread: _Thread, cols: int, body: Stmt) -> Stmt:
     return _unrolled(thread.h, cols // 8, _unrolled(thread.e, 2, body))
 
 
-def _slot_loops(thread: _Thread, rows: int, cols: int, body: Stmt) -> Stmt:
+def _slot_loops(thread: _Thread, rows: int, cols: int, body: Stmt, pairs: bool) -> Stmt:
     """The thread's elements in the order of their slots (tile, column group, row half,
     element): the two rows of a column side by side, so that what is read per column (a
     GEMM's per-column scale) serves both at once. Rows outermost, a thread's 64 column scales
     were read for its first row and held for its second, 64 registers beside the
     accumulator's."""
-    body = _unrolled(thread.v, 2, _unrolled(thread.e, 2, body))
+    kind = "vectorized" if pairs else "unrolled"
+    elements = For(thread.e, const(0, thread.e.dtype), const(2, thread.e.dtype), kind, body)
+    body = _unrolled(thread.v, 2, elements)
     return _unrolled(thread.t, rows // 64, _unrolled(thread.h, cols // 8, body))
 
 

@@ -23,7 +23,9 @@ def lane_stride(e: Expr, lane: Var, lanes: int | None = None) -> int | None:
 
     Knowing that the lane stays below `lanes`, ``(b + lane) % m`` with ``b`` a multiple of
     ``m >= lanes`` is ``b % m + lane`` too (the clamped index of a box filled past the end of
-    its tensor, ``min(b + l, n - 8 + (b + l) % 8)``)."""
+    its tensor, ``min(b + l, n - 8 + (b + l) % 8)``), and ``(b + lane) // m`` with ``b`` a
+    multiple of `lanes` and ``m`` one too is ``b // m``, the same for every lane (a pair of
+    a fragment's columns in one packed byte, under one group's scale)."""
     if not depends_on(e, lane):
         return 0
     if e is lane:
@@ -45,6 +47,8 @@ def lane_stride(e: Expr, lane: Var, lanes: int | None = None) -> int | None:
         return None
     if isinstance(e, Binary) and e.op == "%" and lanes is not None:
         return _lane_mod(e, lane, lanes)
+    if isinstance(e, Binary) and e.op == "//" and lanes is not None:
+        return _lane_div(e, lane, lanes)
     if isinstance(e, Cast) and e.value.dtype in dt.SIGNED and e.dtype in dt.SIGNED:
         if dt.bits(e.dtype) >= dt.bits(e.value.dtype):
             return lane_stride(e.value, lane, lanes)
@@ -54,7 +58,20 @@ def lane_stride(e: Expr, lane: Var, lanes: int | None = None) -> int | None:
 def _lane_mod(e: Binary, lane: Var, lanes: int) -> int | None:
     if not isinstance(e.b, Const) or int(e.b.value) < lanes:
         return None
-    base = substitute_expr(e.a, {lane: const(0, lane.dtype)})
-    terms = linear_terms(base, 1, opaque=True)
-    whole = terms is not None and all(k % int(e.b.value) == 0 for _, k in terms)
+    whole = _multiple(e.a, lane, int(e.b.value))
     return 1 if whole and lane_stride(e.a, lane, lanes) == 1 else None
+
+
+def _lane_div(e: Binary, lane: Var, lanes: int) -> int | None:
+    """0 where ``(b + lane) // m`` stays in one quotient: ``b`` and ``m`` multiples of
+    `lanes`, so ``b % m + lane < m``."""
+    if not isinstance(e.b, Const) or int(e.b.value) <= 0 or int(e.b.value) % lanes:
+        return None
+    whole = _multiple(e.a, lane, lanes)
+    return 0 if whole and lane_stride(e.a, lane, lanes) == 1 else None
+
+
+def _multiple(e: Expr, lane: Var, m: int) -> bool:
+    """Whether `e` at lane 0 is a multiple of `m` whatever its variables."""
+    terms = linear_terms(substitute_expr(e, {lane: const(0, lane.dtype)}), 1, opaque=True)
+    return terms is not None and all(k % m == 0 for _, k in terms)
