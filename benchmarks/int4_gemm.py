@@ -46,10 +46,10 @@ GROUP = 128  # rows of k a scale and a zero cover (`--group` sets it)
 # a block, columns a thread or a block, rows a block)
 DECODE = {
     1: [dict(decode=True, slice_k=s, cols=4, warps=8, unroll=4) for s in (64, 128)]
-    + [dict(registers=True, slice_k=512, rows=8, bytes_by_thread=True)],
+    + [dict(registers=True, slice_k=512, rows=8, bytes_by_thread=True, step=128)],
     16: [dict(decode=True, slice_k=128, cols=8, warps=4, unroll=2)]
     + [dict(tensor_cores=True, slice_k=512, block_cols=128, stages=2)]
-    + [dict(registers=True, slice_k=512, rows=16, bytes_by_thread=b) for b in (False, True)],
+    + [dict(registers=True, slice_k=512, rows=16, step=128, bytes_by_thread=b) for b in (0, 1)],
 }
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 

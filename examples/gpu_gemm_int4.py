@@ -280,12 +280,12 @@ def tensor_core_decode_schedule(
     return s
 
 
-def _warpgroup_steps(s: sl.Schedule, product, n: int) -> tuple:
-    """``(steps, tiles)``: the loops over `product`'s steps of k of `TENSOR_CORE_STEP` rows
-    and over each step's 16-row tiles, inside which wgmma (its n = `n`) computes the tile
-    of the last two dimensions (a slice's partial sums)."""
+def _warpgroup_steps(s: sl.Schedule, product, n: int, step: int = TENSOR_CORE_STEP) -> tuple:
+    """``(steps, tiles)``: the loops over `product`'s steps of k of `step` rows and over each
+    step's 16-row tiles, inside which wgmma (its n = `n`) computes the tile of the last two
+    dimensions (a slice's partial sums)."""
     _, rows, columns = s[product].op.axis
-    steps, k = s[product].split(s[product].op.reduce_axis[0], factor=TENSOR_CORE_STEP)
+    steps, k = s[product].split(s[product].op.reduce_axis[0], factor=step)
     tiles, k = s[product].split(k, factor=16)
     s[product].reorder(steps, tiles, rows, columns, k)
     s[product].tensorize(rows, sl.intrin.wgmma(n=n))
@@ -302,17 +302,19 @@ def register_decode_schedule(
     rows: int = 16,
     stages: int = 2,
     bytes_by_thread: bool = False,
+    step: int = TENSOR_CORE_STEP,
 ) -> sl.Schedule:
     """Decoding (m a size variable, `rows` of them a block: 8 or 16) with the dequantised
     weight as wgmma's A operand in registers: the product transposed, ``C^T = W^T A^T``, each
     block one warpgroup over 64 columns of n (the instruction's M) and `rows` rows of A (its N),
     k cut into slices of `slice_k` as in `tensor_core_decode_schedule`. W's stage is laid out
     as [n, k] (its loops reordered, then ``cache_write`` into a warpgroup fragment, W itself
-    inlined), and each thread computes its own elements of it from the packed bytes, a step
-    of 64 rows of k at a time (all the step's bytes loaded before its four products), each
-    byte's two nibbles as one bfloat16x2 register (the stage vectorized over k): no shared
-    tile of W, no barrier between the dequantisation and the product. The partial sums,
-    held as [n, rows], are stored transposed by ``store_matrix``.
+    inlined), and each thread computes its own elements of it from the packed bytes, `step`
+    rows of k at a time (all the step's bytes loaded before its products; 128 is faster on
+    an H200, 64 takes fewer registers), each byte's two nibbles as one bfloat16x2 register
+    (the stage vectorized over k): no shared tile of W, no barrier between the
+    dequantisation and the product. The partial sums, held as [n, rows], are stored
+    transposed by ``store_matrix``.
 
     With `bytes_by_thread`, Wq arrives in `thread_bytes`'s order (`bytes_by_thread_order`
     makes it; n a multiple of 64): the four bytes a thread reads for a step of 16 adjacent,
@@ -335,7 +337,7 @@ def register_decode_schedule(
         s[partial].bind(axis, sl.thread_axis(tag))
     s[partial].tensorize(j, sl.intrin.store_matrix(n=rows, m=gpu_gemm_wgmma.GROUP_ROWS))
     s[product].compute_at(s[partial], bi)
-    ko, kio = _warpgroup_steps(s, product, rows)
+    ko, kio = _warpgroup_steps(s, product, rows, step)
     s[weight].compute_at(s[product], ko)
     s[weight].vectorize(weight.op.axis[1])  # a thread's two k of a row: one byte, one bf16x2
     a_tile = s.cache_read(a, "shared", [product])

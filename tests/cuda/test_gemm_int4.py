@@ -302,6 +302,8 @@ REGISTER_DECODE_CASES = [
     # the last slice short; 8 rows a block (wgmma's n = 8), 16
     (80, 384, 128, "bfloat16", dict(slice_k=256, rows=8)),
     (208, 256, 32, "float16", dict(slice_k=128, rows=16, stages=3)),
+    # steps of 128 rows of k: 32 bytes a thread loaded before 8 products, a short last slice
+    (144, 640, 128, "bfloat16", dict(slice_k=256, rows=8, step=128)),
 ]
 
 
@@ -450,6 +452,23 @@ def test_tensor_core_decode_schedules_on_the_gpu(make, m):
     arrays = _inputs(m, n, k, group, dtype)
     out = _poisoned(m, n, dtype)
     kernel(*arrays, out)
+    _assert_close(out, _reference(example.int4_gemm(m, n, k, group, dtype), arrays))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 16, 37])
+def test_register_decode_in_the_threads_order_on_the_gpu(m):
+    """Wq in `thread_bytes`'s order, steps of 128 rows of k: the benchmark's kernel."""
+    n, k, group, dtype = 1088, 2560, 128, "bfloat16"
+    tensors = example.int4_gemm(sl.var("m"), n, k, group, dtype)
+    made = example.register_decode_schedule(
+        *tensors, slice_k=512, rows=16, step=128, bytes_by_thread=True
+    )
+    kernel = sl.build(made, list(tensors), target="cuda")
+    arrays = _inputs(m, n, k, group, dtype)
+    a, packed, scales, zeros = arrays
+    out = _poisoned(m, n, dtype)
+    kernel(a, example.bytes_by_thread_order(packed), scales, zeros, out)
     _assert_close(out, _reference(example.int4_gemm(m, n, k, group, dtype), arrays))
 
 
