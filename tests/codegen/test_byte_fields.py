@@ -126,3 +126,59 @@ def test_a_field_of_bytes_is_exact_on_the_gpu(shift, mask, lanes):
 @pytest.mark.gpu
 def test_a_row_s_nibble_shifted_at_run_time_is_exact_on_the_gpu():
     _exact(_rows_of_nibbles("cuda"))
+
+
+def _two_fields(first: int, step: int, mask: int, target: str):
+    """``Q[r, j, l] = bfloat16((int32(P[r, j]) >> (first + step * l)) & mask)``, the pair l
+    vectorized: one byte, a field per lane (a byte's two nibbles, a fragment's register)."""
+    packed = sl.placeholder((ROWS, 32), "uint8", name="P")
+    out = sl.compute(
+        (ROWS, 32, 2),
+        lambda r, j, lane: (
+            (packed[r, j].astype("int32") >> (first + step * lane)) & mask
+        ).astype("bfloat16"),
+        name="Q",
+    )
+    s = sl.create_schedule(out)
+    r, j, lane = out.op.axis
+    s[out].vectorize(lane)
+    if target.startswith("cuda"):
+        s[out].bind(r, sl.thread_axis("blockIdx.x"))
+        s[out].bind(j, sl.thread_axis("threadIdx.x"))
+    data = BYTES[: ROWS * 32].reshape(ROWS, 32)
+    return packed, out, data, sl.build(s, [packed, out], target=target)
+
+
+TWO_FIELDS = [(0, 4, 15), (1, 3, 7), (4, -4, 15), (2, 3, 7), (0, 7, 1)]
+
+
+@pytest.mark.parametrize(("first", "step", "mask"), [*TWO_FIELDS, (0, 4, 31), (1, 6, 3)])
+def test_two_fields_of_one_byte_are_exact_on_the_cpu(first, step, mask):
+    """Taken (the first five) or not (a field past its byte: the general code): exact."""
+    want = _exact(_two_fields(first, step, mask, "cpu"))
+    data = BYTES[: ROWS * 32].reshape(ROWS, 32).astype(np.int64)
+    for lane in range(2):
+        np.testing.assert_array_equal(want[..., lane], (data >> (first + step * lane)) & mask)
+
+
+@pytest.mark.parametrize(("first", "step", "mask"), TWO_FIELDS)
+def test_two_fields_of_one_byte_take_a_shift_and_add_and_one_logic_instruction(first, step, mask):
+    """The byte beside itself moved up (one multiply-add or shift), then one ``lop3`` keeping
+    both fields and setting both bias bytes; one bfloat16x2 subtraction of the bias."""
+    kernel = _two_fields(first, step, mask, "cuda -arch=sm_90")[3]
+    assemble(kernel.ptx)
+    body = kernel.ptx.split(".entry")[1]
+    keep = mask << 16 | mask
+    constants = re.findall(r"mov\.b32\s+(%r\d+), (\d+);", body)
+    names = {int(value): name for name, value in constants}
+    assert keep in names and 0x43004300 in names, body  # operands ptxas keeps or folds
+    lop3 = rf"lop3\.b32 %r\d+, %r\d+, {names[keep]}, {names[0x43004300]}, 0xEA;"
+    assert re.search(lop3, body), body
+    assert body.count("lop3.b32") == 1 and body.count("sub.rn.bf16x2") == 1
+    assert "prmt" not in body and "bfe.u32" not in body and "cvt.rn" not in body
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("first", "step", "mask"), TWO_FIELDS)
+def test_two_fields_of_one_byte_are_exact_on_the_gpu(first, step, mask):
+    _exact(_two_fields(first, step, mask, "cuda"))

@@ -359,13 +359,15 @@ def test_register_decode_schedule_computes_the_weight_in_registers():
 def test_register_decode_schedule_dequantises_a_byte_into_a_pair_of_halves():
     """W's stage vectorized over k: a thread's two adjacent k of a row (one byte's nibbles,
     one group's scale and zero) are made one bfloat16x2 register by paired instructions, a
-    byte load, a scale and a zero per pair, no half computed alone."""
+    byte load, one logic instruction (both nibbles masked, both bias bytes set), a scale and
+    a zero per pair, no half computed alone."""
     tensors = example.int4_gemm(sl.var("m"), 1024, 2048, 128, "bfloat16")
     kernel = sl.build(example.register_decode_schedule(*tensors), list(tensors), target="cuda")
     first = kernel.ptx.split(".entry")[1]
     pairs = first.count("mul.rn.bf16x2")
     assert pairs and pairs == first.count("ld.global.nc.b8")
     assert first.count("sub.rn.bf16x2") == 2 * pairs  # the nibbles' bias, then the zero
+    assert first.count("lop3.b32") == pairs
     assert "mul.rn.bf16 " not in first and "sub.rn.bf16 " not in first
     report = assemble(kernel.ptx)
     assert report.spill_bytes == 0 and report.stack_bytes == 0, report.log

@@ -8,6 +8,12 @@ can read them: about five integer-unit instructions a lane, the unit that bounds
 decoding kernel. Here the bytes are shifted once for all lanes (one word), spread into 16-bit
 lanes beside the bias byte (one permute per two lanes, its second operand the constant
 bytes) and masked (one logic instruction per two lanes): about one instruction a lane.
+
+Two lanes that take two fields of one byte (a byte's two nibbles as the two halves of a
+warpgroup fragment's register) are one word: the byte beside a copy of itself moved up, so
+that the second field starts at bit 16 (one multiply-add), then one logic instruction that
+keeps both fields and sets both bias bytes, where the lanes apart took a shift, a permute and
+two logic instructions.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir import dtype as dt
-from ...ir.expr import Binary, Cast, Const, Expr
+from ...ir.expr import Binary, Cast, Const, Expr, const
+from ...loopir.core.visit import substitute_expr
+from ...loopir.index.strides import lane_stride
 from .types import I16, I32, lanes_of, splat
 
 I8 = ir.IntType(8)
@@ -39,6 +47,8 @@ def biased_field(emitter, e: Expr, bias: int, below: int) -> ir.Value | None:
         and dt.bits(source.dtype) > 8
     ):
         return None
+    if not emitter.varying(source.value) and emitter.varying(field.b):
+        return _two_fields(emitter, source.value, field.b, int(mask.value), bias, below)
     # bytes that differ by lane, shifted alike in every lane: decided before anything is
     # emitted, so that a field not taken here leaves no code behind
     if not emitter.varying(source.value) or emitter.varying(field.b):
@@ -65,6 +75,33 @@ def biased_field(emitter, e: Expr, bias: int, below: int) -> ir.Value | None:
     spread = b.shuffle_vector(x, splat(I8, bias, lanes), picks)
     halves = b.bitcast(spread, ir.VectorType(I16, lanes))
     return b.and_(halves, splat(I16, bias << 8 | bits, lanes))
+
+
+def _two_fields(
+    emitter, byte: Expr, shift: Expr, bits: int, bias: int, below: int
+) -> ir.Value | None:
+    """Two lanes' fields of one byte (a byte's two nibbles, the two halves of a warpgroup
+    fragment's register) as one word: the byte beside itself moved up so that lane 1's field
+    starts at bit 16 (one shift-and-add), then masked and the bias bytes set (one logic
+    instruction on the GPU, `Target.mask_then_set`). The shifts must be constants per lane
+    (lane 0's known, the step between lanes too) with both fields inside the byte."""
+    if emitter.lanes != 2:
+        return None
+    step = lane_stride(shift, emitter.lane, 2)
+    first = emitter.constant_int(substitute_expr(shift, {emitter.lane: const(0, "int32")}))
+    if step is None or first is None or not step:
+        return None
+    second = first + step
+    if not (0 <= first < 8 and 0 <= second < 8):
+        return None
+    if not 0 <= bits < min(below, 1 << (8 - max(first, second))):
+        return None
+    b = emitter.b
+    x = b.zext(emitter.value(byte), I32)
+    low = b.lshr(x, ir.Constant(I32, first)) if first else x
+    word = b.or_(low, b.shl(x, ir.Constant(I32, 16 - second)))  # disjoint: bits < 8, >= 9
+    fields = emitter.target.mask_then_set(b, word, bits | bits << 16, (bias << 8) * 0x10001)
+    return b.bitcast(fields, ir.VectorType(I16, 2))
 
 
 def _span(e: Expr) -> tuple[int, int] | None:

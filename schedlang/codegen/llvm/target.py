@@ -200,6 +200,10 @@ class Target(ABC):
         del b, op, dtype, x, y
         return None
 
+    def mask_then_set(self, b: ir.IRBuilder, x: ir.Value, keep: int, bits: int) -> ir.Value:
+        """``(x & keep) | bits`` of an i32 (a field and its constant neighbours)."""
+        return b.or_(b.and_(x, ir.Constant(x.type, keep)), ir.Constant(x.type, bits))
+
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         """``2 ** x`` by the target's approximate instruction (`sl.fast_exp2`), or None where it
         has none (then it is `exp2`)."""

@@ -328,6 +328,15 @@ class NvptxTarget(Target):
             result = b.insert_element(result, b.asm(words, text, "=r,r,r", both, False), at)
         return from_storage(b, dtype, b.bitcast(result, ir.VectorType(ir.IntType(16), lanes)))
 
+    def mask_then_set(self, b: ir.IRBuilder, x: ir.Value, keep: int, bits: int) -> ir.Value:
+        """One ``lop3`` (``(a & b) | c``, table 0xEA): as an ``and`` and an ``or``, each with
+        its constant, it is two, since the logic instruction holds one immediate; here ptxas
+        keeps the other constant in a register set once."""
+        text = "lop3.b32 $0, $1, $2, $3, 0xEA;"
+        words = ir.FunctionType(I32, [I32, I32, I32])
+        operands = [x, ir.Constant(I32, keep), ir.Constant(I32, bits)]
+        return b.asm(words, text, "=r,r,r,r", operands, False)
+
     def fast_exp2(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value | None:
         if dtype != "float32" or not isinstance(x.type, ir.FloatType):
             return None
