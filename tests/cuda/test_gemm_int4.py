@@ -384,17 +384,19 @@ def test_tensor_core_decode_schedule_at_rows_fewer_than_a_tile_says_to_make_them
 # the refusals the drawn decoding schedules may meet, each naming the way out
 DECODE_REFUSALS = "|".join(
     (
-        r"rows of 32 bytes; wgmma reads rows of 128 bytes",  # 16 columns a block
+        # 16 columns a block; A's tile cut to a slice shorter than the step (96 of 128)
+        r"rows of \d+ bytes; wgmma reads rows of 128 bytes",
         r"holds tiles of 64 x 8k",  # W's fragment over fewer than 64 columns of n
         r"sl\.var",  # a tile longer than its constant dimension
         r"runs part of a tile",  # a slice ending inside a 16-row tile
+        r"would pad the buffer",  # Wq in the threads' order over n not a multiple of 64
     )
 )
 
 
 @settings(max_examples=10, deadline=None, derandomize=True, database=None)
 @given(
-    n=st.sampled_from([16, 80, 144, 208]),
+    n=st.sampled_from([16, 80, 128, 144, 192, 208]),
     group=st.sampled_from([8, 32, 128]),
     groups=st.integers(1, 4),
     slice_k=st.sampled_from([64, 96, 128, 200, 256, 320]),
@@ -402,23 +404,28 @@ DECODE_REFUSALS = "|".join(
     columns=st.sampled_from([16, 64, 128]),
     rows=st.sampled_from([8, 16]),
     stages=st.sampled_from([1, 2, 3]),
+    step=st.sampled_from([64, 128]),
+    by_thread=st.booleans(),
     m=st.integers(1, 70),
 )
 def test_tensor_core_decode_schedules_at_drawn_slices_are_right_or_refused(
-    n, group, groups, slice_k, registers, columns, rows, stages, m
+    n, group, groups, slice_k, registers, columns, rows, stages, step, by_thread, m
 ):
     """Either tensor-core decoding schedule (W in shared memory, `columns` a block, or in
-    registers, `rows` a block), slices that divide k or not, end inside a step of 64 or inside
-    a 16-row tile (200), blocks of columns past n, any number of rows: the kernel matches the
-    reference, or a schedule or lowering error refuses it before anything runs (an internal
-    error fails the test)."""
+    registers, `rows` a block, `step` rows of k loaded at once, Wq in the threads' order or
+    not), slices that divide k or not, end inside a step or inside a 16-row tile (200),
+    blocks of columns past n, any number of rows: the kernel matches the reference, or a
+    schedule or lowering error refuses it before anything runs (an internal error fails the
+    test)."""
     k = group * groups * (128 // group if group < 128 else 1)
     tensors = example.int4_gemm(sl.var("m"), n, k, group, "bfloat16")
+    by_thread = by_thread and registers
     try:
         if registers:
             made = example.register_decode_schedule(
-                *tensors, slice_k=slice_k, rows=rows, stages=stages
-            )
+                *tensors, slice_k=slice_k, rows=rows, stages=stages, step=step,
+                bytes_by_thread=by_thread,
+            )  # fmt: skip
         else:
             made = example.tensor_core_decode_schedule(
                 *tensors, slice_k=slice_k, block_cols=columns, stages=stages
@@ -428,8 +435,10 @@ def test_tensor_core_decode_schedules_at_drawn_slices_are_right_or_refused(
         assert re.search(DECODE_REFUSALS, str(refused)), refused  # one that says what to change
         return
     arrays = _inputs(m, n, k, group, "bfloat16", seed=m)
+    a, packed, scales, zeros = arrays
+    ordered = example.bytes_by_thread_order(packed) if by_thread else packed
     out = _poisoned(m, n, "bfloat16")
-    kernel.simulate(*arrays, out)
+    kernel.simulate(a, ordered, scales, zeros, out)
     _assert_close(out, _reference(example.int4_gemm(m, n, k, group, "bfloat16"), arrays))
 
 
