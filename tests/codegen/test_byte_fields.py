@@ -32,10 +32,16 @@ def _field(shift: int, mask: int, lanes: int, target: str):
     r, j = out.op.axis
     outer, inner = s[out].split(j, factor=lanes)
     s[out].vectorize(inner)
-    if target.startswith("cuda"):
-        s[out].bind(r, sl.thread_axis("blockIdx.x"))
-        s[out].bind(outer, sl.thread_axis("threadIdx.x"))
     data = BYTES[: ROWS * columns].reshape(ROWS, columns)
+    return _built(s, packed, out, data, target, r, "blockIdx.x", outer)
+
+
+def _built(s, packed, out, data, target: str, rows, tag: str, columns):
+    """``(packed, out, data, kernel)``: `s` built for `target`, on the GPU with `rows` bound
+    to `tag` and `columns` to the threads."""
+    if target.startswith("cuda"):
+        s[out].bind(rows, sl.thread_axis(tag))
+        s[out].bind(columns, sl.thread_axis("threadIdx.x"))
     return packed, out, data, sl.build(s, [packed, out], target=target)
 
 
@@ -101,11 +107,8 @@ def _rows_of_nibbles(target: str):
     r, j = out.op.axis
     outer, inner = s[out].split(j, factor=8)
     s[out].vectorize(inner)
-    if target.startswith("cuda"):
-        s[out].bind(r, sl.thread_axis("threadIdx.y"))
-        s[out].bind(outer, sl.thread_axis("threadIdx.x"))
     data = BYTES[: ROWS * 64].reshape(ROWS, 64)
-    return packed, out, data, sl.build(s, [packed, out], target=target)
+    return _built(s, packed, out, data, target, r, "threadIdx.y", outer)
 
 
 def test_a_row_s_nibble_shifts_the_word_by_an_amount_known_only_at_run_time():
@@ -142,11 +145,8 @@ def _two_fields(first: int, step: int, mask: int, target: str):
     s = sl.create_schedule(out)
     r, j, lane = out.op.axis
     s[out].vectorize(lane)
-    if target.startswith("cuda"):
-        s[out].bind(r, sl.thread_axis("blockIdx.x"))
-        s[out].bind(j, sl.thread_axis("threadIdx.x"))
     data = BYTES[: ROWS * 32].reshape(ROWS, 32)
-    return packed, out, data, sl.build(s, [packed, out], target=target)
+    return _built(s, packed, out, data, target, r, "blockIdx.x", j)
 
 
 TWO_FIELDS = [(0, 4, 15), (1, 3, 7), (4, -4, 15), (2, 3, 7), (0, 7, 1)]

@@ -88,7 +88,8 @@ def _two_fields(
     if emitter.lanes != 2:
         return None
     step = lane_stride(shift, emitter.lane, 2)
-    first = emitter.constant_int(substitute_expr(shift, {emitter.lane: const(0, "int32")}))
+    at_zero = {emitter.lane: const(0, emitter.lane.dtype)}
+    first = emitter.constant_int(substitute_expr(shift, at_zero))
     if step is None or first is None or not step:
         return None
     second = first + step
