@@ -5,12 +5,15 @@ and the k step are knobs (144 points). The template declares invalid the points 
 would not divide the block, or whose block would give a thread more than 64 accumulators; the
 example's defaults are one of the points.
 
-`decode`, for a few rows of A (decoding): the kernel (`decode_schedule` on the CUDA cores or
-`tensor_core_decode_schedule` on the tensor cores), the slice of k a block sums, and the
-columns a thread (CUDA cores) or a block (tensor cores), with the warps a block (CUDA cores)
-and the pipeline's stages (tensor cores): 160 points, 40 of them valid (a knob the kernel does
-not have is declared invalid away from its first value). The rows are a size variable, bound
-by the run (``sizes={"m": m}``): the tensor cores' 64-row tile is cut where they end.
+`decode`, for a few rows of A (decoding): the kernel (`decode_schedule` on the CUDA cores,
+`tensor_core_decode_schedule` on the tensor cores with W's tile in shared memory, or
+`register_decode_schedule` with W as wgmma's A operand in registers), the slice of k a block
+sums, and the columns a thread (CUDA cores) or a block (tensor cores; 64 in registers), with
+the warps a block (CUDA cores), the pipeline's stages (tensor cores, registers), and the
+rows of A a block and the rows of k loaded at once (registers): 960 points, 80 of them valid
+(a knob the kernel does not have is declared invalid away from its first value). The rows are
+a size variable, bound by the run (``sizes={"m": m}``): the tensor cores' 64-row tile is cut
+where they end.
 
     python -m examples.tune_gemm_int4 2048 10240 8192    # m, n, k; on a GPU: gemm
     python -m examples.tune_gemm_int4 16 10240 8192      # m <= 64: decode
@@ -45,7 +48,7 @@ def gemm(cfg, m, n, k, group=128, dtype="bfloat16"):
     return s, list(tensors)
 
 
-KERNELS = ("cuda_cores", "tensor_cores")
+KERNELS = ("cuda_cores", "tensor_cores", "registers")
 
 
 @sl.tune.template
@@ -56,17 +59,28 @@ def decode(cfg, m, n, k, group=128, dtype="bfloat16"):
     columns = cfg.choice("columns", [4, 8, 64, 128])
     warps = cfg.choice("warps", [4, 8])
     stages = cfg.choice("stages", [2, 3])
+    rows = cfg.choice("rows", [8, 16])
+    step = cfg.choice("step", [64, 128])
     cfg.add_flop(2.0 * m * n * k)
-    tensor_cores = kernel == "tensor_cores"
+    tensor_cores = kernel != "cuda_cores"
+    registers = kernel == "registers"
     for knob, value, first, own in (
         ("warps", warps, 4, not tensor_cores),
         ("stages", stages, 2, tensor_cores),
+        ("rows", rows, 8, registers),
+        ("step", step, 64, registers),
     ):
         if not own and value != first:
             raise sl.tune.Invalid(f"the {kernel} kernel has no {knob} knob")
     if tensor_cores != (columns >= 64):
         raise sl.tune.Invalid(f"{columns} columns: a thread's are 4 or 8, a block's 64 or 128")
-    if tensor_cores:
+    if registers and columns != 64:
+        raise sl.tune.Invalid("W in registers: a block is one warpgroup's 64 columns")
+    if registers:
+        made = gpu_gemm_int4.register_decode_schedule(
+            *tensors, slice_k=slice_k, rows=rows, stages=stages, step=step
+        )
+    elif tensor_cores:
         made = gpu_gemm_int4.tensor_core_decode_schedule(
             *tensors, slice_k=slice_k, block_cols=columns, stages=stages
         )

@@ -229,29 +229,47 @@ def test_the_int4_gemm_template_has_the_example_defaults_and_computes_the_produc
     np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=1e-2)
 
 
-def test_the_int4_decode_template_offers_both_kernels_and_each_computes_the_product():
+def test_the_int4_decode_template_offers_three_kernels_and_each_computes_the_product():
     from examples import gpu_gemm_int4, tune_gemm_int4
 
     task = tune_gemm_int4.decode(5, 208, 256, group=32)
-    assert len(task.space) == 160
-    cores = {"kernel": "cuda_cores", "slice_k": 64, "columns": 4, "warps": 8, "stages": 2}
-    tensor = {"kernel": "tensor_cores", "slice_k": 128, "columns": 64, "warps": 4, "stages": 3}
+    assert len(task.space) == 960
+    first = {"warps": 4, "stages": 2, "rows": 8, "step": 64}
+    cores = {**first, "kernel": "cuda_cores", "slice_k": 64, "columns": 4, "warps": 8}
+    tensor = {**first, "kernel": "tensor_cores", "slice_k": 128, "columns": 64, "stages": 3}
+    registers = {**first, "kernel": "registers", "slice_k": 128, "columns": 64, "rows": 16}
+    registers["step"] = 128
     tensors = gpu_gemm_int4.int4_gemm(sl.var("m"), 208, 256, 32, "bfloat16")
     made = {
         "cuda_cores": gpu_gemm_int4.decode_schedule(*tensors, slice_k=64, cols=4, warps=8, rows=5),
         "tensor_cores": gpu_gemm_int4.tensor_core_decode_schedule(
             *tensors, slice_k=128, block_cols=64, stages=3
         ),
+        "registers": gpu_gemm_int4.register_decode_schedule(
+            *tensors, slice_k=128, rows=16, stages=2, step=128
+        ),
     }
     with pytest.raises(sl.tune.Invalid, match="has no stages knob"):
         task.instantiate(dict(cores, stages=3))
+    with pytest.raises(sl.tune.Invalid, match="has no step knob"):
+        task.instantiate(dict(tensor, step=128))
     with pytest.raises(sl.tune.Invalid, match="a thread's are 4 or 8"):
         task.instantiate(dict(tensor, columns=8))
+    with pytest.raises(sl.tune.Invalid, match="one warpgroup's 64 columns"):
+        task.instantiate(dict(registers, columns=128))
+    valid = 0
+    for number in range(len(task.space)):
+        try:
+            task.instantiate(task.space.values(number))
+        except sl.tune.Invalid:
+            continue
+        valid += 1
+    assert valid == 80
     rng = np.random.default_rng(8)
     weight = rng.standard_normal((256, 208)).astype(np.float32)
     packed, scales, zeros = gpu_gemm_int4.pack_int4(weight, 32, "bfloat16")
     x = random_array((5, 256), "bfloat16", rng)
-    for point in (cores, tensor):
+    for point in (cores, tensor, registers):
         s, args = task.instantiate(point)
         assert str(s) == str(made[point["kernel"]])
         kernel = sl.build(s, args, target="cuda -arch=sm_90a")
