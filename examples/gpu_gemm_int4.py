@@ -362,6 +362,11 @@ def bytes_by_thread_order(packed: np.ndarray) -> np.ndarray:
     caller passes it to a kernel built with ``bytes_by_thread=True`` (done once per weight,
     as torch's tinygemm repacks its weights)."""
     half_k, n = packed.shape
+    if half_k % 8 or n % 64:
+        raise ValueError(
+            f"bytes_by_thread_order: a packed weight of {half_k} x {n} bytes; the threads' "
+            "order takes rows in steps of 8 (16 rows of k) and columns in blocks of 64"
+        )
     tiles = packed.reshape(half_k // 8, 2, 4, n // 64, 4, 2, 8)  # kp = 8 s + 4 t + q, j = ...
     return np.ascontiguousarray(tiles.transpose(0, 3, 4, 6, 2, 5, 1))
 

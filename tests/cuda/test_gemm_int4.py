@@ -24,6 +24,7 @@ from schedlang.ir import dtype as dt
 from schedlang.loopir.core.nodes import Allocate
 from schedlang.loopir.core.visit import walk_stmt
 from schedlang.schedule.errors import TensorizeError
+from schedlang.schedule.layout import LayoutError
 
 from .ptxas import assemble
 
@@ -337,6 +338,33 @@ def test_register_decode_schedule_reads_bytes_in_the_threads_order(n, k, group, 
         kernel.simulate(a, ordered, scales, zeros, out)
         want = _reference(example.int4_gemm(m, n, k, group, "bfloat16"), (a, packed, scales, zeros))
         _assert_close(out, want)
+
+
+def test_a_fragment_s_rows_vectorized_run_alone_and_say_so():
+    """The rows of W's fragment are spread over the threads: vectorizing them is said to run
+    row by row, at the user's line, and the kernel is still right."""
+    tensors = example.int4_gemm(sl.var("m"), 80, 256, 32, "bfloat16")
+    made = example.register_decode_schedule(*tensors, slice_k=128, rows=8)
+    weight = next(st for st in made.stages if st.scope == "wgmma.accumulator" and
+                  st.op.name.startswith("W"))  # fmt: skip
+    made[weight].vectorize(weight.op.axis[0])
+    with pytest.warns(sl.SchedlangWarning, match="vectorize the column axis") as caught:
+        kernel = sl.build(made, list(tensors), target="cuda")
+    assert caught[0].filename == __file__
+    arrays = _inputs(5, 80, 256, 32, "bfloat16")
+    out = _poisoned(5, 80, "bfloat16")
+    kernel.simulate(*arrays, out)
+    _assert_close(out, _reference(example.int4_gemm(5, 80, 256, 32, "bfloat16"), arrays))
+
+
+def test_the_threads_order_needs_whole_tiles_and_says_so():
+    """n not a multiple of 64: the caller's reordering says why, and the schedule's layout
+    is refused before anything runs (it would pad Wq's buffer)."""
+    with pytest.raises(ValueError, match="columns in blocks of 64"):
+        example.bytes_by_thread_order(np.zeros((64, 80), np.uint8))
+    tensors = example.int4_gemm(sl.var("m"), 80, 128, 32, "bfloat16")
+    with pytest.raises(LayoutError, match="would pad the buffer"):
+        example.register_decode_schedule(*tensors, slice_k=128, bytes_by_thread=True)
 
 
 def test_register_decode_schedule_computes_the_weight_in_registers():

@@ -29,7 +29,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ...errors import InternalError, LoweringError
+from ...errors import InternalError, LoweringError, warn
 from ...ir.expr import Binary, Compare, Const, Expr, Var, const, logical
 from ...ir.printer import expr_str
 from ...ir.visit import substitute
@@ -145,6 +145,13 @@ def _pieces(body: Stmt) -> list[Stmt]:
 
 def _piece(loop: For, piece: Stmt, store: Store, update: CrossThread | None, k: int) -> Stmt:
     buffer = store.buffer
+    if loop.kind == "vectorized":
+        warn(
+            f"loop {loop.var.name} over the rows of fragment '{buffer.name}' is vectorized, "
+            "but a warpgroup fragment's rows are spread over its threads (two of each 16 a "
+            "thread), so each runs alone (same results); vectorize the column axis, whose "
+            "pairs a thread holds side by side"
+        )
     d = loop.var.dtype
     prefix = f"{buffer.name}.{k}"
     thread = _Thread(
