@@ -5,10 +5,11 @@ its buffer: the caller's array of an input or output has the transformed shape, 
 store and load of T goes through the map. The map must take T's elements one to one onto a
 box from 0 (a permutation of the dimensions, a dimension split into ``i // c, i % c`` where
 ``c`` divides it, dimensions flattened into one, ...): nothing is padded and nothing is lost,
-which is checked here: where each index of the buffer is a digit of one dimension (``i``,
-``i // b``, ``i % a``, ``(i % a) // b``) and each dimension's digits are a whole mixed-radix
-numeral of it, by that form at any size; else element by element for a constant shape; a
-symbolic shape may only be permuted. The loops keep their logical order (TE reorders them
+which is checked here: where each index of the buffer is a sum of digits of the dimensions
+(``i``, ``i // b``, ``i % a``, ``(i % a) // b``, each times a constant), each dimension's
+digits a whole mixed-radix numeral of it and each sum a numeral of its digits, by that form
+at any size; else element by element for a constant shape; a symbolic shape may only be
+permuted. The loops keep their logical order (TE reorders them
 to the new layout), and the values are the algorithm's: `sl.reference` gives them in the
 logical layout.
 """
@@ -135,14 +136,20 @@ def _enumerated(shape, index, physical, fail) -> tuple[Expr, ...]:
 
 
 def _numerals(sizes: list[int], index, physical) -> tuple[Expr, ...] | None:
-    """The box's shape where each of `physical` is a digit ``(i % a) // b`` of one index
-    variable and each variable's digits, ordered by `b`, are its whole numeral (the first
-    ``b`` is 1, each ``a`` the next ``b``, the last ``a`` its extent, each ``b`` dividing
-    its ``a``): then the map is one to one onto the box whatever the size. None where the
-    map has another form (it is checked element by element)."""
-    digits = [_digit(e, sizes, index) for e in physical]
-    if any(d is None for d in digits):
+    """The box's shape where the map takes digits apart and puts them together again: each
+    of `physical` a sum of digits ``(i % a) // b`` of the index variables, each times a
+    constant, and
+    - each variable's digits, ordered by `b`, its whole numeral (the first ``b`` is 1, each
+      ``a`` the next ``b``, the last ``a`` its extent, each ``b`` dividing its ``a``);
+    - each sum's digits, ordered by their constants, a numeral of its own (the first constant
+      1, each the product of the one before and that digit's count of values).
+    Then the map is one to one onto the box whatever the size (``[j // 4, i, j % 4]``, a
+    tile; ``[i * n + j]``, dimensions flattened). None where the map has another form (it is
+    checked element by element)."""
+    sums = [_sum_of_digits(e, sizes, index) for e in physical]
+    if any(terms is None for terms in sums):
         return None
+    digits = [digit for terms in sums for _, digit in terms]
     for k, size in enumerate(sizes):
         mine = sorted((b, a) for v, a, b in digits if v == k)
         low = 1
@@ -152,7 +159,33 @@ def _numerals(sizes: list[int], index, physical) -> tuple[Expr, ...] | None:
             low = a
         if low != size:
             return None
-    return tuple(as_expr(a // b) for _, a, b in digits)
+    extents = []
+    for terms in sums:
+        place = 1
+        for times, (_, a, b) in sorted(terms, key=lambda term: term[0]):
+            if times != place:
+                return None
+            place *= a // b
+        extents.append(as_expr(place))
+    return tuple(extents)
+
+
+def _sum_of_digits(e: Expr, sizes: list[int], index) -> list | None:
+    """``[(constant, digit), ...]`` where `e` is a sum of digits (`_digit`) each times a
+    positive constant, else None."""
+    if isinstance(e, Binary) and e.op == "+":
+        a, b = _sum_of_digits(e.a, sizes, index), _sum_of_digits(e.b, sizes, index)
+        return None if a is None or b is None else a + b
+    times = 1
+    if isinstance(e, Binary) and e.op == "*":
+        for factor, other in ((e.b, e.a), (e.a, e.b)):
+            if isinstance(factor, Const) and int(factor.value) > 0:
+                e, times = other, int(factor.value)
+                break
+        else:
+            return None
+    digit = _digit(e, sizes, index)
+    return None if digit is None else [(times, digit)]
 
 
 def _digit(e: Expr, sizes: list[int], index) -> tuple[int, int, int] | None:

@@ -99,8 +99,10 @@ SHAPE = (12, 24)
 
 @st.composite
 def _numeral_maps(draw):
-    """Digits ``(x % a) // b`` of both dimensions of `SHAPE`, each dimension cut by a chain of
-    divisors into a whole numeral, in a drawn order; with ``broken``, one digit redrawn."""
+    """The buffer's indices as sums of digits ``(x % a) // b`` of both dimensions of `SHAPE`:
+    each dimension cut by a chain of divisors into a whole numeral, the digits in a drawn
+    order, consecutive runs of them summed into one index with the places of a numeral
+    (``[j // 4, i * 4 + j % 4]``); with ``broken``, one digit or one place redrawn."""
     cuts = []
     for d, size in enumerate(SHAPE):
         chain = [1]
@@ -113,29 +115,46 @@ def _numeral_maps(draw):
     broken = draw(st.booleans())
     if broken:
         at = draw(st.integers(0, len(cuts) - 1))
-        d = cuts[at][0]
-        cuts[at] = (d, draw(st.integers(1, 30)), draw(st.integers(1, 8)))
-    return cuts, broken
+        cuts[at] = (cuts[at][0], draw(st.integers(1, 30)), draw(st.integers(1, 8)))
+    sums, place = [[]], 1
+    for k, (d, a, b) in enumerate(cuts):
+        if k and draw(st.booleans()):  # start the next index
+            sums.append([])
+            place = 1
+        sums[-1].append((place, (d, a, b)))
+        place *= max(1, a // b)
+    if broken and draw(st.booleans()):
+        run = draw(st.integers(0, len(sums) - 1))
+        term = draw(st.integers(0, len(sums[run]) - 1))
+        sums[run][term] = (draw(st.integers(1, 40)), sums[run][term][1])
+    return sums, broken
 
 
 @given(_numeral_maps())
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=120, deadline=None)
 def test_a_map_of_digits_is_taken_by_its_form_as_by_its_elements(drawn):
-    """A whole numeral of each dimension is accepted by its form (no enumeration: any
-    size), with the box element by element gives; a redrawn digit is accepted by its form
-    only where the elements agree (else it goes to the element by element check)."""
-    cuts, broken = drawn
+    """Whole numerals of the dimensions, summed into numerals of the buffer's indices, are
+    accepted by their form (no enumeration: any size), with the box that the elements give;
+    a redrawn digit or place is accepted by its form only where the elements agree (else it
+    goes to the element by element check)."""
+    sums, broken = drawn
     index = tuple(Var(n, "int32", "axis") for n in "ij")
-    physical = tuple(as_expr((index[d] % a) // b) for d, a, b in cuts)
+    physical = []
+    for terms in sums:
+        total = None
+        for times, (d, a, b) in terms:
+            term = ((index[d] % a) // b) * times
+            total = term if total is None else total + term
+        physical.append(as_expr(total))
 
     def fail(what):
         raise LayoutError(what)
 
     try:
-        enumerated = _enumerated(tuple(const(n) for n in SHAPE), index, physical, fail)
+        enumerated = _enumerated(tuple(const(n) for n in SHAPE), index, tuple(physical), fail)
     except LayoutError:
         enumerated = None
-    by_form = _numerals(list(SHAPE), index, physical)
+    by_form = _numerals(list(SHAPE), index, tuple(physical))
     if not broken:
         assert by_form is not None
     if by_form is not None:
@@ -144,8 +163,9 @@ def test_a_map_of_digits_is_taken_by_its_form_as_by_its_elements(drawn):
 
 
 def test_a_large_tensor_split_into_digits_is_taken_by_its_form():
-    """117 million packed bytes, tiled as a warpgroup's threads read them: no element by
-    element check (which stops at 2**26), the box from the digits."""
+    """117 million packed bytes, tiled as a warpgroup's threads read them, or flattened: no
+    element by element check (which stops at 2**26), the box from the digits; a map of
+    another form is still refused at that size."""
     wq = sl.placeholder((14336, 8192), "uint8", name="Wq")
     out = sl.compute((14336, 8192), lambda i, j: wq[i, j] + sl.const(1, "uint8"), name="C")
     s = sl.create_schedule(out.op)
@@ -154,5 +174,7 @@ def test_a_large_tensor_split_into_digits_is_taken_by_its_form():
     )
     text = str(sl.lower(s, [wq, out]))
     assert "Wq: uint8[1792, 128, 4, 8, 4, 2, 2]" in text
-    with pytest.raises(LayoutError, match="checked one by one"):
-        s[wq].transform_layout(lambda kp, j: [kp * 8192 + j])
+    s[wq].transform_layout(lambda kp, j: [kp * 8192 + j])  # flattened: a numeral too
+    assert "Wq: uint8[117440512]" in str(sl.lower(s, [wq, out]))
+    with pytest.raises(LayoutError, match="checked one by one"):  # a skew: not of that form
+        s[wq].transform_layout(lambda kp, j: [kp, (j + kp) % 8192])
