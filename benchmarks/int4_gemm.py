@@ -75,12 +75,15 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
     dense = torch.from_numpy(gpu_gemm_int4.dequantize(packed, scales, zeros).astype(np.float32))
     dense = dense.to("cuda", torch.bfloat16)
     wq = torch.from_numpy(packed).cuda()
-    by_thread = torch.from_numpy(gpu_gemm_int4.bytes_by_thread_order(packed)).cuda()
+    options = DECODE.get(m) or [PREFILL, dict(tensor_cores=True)]
+    by_thread = None  # Wq in the threads' order, made once a row where an option asks for it
+    if any(option.get("bytes_by_thread") for option in options):
+        by_thread = torch.from_numpy(gpu_gemm_int4.bytes_by_thread_order(packed)).cuda()
     sc = torch.from_numpy(scales.astype(np.float32)).to("cuda", torch.bfloat16)
     ze = torch.from_numpy(zeros.astype(np.float32)).to("cuda", torch.bfloat16)
     want = (a.float() @ dense.float()).to(torch.bfloat16)
     timed = []
-    for option in DECODE.get(m) or [PREFILL, dict(tensor_cores=True)]:
+    for option in options:
         tiles = option.get("registers") or (option.get("tensor_cores") and "slice_k" in option)
         rows = sl.var("m") if tiles else m  # any m below a tile
         kernel = gpu_gemm_int4.build(rows, n, k, group, "bfloat16", **dict(option))
