@@ -303,6 +303,7 @@ def register_decode_schedule(
     stages: int = 2,
     bytes_by_thread: bool = False,
     step: int = TENSOR_CORE_STEP,
+    sum_lanes: int = 2,
 ) -> sl.Schedule:
     """Decoding (m a size variable, `rows` of them a block: 8 or 16) with the dequantised
     weight as wgmma's A operand in registers: the product transposed, ``C^T = W^T A^T``, each
@@ -318,7 +319,9 @@ def register_decode_schedule(
 
     With `bytes_by_thread`, Wq arrives in `thread_bytes`'s order (`bytes_by_thread_order`
     makes it; n a multiple of 64): the four bytes a thread reads for a step of 16 adjacent,
-    a warp's 128 in one line, where the plain layout spreads them over four rows of Wq."""
+    a warp's 128 in one line, where the plain layout spreads them over four rows of Wq.
+    The second kernel adds the slices `sum_lanes` columns a thread (`_add_slices`; 0: eight
+    warps a block of 32 columns)."""
     acc, w = _stages(c)
     s = sl.create_schedule(c.op)
     sliced, _ = s[acc].split(s[acc].op.reduce_axis[0], factor=slice_k)
@@ -344,7 +347,7 @@ def register_decode_schedule(
     gpu_gemm_wgmma.stage_tile(s, a_tile, s[product], ko, 1, stages)
     if bytes_by_thread:
         s[wq].transform_layout(thread_bytes)
-    _add_slices(s, c, acc)
+    _add_slices(s, c, acc, sum_lanes)
     return s
 
 
@@ -428,12 +431,26 @@ def decode_schedule(
     return s
 
 
-def _add_slices(s: sl.Schedule, c, acc) -> None:
-    """C's kernel: the slices' partial sums (`acc`, the sum over the slices of k) added by
-    blocks of 32 columns, each column's slices shared by 8 warps and their sums combined
-    across them (80 blocks of 128 threads, each adding all the slices of its column, left
-    most multiprocessors idle: 5.5 us at 8192 x 10240)."""
+def _add_slices(s: sl.Schedule, c, acc, lanes: int = 0) -> None:
+    """C's kernel: the slices' partial sums (`acc`, the sum over the slices of k) added.
+    By default by blocks of 32 columns, each column's slices shared by 8 warps and their
+    sums combined across them: at m = 1, 80 blocks of 128 threads each adding all the slices
+    of its column left most multiprocessors idle (5.5 us at 8192 x 10240). With `lanes`,
+    each thread adds all the slices of `lanes` adjacent columns as vectors, 128 threads a
+    block: at m = 16 the blocks are enough, and the 8 warps' combining (three barriers a
+    block of 32 columns) took 7 us of a 39 us call."""
     i, j = c.op.axis
+    if lanes:
+        columns, lane = s[c].split(j, factor=lanes)
+        out, thread = s[c].split(s[c].fuse(i, columns), factor=128)
+        s[c].bind(out, sl.thread_axis("blockIdx.x"))
+        s[c].bind(thread, sl.thread_axis("threadIdx.x"))
+        s[acc].compute_at(s[c], thread)
+        s[acc].reorder(s[acc].op.reduce_axis[0], s[acc].op.axis[1])
+        s[acc].unroll(s[acc].op.reduce_axis[0])  # every slice's load in flight at once
+        s[acc].vectorize(s[acc].op.axis[1])
+        s[c].vectorize(lane)
+        return
     columns, lane = s[c].split(j, factor=32)
     out = s[c].fuse(i, columns)
     s[c].bind(out, sl.thread_axis("blockIdx.x"))

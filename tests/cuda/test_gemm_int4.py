@@ -305,6 +305,10 @@ REGISTER_DECODE_CASES = [
     (208, 256, 32, "float16", dict(slice_k=128, rows=16, stages=3)),
     # steps of 128 rows of k: 32 bytes a thread loaded before 8 products, a short last slice
     (144, 640, 128, "bfloat16", dict(slice_k=256, rows=8, step=128)),
+    # the slices added by threads of four columns each (n = 90: a vector cut by the edge),
+    # and by eight warps a block of 32 columns
+    (90, 512, 128, "bfloat16", dict(slice_k=128, rows=16, sum_lanes=4)),
+    (80, 384, 32, "bfloat16", dict(slice_k=128, rows=8, sum_lanes=0)),
 ]
 
 
@@ -381,7 +385,18 @@ def test_register_decode_schedule_computes_the_weight_in_registers():
         s.buffer.name for s in walk_stmt(kernel.lowered.body) if isinstance(s, Allocate)
         and s.buffer.scope == "shared"
     }  # fmt: skip
-    assert shared == {"A.shared", "acc"}  # A's tile; the second kernel's sums
+    assert shared == {"A.shared"}  # A's tile (the second kernel adds slices in registers)
+
+
+def test_register_decode_slices_are_added_a_pair_of_columns_a_thread():
+    """The second kernel: each thread loads every slice of its two columns as one vector,
+    all the loads before the sums (the slice loop unrolled), and no barrier."""
+    tensors = example.int4_gemm(sl.var("m"), 1024, 2048, 128, "bfloat16")
+    made = example.register_decode_schedule(*tensors, slice_k=256, sum_lanes=2)
+    kernel = sl.build(made, list(tensors), target="cuda -arch=sm_90a")
+    second = kernel.ptx.split(".entry")[2]
+    assert len(re.findall(r"ld\.global\.nc\.v2\.b32", second)) == 2048 // 256
+    assert "bar.sync" not in second and "ld.shared" not in second
 
 
 def test_register_decode_schedule_dequantises_a_byte_into_a_pair_of_halves():
@@ -495,13 +510,15 @@ def test_tensor_core_decode_schedules_on_the_gpu(make, m):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("sum_lanes", [0, 2])
 @pytest.mark.parametrize("m", [1, 16, 37])
-def test_register_decode_in_the_threads_order_on_the_gpu(m):
-    """Wq in `thread_bytes`'s order, steps of 128 rows of k: the benchmark's kernel."""
+def test_register_decode_in_the_threads_order_on_the_gpu(m, sum_lanes):
+    """Wq in `thread_bytes`'s order, steps of 128 rows of k, the slices added by eight warps
+    a column or by a thread a pair of columns: the benchmark's kernels."""
     n, k, group, dtype = 1088, 2560, 128, "bfloat16"
     tensors = example.int4_gemm(sl.var("m"), n, k, group, dtype)
     made = example.register_decode_schedule(
-        *tensors, slice_k=512, rows=16, step=128, bytes_by_thread=True
+        *tensors, slice_k=512, rows=16, step=128, bytes_by_thread=True, sum_lanes=sum_lanes
     )
     kernel = sl.build(made, list(tensors), target="cuda")
     arrays = _inputs(m, n, k, group, dtype)
