@@ -23,12 +23,13 @@ the block is 32 threads wide, that no op stands under a loop bound to ``threadId
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from ...errors import InternalError, LoweringError
+from ...ir.expr import Const
 from ...loopir.core.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
 from ...loopir.memory import fragments
 from ...loopir.memory.fragments import ACCUMULATORS, DTYPES, is_wgmma
@@ -36,7 +37,7 @@ from ..llvm import arith
 from ..llvm.intrinsics import function
 from ..llvm.types import F32, HALF, I32, storage_type, to_storage
 from .matrix_memory import LaneIndex, load_fragment, store_fragment
-from .wgmma import emit_wgmma
+from .wgmma import emit_wgmma, register_pairs
 
 if TYPE_CHECKING:
     from ..llvm.stmt import StmtEmitter
@@ -46,8 +47,14 @@ _SOURCES = {"fill": 0, "load": 1, "mma": 2, "store": 1}
 _V2HALF = ir.VectorType(HALF, 2)
 
 
-def emit_matrix_op(em: StmtEmitter, s: MatrixOp, lane: LaneIndex) -> None:
-    """Emit `s` for the thread whose lane parts are `lane` (every lane of the warp runs it)."""
+def emit_matrix_op(
+    em: StmtEmitter,
+    s: MatrixOp,
+    lane: LaneIndex,
+    made: dict[tuple[int, int], list[ir.Value]],
+) -> None:
+    """Emit `s` for the thread whose lane parts are `lane` (every lane of the warp runs it);
+    `made` holds A operands' registers made before the run's fence (`operand_registers`)."""
     check_matrix_op(s)
     if s.op == "fill":
         value = em.value(s.value)
@@ -57,7 +64,12 @@ def emit_matrix_op(em: StmtEmitter, s: MatrixOp, lane: LaneIndex) -> None:
     elif s.op == "load":
         write_slots(em, s.dst, load_fragment(em, s.dst, s.srcs[0], lane))
     elif is_wgmma(s):
-        held = read_slots(em, s.srcs[0]) if s.srcs[0].buffer.scope in FRAGMENT_SCOPES else None
+        a = s.srcs[0]
+        held = None
+        if a.buffer.scope in FRAGMENT_SCOPES:
+            column = a.base[-1]
+            key = (id(a.buffer), int(column.value) if isinstance(column, Const) else -1)
+            held = made.pop(key, None) or register_pairs(em.b, read_slots(em, a))
         write_slots(em, s.dst, emit_wgmma(em, s.dst, *s.srcs, read_slots(em, s.dst), held))
     elif s.op == "mma":
         _mma(em, s.dst, s.srcs[0], s.srcs[1])
@@ -149,6 +161,25 @@ def _storage(em: StmtEmitter, t: Tile) -> tuple[list[ir.Value] | None, ir.Value]
     if values is not None and not isinstance(offset, ir.Constant):
         raise InternalError(f"fragment '{t.buffer.name}' in registers at a run-time tile")
     return values, offset
+
+
+def operand_registers(em: StmtEmitter, first: MatrixOp) -> dict[tuple[int, int], list[ir.Value]]:
+    """Before the fence of a run of products whose first is `first`: where its A operand is a
+    fragment in registers, the 32-bit registers of every tile of it along its columns (the
+    run's products read them in turn), by (buffer, first column), for `emit_matrix_op` to
+    take. Made at the product instead, after the fence, a pair of halves rounded one by one
+    (bfloat16 probabilities, a diagonal step's masked ones) is a register written between the
+    fence and the product, which ptxas fences again ("warpgroup.arrive is injected", C7519):
+    21 products of the causal bfloat16 attention kernel. The backend keeps the IR's order."""
+    a = first.srcs[0]
+    if a.buffer.scope not in FRAGMENT_SCOPES or not isinstance(a.buffer.shape[-1], Const):
+        return {}
+    start = a.base[-1]
+    made = {}
+    for column in range(0, int(a.buffer.shape[-1].value), a.shape[1]):
+        tile = replace(a, base=(*a.base[:-1], Const(column, start.dtype)))
+        made[id(a.buffer), column] = register_pairs(em.b, read_slots(em, tile))
+    return made
 
 
 def read_slots(em: StmtEmitter, t: Tile) -> list[ir.Value]:

@@ -64,7 +64,7 @@ from .bulk_copy import (
 )
 from .bulk_copy import check_arch as check_bulk_arch
 from .matrix_memory import LaneIndex, lane_index
-from .mma import emit_matrix_op
+from .mma import emit_matrix_op, operand_registers
 from .nvvm import (
     GLOBAL,
     LOCAL,
@@ -109,7 +109,7 @@ class NvptxTarget(Target):
         self._registers: set[int] | None = None  # local buffers kept in SSA values (by id)
         self._lane: LaneIndex | None = None  # threadIdx.x's parts, for tensor-core operations
         self._products = any(is_wgmma(s) for s in walk_stmt(kernel.body))
-        self._order = WgmmaOrder()
+        self._order = WgmmaOrder(operand_registers)
 
     @property
     def key(self) -> str:
@@ -242,7 +242,7 @@ class NvptxTarget(Target):
             warp = self._hardware_index(em, "threadIdx.y") if self._products else None
             with em.scope.at_entry() as entry:
                 self._lane = lane_index(entry, lane, warp)
-        emit_matrix_op(em, stmt, self._lane)
+        emit_matrix_op(em, stmt, self._lane, self._order.made)
 
     def async_copy(self, em: StmtEmitter, stmt: AsyncCopy) -> None:
         emit_async_copy(em, stmt, self.arch)

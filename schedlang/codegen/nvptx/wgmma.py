@@ -24,10 +24,12 @@ Where these cannot be proven from the tile's indices, the kernel is refused (`Lo
 rather than run on a misread tile.
 
 The instruction runs in the background: `WgmmaOrder` issues ``wgmma.fence`` before the first
-product of a run (other instructions wrote its registers; before a loop of nothing but
-products, once), commits each run of products as one group, and waits before any other
-statement and at the end of every loop body that does anything else, so that neither the
-accumulator registers nor the shared tiles are touched while a product reads or writes them
+product of a run (other instructions wrote its registers; before a loop of nothing but products,
+once), with the registers of an A operand held in registers made before it
+(`mma.operand_registers`: one written between the fence and a product that reads it makes ptxas
+fence that product again, C7519), commits each run of products as one group, and waits before
+any other statement and at the end of every loop body that does anything else, so that neither
+the accumulator registers nor the shared tiles are touched while a product reads or writes them
 (letting a group run on across the next step's copies, into another stage, was measured no
 faster). A statement that touches registers only, none a register of a group in flight, waits
 for nothing, and one that touches those of older groups only waits for those
@@ -39,6 +41,7 @@ preceded by one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -91,7 +94,7 @@ def emit_wgmma(
     """D = A @ B + C for the accumulator slots `acc` of tile `c`; the new slots. With `held`,
     A's 64 x 16 tile is the thread's 8 slots of a 16-bit accumulator-layout fragment (the
     layout the instruction takes A in from registers: a tile computed by the threads, such as
-    attention's probabilities), passed as 4 registers of two halves."""
+    attention's probabilities), as 4 registers of two halves (`register_pairs`)."""
     operand = _TYPES.get(a.buffer.dtype)
     pair = _FLOAT8.get(a.buffer.dtype) and _FLOAT8.get(b.buffer.dtype)
     same = operand is not None and a.buffer.dtype == b.buffer.dtype
@@ -109,7 +112,7 @@ def emit_wgmma(
         a_args, a_types, a_text = [desc_a], [I64], f"${count}"
         trans = f", {trans_a}, {trans_b}"
     else:
-        a_args = _pairs(em.b, held)
+        a_args = held
         a_types = [I32] * len(a_args)
         a_text = "{" + ", ".join(f"${count + k}" for k in range(len(a_args))) + "}"
         trans = f", {trans_b}"  # A from registers is K-major: no transpose of its own
@@ -147,7 +150,7 @@ def _registers(module: ir.Module, count: int) -> ir.IdentifiedStructType:
     return struct
 
 
-def _pairs(b: ir.IRBuilder, held: list[ir.Value]) -> list[ir.Value]:
+def register_pairs(b: ir.IRBuilder, held: list[ir.Value]) -> list[ir.Value]:
     """The 16-bit values `held` (in their storage type), two to a 32-bit register, the first
     in the low half: a two-element vector bitcast, one move in PTX."""
     words = []
@@ -223,7 +226,9 @@ class WgmmaOrder:
     step's softmax runs beside the products of the step before (`overlap_products`). Every
     other statement waits for the groups it may depend on, or for all of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepare: Callable[[StmtEmitter, MatrixOp], dict]) -> None:
+        self.prepare = prepare  # makes a run's A operand registers, before its fence
+        self.made: dict = {}  # those registers, until the run's products take them
         self.groups: list[set[int]] = []  # committed, in flight: their registers' buffers
         self.current: set[int] = set()  # products issued since the last commit
         self.accumulators: dict[int, Buffer] = {}
@@ -238,9 +243,12 @@ class WgmmaOrder:
         """Called before each leaf statement `s`."""
         if is_wgmma(s):
             if not self.last_was_product:
+                assert isinstance(s, MatrixOp)
+                self.made = self.prepare(em, s)
                 _asm(em, "wgmma.fence.sync.aligned;")
             return
         self.last_was_product = False
+        self.made = {}
         if isinstance(s, Turn):  # a turn ends at issue: its products run on
             self.commit(em)
         elif isinstance(s, MBarrier) and s.op == "arrive":
