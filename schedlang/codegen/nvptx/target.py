@@ -54,6 +54,7 @@ from . import convert as nvptx_convert
 from . import libdevice, softmath
 from .allreduce import emit_allreduce
 from .async_copy import emit_async_commit, emit_async_copy, emit_async_wait
+from .bfloat import round_to_bfloat16
 from .bulk_copy import (
     TensorMap,
     emit_bulk_copy,
@@ -276,28 +277,15 @@ class NvptxTarget(Target):
         return name in _NATIVE_MATH
 
     def to_storage(self, b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
-        """A float rounded to bfloat16 by ``cvt.rn.bf16.f32`` (sm_80 on): one instruction
-        for the six of the integer rounding; the same bits, but a NaN's payload. A vector of
-        an even number of lanes (a vectorized store) is rounded two lanes an instruction
-        (``cvt.rn.bf16x2.f32``)."""
+        """A float rounded to bfloat16 by ``cvt.rn.bf16.f32`` (sm_80 on, `round_to_bfloat16`):
+        one instruction for the six of the integer rounding, and two lanes of a vector in one
+        (``cvt.rn.bf16x2.f32``); the same bits, but a NaN's payload."""
         if dtype != "bfloat16" or int(self.arch[3:].rstrip("af")) < 80:
             return super().to_storage(b, dtype, value)
         loaded = bfloat_bits(value)
         if loaded is not None:
             return loaded  # the bits a load widened, stored back as they are
-        if isinstance(value.type, ir.FloatType):
-            ftype = ir.FunctionType(ir.IntType(16), [F32])
-            return b.asm(ftype, "cvt.rn.bf16.f32 $0, $1;", "=h,f", [value], side_effect=False)
-        lanes = value.type.count
-        if lanes % 2:
-            return super().to_storage(b, dtype, value)
-        pair = ir.FunctionType(I32, [F32, F32])
-        words = ir.Constant(ir.VectorType(I32, lanes // 2), None)
-        for k in range(lanes // 2):  # the upper half from the first operand: lane 2k + 1
-            high, low = (b.extract_element(value, ir.Constant(I32, 2 * k + j)) for j in (1, 0))
-            word = b.asm(pair, "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f", [high, low], False)
-            words = b.insert_element(words, word, ir.Constant(I32, k))
-        return b.bitcast(words, ir.VectorType(ir.IntType(16), lanes))
+        return round_to_bfloat16(b, value)
 
     def half_arithmetic(
         self, b: ir.IRBuilder, op: str, dtype: str, x: ir.Value, y: ir.Value
