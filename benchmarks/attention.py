@@ -246,20 +246,19 @@ def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
     persistent=0, overlap="auto", warp_specialize="auto", turns="no", threshold="auto",
 ):  # fmt: skip
-    """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128
-    keys a block; K and V by the copy engine at d = 128 and from L = 2048 (3 stages at
-    d = 128 from L = 2048, else 2), by cp.async at d = 64 below (3 stages, 2 for a causal
-    L <= 1024, whose blocks see few steps); `persistent` blocks taking the tiles in turn if
-    given (`_ours` gives them at d = 128 and L <= 1024, where a block a tile exposes each
-    tile's prologue and epilogue, `_blocks` of them; from L = 2048 a causal tile's work
-    differs by up to L / 128 times, and blocks taking them in a fixed turn end unevenly:
-    slower there, NOTES.md); with 3 stages of the copy engine's, a step's second
-    products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048), and
-    at d = 128 a producer warpgroup issuing the copies, its registers handed to the
-    consumers (`warp_specialize`); its consumers taking turns at the tensor cores if asked
-    (`turns`); with `threshold` (by default 8 with the producer warpgroup: 0.99-1.10x
-    there, 1.016x on average, NOTES.md), online's lagging reference maximum and the rescale
-    skipped where it is by 1."""
+    """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128 keys
+    a block (`_keys`: 64 for a short causal mask at d = 64); K and V by the copy engine at
+    d = 128 and from L = 2048 (3 stages at d = 128 from L = 2048, else 2), by cp.async at d = 64
+    below (3 stages, 2 for a causal L <= 1024, whose blocks see few steps); `persistent` blocks
+    taking the tiles in turn if given (`_ours` gives them at d = 128 and L <= 1024, where a
+    block a tile exposes each tile's prologue and epilogue, `_blocks` of them; from L = 2048 a
+    causal tile's work differs by up to L / 128 times, and blocks taking them in a fixed turn
+    end unevenly: slower there, NOTES.md); with 3 stages of the copy engine's, a step's second
+    products beside the next step's softmax (`overlap`; 1.1x at d = 128 from L = 2048), and at
+    d = 128 a producer warpgroup issuing the copies, its registers handed to the consumers
+    (`warp_specialize`); its consumers taking turns at the tensor cores if asked (`turns`); with
+    `threshold` (by default 8 with the producer warpgroup: 0.99-1.10x there, 1.016x on average,
+    NOTES.md), online's lagging reference maximum and the rescale skipped where it is by 1."""
     tma = copies == "tma" or (copies == "auto" and (d > 64 or n >= 2048))
     if tma:
         default = 3 if d > 64 and n >= 2048 else 2
@@ -277,7 +276,7 @@ def _wgmma(
     return gpu_attention.wgmma_schedule(
         *tensors,
         rows=rows or 128,
-        keys=keys or 128,  # the tuner's best at d = 64; at d = 128 too (NOTES.md)
+        keys=keys or _keys(d, n, causal),
         stages=stages,
         tma=tma,
         persistent=persistent,
@@ -286,6 +285,13 @@ def _wgmma(
         turns=turns == "yes" and warp_specialize == "yes" and tma,
         threshold=None if threshold is None else float(threshold),
     )
+
+
+def _keys(d: int, n: int, causal: bool) -> int:
+    """Keys a step: 128, the tuner's best at d = 64 and at d = 128 (NOTES.md); 64 for a causal
+    mask at d = 64 up to L = 1024, where a row tile sees few steps and its diagonal one, half
+    of it masked, weighs most (1.09-1.14x flash there against 0.92-1.08x with 128)."""
+    return 64 if causal and d <= 64 and n <= 1024 else 128
 
 
 def _target(d: int) -> str:

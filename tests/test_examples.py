@@ -253,6 +253,27 @@ def test_attention_in_one_online_pass_on_the_gpu(how):
     np.testing.assert_allclose(out.astype(np.float64), want, atol=4e-3)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_bfloat16_tensor_core_attention_on_the_gpu(causal):
+    """The benchmark's kernel at d = 128 in bfloat16 (a producer warpgroup, the overlap, the
+    lagging reference): its probabilities rounded by LLVM's own conversion and paired before
+    each run of products."""
+    import ml_dtypes
+
+    shape = (3, 640, 128)
+    tensors = gpu_attention.tensor_core_attention(*shape, "bfloat16", causal)
+    options = dict(keys=128, stages=3, tma=True, warp_specialize=True, overlap=True)
+    s = gpu_attention.wgmma_schedule(*tensors, **options, threshold=8.0)
+    kernel = sl.build(s, _io(tensors), "cuda")
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal(shape).astype(ml_dtypes.bfloat16) for _ in range(3))
+    out = np.full(shape, np.nan, ml_dtypes.bfloat16)
+    kernel(q, k, v, out)
+    want = attention_reference(q, k, v, causal)
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-2)
+
+
 def test_fused_attention_masks_without_repeating_its_exps():
     """Unrolled over the keys and the head dimension, a causal block's copies share their
     mask's guard (`loopir.gpu.merge_guards`): each score's exp is computed once per stage, as
