@@ -41,8 +41,16 @@ def test_a_vectorized_store_rounds_two_lanes_an_instruction():
     assert "cvt.rn.bf16x2.f32" not in _kernel("sm_75", lanes=8)[2].ptx
 
 
+def test_an_odd_vector_rounds_its_pairs_and_its_last_lane_alone():
+    """Five lanes: two pairs, each one instruction, and the fifth lane alone; no lane takes
+    the integer rounding (it did whole, an odd vector having no pair for its last lane)."""
+    ptx = _kernel("sm_90", lanes=5)[2].ptx
+    assert ptx.count("cvt.rn.bf16x2.f32") == 2 and ptx.count("cvt.rn.bf16.f32") == 1
+    assert "setp.nan" not in ptx
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("lanes", [1, 5, 8])
 def test_the_same_bits_as_the_reference(lanes):
     a, b, kernel = _kernel("sm_90", lanes)
     x = _data()

@@ -5,7 +5,8 @@ The two differ for five dtypes. ``bool`` is ``i1`` in arithmetic and a byte in m
 every operation, which is exactly what numpy and ml_dtypes do (and `dt.to_float8` for the 8-bit
 ones), so results agree bit for bit with the reference evaluator; in memory they are ``half``,
 the upper 16 bits of a ``float`` (``i16``) and a byte (`float8`). bfloat16 rounding is done with
-integer operations rather than LLVM's ``bfloat`` type, whose support varies between backends.
+integer operations rather than LLVM's ``bfloat`` type, whose support varies between backends;
+NVPTX, which lowers it to one instruction, rounds through it (`nvptx.bfloat`).
 """
 
 from __future__ import annotations
