@@ -30,6 +30,7 @@ from llvmlite import ir
 
 from ...errors import InternalError, LoweringError
 from ...ir.expr import Const
+from ...ir.printer import expr_str
 from ...loopir.core.nodes import FRAGMENT_SCOPES, MatrixOp, Tile
 from ...loopir.memory import fragments
 from ...loopir.memory.fragments import ACCUMULATORS, DTYPES, is_wgmma
@@ -51,7 +52,7 @@ def emit_matrix_op(
     em: StmtEmitter,
     s: MatrixOp,
     lane: LaneIndex,
-    made: dict[tuple[int, int], list[ir.Value]],
+    made: dict[tuple, list[ir.Value]],
 ) -> None:
     """Emit `s` for the thread whose lane parts are `lane` (every lane of the warp runs it);
     `made` holds A operands' registers made before the run's fence (`operand_registers`)."""
@@ -67,9 +68,7 @@ def emit_matrix_op(
         a = s.srcs[0]
         held = None
         if a.buffer.scope in FRAGMENT_SCOPES:
-            column = a.base[-1]
-            key = (id(a.buffer), int(column.value) if isinstance(column, Const) else -1)
-            held = made.pop(key, None) or register_pairs(em.b, read_slots(em, a))
+            held = made.pop(_tile_key(a), None) or register_pairs(em.b, read_slots(em, a))
         write_slots(em, s.dst, emit_wgmma(em, s.dst, *s.srcs, read_slots(em, s.dst), held))
     elif s.op == "mma":
         _mma(em, s.dst, s.srcs[0], s.srcs[1])
@@ -163,10 +162,10 @@ def _storage(em: StmtEmitter, t: Tile) -> tuple[list[ir.Value] | None, ir.Value]
     return values, offset
 
 
-def operand_registers(em: StmtEmitter, first: MatrixOp) -> dict[tuple[int, int], list[ir.Value]]:
+def operand_registers(em: StmtEmitter, first: MatrixOp) -> dict[tuple, list[ir.Value]]:
     """Before the fence of a run of products whose first is `first`: where its A operand is a
     fragment in registers, the 32-bit registers of every tile of it along its columns (the
-    run's products read them in turn), by (buffer, first column), for `emit_matrix_op` to
+    run's products read them in turn), by tile (`_tile_key`), for `emit_matrix_op` to
     take. Made at the product instead, after the fence, a pair of halves rounded one by one
     (bfloat16 probabilities, a diagonal step's masked ones) is a register written between the
     fence and the product, which ptxas fences again ("warpgroup.arrive is injected", C7519):
@@ -178,8 +177,14 @@ def operand_registers(em: StmtEmitter, first: MatrixOp) -> dict[tuple[int, int],
     made = {}
     for column in range(0, int(a.buffer.shape[-1].value), a.shape[1]):
         tile = replace(a, base=(*a.base[:-1], Const(column, start.dtype)))
-        made[id(a.buffer), column] = register_pairs(em.b, read_slots(em, tile))
+        made[_tile_key(tile)] = register_pairs(em.b, read_slots(em, tile))
     return made
+
+
+def _tile_key(t: Tile) -> tuple:
+    """A fragment tile by its buffer and its base as written: the tiles a run's products read
+    are the ones `operand_registers` made only where their whole bases match."""
+    return id(t.buffer), tuple(expr_str(e) for e in t.base)
 
 
 def read_slots(em: StmtEmitter, t: Tile) -> list[ir.Value]:
