@@ -244,8 +244,7 @@ class WgmmaOrder:
         if is_wgmma(s):
             if not self.last_was_product:
                 assert isinstance(s, MatrixOp)
-                self.made = self.prepare(em, s)
-                _asm(em, "wgmma.fence.sync.aligned;")
+                self._fence(em, self.prepare(em, s))
             return
         self.last_was_product = False
         self.made = {}
@@ -257,6 +256,12 @@ class WgmmaOrder:
             self.wait(em, s.pending)
         elif not isinstance(s, (MBarrier, BulkCopy)):  # these touch neither tiles nor registers
             self.wait_for(em, _registers_touched(s))
+
+    def _fence(self, em: StmtEmitter, made: dict) -> None:
+        """The fence of a run of products, and the A registers made for it: only those, as
+        registers made for an earlier run may stand in a block that does not reach this one."""
+        self.made = made
+        _asm(em, "wgmma.fence.sync.aligned;")
 
     def after(self, em: StmtEmitter, s: Stmt) -> None:
         """Called after each leaf statement `s`."""
@@ -272,7 +277,7 @@ class WgmmaOrder:
         (where LLVM's unrolling would copy the wait into every iteration)."""
         if only_products(loop.body):
             if not self.last_was_product:
-                _asm(em, "wgmma.fence.sync.aligned;")
+                self._fence(em, {})  # its products' tiles move with the loop: made in it
                 self.last_was_product = True
         elif self.pending and not only_products(loop.body, (MBarrier, BulkCopy)):
             self.wait_for(em, _registers_touched(loop.body))
