@@ -42,6 +42,7 @@ from examples import gpu_gemm_int4  # noqa: E402
 
 SHAPES = [(8192, 10240), (28672, 8192)]  # (k, n)
 GROUP = 128  # rows of k a scale and a zero cover (`--group` sets it)
+SLICES = (512, 1024)  # 1024: half the partial sums, 1.06x at 28672 x 8192 (NOTES.md)
 # the decoding schedules' options tried by m, the fastest kept (measured choices: slices of k
 # a block, columns a thread or a block, rows a block)
 DECODE = {
@@ -49,7 +50,8 @@ DECODE = {
     + [dict(registers=True, slice_k=512, rows=8, bytes_by_thread=True, step=128)],
     16: [dict(decode=True, slice_k=128, cols=8, warps=4, unroll=2)]
     + [dict(tensor_cores=True, slice_k=512, block_cols=128, stages=2)]
-    + [dict(registers=True, slice_k=512, rows=16, step=128, bytes_by_thread=b) for b in (0, 1)],
+    + [dict(registers=True, slice_k=512, rows=16, step=128, bytes_by_thread=False)]
+    + [dict(registers=True, slice_k=s, rows=16, step=128, bytes_by_thread=True) for s in SLICES],
 }
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
