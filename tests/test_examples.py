@@ -369,6 +369,15 @@ def test_attention_on_the_tensor_cores_takes_p_from_registers():
     assert len(re.findall(r"wgmma\.mma_async[^;]*\{%r\d+, %r\d+, %r\d+, %r\d+\}", ptx)) == 4
 
 
+def test_attention_on_the_tensor_cores_normalises_by_one_reciprocal_a_row():
+    """``O * (1 / Z)``: a thread's two rows take a correctly rounded reciprocal each, its 32
+    outputs at d = 64 a multiplication each; no division, whose correctly rounded form is a
+    dozen instructions and a branch to a slow path."""
+    tensors = gpu_attention.tensor_core_attention(2, 128, 64)
+    ptx = sl.build(gpu_attention.wgmma_schedule(*tensors), _io(tensors), "cuda").ptx
+    assert ptx.count("rcp.rn.f32") == 2 and "div.rn.f32" not in ptx
+
+
 def test_attention_on_the_tensor_cores_accumulates_the_output_in_place():
     """The second product runs onto the running output, rescaled first
     (`loopir.gpu.accumulate_in_place`): one accumulator of the output's size a warpgroup, not

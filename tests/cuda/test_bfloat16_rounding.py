@@ -62,6 +62,44 @@ def test_the_same_bits_as_the_reference(lanes):
     assert np.isnan(out.astype(np.float32)[~finite]).all()
 
 
+def _masked(loads: bool):
+    """B = A * 3 rounded to bfloat16 where A > 0, else a bfloat16 zero: an arm that reads
+    memory takes a branch, whose values join at a phi; or, with no load in the arms, a
+    choice between values of the index (one select)."""
+    a = sl.placeholder((1000,), "float32", name="A")
+    zero = sl.const(0.0, "bfloat16")
+
+    def value(i):
+        if loads:
+            return sl.if_then_else(a[i] > 0, (a[i] * 3.0).astype("bfloat16"), zero)
+        return sl.if_then_else(i % 3 == 0, (i.astype("float32") * 0.37).astype("bfloat16"), zero)
+
+    b = sl.compute((1000,), value, name="B")
+    s = sl.create_schedule(b.op)
+    spread(s, b, 1)
+    args = [a, b] if loads else [b]
+    return a, b, sl.build(s, args, target="cuda -arch=sm_90")
+
+
+@pytest.mark.parametrize("loads", [True, False])
+def test_a_masked_value_is_rounded_once(loads):
+    """The choice is made between the arms' bfloat16 bits, so the stored value is the arm's
+    rounding: made between their widened floats, it was rounded again on the way to memory
+    (masked attention probabilities: a second conversion and three integer instructions)."""
+    assert _masked(loads)[2].ptx.count("cvt.rn.bf16.f32") == 1
+
+
+@pytest.mark.gpu
+def test_a_masked_value_has_the_reference_bits():
+    a, b, kernel = _masked(True)
+    x = _data()
+    out = np.full(1000, np.nan, ml_dtypes.bfloat16)
+    kernel(x, out)
+    want = sl.reference(b, {a: x})
+    finite = ~np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(out.view(np.uint16)[finite], want.view(np.uint16)[finite])
+
+
 def _widening(target):
     """B = A * 3 in float32 from bfloat16 A, eight lanes a vector: A's pairs widened from
     their 32-bit words."""

@@ -285,12 +285,21 @@ class ExprEmitter:
             yes, no = self.unify(self.value(e.true_value), self.value(e.false_value))
             return self.b.select(cond, yes, no)
         incoming = []
+        arm = self._select_arm if e.dtype == "bfloat16" else self.value
         with if_else(self.b, cond, "select") as (then, otherwise):
             with then:
-                incoming.append((self.splat(self.value(e.true_value), self.lanes), self.b.block))
+                incoming.append((self.splat(arm(e.true_value), self.lanes), self.b.block))
             with otherwise:
-                incoming.append((self.splat(self.value(e.false_value), self.lanes), self.b.block))
-        return phi_of(self.b, incoming)
+                incoming.append((self.splat(arm(e.false_value), self.lanes), self.b.block))
+        joined = phi_of(self.b, incoming)
+        return joined if e.dtype != "bfloat16" else from_storage(self.b, e.dtype, joined)
+
+    def _select_arm(self, e: Expr) -> ir.Value:
+        """A bfloat16 arm of a branching select as its bits, so that the branches join the
+        bits: joined as floats, the value stored after was rounded again (the arms' widening
+        is integer arithmetic that LLVM does not see through, where it folds float16's
+        ``fpext`` and ``fptrunc``)."""
+        return self.target.to_storage(self.b, e.dtype, self.value(e))
 
     @contextmanager
     def masked(self, cond: ir.Value) -> Iterator[None]:

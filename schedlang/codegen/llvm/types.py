@@ -11,6 +11,8 @@ NVPTX, which lowers it to one instruction, rounds through it (`nvptx.bfloat`).
 
 from __future__ import annotations
 
+import struct
+
 from llvmlite import ir
 
 from ...errors import InternalError
@@ -108,7 +110,7 @@ def to_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     if dtype == "float16":
         return b.fptrunc(value, vector_of(HALF, lanes))
     if dtype == "bfloat16":
-        loaded = bfloat_bits(value)
+        loaded = bfloat_bits(value, b)
         return loaded if loaded is not None else _float_to_bfloat(b, value, lanes)
     if dt.is_float8(dtype):
         from . import float8  # which builds on this module
@@ -117,11 +119,19 @@ def to_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:
     return value
 
 
-def bfloat_bits(value: ir.Value) -> ir.Value | None:
+def bfloat_bits(value: ir.Value, b: ir.IRBuilder | None = None) -> ir.Value | None:
     """The bfloat16 bits that `value` was widened from (`from_storage`), if it was: storing
     them back needs no rounding. A copy of bfloat16 data then moves its bits as they are, in
     wide loads and stores, as a float16 copy does (LLVM folds fpext and fptrunc, but not the
-    integer rounding of a widened value)."""
+    integer rounding of a widened value). With a builder `b`, also a select between such values
+    or constants that bfloat16 holds exactly, made again between their bits: a masked
+    probability, ``select(kept, bfloat16(p), 0)``, was rounded, widened and rounded again."""
+    if b is not None and isinstance(value, ir.Instruction) and value.opname == "select":
+        cond, yes, no = value.operands
+        arms = [_exact_bits(x) for x in (yes, no)]
+        if arms[0] is None or arms[1] is None:
+            return None
+        return b.select(cond, arms[0], arms[1])
     if not (isinstance(value, ir.CastInstr) and value.opname == "bitcast"):
         return None
     paired = _paired_bits(value.operands[0])
@@ -135,6 +145,18 @@ def bfloat_bits(value: ir.Value) -> ir.Value | None:
         return None
     bits = widened.operands[0]
     return bits if bits.type == vector_of(I16, lanes_of(value)) else None
+
+
+def _exact_bits(value: ir.Value) -> ir.Value | None:
+    """The bfloat16 bits of `value`, a widened bfloat16 or a float constant that bfloat16
+    holds exactly (its lower 16 bits zero), or None."""
+    bits = bfloat_bits(value)
+    if bits is not None or not isinstance(value, ir.Constant):
+        return bits
+    if not isinstance(value.type, ir.FloatType):
+        return None
+    word = struct.unpack("<I", struct.pack("<f", value.constant))[0]
+    return ir.Constant(I16, word >> 16) if word & 0xFFFF == 0 else None
 
 
 def from_storage(b: ir.IRBuilder, dtype: str, value: ir.Value) -> ir.Value:

@@ -282,7 +282,7 @@ class NvptxTarget(Target):
         (``cvt.rn.bf16x2.f32``); the same bits, but a NaN's payload."""
         if dtype != "bfloat16" or int(self.arch[3:].rstrip("af")) < 80:
             return super().to_storage(b, dtype, value)
-        loaded = bfloat_bits(value)
+        loaded = bfloat_bits(value, b)
         if loaded is not None:
             return loaded  # the bits a load widened, stored back as they are
         return round_to_bfloat16(b, value)
