@@ -157,6 +157,13 @@ def main() -> None:
         "skipped where its factors are 1 (online's threshold=; FlashAttention 4's lazy "
         "rescale); a number, none, or auto: 8 with a producer warpgroup",
     )
+    parser.add_argument(
+        "--store",
+        default="registers",
+        choices=["registers", "tma"],
+        help="wgmma: the output stored from registers, or by the copy engine from a shared "
+        "staging (Q's tile, reused once the scores have read it)",
+    )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")
     parser.add_argument("--build-one", help=argparse.SUPPRESS)  # "d causal", in a subprocess
@@ -217,7 +224,7 @@ def _ours(q, k, v, causal: bool, dtype: str, args) -> float | None:
         ws = args.warp_specialize
         s = _wgmma(
             tensors, d, n, causal, *shape, warp_specialize=ws, turns=args.turns,
-            threshold=args.threshold,
+            threshold=args.threshold, store=args.store,
         )  # fmt: skip
         return _timed(s, tensors, q, k, v, causal, args.repeat, _target(d))
     tensors = gpu_attention.attention(b * h, n, d, dtype, causal)
@@ -245,6 +252,7 @@ def _blocks(sms: int, row_tiles: int, causal: bool) -> int:
 def _wgmma(
     tensors, d: int, n: int, causal: bool, rows=None, keys=None, stages=None, copies="auto",
     persistent=0, overlap="auto", warp_specialize="auto", turns="no", threshold="auto",
+    store="registers",
 ):  # fmt: skip
     """The tensor-core schedule, by default the fastest measured (NOTES.md): 128 rows and 128 keys
     a block (`_keys`: 64 for a short causal mask at d = 64); K and V by the copy engine at
@@ -284,6 +292,7 @@ def _wgmma(
         warp_specialize=warp_specialize == "yes" and tma,
         turns=turns == "yes" and warp_specialize == "yes" and tma,
         threshold=None if threshold is None else float(threshold),
+        store_tma=store == "tma",
     )
 
 

@@ -177,6 +177,7 @@ def wgmma_schedule(
     warp_specialize: bool = False,
     turns: bool = False,
     threshold: float | None = None,
+    store_tma: bool = False,
 ) -> sl.Schedule:
     """One kernel on Hopper's tensor cores: a block per `rows` query rows, a warpgroup per 64 of
     them, the online scan computed inside the warpgroup's loop over blocks of `keys` keys.
@@ -204,7 +205,10 @@ def wgmma_schedule(
     pingpong). With `threshold`, the sums are taken against a reference maximum that
     follows the running one only once it has grown past it by `threshold` in the exponent
     (``online(..., threshold=)``, FlashAttention 4's lazy rescale), and the output's rescale
-    is skipped where its factors are all 1 (``pragma(step, "skip_unit_scales")``). The
+    is skipped where its factors are all 1 (``pragma(step, "skip_unit_scales")``). With
+    `store_tma`, the copy engine stores the output (``store_matrix(tma=True)``), staged in
+    Q's shared tile once the last step's scores have read it (`loopir.memory.shared_reuse`:
+    K's and V's three stages leave no other room at d = 128). The
     keys' length must be a multiple of `keys` (whole tiles along the second
     product's reduction), and with `persistent` a multiple of `rows` (over a length that
     leaves a part tile, the placement refuses the block's footprints: their divisions
@@ -235,7 +239,7 @@ def wgmma_schedule(
         s[out].bind(b, sl.thread_axis("blockIdx.y"))
         s[out].bind(io, sl.thread_axis("blockIdx.x"))
     s[out].bind(group, sl.thread_axis("threadIdx.z"))
-    s[out].tensorize(ii, sl.intrin.store_matrix(n=d, m=64))
+    s[out].tensorize(ii, sl.intrin.store_matrix(n=d, m=64, tma=store_tma))
     s[held].compute_at(s[out], group)
     s[m_run].compute_at(s[out], group)  # the states of the warpgroup's 64 rows
     s[m_run].set_scope("wgmma.accumulator")

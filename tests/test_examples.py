@@ -274,6 +274,43 @@ def test_the_bfloat16_tensor_core_attention_on_the_gpu(causal):
     np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-2)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize(("dtype", "causal"), [("float16", False), ("bfloat16", True)])
+def test_attention_stored_by_the_copy_engine_on_the_gpu(dtype, causal):
+    """The output stored by the copy engine, staged in Q's shared tile once the last step's
+    scores have read it (K's and V's three stages leave no other room at d = 128)."""
+    import ml_dtypes
+
+    shape = (3, 640, 128)
+    tensors = gpu_attention.tensor_core_attention(*shape, dtype, causal)
+    options = dict(keys=128, stages=3, tma=True, warp_specialize=True, overlap=True)
+    s = gpu_attention.wgmma_schedule(*tensors, **options, threshold=8.0, store_tma=True)
+    kernel = sl.build(s, _io(tensors), "cuda")
+    numpy_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    rng = np.random.default_rng(12)
+    q, k, v = (rng.standard_normal(shape).astype(numpy_dtype) for _ in range(3))
+    out = np.full(shape, np.nan, numpy_dtype)
+    kernel(q, k, v, out)
+    want = attention_reference(q, k, v, causal)
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-2)
+
+
+def test_attention_stores_by_the_copy_engine_from_q_s_tile():
+    """At d = 128 with three stages the block's shared memory is full (Q 32 KB, K and V 192
+    KB): the output's staging takes Q's region, after a barrier of the consumer warpgroups,
+    and the kernel's shared memory does not grow."""
+    tensors = gpu_attention.tensor_core_attention(2, 256, 128)
+    options = dict(keys=128, stages=3, tma=True, warp_specialize=True)
+    plans = []
+    for store_tma in (False, True):
+        s = gpu_attention.wgmma_schedule(*tensors, **options, store_tma=store_tma)
+        kernel = sl.build(s, _io(tensors), "cuda -arch=sm_90a")
+        plans.append(kernel._compiled.plan.kernels[0])
+    assert plans[1].shared.nbytes == plans[0].shared.nbytes
+    text = str(plans[1].body)
+    assert "store.staging" in text and "barrier(first 256 threads)" in text
+
+
 def test_fused_attention_masks_without_repeating_its_exps():
     """Unrolled over the keys and the head dimension, a causal block's copies share their
     mask's guard (`loopir.gpu.merge_guards`): each score's exp is computed once per stage, as

@@ -282,7 +282,7 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]
     # the kernel's alone: `func` stays as the interpreter runs it
     body = unswitch_products(split_roles(body))
     block = _block(func, body)
-    body = bulk_stores(body, shared_bytes(body))
+    body, reused = bulk_stores(body, shared_bytes(body), block)
     # only where the entry's share is too few (the kernels that fit keep their code), and
     # every product fits it: ptxas compiles each instruction under the entry's count, whatever
     # setmaxnreg gives the code around it ("Insufficient registers (128)" for a 64 x 256 tile
@@ -299,7 +299,7 @@ def _kernel(func: LoweredFunc, name: str, body: Stmt, loop_vars: tuple[Var, ...]
     guarded = guard_uniform_stores(body, block)
     # The grid's loops are those of the final body: the code generator finds them by identity.
     grid, grid_loops = _grid(func, guarded, loop_vars)
-    shared = _shared_layout(func, name, guarded, block)
+    shared = _shared_layout(func, name, guarded, block, reused)
     return KernelPlan(name, guarded, grid, block, grid_loops, shared, registers)
 
 
@@ -504,10 +504,17 @@ def shared_bytes(body: Stmt) -> int:
 
 
 def _shared_layout(
-    func: LoweredFunc, name: str, body: Stmt, block: tuple[int, int, int]
+    func: LoweredFunc,
+    name: str,
+    body: Stmt,
+    block: tuple[int, int, int],
+    reused: tuple[Buffer, Buffer] | None = None,
 ) -> SharedLayout:
-    """The regions of the shared buffers and of the scratch of the block collectives."""
+    """The regions of the shared buffers and of the scratch of the block collectives;
+    `reused`, ``(buffer, earlier)``: the buffer laid in the earlier one's region
+    (`shared_reuse`)."""
     owners: list[tuple[object, tuple[int, ...]]] = []
+    allocations = {id(s.buffer): s for s in walk_stmt(body) if isinstance(s, Allocate)}
     loose: set[int] = set()  # regions that need no swizzle's alignment
     swizzled = False
     for s in walk_stmt(body):
@@ -537,4 +544,8 @@ def _shared_layout(
             if not s.buffer.swizzle and nbytes < SWIZZLE_ALIGN:
                 loose.add(id(s))
     align = SWIZZLE_ALIGN if swizzled else BUFFER_ALIGN
-    return lay_out_shared(name, owners, align, frozenset(loose))
+    within = {}
+    if reused is not None:
+        later, earlier = (allocations[id(b)] for b in reused)
+        within[id(later)] = id(earlier)
+    return lay_out_shared(name, owners, align, frozenset(loose), within)

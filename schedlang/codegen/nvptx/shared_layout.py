@@ -37,6 +37,7 @@ def lay_out_shared(
     owners: list[tuple[object, tuple[int, ...]]],
     align: int = BUFFER_ALIGN,
     loose: frozenset[int] = frozenset(),
+    within: dict[int, int] | None = None,
 ) -> SharedLayout:
     """Regions for `owners` (each a statement and the bytes of its regions), one after the other
     at multiples of `align` (`BUFFER_ALIGN`, or the 1024 bytes of a swizzle's pattern, which
@@ -45,15 +46,23 @@ def lay_out_shared(
     regions. Where the regions are one dynamic array, those of the owners in `loose` (by
     identity: no swizzle, smaller than `align`, such as memory barriers) go after the others,
     `BUFFER_ALIGN` apart: padded to 1024 bytes each, four arrays of barriers cost 4 KB, which
-    pushed attention's 224 KB of tiles past the 227 a block may have."""
-    layout = _placed(kernel, owners, align, frozenset())
+    pushed attention's 224 KB of tiles past the 227 a block may have. An owner in `within`
+    (by identity, to another's) takes the start of the other's region instead of one of its
+    own: a buffer whose uses all come after the other's last (`loopir.memory.shared_reuse`),
+    no larger than it."""
+    within = within or {}
+    layout = _placed(kernel, owners, align, frozenset(), within)
     if align == BUFFER_ALIGN or not layout.dynamic or not loose:
         return layout
-    return _placed(kernel, owners, align, loose)
+    return _placed(kernel, owners, align, loose, within)
 
 
 def _placed(
-    kernel: str, owners: list[tuple[object, tuple[int, ...]]], align: int, loose: frozenset[int]
+    kernel: str,
+    owners: list[tuple[object, tuple[int, ...]]],
+    align: int,
+    loose: frozenset[int],
+    within: dict[int, int],
 ) -> SharedLayout:
     regions: dict[int, tuple[tuple[int, int], ...]] = {}
     offset = 0
@@ -61,7 +70,7 @@ def _placed(
         o for o in owners if id(o[0]) in loose
     ]
     for owner, sizes in ordered:
-        if id(owner) in regions:
+        if id(owner) in regions or id(owner) in within:
             continue
         step = BUFFER_ALIGN if id(owner) in loose else align
         placed = []
@@ -70,4 +79,10 @@ def _placed(
             placed.append((offset, padded))
             offset += padded
         regions[id(owner)] = tuple(placed)
+    for owner, sizes in ordered:
+        if id(owner) in within and id(owner) not in regions:
+            start, room = regions[within[id(owner)]][0]
+            if sum(sizes) > room:
+                raise InternalError(f"kernel '{kernel}': a reused shared region is too small")
+            regions[id(owner)] = tuple((start + sum(sizes[:k]), n) for k, n in enumerate(sizes))
     return SharedLayout(kernel, regions, offset, offset > STATIC_SHARED_LIMIT, align)

@@ -191,7 +191,7 @@ class NvptxTarget(Target):
         if stmt.warpgroup:
             warpgroup_barrier(em, self._hardware_index(em, "threadIdx.z"))
         elif stmt.among:
-            first_threads_barrier(em, stmt.among)
+            first_threads_barrier(em.b, stmt.among)
         else:
             barrier(em.b)
 

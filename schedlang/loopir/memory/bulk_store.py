@@ -15,7 +15,11 @@ for each piece of the tile (64 rows of 128 bytes):
    the tensor's shape.
 
 Each warpgroup has two staging buffers where shared memory allows (a piece's writes beside the
-engine's reads of the last), one otherwise. Before its block ends, the thread waits for its
+engine's reads of the last), one otherwise. Where the block's shared memory has no room left
+(attention at d = 128: Q's tile and three stages of K and V take 224 KB of 227), the staging
+takes the region of a buffer whose accesses are all over before the stores
+(`shared_reuse.finished_before`: Q's, once the last step's scores have read it), and a barrier
+of the storing threads before their first piece parts the two uses. Before its block ends, the thread waits for its
 last stores (shared memory must outlive the engine's reads): after the outermost serial loop
 around the store (a persistent block's loop over its tiles), so that no tile waits for its own.
 
@@ -45,18 +49,25 @@ from ..core.nodes import (
 )
 from ..core.simplify import simplify_expr
 from ..core.visit import path_to, rebuild_stmt, transform_stmt, walk_stmt
+from .bulk_pipeline import PRODUCER
+from .fragments import WARPGROUP
+from .shared_reuse import finished_before, uniform_path
 
 PIECE_BYTES = 128  # a staging row: the 128-byte swizzle's width, and the copy engine's
 ROWS = 64  # a warpgroup's accumulator tile
 SHARED_LIMIT = 227 * 1024  # shared memory of one block on sm_90 (opt-in)
 
 
-def bulk_stores(kernel: Stmt, used: int) -> Stmt:
-    """`kernel` with its bulk stores made as the module doc says; `used`: the bytes of shared
-    memory the kernel's own buffers take."""
+def bulk_stores(
+    kernel: Stmt, used: int, block: tuple[int, int, int]
+) -> tuple[Stmt, tuple[Buffer, Buffer] | None]:
+    """`kernel` with its bulk stores made as the module doc says, and ``(staging, region)``
+    where the staging takes the shared region of a buffer whose accesses are over (else
+    None); `used`: the bytes of shared memory the kernel's own buffers take; `block`: its
+    threads along x, y and z."""
     stores = [s for s in walk_stmt(kernel) if isinstance(s, MatrixOp) and s.bulk]
     if not stores:
-        return kernel
+        return kernel, None
     dtypes = {s.dst.buffer.dtype for s in stores}
     if len(dtypes) > 1:
         raise LoweringError(
@@ -69,7 +80,7 @@ def bulk_stores(kernel: Stmt, used: int) -> Stmt:
         _check(s, width)
     paths = [path_to(kernel, s) for s in stores]
     groups = max(_groups(path) for path in paths)
-    slots = _slots(used, groups)
+    slots, region = _room(kernel, stores, paths, used, groups, block)
     staging = Buffer(
         "store.staging",
         tuple(const(n, "int64") for n in (groups, slots, ROWS, width)),
@@ -86,8 +97,10 @@ def bulk_stores(kernel: Stmt, used: int) -> Stmt:
         return seq(s, _per_warpgroup(path, _one_thread(BulkWait(0, read=False))))
 
     waited = transform_stmt(kernel, wait_after)
-    made = _rewrite(waited, None, staging, slots)
-    return _allocated(made, staging, path_to(made, next(_bulk_barriers(made))))
+    first = None if region is None else _threads_barrier(kernel, groups)
+    made = _rewrite(waited, None, staging, slots, first)
+    done = _allocated(made, staging, path_to(made, next(_bulk_barriers(made))))
+    return done, None if region is None else (staging, region)
 
 
 def _bulk_barriers(kernel: Stmt):
@@ -126,18 +139,48 @@ def _groups(path: list[Stmt]) -> int:
     return 1 if loop is None else int(loop.extent.value)
 
 
-def _slots(used: int, groups: int) -> int:
-    """Two staging buffers per warpgroup where the block's shared memory has room beside the
-    `used` bytes of the kernel's own buffers, else one."""
+def _room(
+    kernel: Stmt,
+    stores: list[MatrixOp],
+    paths: list[list[Stmt]],
+    used: int,
+    groups: int,
+    block: tuple[int, int, int],
+) -> tuple[int, Buffer | None]:
+    """``(slots, region)``: two staging buffers per warpgroup where the block's shared memory
+    has room beside the `used` bytes of the kernel's own buffers, else one; where it has
+    none, as many in the region of a buffer whose accesses are over before the stores
+    (`shared_reuse`), if every thread of the block's stores reaches them (one barrier of
+    theirs then parts the region's two uses)."""
     piece = ROWS * PIECE_BYTES
     for slots in (2, 1):
         if used + groups * slots * piece <= SHARED_LIMIT:
-            return slots
+            return slots, None
+    storers = block[2] - (1 if _has_producer(kernel) else 0)
+    if block[0] * block[1] == WARPGROUP and storers == groups and all(map(uniform_path, paths)):
+        for region, nbytes in finished_before(kernel, list(stores)):
+            for slots in (2, 1):
+                if groups * slots * piece <= nbytes:
+                    return slots, region
     raise LoweringError(
         f"store_matrix(tma=True) stages each warpgroup's pieces in {piece // 1024} KB of shared "
         f"memory, but the kernel's other buffers take {used // 1024} KB of the "
-        f"{SHARED_LIMIT // 1024} KB a block has; use fewer pipeline stages, or store without tma"
+        f"{SHARED_LIMIT // 1024} KB a block has, and none whose accesses are over before the "
+        "stores has that much; use fewer pipeline stages, or store without tma"
     )
+
+
+def _has_producer(kernel: Stmt) -> bool:
+    return any(
+        isinstance(s, For) and s.kind == "bound" and s.var.kind == PRODUCER
+        for s in walk_stmt(kernel)
+    )
+
+
+def _threads_barrier(kernel: Stmt, groups: int) -> Barrier:
+    """The barrier of the threads that store (the consumers, beside a producer warpgroup):
+    before it the reused region's last readers, after it the staging's first writers."""
+    return Barrier(among=WARPGROUP * groups) if _has_producer(kernel) else Barrier()
 
 
 def _anchor(path: list[Stmt]) -> Stmt:
@@ -168,13 +211,16 @@ def _one_thread(body: Stmt) -> Stmt:
     return body
 
 
-def _rewrite(s: Stmt, group: Expr | None, staging: Buffer, slots: int) -> Stmt:
+def _rewrite(
+    s: Stmt, group: Expr | None, staging: Buffer, slots: int, first: Barrier | None
+) -> Stmt:
     if isinstance(s, MatrixOp) and s.bulk:
-        return _pieces(s, group if group is not None else const(0, "int64"), staging, slots)
+        pieces = _pieces(s, group if group is not None else const(0, "int64"), staging, slots)
+        return pieces if first is None else seq(first, pieces)
     if _bound(s, "threadIdx.z"):
         index = s.var if _zero(s.min) else Binary("-", s.var, s.min, s.var.dtype)
-        return replace(s, body=_rewrite(s.body, index, staging, slots))
-    return rebuild_stmt(s, lambda e: e, lambda c: _rewrite(c, group, staging, slots))
+        return replace(s, body=_rewrite(s.body, index, staging, slots, first))
+    return rebuild_stmt(s, lambda e: e, lambda c: _rewrite(c, group, staging, slots, first))
 
 
 def _zero(e: Expr) -> bool:
