@@ -4,16 +4,18 @@ tokens, hidden 2048 (16 heads of 128 or 32 heads of 64), seqlen 512 to 16k, caus
 fp16 or bf16. TFLOP/s = 4 * B * H * L^2 * D, halved for causal.
 
 schedlang's kernel is ``examples/gpu_attention.py``: attention written as its definition, fused
-by ``s.online([M, Z, O], factor)`` into one pass over blocks of keys. ``--schedule fused`` (the
-default) computes the whole scan inside each thread's loop over its query row: one kernel, the
-states in registers, keys and values staged in shared memory per block of keys.
-``--schedule stages`` binds each stage to blocks and threads of its own kernel, the scores and
-the states in global memory, so it runs only where they fit (``--ours-limit`` GB). Each is
-checked against torch's math backend in float64 first.
+by ``s.online([M, Z, O], factor)`` into one pass over blocks of keys. ``--schedule wgmma`` (the
+default) is the tensor-core kernel, FlashAttention's on Hopper (``wgmma_schedule``, its
+options the fastest measured: `_wgmma`). ``--schedule fused`` computes the whole scan inside
+each thread's loop over its query row on the CUDA cores: one kernel, the states in registers,
+keys and values staged in shared memory per block of keys. ``--schedule stages`` binds each
+stage to blocks and threads of its own kernel, the scores and the states in global memory, so
+it runs only where they fit (``--ours-limit`` GB). Each is checked against torch's math
+backend in float64 first.
 
     python benchmarks/attention.py [--seqlens 512,1024] [--heads-dim 64,128] [--causal both]
-        [--dtypes float16,bfloat16] [--ours] [--schedule fused] [--factor 16] [--rows 64]
-        [--repeat 20]
+        [--dtypes float16,bfloat16] [--ours] [--schedule wgmma] [--factor 16] [--rows 64]
+        [--store registers] [--repeat 20]
 
 ``--build-time`` needs no GPU: the seconds of building the tensor-core kernel (``wgmma``, the
 tuned shape) at L = 4096, fresh (a new process, the disk cache off) and step by step (the
@@ -98,7 +100,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--schedule",
-        default="fused",
+        default="wgmma",
         choices=["fused", "stages", "wgmma"],
         help="one kernel, a thread per query row (fused), one kernel on the tensor cores, a "
         "warpgroup per 64 rows (wgmma), or a kernel per stage (stages)",

@@ -81,7 +81,9 @@ def one_output(stage: Stage, cls: type, call: str, loc: str) -> None:
             call,
             loc,
             f"'{stage.name}' computes {len(stage.ops)} outputs together ({names}); "
-            f"{primitive} applies to a stage with one output",
+            f"{primitive} applies to a stage with one output: write each output as a compute "
+            f"of its own (a reduction each, over the same axes) and {primitive} them one by "
+            "one (s.online fuses a maximum and the sums taken against it into one pass)",
         )
 
 

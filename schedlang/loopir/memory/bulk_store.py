@@ -19,9 +19,11 @@ engine's reads of the last), one otherwise. Where the block's shared memory has 
 (attention at d = 128: Q's tile and three stages of K and V take 224 KB of 227), the staging
 takes the region of a buffer whose accesses are all over before the stores
 (`shared_reuse.finished_before`: Q's, once the last step's scores have read it), and a barrier
-of the storing threads before their first piece parts the two uses. Before its block ends, the thread waits for its
-last stores (shared memory must outlive the engine's reads): after the outermost serial loop
-around the store (a persistent block's loop over its tiles), so that no tile waits for its own.
+of the storing threads before their first piece parts the two uses.
+
+Before its block ends, the thread waits for its last stores (shared memory must outlive the
+engine's reads): after the outermost serial loop around the store (a persistent block's loop
+over its tiles), so that no tile waits for its own.
 
 For a GPU only (as `bulk_pipeline.split_roles`): the interpreter runs the `MatrixOp`, which
 stores the same values.
