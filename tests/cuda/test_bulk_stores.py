@@ -17,7 +17,18 @@ import pytest
 import schedlang as sl
 from examples import gpu_gemm_wgmma as example
 from schedlang.codegen.nvptx.plan import plan_kernels, shared_bytes
-from schedlang.loopir.core.nodes import Allocate, Buffer, BulkStore, BulkWait, MatrixOp, Tile, seq
+from schedlang.loopir.core.nodes import (
+    Allocate,
+    Barrier,
+    Buffer,
+    BulkStore,
+    BulkWait,
+    For,
+    MatrixOp,
+    Store,
+    Tile,
+    seq,
+)
 from schedlang.loopir.core.visit import walk_stmt
 from schedlang.loopir.memory.bulk_store import bulk_stores
 from schedlang.schedule.errors import TensorizeError
@@ -141,14 +152,46 @@ def test_columns_that_are_not_whole_pieces_are_refused():
         sl.build(s, [a, b, c], target="cuda")
 
 
-def test_too_little_shared_memory_is_refused():
-    """The kernel's buffers and 220 KB more leave no room for one staging buffer each."""
+def _crowded(loop: bool, kb: int = 190):
+    """The GEMM's kernel (32 KB of tiles) beside `kb` KB more of shared memory, read after
+    its stores; with `loop`, all of it run again by a serial loop (as a persistent block's
+    tiles)."""
     a, b, c = example.gemm(128, 128, 64, "float16", "float16")
     lowered = sl.lower(example.schedule(a, b, c, stages=2, tma_store=True), [a, b, c])
-    big = Buffer("big", (sl.const(220 * 1024, "int64"),), "uint8", "shared")
-    kernel = Allocate(big, lowered.body)
-    with pytest.raises(sl.LoweringError, match=r"other buffers take 2\d\d KB of the 227"):
-        bulk_stores(kernel, shared_bytes(kernel))
+    big = Buffer("big", (sl.const(kb * 1024, "int64"),), "uint8", "shared")
+    body = seq(lowered.body, Store(big, (sl.const(0, "int64"),), sl.const(1, "uint8")))
+    if loop:
+        tile = sl.Var("tile", "int32", "axis")
+        body = For(tile, sl.const(0, "int32"), sl.const(2, "int32"), "serial", body)
+    return Allocate(big, body)
+
+
+def test_too_little_shared_memory_is_refused():
+    """No room for one staging buffer a warpgroup (222 KB taken), and no region free by the
+    time of the stores: every buffer is used again in the loop's next turn."""
+    kernel = _crowded(loop=True)
+    with pytest.raises(sl.LoweringError, match=r"other buffers take 22\d KB of the 227"):
+        bulk_stores(kernel, shared_bytes(kernel), (32, 4, 2))
+
+
+def test_the_staging_takes_the_region_of_tiles_read_for_the_last_time():
+    """Without the loop, the GEMM's tiles of A and B are read for the last time before the
+    stores: the staging takes the largest one's region, and a block barrier precedes the
+    first piece. Where the other buffers alone exceed the block's shared memory, no reuse
+    makes room."""
+    kernel = _crowded(loop=False)
+    made, reused = bulk_stores(kernel, shared_bytes(kernel), (32, 4, 2))
+    staging, region = reused
+    assert staging.name == "store.staging" and region.name in ("A.shared", "B.shared")
+    stores = sum(isinstance(s, MatrixOp) and s.bulk for s in walk_stmt(kernel))
+    assert stores and _block_barriers(made) == _block_barriers(kernel) + stores
+    too_big = _crowded(loop=False, kb=200)
+    with pytest.raises(sl.LoweringError, match=r"other buffers take 23\d KB of the 227"):
+        bulk_stores(too_big, shared_bytes(too_big), (32, 4, 2))
+
+
+def _block_barriers(kernel) -> int:
+    return sum(isinstance(s, Barrier) and not s.warpgroup for s in walk_stmt(kernel))
 
 
 @pytest.mark.gpu
@@ -203,9 +246,9 @@ def _bulk_store(name: str, shape: tuple[int, ...], dtype: str) -> MatrixOp:
 def test_stores_of_two_dtypes_in_one_kernel_are_refused():
     kernel = seq(_bulk_store("C", (64, 64), "float16"), _bulk_store("D", (64, 64), "float32"))
     with pytest.raises(sl.LoweringError, match="one dtype per kernel, but this one stores"):
-        bulk_stores(kernel, 0)
+        bulk_stores(kernel, 0, (32, 4, 1))
 
 
 def test_a_tensor_of_six_dimensions_is_refused():
     with pytest.raises(sl.LoweringError, match="tensors of 1-5 dimensions, and it has 6"):
-        bulk_stores(_bulk_store("C", (2, 2, 2, 2, 64, 64), "float16"), 0)
+        bulk_stores(_bulk_store("C", (2, 2, 2, 2, 64, 64), "float16"), 0, (32, 4, 1))

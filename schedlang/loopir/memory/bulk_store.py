@@ -159,7 +159,8 @@ def _room(
         if used + groups * slots * piece <= SHARED_LIMIT:
             return slots, None
     storers = block[2] - (1 if _has_producer(kernel) else 0)
-    if block[0] * block[1] == WARPGROUP and storers == groups and all(map(uniform_path, paths)):
+    uniform = block[0] * block[1] == WARPGROUP and all(map(uniform_path, paths))
+    if used <= SHARED_LIMIT and uniform and storers == groups:
         for region, nbytes in finished_before(kernel, list(stores)):
             for slots in (2, 1):
                 if groups * slots * piece <= nbytes:
