@@ -8,7 +8,7 @@ nest (indices of loads included) with one call. Unchanged subtrees are shared, n
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from ...errors import InternalError
 from ...ir.expr import Const, Expr, Var
@@ -19,6 +19,7 @@ from .nodes import (
     AsyncCopy,
     AsyncWait,
     Barrier,
+    Buffer,
     BulkCopy,
     BulkStore,
     BulkWait,
@@ -185,6 +186,21 @@ def walk_stmt(s: Stmt) -> Iterator[Stmt]:
         node = stack.pop()
         yield node
         stack.extend(reversed(stmt_children(node)))
+
+
+def stmt_buffers(s: Stmt) -> list[Buffer]:
+    """The buffers statement `s` names in its own fields (its tiles' included; not those its
+    expressions load, nor its sub-statements'): a store's, a copy's, a memory barrier's array,
+    whatever the statement is."""
+    found: list[Buffer] = []
+    for f in fields(s):
+        value = getattr(s, f.name)
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, Buffer):
+                found.append(item)
+            elif isinstance(item, Tile):
+                found.append(item.buffer)
+    return found
 
 
 def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:

@@ -4,12 +4,11 @@ indices the layout gives, on the loop nest as the polyhedral layer made it."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
 
 from ...errors import LoweringError
 from ...schedule.layout import TransformLayout
-from ..core.nodes import Allocate, Buffer, Load, Stmt, Store, Tile
-from ..core.visit import transform_stmt
+from ..core.nodes import Allocate, Buffer, Load, Stmt, Store
+from ..core.visit import stmt_buffers, transform_stmt
 
 
 def apply_layouts(stmt: Stmt, layouts: Mapping[Buffer, TransformLayout]) -> Stmt:
@@ -29,7 +28,7 @@ def apply_layouts(stmt: Stmt, layouts: Mapping[Buffer, TransformLayout]) -> Stmt
             if s.buffer in layouts:
                 return Store(s.buffer, layouts[s.buffer].indices(s.indices), s.value)
             return None
-        touched = [] if isinstance(s, Allocate) else [b for b in _buffers_of(s) if b in layouts]
+        touched = [] if isinstance(s, Allocate) else [b for b in stmt_buffers(s) if b in layouts]
         if touched:
             raise LoweringError(
                 f"'{touched[0].name}' is stored in another layout (transform_layout), and "
@@ -39,16 +38,3 @@ def apply_layouts(stmt: Stmt, layouts: Mapping[Buffer, TransformLayout]) -> Stmt
         return None
 
     return transform_stmt(stmt, stmt_fn, expr_fn)
-
-
-def _buffers_of(s: Stmt) -> list[Buffer]:
-    """The buffers a statement names in its own fields (its tiles' included)."""
-    found: list[Buffer] = []
-    for f in fields(s):
-        value = getattr(s, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            if isinstance(item, Buffer):
-                found.append(item)
-            elif isinstance(item, Tile):
-                found.append(item.buffer)
-    return found

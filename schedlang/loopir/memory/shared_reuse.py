@@ -12,13 +12,12 @@ between them. `finished_before` finds such buffers; the caller places that barri
 
 from __future__ import annotations
 
-from dataclasses import fields
 from math import prod
 
 from ...ir import dtype as dt
 from ...ir.expr import Const
-from ..core.nodes import Allocate, Buffer, For, If, Load, Stmt, Tile
-from ..core.visit import stmt_children, stmt_exprs, walk_expr
+from ..core.nodes import Allocate, Buffer, For, If, Load, Stmt
+from ..core.visit import stmt_buffers, stmt_children, stmt_exprs, walk_expr
 
 
 def finished_before(kernel: Stmt, later: list[Stmt]) -> list[tuple[Buffer, int]]:
@@ -67,17 +66,9 @@ def _bytes(buffer: Buffer) -> int | None:
 
 
 def _touched(s: Stmt) -> list[Buffer]:
-    """The buffers statement `s` itself (not its sub-statements) names: those its
-    expressions load, and every buffer or tile among its fields (a store's, a copy's, a
-    memory barrier's array), whatever the statement is."""
+    """The buffers statement `s` itself (not its sub-statements) reads or writes: those its
+    expressions load and those its fields name."""
     found = [x.buffer for e in stmt_exprs(s) for x in walk_expr(e) if isinstance(x, Load)]
     if isinstance(s, Allocate):
         return found  # its buffer is allocated, not touched
-    for f in fields(s):
-        value = getattr(s, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            if isinstance(item, Buffer):
-                found.append(item)
-            elif isinstance(item, Tile):
-                found.append(item.buffer)
-    return found
+    return found + stmt_buffers(s)
