@@ -164,7 +164,7 @@ def main() -> None:
         default="registers",
         choices=["registers", "tma"],
         help="wgmma: the output stored from registers, or by the copy engine from a shared "
-        "staging (Q's tile, reused once the scores have read it)",
+        "staging (K's tiles, reused once the last scores have read them)",
     )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--build-time", action="store_true", help="time the wgmma build only")

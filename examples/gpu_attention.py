@@ -207,8 +207,8 @@ def wgmma_schedule(
     (``online(..., threshold=)``, FlashAttention 4's lazy rescale), and the output's rescale
     is skipped where its factors are all 1 (``pragma(step, "skip_unit_scales")``). With
     `store_tma`, the copy engine stores the output (``store_matrix(tma=True)``), staged in
-    Q's shared tile once the last step's scores have read it (`loopir.memory.shared_reuse`:
-    K's and V's three stages leave no other room at d = 128). The
+    K's shared tiles once the last step's scores have read them (`loopir.memory.shared_reuse`:
+    Q's tile and K's and V's three stages leave no other room at d = 128). The
     keys' length must be a multiple of `keys` (whole tiles along the second
     product's reduction), and with `persistent` a multiple of `rows` (over a length that
     leaves a part tile, the placement refuses the block's footprints: their divisions

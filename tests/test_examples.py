@@ -19,7 +19,7 @@ from examples import (
     gpu_transpose,
     gpu_winograd,
 )
-from schedlang.loopir.core.nodes import For, Load, Turn
+from schedlang.loopir.core.nodes import Allocate, For, Load, Turn
 from schedlang.loopir.core.printer import stmt_str
 from schedlang.loopir.core.visit import stmt_exprs, walk_expr, walk_stmt
 from schedlang.loopir.interpret import run
@@ -277,8 +277,9 @@ def test_the_bfloat16_tensor_core_attention_on_the_gpu(causal):
 @pytest.mark.gpu
 @pytest.mark.parametrize(("dtype", "causal"), [("float16", False), ("bfloat16", True)])
 def test_attention_stored_by_the_copy_engine_on_the_gpu(dtype, causal):
-    """The output stored by the copy engine, staged in Q's shared tile once the last step's
-    scores have read it (K's and V's three stages leave no other room at d = 128)."""
+    """The output stored by the copy engine, staged in K's shared tiles once the last step's
+    scores have read them (Q's tile and K's and V's three stages leave no other room at d =
+    128)."""
     import ml_dtypes
 
     shape = (3, 640, 128)
@@ -295,10 +296,11 @@ def test_attention_stored_by_the_copy_engine_on_the_gpu(dtype, causal):
     np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-2)
 
 
-def test_attention_stores_by_the_copy_engine_from_q_s_tile():
+def test_attention_stores_by_the_copy_engine_from_k_s_tiles():
     """At d = 128 with three stages the block's shared memory is full (Q 32 KB, K and V 192
-    KB): the output's staging takes Q's region, after a barrier of the consumer warpgroups,
-    and the kernel's shared memory does not grow."""
+    KB): the output's staging takes the start of K's region (the largest read for the last
+    time before the stores), after a barrier of the consumer warpgroups, and the kernel's
+    shared memory does not grow."""
     tensors = gpu_attention.tensor_core_attention(2, 256, 128)
     options = dict(keys=128, stages=3, tma=True, warp_specialize=True)
     plans = []
@@ -307,8 +309,14 @@ def test_attention_stores_by_the_copy_engine_from_q_s_tile():
         kernel = sl.build(s, _io(tensors), "cuda -arch=sm_90a")
         plans.append(kernel._compiled.plan.kernels[0])
     assert plans[1].shared.nbytes == plans[0].shared.nbytes
-    text = str(plans[1].body)
-    assert "store.staging" in text and "barrier(first 256 threads)" in text
+    shared = {
+        a.buffer.name: plans[1].shared.region(a)
+        for a in walk_stmt(plans[1].body)
+        if isinstance(a, Allocate) and a.buffer.scope == "shared"
+    }
+    assert shared["store.staging"][0] == shared["K.shared"][0]
+    assert shared["store.staging"][1] <= shared["K.shared"][1]
+    assert "barrier(first 256 threads)" in str(plans[1].body)
 
 
 def test_fused_attention_masks_without_repeating_its_exps():

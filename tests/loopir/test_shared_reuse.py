@@ -5,8 +5,8 @@ holds one of them."""
 from __future__ import annotations
 
 from schedlang.ir.expr import const
-from schedlang.loopir.core.nodes import Allocate, Buffer, For, If, seq
-from schedlang.loopir.memory.shared_reuse import finished_before, uniform_path
+from schedlang.loopir.core.nodes import Allocate, Buffer, For, MBarrier, seq
+from schedlang.loopir.memory.shared_reuse import finished_before
 
 from .nests import load, loop_var, store
 
@@ -45,9 +45,19 @@ def test_not_free_before_its_last_access():
     assert finished_before(kernel, [first]) == []
 
 
-def test_a_guard_on_the_way_parts_the_threads():
-    a = _shared("A", 8)
-    inner = store(a, [0], load(a, 1))
-    guarded = If(load(a, 2) > 0.0, inner)
-    assert uniform_path([guarded, inner]) is False
-    assert uniform_path([inner]) is True
+def test_a_memory_barrier_array_is_never_free():
+    """Its barriers are initialised once and would need invalidating before reuse."""
+    kernel, a, later = _kernel(around=False)
+    flags = Buffer("flags", (const(2),), "int64", "shared")
+    init = MBarrier("init", flags, const(0), count=1)
+    kernel = Allocate(flags, seq(init, kernel))
+    assert finished_before(kernel, [later]) == [(a, 256)]
+
+
+def test_a_statement_met_twice_counts_where_it_stands_first():
+    """A subtree two branches share: B's store stands before A's last read in the first copy,
+    so A is not free there, though the second copy comes after it."""
+    a, b, out = _shared("A", 8), _shared("B", 8), Buffer("Out", (const(8),), "float32")
+    later = store(b, [0], load(out, 0))
+    body = seq(later, store(out, [0], load(a, 1)), later)
+    assert finished_before(Allocate(a, Allocate(b, body)), [later]) == []

@@ -18,8 +18,8 @@ Each warpgroup has two staging buffers where shared memory allows (a piece's wri
 engine's reads of the last), one otherwise. Where the block's shared memory has no room left
 (attention at d = 128: Q's tile and three stages of K and V take 224 KB of 227), the staging
 takes the region of a buffer whose accesses are all over before the stores
-(`shared_reuse.finished_before`: Q's, once the last step's scores have read it), and a barrier
-of the storing threads before their first piece parts the two uses.
+(`shared_reuse.finished_before`: K's tiles, once the last step's scores have read them), and
+a barrier of the storing threads before each store's first piece parts the two uses.
 
 Before its block ends, the thread waits for its last stores (shared memory must outlive the
 engine's reads): after the outermost serial loop around the store (a persistent block's loop
@@ -160,16 +160,25 @@ def _room(
             return slots, None
     storers = block[2] - (1 if _has_producer(kernel) else 0)
     uniform = block[0] * block[1] == WARPGROUP and all(map(uniform_path, paths))
-    if used <= SHARED_LIMIT and uniform and storers == groups:
+    if used > SHARED_LIMIT:
+        why = "more than it has alone"
+    elif not (uniform and storers == groups):
+        why = (
+            "and no region freed before the stores can be given to the staging: not every "
+            "thread of the block makes the stores alike (a guard, or warpgroups that store "
+            "nothing), so no barrier of theirs can part the two uses"
+        )
+    else:
         for region, nbytes in finished_before(kernel, list(stores)):
             for slots in (2, 1):
                 if groups * slots * piece <= nbytes:
                     return slots, region
+        why = "and no buffer whose accesses are over before the stores has that much"
     raise LoweringError(
         f"store_matrix(tma=True) stages each warpgroup's pieces in {piece // 1024} KB of shared "
         f"memory, but the kernel's other buffers take {used // 1024} KB of the "
-        f"{SHARED_LIMIT // 1024} KB a block has, and none whose accesses are over before the "
-        "stores has that much; use fewer pipeline stages, or store without tma"
+        f"{SHARED_LIMIT // 1024} KB a block has, {why}; use fewer pipeline stages, or store "
+        "without tma"
     )
 
 

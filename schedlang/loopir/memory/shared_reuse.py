@@ -1,13 +1,19 @@
 """Shared memory given again to a later buffer once an earlier one's sweep is over.
 
 A block's shared memory is laid out one buffer after another (`nvptx.shared_layout`), each
-for the whole kernel. Attention's Q tile (32 KB at head dim 128) is read by the scores of the
-last step and never after, while the copy engine's store of the output (`bulk_store`) needs
-16 KB a warpgroup to stage it, and the K and V pipeline has taken the rest of the 227 KB. The
-staging can take Q's region: every access of Q comes before the first store, no loop that the
-threads run again holds both (a persistent block's loop over tiles reloads Q after a store,
-whose engine may still be reading), and one barrier of the threads that use either stands
-between them. `finished_before` finds such buffers; the caller places that barrier.
+for the whole kernel. Attention at head dim 128 takes 224 KB of the 227 a block has (Q's tile,
+three stages of K and V), and the copy engine's store of the output (`bulk_store`) needs 16
+KB a warpgroup more to stage it. Every tile of K, V and Q is read for the last time by the
+last step's products, before the first store: the staging can take one of their regions,
+provided no loop that the threads run again holds both (a persistent block's loop over tiles
+refills them after a store whose engine may still be reading) and one barrier of the threads
+that use either stands between them. `finished_before` finds such buffers, largest first (at
+d = 128, K's tiles); the caller places that barrier.
+
+Accesses are where the statements stand in program order: an asynchronous copy into a
+buffer counts where it is issued. The pipelines schedlang builds read every stage they fill
+(each copy is waited for before its products), so a buffer's last read follows its last copy;
+a memory barrier's array is never given away (its barriers would need invalidating first).
 """
 
 from __future__ import annotations
@@ -16,37 +22,46 @@ from math import prod
 
 from ...ir import dtype as dt
 from ...ir.expr import Const
-from ..core.nodes import Allocate, Buffer, For, If, Load, Stmt
+from ..core.nodes import Allocate, Buffer, For, If, Load, MBarrier, Stmt
 from ..core.visit import stmt_buffers, stmt_children, stmt_exprs, walk_expr
 
 
 def finished_before(kernel: Stmt, later: list[Stmt]) -> list[tuple[Buffer, int]]:
     """The shared buffers of `kernel` (with their bytes, largest first) whose every access
     comes before each statement of `later` in program order, outside every serial loop that
-    holds one of them: their regions are free from the first of `later` on."""
-    order: dict[int, int] = {}  # statement -> position in program order
-    loops: dict[int, frozenset[int]] = {}  # statement -> the serial loops around it
-    accesses: dict[int, list[int]] = {}  # buffer -> the statements that touch it
+    holds one of them: their regions are free from the first of `later` on. A statement met
+    twice (a subtree two branches share) counts at each place it stands."""
+    wanted = {id(s) for s in later}
+    accesses: dict[int, list[tuple[int, frozenset[int]]]] = {}  # buffer -> (place, loops)
     buffers: dict[int, Buffer] = {}
+    barriers: set[int] = set()
+    reached: list[tuple[int, frozenset[int]]] = []  # where `later` stands
+    position = 0
 
     def visit(s: Stmt, around: frozenset[int]) -> None:
-        order[id(s)] = len(order)
-        loops[id(s)] = around
+        nonlocal position
+        here, position = position, position + 1
         if isinstance(s, Allocate) and s.buffer.scope == "shared":
             buffers[id(s.buffer)] = s.buffer
+        if isinstance(s, MBarrier):
+            barriers.update(id(b) for b in stmt_buffers(s))
         for buffer in _touched(s):
-            accesses.setdefault(id(buffer), []).append(id(s))
-        inner = around | {id(s)} if isinstance(s, For) and s.kind == "serial" else around
+            accesses.setdefault(id(buffer), []).append((here, around))
+        if id(s) in wanted:
+            reached.append((here, around))
+        inner = around | {here} if isinstance(s, For) and s.kind == "serial" else around
         for kid in stmt_children(s):
             visit(kid, inner)
 
     visit(kernel, frozenset())
-    first = min(order[id(s)] for s in later)
-    held = frozenset().union(*(loops[id(s)] for s in later))
+    first = min(place for place, _ in reached)
+    held = frozenset().union(*(loops for _, loops in reached))
     free = []
     for key, buffer in buffers.items():
+        if key in barriers:
+            continue
         touching = accesses.get(key, [])
-        if all(order[s] < first and not loops[s] & held for s in touching):
+        if all(place < first and not loops & held for place, loops in touching):
             nbytes = _bytes(buffer)
             if nbytes is not None:
                 free.append((buffer, nbytes))
