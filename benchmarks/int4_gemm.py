@@ -2,9 +2,9 @@
 Llama-2-70B's projections (k x n = 8192 x 10240 and 28672 x 8192, groups of 128 rows, or 32) for
 decoding (m = 1 and 16) and prefill (m = 2048), bfloat16 activations.
 
-Decoding (m <= 16) uses the fastest at the shape of the options in `DECODE` (each is built and
-timed): `decode_schedule` on the CUDA cores, `register_decode_schedule` (the weight as wgmma's
-A operand in registers; "bytes by thread": Wq passed in the threads' order,
+Decoding (m <= 16) uses the fastest at the shape of the options `decode_options` gives
+(each is built and timed): `decode_schedule` on the CUDA cores, `register_decode_schedule`
+(the weight as wgmma's A operand in registers; "bytes by thread": Wq passed in the threads' order,
 `bytes_by_thread_order`, made once per weight as tinygemm's own packing is) and, at m = 16,
 `tensor_core_decode_schedule` (the wgmma ones built for m a size variable); the column gives
 the slice of k and the columns a thread or a block.
@@ -22,6 +22,8 @@ dequantised weight (``torch.mm``), which reads four times the weight's bytes. Ou
 checked first against torch's GEMM of the weight `dequantize` gives (output filled with NaN).
 
     python benchmarks/int4_gemm.py [--ms 1,16,2048] [--repeat 50]
+
+``--ms 1,2,4,8,16`` covers decoding's range (`decode_options` between 1 and 16).
 """
 
 from __future__ import annotations
@@ -56,6 +58,20 @@ DECODE = {
 PREFILL = dict(block_rows=128, block_cols=128, threads_y=16, threads_x=16, step=16)
 
 
+def decode_options(m: int) -> list[dict]:
+    """The decoding schedules tried at `m` rows: `DECODE`'s at m = 1 and 16 (the measured
+    choices), between them the CUDA-core kernel with all m rows a thread (fewer columns a
+    thread as m grows: each weight is multiplied into m rows) and the register kernel with
+    wgmma's 8 or 16 rows."""
+    if m in DECODE:
+        return DECODE[m]
+    cuda_cores = dict(decode=True, slice_k=128, cols=4 if m <= 4 else 8, warps=8 if m <= 4 else 4)
+    registers = dict(registers=True, rows=8 if m <= 8 else 16, step=128, bytes_by_thread=True)
+    return [{**cuda_cores, "unroll": 4 if m <= 4 else 2}] + [
+        {**registers, "slice_k": s} for s in SLICES
+    ]
+
+
 def tinygemm(x: torch.Tensor, k: int, n: int, group: int = GROUP):
     """A call of torch's int4 kernel on a random weight of the shape, or None."""
     try:
@@ -77,7 +93,7 @@ def row(m: int, k: int, n: int, repeat: int, group: int = GROUP) -> str:
     dense = torch.from_numpy(gpu_gemm_int4.dequantize(packed, scales, zeros).astype(np.float32))
     dense = dense.to("cuda", torch.bfloat16)
     wq = torch.from_numpy(packed).cuda()
-    options = DECODE.get(m) or [PREFILL, dict(tensor_cores=True)]
+    options = decode_options(m) if m <= 16 else [PREFILL, dict(tensor_cores=True)]
     by_thread = None  # Wq in the threads' order, made once a row where an option asks for it
     if any(option.get("bytes_by_thread") for option in options):
         by_thread = torch.from_numpy(gpu_gemm_int4.bytes_by_thread_order(packed)).cuda()
