@@ -349,8 +349,8 @@ def test_a_fragment_s_rows_vectorized_run_alone_and_say_so():
     row by row, at the user's line, and the kernel is still right."""
     tensors = example.int4_gemm(sl.var("m"), 80, 256, 32, "bfloat16")
     made = example.register_decode_schedule(*tensors, slice_k=128, rows=8)
-    weight = next(st for st in made.stages if st.scope == "wgmma.accumulator" and
-                  st.op.name.startswith("W"))  # fmt: skip
+    fragments = [st for st in made.stages if st.scope == "wgmma.accumulator"]
+    weight = next(st for st in fragments if st.op.name.startswith("W"))
     made[weight].vectorize(weight.op.axis[0])
     with pytest.warns(sl.SchedlangWarning, match="vectorize the column axis") as caught:
         kernel = sl.build(made, list(tensors), target="cuda")

@@ -514,7 +514,6 @@ def _shared_layout(
     `reused`, ``(buffer, earlier)``: the buffer laid in the earlier one's region
     (`shared_reuse`)."""
     owners: list[tuple[object, tuple[int, ...]]] = []
-    allocations = {id(s.buffer): s for s in walk_stmt(body) if isinstance(s, Allocate)}
     loose: set[int] = set()  # regions that need no swizzle's alignment
     swizzled = False
     for s in walk_stmt(body):
@@ -546,6 +545,7 @@ def _shared_layout(
     align = SWIZZLE_ALIGN if swizzled else BUFFER_ALIGN
     within = {}
     if reused is not None:
+        allocations = {id(o.buffer): o for o, _ in owners if isinstance(o, Allocate)}
         later, earlier = (allocations[id(b)] for b in reused)
         within[id(later)] = id(earlier)
     return lay_out_shared(name, owners, align, frozenset(loose), within)

@@ -82,7 +82,8 @@ def bulk_stores(
         _check(s, width)
     paths = [path_to(kernel, s) for s in stores]
     groups = max(_groups(path) for path in paths)
-    slots, region = _room(kernel, stores, paths, used, groups, block)
+    producer = _has_producer(kernel)
+    slots, region = _room(kernel, stores, paths, used, groups, block, producer)
     staging = Buffer(
         "store.staging",
         tuple(const(n, "int64") for n in (groups, slots, ROWS, width)),
@@ -99,7 +100,7 @@ def bulk_stores(
         return seq(s, _per_warpgroup(path, _one_thread(BulkWait(0, read=False))))
 
     waited = transform_stmt(kernel, wait_after)
-    first = None if region is None else _threads_barrier(kernel, groups)
+    first = None if region is None else _threads_barrier(groups, producer)
     made = _rewrite(waited, None, staging, slots, first)
     done = _allocated(made, staging, path_to(made, next(_bulk_barriers(made))))
     return done, None if region is None else (staging, region)
@@ -148,6 +149,7 @@ def _room(
     used: int,
     groups: int,
     block: tuple[int, int, int],
+    producer: bool,
 ) -> tuple[int, Buffer | None]:
     """``(slots, region)``: two staging buffers per warpgroup where the block's shared memory
     has room beside the `used` bytes of the kernel's own buffers, else one; where it has
@@ -158,7 +160,7 @@ def _room(
     for slots in (2, 1):
         if used + groups * slots * piece <= SHARED_LIMIT:
             return slots, None
-    storers = block[2] - (1 if _has_producer(kernel) else 0)
+    storers = block[2] - (1 if producer else 0)
     uniform = block[0] * block[1] == WARPGROUP and all(map(uniform_path, paths))
     if used > SHARED_LIMIT:
         why = "more than it has alone"
@@ -189,10 +191,10 @@ def _has_producer(kernel: Stmt) -> bool:
     )
 
 
-def _threads_barrier(kernel: Stmt, groups: int) -> Barrier:
+def _threads_barrier(groups: int, producer: bool) -> Barrier:
     """The barrier of the threads that store (the consumers, beside a producer warpgroup):
     before it the reused region's last readers, after it the staging's first writers."""
-    return Barrier(among=WARPGROUP * groups) if _has_producer(kernel) else Barrier()
+    return Barrier(among=WARPGROUP * groups) if producer else Barrier()
 
 
 def _anchor(path: list[Stmt]) -> Stmt:
